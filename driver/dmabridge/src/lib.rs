@@ -1,0 +1,19 @@
+//! dmabridge — a userspace memory driver for zero-copy Linux pipelines.
+//!
+//! The crate is layered as `ARCHITECTURE.md` describes; each layer is a
+//! folder and depends only on the ones below it:
+//!
+//! 1. [`sys`] — kernel interfaces: one small module per kernel object (memfd,
+//!    udmabuf, dma-buf, DMA-BUF heaps, VFIO, io_uring, DRM PRIME), safe types
+//!    over owned fds, errors that carry the operation and the errno.
+//! 2. [`memory`] — backings, IOVA allocation, residency.
+//! 3. [`runtime`] — devices and their backends (the edu DMA engine).
+//!
+//! Extensions (the OpenCL seeds) and the faces (Rust API, C ABI, CLI) build on
+//! these in later layers.
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(missing_docs)]
+
+pub mod memory;
+pub mod runtime;
+pub mod sys;

@@ -1,0 +1,3 @@
+//! Device backends: the engines that execute DMA for a device.
+
+pub mod edu;

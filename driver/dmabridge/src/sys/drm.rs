@@ -1,0 +1,1 @@
+//! DRM PRIME (vgem). Being written.

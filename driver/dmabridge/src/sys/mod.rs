@@ -1,0 +1,30 @@
+//! Layer 1: kernel interfaces.
+//!
+//! One module per kernel object. Every type owns its file descriptor
+//! ([`std::os::fd::OwnedFd`]) and lends it as a [`std::os::fd::BorrowedFd`];
+//! no raw fd integer crosses a public API. Every `unsafe` block carries a
+//! `// SAFETY:` argument. Errors carry the operation and the errno
+//! ([`OsError`]); rules the kernel would refuse are checked up front where the
+//! caller benefits from a precise, typed reason.
+
+mod error;
+pub(crate) mod ioctl;
+
+pub mod dma_buf;
+pub mod dma_heap;
+pub mod drm;
+pub mod eventfd;
+pub mod memfd;
+pub mod mmap;
+pub mod pci;
+pub mod probe;
+pub mod udmabuf;
+pub mod uring;
+pub mod vfio;
+
+pub use error::{OsError, OsResult};
+
+/// The size of a page of the running kernel.
+pub fn page_size() -> usize {
+    rustix::param::page_size()
+}

@@ -1,0 +1,1 @@
+//! Machine capability report (`dmabridge info`). Being written.

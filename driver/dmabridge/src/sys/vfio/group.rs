@@ -1,0 +1,106 @@
+//! A VFIO group: the unit of IOMMU isolation, `/dev/vfio/N`.
+
+use std::ffi::CString;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::sync::Arc;
+
+use rustix::fs::{Mode, OFlags};
+use rustix::io::Errno;
+use vfio_bindings::bindings::vfio as uapi;
+
+use super::container::Container;
+use super::device::Device;
+use super::VfioError;
+use crate::sys::ioctl::{ioctl_ptr, opcode, Opcode};
+use crate::sys::pci::{PciAddress, PciFunction};
+use crate::sys::OsError;
+
+const VFIO_GROUP_GET_STATUS: Opcode = opcode::none(b';', 103);
+const VFIO_GROUP_SET_CONTAINER: Opcode = opcode::none(b';', 104);
+const VFIO_GROUP_GET_DEVICE_FD: Opcode = opcode::none(b';', 106);
+
+/// An open, viable group attached to a container.
+pub struct Group {
+    fd: OwnedFd,
+    number: u32,
+    container: Arc<Container>,
+}
+
+impl std::fmt::Debug for Group {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Group").field("number", &self.number).finish_non_exhaustive()
+    }
+}
+
+impl Group {
+    /// Opens the group of the function at `address` and attaches it to
+    /// `container`; a group already attached there is reused. The function
+    /// must exist, sit in an IOMMU group and be bound to vfio-pci.
+    pub fn for_device(container: &Arc<Container>, address: PciAddress) -> Result<Arc<Group>, VfioError> {
+        let f = PciFunction::read(address).ok_or(VfioError::NoDevice(address))?;
+        let number = f.iommu_group.ok_or(VfioError::NoIommuGroup(address))?;
+        if !f.is_vfio_bound() {
+            return Err(VfioError::NotBoundToVfio { address, driver: f.driver.unwrap_or_else(|| "no driver".into()) });
+        }
+        if let Some(g) = container.cached_group(number) {
+            return Ok(g);
+        }
+        let path = format!("/dev/vfio/{number}");
+        let fd =
+            rustix::fs::open(path.as_str(), OFlags::RDWR | OFlags::CLOEXEC, Mode::empty()).map_err(|e| match e {
+                Errno::NOENT => VfioError::NotBoundToVfio { address, driver: "vfio-pci (but no group node)".into() },
+                Errno::BUSY => VfioError::GroupBusy(number),
+                Errno::ACCESS | Errno::PERM => VfioError::NoAccess(number, e),
+                e => OsError::new("open /dev/vfio/N", e).into(),
+            })?;
+        let mut status =
+            uapi::vfio_group_status { argsz: std::mem::size_of::<uapi::vfio_group_status>() as u32, flags: 0 };
+        // SAFETY: VFIO_GROUP_GET_STATUS fills one `vfio_group_status`.
+        unsafe { ioctl_ptr(fd.as_fd(), VFIO_GROUP_GET_STATUS, &mut status) }
+            .map_err(OsError::tag("VFIO_GROUP_GET_STATUS"))?;
+        if status.flags & uapi::VFIO_GROUP_FLAGS_VIABLE == 0 {
+            return Err(VfioError::GroupNotViable(number));
+        }
+        let mut cfd = container.as_fd().as_raw_fd();
+        // SAFETY: VFIO_GROUP_SET_CONTAINER reads one int, the container fd,
+        // which `container` keeps open for the call.
+        unsafe { ioctl_ptr(fd.as_fd(), VFIO_GROUP_SET_CONTAINER, &mut cfd) }
+            .map_err(OsError::tag("VFIO_GROUP_SET_CONTAINER"))?;
+        let group = Arc::new(Group { fd, number, container: container.clone() });
+        container.attached(&group)?;
+        Ok(group)
+    }
+
+    /// The group number (`/dev/vfio/N`).
+    pub fn number(&self) -> u32 {
+        self.number
+    }
+
+    /// The container the group is attached to.
+    pub fn container(&self) -> &Arc<Container> {
+        &self.container
+    }
+
+    /// Opens the device at `address` in this group.
+    pub fn device(self: &Arc<Self>, address: PciAddress) -> Result<Device, VfioError> {
+        let name = CString::new(address.to_string()).expect("addresses have no NUL");
+        // SAFETY: VFIO_GROUP_GET_DEVICE_FD reads a NUL-terminated name, which
+        // `name` holds for the call, and returns a new fd.
+        let fd =
+            unsafe { ioctl_ptr(self.fd.as_fd(), VFIO_GROUP_GET_DEVICE_FD, name.as_ptr().cast_mut()) }.map_err(|e| {
+                match e {
+                    Errno::NODEV | Errno::NOENT | Errno::INVAL => VfioError::NoDevice(address),
+                    e => OsError::new("VFIO_GROUP_GET_DEVICE_FD", e).into(),
+                }
+            })?;
+        // SAFETY: on success the ioctl returned a new fd that nobody else owns.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        Device::new(fd, address, self.clone())
+    }
+}
+
+impl AsFd for Group {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
+}

@@ -1,0 +1,120 @@
+//! VFIO: user-space drivers for PCI functions behind an IOMMU.
+//!
+//! [`Container`] is an IOMMU context (type1 v2) into which [`Group`]s are put;
+//! a group hands out [`Device`]s; a device exposes regions (BARs, config
+//! space), interrupts onto eventfds, and reset. DMA mappings are made on the
+//! container.
+//!
+//! Written over the raw ioctls (with the uapi structs of `vfio-bindings`)
+//! rather than the `vfio-ioctls` crate: that crate's region reads and writes
+//! only log failures instead of returning them, it has no BAR mmap helper, and
+//! it pulls in vmm-sys-util; every error here must reach the caller.
+
+mod container;
+mod device;
+mod group;
+
+pub use container::{Container, DmaMapping, IommuInfo};
+pub use device::{Device, IrqInfo, IrqKind, RegionInfo};
+pub use group::Group;
+
+use crate::sys::pci::PciAddress;
+use crate::sys::OsError;
+
+/// Why a VFIO operation failed.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum VfioError {
+    /// No `/dev/vfio/vfio`.
+    #[error("no /dev/vfio/vfio: load vfio-pci (kmod-helpers/dmabridge-kmod load vfio-pci) or run `make demo`, which uses the QEMU guest")]
+    NoVfio,
+    /// The function does not exist.
+    #[error("no PCI function {0}")]
+    NoDevice(PciAddress),
+    /// The function is not in an IOMMU group (the IOMMU is off).
+    #[error("{0} is in no IOMMU group: the IOMMU is off; boot with intel_iommu=on (or amd_iommu=on)")]
+    NoIommuGroup(PciAddress),
+    /// The function is not bound to vfio-pci.
+    #[error("{address} is bound to {driver}, not vfio-pci: run kmod-helpers/dmabridge-kmod bind {address}")]
+    NotBoundToVfio {
+        /// The function.
+        address: PciAddress,
+        /// Its current driver ("no driver" if none).
+        driver: String,
+    },
+    /// A group with a member not bound to vfio-pci (or not released).
+    #[error("IOMMU group {0} is not viable: bind every function of the group to vfio-pci")]
+    GroupNotViable(u32),
+    /// The group node cannot be opened by this user.
+    #[error("cannot open /dev/vfio/{0} ({1}): add your user to the group of udev/70-dmabridge.rules, or run as root")]
+    NoAccess(u32, rustix::io::Errno),
+    /// The group is already open (by this or another process).
+    #[error("IOMMU group {0} is already in use (EBUSY): another process or container holds it")]
+    GroupBusy(u32),
+    /// The kernel lacks the type1 v2 IOMMU driver.
+    #[error("VFIO has no type1v2 IOMMU: load vfio_iommu_type1")]
+    NoType1v2,
+    /// The VFIO API version is not the one this crate speaks.
+    #[error("VFIO API version {0}, expected 0")]
+    ApiVersion(i32),
+    /// A region index the device does not have.
+    #[error("the device has no region {0}")]
+    NoRegion(u32),
+    /// A region that cannot be mapped.
+    #[error("region {0} cannot be mmapped (no VFIO_REGION_INFO_FLAG_MMAP)")]
+    RegionNotMappable(u32),
+    /// An access outside a region.
+    #[error("access {offset:#x}+{len} is outside region {index} ({size} bytes)")]
+    OutsideRegion {
+        /// Region index.
+        index: u32,
+        /// Offset asked for.
+        offset: u64,
+        /// Length asked for.
+        len: usize,
+        /// Region size.
+        size: u64,
+    },
+    /// An IRQ index the device does not have, or more vectors than it has.
+    #[error("the device has no interrupt {index} with {count} vectors")]
+    NoIrq {
+        /// IRQ index.
+        index: u32,
+        /// Vectors asked for.
+        count: usize,
+    },
+    /// The IOVA range is already mapped in the container.
+    #[error("IOVA range {iova:#x}+{size:#x} overlaps an existing mapping")]
+    IovaInUse {
+        /// IOVA asked for.
+        iova: u64,
+        /// Size asked for.
+        size: u64,
+    },
+    /// Unmap of a range that was never mapped.
+    #[error("IOVA range {iova:#x}+{size:#x} is not mapped")]
+    NotMapped {
+        /// IOVA asked for.
+        iova: u64,
+        /// Size asked for.
+        size: u64,
+    },
+    /// A DMA mapping that is not page aligned or empty.
+    #[error("DMA mapping {vaddr:#x} -> {iova:#x} +{size:#x} must be non-empty and page aligned")]
+    Unaligned {
+        /// Process address.
+        vaddr: u64,
+        /// IOVA.
+        iova: u64,
+        /// Size.
+        size: u64,
+    },
+    /// The memlock limit forbids pinning that much.
+    #[error("pinning {size} bytes exceeds the memlock limit (ENOMEM): raise it with kmod-helpers/dmabridge-kmod memlock --raise unlimited, or ulimit -l")]
+    MemlockLimit {
+        /// Bytes asked for.
+        size: u64,
+    },
+    /// A system call failed.
+    #[error(transparent)]
+    Os(#[from] OsError),
+}
