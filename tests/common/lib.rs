@@ -1,1 +1,73 @@
+//! Shared helpers of the integration tests: leak accounting and the rig's
+//! fixed device addresses.
 
+use std::path::PathBuf;
+
+use dmabridge::sys::pci::PciAddress;
+
+/// The rig's first edu (bound to vfio-pci by `make test-guest`).
+pub const EDU0: &str = "0000:00:10.0";
+/// The rig's second edu (left unbound, for the "not bound" cases).
+pub const EDU1: &str = "0000:00:11.0";
+/// The rig's ivshmem-plain function (bound to vfio-pci).
+pub const IVSHMEM: &str = "0000:00:08.0";
+
+/// Parses one of the constants above.
+pub fn addr(s: &str) -> PciAddress {
+    s.parse().unwrap()
+}
+
+/// Panics unless running inside the QEMU rig: guest tests need udmabuf,
+/// heaps and VFIO, which the development host does not have.
+pub fn require_guest() {
+    assert!(
+        std::env::var_os("DMABRIDGE_IN_GUEST").is_some(),
+        "this test runs inside the QEMU guest: use `make test-guest` (qemu/run-in-guest)"
+    );
+}
+
+/// Open fds of this process.
+pub fn fd_count() -> usize {
+    std::fs::read_dir("/proc/self/fd").unwrap().count()
+}
+
+/// Mappings of this process.
+pub fn map_count() -> usize {
+    std::fs::read_to_string("/proc/self/maps").unwrap().lines().count()
+}
+
+/// Fds and mappings, taken before a test body and compared after it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Resources {
+    /// Entries of /proc/self/fd.
+    pub fds: usize,
+    /// Lines of /proc/self/maps.
+    pub maps: usize,
+}
+
+impl Resources {
+    /// Counts now.
+    pub fn now() -> Resources {
+        Resources { fds: fd_count(), maps: map_count() }
+    }
+
+    /// Asserts that nothing was leaked since `self` was taken.
+    #[track_caller]
+    pub fn assert_unchanged(&self) {
+        let now = Resources::now();
+        assert_eq!(now, *self, "fds or mappings leaked: before {self:?}, after {now:?}");
+    }
+}
+
+/// The repository root.
+pub fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+}
+
+/// The built `dmabridge` binary, next to the test executables.
+pub fn dmabridge_bin() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let bin = exe.parent().unwrap().parent().unwrap().join("dmabridge");
+    assert!(bin.exists(), "{} is missing: run `cargo build -p dmabridge-cli` first", bin.display());
+    bin
+}

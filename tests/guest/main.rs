@@ -1,1 +1,10 @@
+//! Guest tests: they need udmabuf, DMA-BUF heaps, VFIO behind an IOMMU, edu
+//! and ivshmem, so they are built on the host and run inside the QEMU rig by
+//! `make test-guest` (with edu 0000:00:10.0 and ivshmem 0000:00:08.0 bound to
+//! vfio-pci, edu 0000:00:11.0 left unbound, and vgem loaded).
 
+mod dma_buf;
+mod heaps;
+mod proof;
+mod udmabuf;
+mod vfio;

@@ -1,1 +1,233 @@
-//! iova
+//! IOVA allocation for one device's DMA window.
+//!
+//! A device can only drive the address bits of its DMA mask (QEMU's edu
+//! device drops everything above bit 27 without telling anyone), and the
+//! IOMMU has holes (the MSI window on x86). The allocator hands out
+//! page-aligned ranges inside `[start, end]` minus the holes, refuses ranges
+//! beyond the mask and overlapping ranges, and never hands out IOVA 0, so that
+//! a bus address of 0 always means "none".
+
+use std::collections::BTreeMap;
+
+/// Why an IOVA range could not be had.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum IovaError {
+    /// Part of the range lies above the device's DMA mask.
+    #[error("IOVA range {iova:#x}+{size:#x} goes beyond the device's DMA mask {mask:#x}")]
+    BeyondMask {
+        /// First address asked for.
+        iova: u64,
+        /// Length asked for.
+        size: u64,
+        /// The highest address the device can drive.
+        mask: u64,
+    },
+    /// The range overlaps one already handed out, or a hole of the IOMMU.
+    #[error("IOVA range {iova:#x}+{size:#x} overlaps a range in use or reserved")]
+    Overlap {
+        /// First address asked for.
+        iova: u64,
+        /// Length asked for.
+        size: u64,
+    },
+    /// Zero size, or an address or size that is not a page multiple, or an
+    /// alignment that is not a power of two.
+    #[error("IOVA request {iova:#x}+{size:#x} (alignment {align:#x}) must be non-empty, page-aligned, with a power-of-two alignment")]
+    Unaligned {
+        /// First address asked for (0 for an allocation).
+        iova: u64,
+        /// Length asked for.
+        size: u64,
+        /// Alignment asked for.
+        align: u64,
+    },
+    /// No free range of that size is left.
+    #[error("no free IOVA range of {size:#x} bytes below {mask:#x}")]
+    Exhausted {
+        /// Length asked for.
+        size: u64,
+        /// The highest address the device can drive.
+        mask: u64,
+    },
+    /// Free of an address that was not handed out.
+    #[error("IOVA {0:#x} was not allocated")]
+    NotAllocated(u64),
+}
+
+/// A first-fit allocator of IOVA ranges under one DMA mask.
+#[derive(Debug, Clone)]
+pub struct IovaAllocator {
+    start: u64,
+    mask: u64,
+    page: u64,
+    /// Ranges in use (allocated, reserved, or holes), start -> size.
+    used: BTreeMap<u64, u64>,
+    /// Which of `used` are holes (never freed).
+    holes: BTreeMap<u64, u64>,
+}
+
+impl IovaAllocator {
+    /// An allocator for a device that drives addresses up to `dma_mask`
+    /// (e.g. `(1 << 28) - 1` for edu), with pages of `page` bytes. The first
+    /// page is never handed out.
+    pub fn new(dma_mask: u64, page: u64) -> IovaAllocator {
+        assert!(page.is_power_of_two(), "page size must be a power of two");
+        IovaAllocator { start: page, mask: dma_mask, page, used: BTreeMap::new(), holes: BTreeMap::new() }
+    }
+
+    /// The highest address the device can drive.
+    pub fn dma_mask(&self) -> u64 {
+        self.mask
+    }
+
+    /// Keeps only the parts of the window inside `ranges` (inclusive
+    /// `(start, end)` pairs, as VFIO reports the IOMMU's usable ranges):
+    /// everything between them becomes a hole.
+    pub fn restrict_to(&mut self, ranges: &[(u64, u64)]) {
+        if ranges.is_empty() {
+            return;
+        }
+        let mut sorted = ranges.to_vec();
+        sorted.sort();
+        let mut cursor = 0u64;
+        for (s, e) in sorted {
+            if s > cursor {
+                self.add_hole(cursor, s - cursor);
+            }
+            cursor = cursor.max(e.saturating_add(1));
+        }
+        if cursor <= self.mask {
+            self.add_hole(cursor, self.mask - cursor + 1);
+        }
+    }
+
+    fn add_hole(&mut self, start: u64, size: u64) {
+        let start = start & !(self.page - 1);
+        let size = size.div_ceil(self.page) * self.page;
+        // Merge with anything it overlaps so `used` stays disjoint.
+        let (mut s, mut e) = (start, start.saturating_add(size));
+        let overlapping: Vec<u64> =
+            self.used.range(..e).filter(|(&us, &usz)| us.saturating_add(usz) > s).map(|(&us, _)| us).collect();
+        for us in overlapping {
+            let usz = self.used.remove(&us).unwrap();
+            self.holes.remove(&us);
+            s = s.min(us);
+            e = e.max(us + usz);
+        }
+        self.used.insert(s, e - s);
+        self.holes.insert(s, e - s);
+    }
+
+    fn check_shape(&self, iova: u64, size: u64, align: u64) -> Result<(), IovaError> {
+        if size == 0 || size % self.page != 0 || iova % self.page != 0 || !align.is_power_of_two() {
+            return Err(IovaError::Unaligned { iova, size, align });
+        }
+        Ok(())
+    }
+
+    fn overlaps(&self, iova: u64, size: u64) -> bool {
+        let end = iova + size;
+        self.used.range(..end).next_back().is_some_and(|(&s, &sz)| s + sz > iova)
+    }
+
+    /// Hands out `size` bytes aligned to `align` (at least a page).
+    pub fn alloc(&mut self, size: u64, align: u64) -> Result<u64, IovaError> {
+        let align = align.max(self.page);
+        self.check_shape(0, size, align)?;
+        let mut candidate = self.start.next_multiple_of(align);
+        for (&s, &sz) in self.used.range(..) {
+            if candidate.checked_add(size).is_some_and(|end| end <= s) {
+                break;
+            }
+            candidate = candidate.max((s + sz).next_multiple_of(align));
+        }
+        match candidate.checked_add(size - 1) {
+            Some(last) if last <= self.mask => {
+                self.used.insert(candidate, size);
+                Ok(candidate)
+            }
+            _ => Err(IovaError::Exhausted { size, mask: self.mask }),
+        }
+    }
+
+    /// Claims exactly `[iova, iova + size)`, e.g. to make a buffer's IOVA
+    /// equal to its host address.
+    pub fn reserve(&mut self, iova: u64, size: u64) -> Result<(), IovaError> {
+        self.check_shape(iova, size, self.page)?;
+        if iova < self.start || iova.checked_add(size - 1).is_none_or(|last| last > self.mask) {
+            return Err(IovaError::BeyondMask { iova, size, mask: self.mask });
+        }
+        if self.overlaps(iova, size) {
+            return Err(IovaError::Overlap { iova, size });
+        }
+        self.used.insert(iova, size);
+        Ok(())
+    }
+
+    /// Gives back the range that starts at `iova`; returns its size.
+    pub fn free(&mut self, iova: u64) -> Result<u64, IovaError> {
+        if self.holes.contains_key(&iova) {
+            return Err(IovaError::NotAllocated(iova));
+        }
+        self.used.remove(&iova).ok_or(IovaError::NotAllocated(iova))
+    }
+
+    /// Bytes handed out (holes not counted).
+    pub fn allocated_bytes(&self) -> u64 {
+        self.used.values().sum::<u64>() - self.holes.values().sum::<u64>()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PAGE: u64 = 4096;
+    const EDU_MASK: u64 = (1 << 28) - 1;
+
+    #[test]
+    fn allocates_first_fit_and_reuses_freed_ranges() {
+        let mut a = IovaAllocator::new(EDU_MASK, PAGE);
+        let x = a.alloc(PAGE, PAGE).unwrap();
+        let y = a.alloc(2 * PAGE, PAGE).unwrap();
+        assert_eq!(x, PAGE, "page 0 is never handed out");
+        assert_eq!(y, 2 * PAGE);
+        assert_eq!(a.free(x).unwrap(), PAGE);
+        assert_eq!(a.alloc(PAGE, PAGE).unwrap(), x);
+        assert_eq!(a.allocated_bytes(), 3 * PAGE);
+        let big = a.alloc(1 << 21, 1 << 21).unwrap();
+        assert_eq!(big % (1 << 21), 0);
+    }
+
+    #[test]
+    fn refuses_beyond_mask_overlap_and_bad_shapes() {
+        let mut a = IovaAllocator::new(EDU_MASK, PAGE);
+        assert_eq!(a.reserve(1 << 28, PAGE), Err(IovaError::BeyondMask { iova: 1 << 28, size: PAGE, mask: EDU_MASK }));
+        assert!(matches!(a.reserve(EDU_MASK + 1 - PAGE, 2 * PAGE), Err(IovaError::BeyondMask { .. })));
+        a.reserve(0x10_0000, 4 * PAGE).unwrap();
+        assert_eq!(a.reserve(0x10_0000 + PAGE, PAGE), Err(IovaError::Overlap { iova: 0x10_0000 + PAGE, size: PAGE }));
+        assert_eq!(
+            a.reserve(0x10_0000 - PAGE, 2 * PAGE),
+            Err(IovaError::Overlap { iova: 0x10_0000 - PAGE, size: 2 * PAGE })
+        );
+        assert!(matches!(a.alloc(0, PAGE), Err(IovaError::Unaligned { .. })));
+        assert!(matches!(a.alloc(100, PAGE), Err(IovaError::Unaligned { .. })));
+        assert!(matches!(a.alloc(PAGE, 3 * PAGE), Err(IovaError::Unaligned { .. })));
+        assert_eq!(a.free(0x20_0000), Err(IovaError::NotAllocated(0x20_0000)));
+        assert_eq!(a.alloc(1 << 28, PAGE), Err(IovaError::Exhausted { size: 1 << 28, mask: EDU_MASK }));
+        // Nothing above changed what is allocated.
+        assert_eq!(a.allocated_bytes(), 4 * PAGE);
+    }
+
+    #[test]
+    fn honours_the_iommu_usable_ranges() {
+        let mut a = IovaAllocator::new(u64::MAX >> 16, PAGE);
+        // Like intel-iommu: everything but the MSI window.
+        a.restrict_to(&[(0, 0xfedf_ffff), (0xfef0_0000, (1 << 48) - 1)]);
+        assert!(matches!(a.reserve(0xfee0_0000, PAGE), Err(IovaError::Overlap { .. })));
+        let x = a.alloc(0x100_0000, 0x100_0000).unwrap();
+        assert!(x + 0x100_0000 <= 0xfee0_0000 || x >= 0xfef0_0000);
+        assert_eq!(a.free(0xfee0_0000), Err(IovaError::NotAllocated(0xfee0_0000)));
+        assert_eq!(a.allocated_bytes(), 0x100_0000);
+    }
+}

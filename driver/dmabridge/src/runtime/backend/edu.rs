@@ -1,1 +1,242 @@
-//! edu
+//! QEMU's `edu` PCI device as a DMA engine, driven through VFIO.
+//!
+//! edu has a 4 KiB buffer at device address 0x40000 and one DMA channel that
+//! copies between that buffer and a bus address (an IOVA of its IOMMU
+//! domain). Each transfer completes on a 100 ms virtual-clock timer and raises
+//! an interrupt (MSI, or INTx), which arrives on an eventfd and is waited for
+//! through io_uring — no busy loop. edu only drives the low 28 bits of a DMA
+//! address by default and silently drops the rest, and it aborts the VM on a
+//! transfer outside its buffer, so both are checked before a transfer starts.
+
+use std::os::fd::AsFd;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use crate::sys::eventfd::EventFd;
+use crate::sys::mmap::Mapping;
+use crate::sys::pci::{PciAddress, PciFunction, EDU_ID};
+use crate::sys::uring::EventWaiter;
+use crate::sys::vfio::{Container, Device, IrqKind, VfioError};
+use crate::sys::OsError;
+
+/// Register offsets in BAR0 (QEMU hw/misc/edu.c).
+mod reg {
+    pub const IDENT: usize = 0x00;
+    pub const LIVENESS: usize = 0x04;
+    pub const IRQ_STATUS: usize = 0x24;
+    pub const IRQ_RAISE: usize = 0x60;
+    pub const IRQ_ACK: usize = 0x64;
+    pub const DMA_SRC: usize = 0x80;
+    pub const DMA_DST: usize = 0x88;
+    pub const DMA_COUNT: usize = 0x90;
+    pub const DMA_CMD: usize = 0x98;
+}
+
+const IDENT_MAGIC_MASK: u32 = 0xff;
+const IDENT_MAGIC: u32 = 0xed;
+const CMD_START: u64 = 1 << 0;
+const CMD_TO_RAM: u64 = 1 << 1;
+const CMD_IRQ: u64 = 1 << 2;
+
+/// Device address of edu's DMA buffer.
+pub const BUFFER_ADDR: u64 = 0x40000;
+/// Size of edu's DMA buffer.
+pub const BUFFER_SIZE: usize = 4096;
+/// The DMA mask QEMU gives edu unless its `dma_mask` property is changed.
+pub const DEFAULT_DMA_MASK: u64 = (1 << 28) - 1;
+
+/// Why an edu operation failed.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum EduError {
+    /// No edu device in the machine.
+    #[error("no edu device (PCI 1234:11e8): start QEMU with -device edu, e.g. qemu/run-in-guest --edu 1")]
+    NoDevice,
+    /// The function does not identify as edu.
+    #[error("{address} is not an edu device (ident register {ident:#010x})")]
+    NotEdu {
+        /// The function.
+        address: PciAddress,
+        /// What its ident register said.
+        ident: u32,
+    },
+    /// A transfer outside edu's 4 KiB buffer (QEMU would abort the VM).
+    #[error("transfer of {len} bytes at buffer offset {offset} does not fit edu's {BUFFER_SIZE}-byte buffer")]
+    OutsideBuffer {
+        /// Offset in the buffer.
+        offset: usize,
+        /// Length.
+        len: usize,
+    },
+    /// A bus address the device cannot drive (it would silently DMA to the
+    /// address with the high bits dropped).
+    #[error("bus address range {iova:#x}+{len} is beyond edu's DMA mask {mask:#x}")]
+    BeyondDmaMask {
+        /// Bus address.
+        iova: u64,
+        /// Length.
+        len: usize,
+        /// The mask.
+        mask: u64,
+    },
+    /// The device did not raise its completion interrupt in time.
+    #[error("edu DMA did not complete within {0:?} (is bus mastering on, and the IOVA mapped?)")]
+    Timeout(Duration),
+    /// The device still reports the transfer as running after its interrupt.
+    #[error("edu DMA still running after its completion interrupt")]
+    StillRunning,
+    /// VFIO refused something.
+    #[error(transparent)]
+    Vfio(#[from] VfioError),
+    /// A system call failed.
+    #[error(transparent)]
+    Os(#[from] OsError),
+}
+
+/// Which way a transfer goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    /// From a bus address (host memory or a peer's BAR) into edu's buffer.
+    ToDevice,
+    /// From edu's buffer to a bus address.
+    FromDevice,
+}
+
+struct Irq {
+    kind: IrqKind,
+    fd: EventFd,
+    waiter: EventWaiter,
+}
+
+/// An edu device opened through VFIO, bus mastering on, its interrupt routed
+/// to an eventfd.
+pub struct Edu {
+    device: Device,
+    bar0: Mapping,
+    dma_mask: u64,
+    irq: Mutex<Irq>,
+}
+
+impl std::fmt::Debug for Edu {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Edu").field("address", &self.device.address()).field("dma_mask", &self.dma_mask).finish()
+    }
+}
+
+impl Edu {
+    /// The edu functions of this machine.
+    pub fn find() -> Vec<PciFunction> {
+        PciFunction::with_id(EDU_ID)
+    }
+
+    /// Opens the edu at `address` in `container` with QEMU's default DMA mask.
+    pub fn open(container: &Arc<Container>, address: PciAddress) -> Result<Edu, EduError> {
+        Self::open_with_mask(container, address, DEFAULT_DMA_MASK)
+    }
+
+    /// Opens the edu at `address`, whose `dma_mask` property is `dma_mask`.
+    pub fn open_with_mask(container: &Arc<Container>, address: PciAddress, dma_mask: u64) -> Result<Edu, EduError> {
+        let device = container.device(address)?;
+        let bar0 = device.map_region(0)?;
+        let ident = bar0.read_u32(reg::IDENT);
+        if ident & IDENT_MAGIC_MASK != IDENT_MAGIC {
+            return Err(EduError::NotEdu { address, ident });
+        }
+        device.enable_bus_master()?;
+        let fd = EventFd::new()?;
+        // MSI when the device offers it (it does, unless QEMU was told
+        // otherwise), else INTx.
+        let kind = match device.irq_info(IrqKind::Msi) {
+            Ok(i) if i.count >= 1 => IrqKind::Msi,
+            _ => IrqKind::Intx,
+        };
+        device.set_irq_eventfds(kind, &[fd.as_fd()])?;
+        let waiter = EventWaiter::new(1)?;
+        Ok(Edu { device, bar0, dma_mask, irq: Mutex::new(Irq { kind, fd, waiter }) })
+    }
+
+    /// The function's address.
+    pub fn address(&self) -> PciAddress {
+        self.device.address()
+    }
+
+    /// The VFIO device.
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+
+    /// The highest bus address the device can drive.
+    pub fn dma_mask(&self) -> u64 {
+        self.dma_mask
+    }
+
+    /// Which interrupt carries completions.
+    pub fn irq_kind(&self) -> IrqKind {
+        self.irq.lock().unwrap().kind
+    }
+
+    /// The liveness register: returns the bitwise NOT of `value`.
+    pub fn liveness(&self, value: u32) -> u32 {
+        self.bar0.write_u32(reg::LIVENESS, value);
+        self.bar0.read_u32(reg::LIVENESS)
+    }
+
+    /// Copies `len` bytes between the bus address `iova` and edu's buffer at
+    /// `offset`, and waits (up to `timeout`) for the completion interrupt.
+    pub fn dma(&self, dir: Direction, iova: u64, offset: usize, len: usize, timeout: Duration) -> Result<(), EduError> {
+        if len == 0 || offset.checked_add(len).is_none_or(|end| end > BUFFER_SIZE) {
+            return Err(EduError::OutsideBuffer { offset, len });
+        }
+        if iova.checked_add(len as u64 - 1).is_none_or(|last| last > self.dma_mask) {
+            return Err(EduError::BeyondDmaMask { iova, len, mask: self.dma_mask });
+        }
+        let dev = BUFFER_ADDR + offset as u64;
+        let (src, dst, cmd) = match dir {
+            Direction::ToDevice => (iova, dev, CMD_START | CMD_IRQ),
+            Direction::FromDevice => (dev, iova, CMD_START | CMD_IRQ | CMD_TO_RAM),
+        };
+        // One transfer at a time: edu ignores register writes while busy.
+        let mut irq = self.irq.lock().unwrap();
+        let _ = irq.fd.try_take()?;
+        self.bar0.write_u64(reg::DMA_SRC, src);
+        self.bar0.write_u64(reg::DMA_DST, dst);
+        self.bar0.write_u64(reg::DMA_COUNT, len as u64);
+        self.bar0.write_u64(reg::DMA_CMD, cmd);
+        let Irq { kind, fd, waiter } = &mut *irq;
+        let fired = waiter.wait(&[fd.as_fd()], Some(timeout))?;
+        let status = self.bar0.read_u32(reg::IRQ_STATUS);
+        self.bar0.write_u32(reg::IRQ_ACK, status);
+        if *kind == IrqKind::Intx {
+            self.device.unmask_intx()?;
+        }
+        if fired.is_empty() {
+            return Err(EduError::Timeout(timeout));
+        }
+        if self.bar0.read_u64(reg::DMA_CMD) & CMD_START != 0 {
+            return Err(EduError::StillRunning);
+        }
+        Ok(())
+    }
+
+    /// Raises edu's interrupt by hand (`value` lands in the status register)
+    /// and waits for it on the eventfd; true if it arrived within `timeout`.
+    pub fn raise_and_wait_irq(&self, value: u32, timeout: Duration) -> Result<bool, EduError> {
+        let mut irq = self.irq.lock().unwrap();
+        let _ = irq.fd.try_take()?;
+        self.bar0.write_u32(reg::IRQ_RAISE, value);
+        let Irq { kind, fd, waiter } = &mut *irq;
+        let fired = waiter.wait(&[fd.as_fd()], Some(timeout))?;
+        let status = self.bar0.read_u32(reg::IRQ_STATUS);
+        self.bar0.write_u32(reg::IRQ_ACK, status);
+        if *kind == IrqKind::Intx {
+            self.device.unmask_intx()?;
+        }
+        Ok(!fired.is_empty() && status & value == value)
+    }
+}
+
+impl Drop for Edu {
+    fn drop(&mut self) {
+        let kind = self.irq.get_mut().map(|i| i.kind).unwrap_or(IrqKind::Msi);
+        let _ = self.device.disable_irq(kind);
+    }
+}

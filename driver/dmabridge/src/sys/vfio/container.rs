@@ -124,6 +124,17 @@ impl Container {
         Ok(())
     }
 
+    /// Called when a group closes. The kernel tears the IOMMU down (and with
+    /// it every DMA mapping) when the last group leaves a container.
+    pub(super) fn detached(&self, number: u32) {
+        let mut st = self.state.lock().unwrap();
+        st.groups.remove(&number);
+        if st.groups.is_empty() {
+            st.iommu_set = false;
+            st.maps.clear();
+        }
+    }
+
     /// Page sizes and usable IOVA ranges (needs at least one attached group).
     pub fn iommu_info(&self) -> Result<IommuInfo, VfioError> {
         // A 4 KiB, 8-byte aligned buffer: the fixed struct plus capabilities.
@@ -222,6 +233,7 @@ impl Container {
         unsafe { ioctl_ptr(self.fd.as_fd(), VFIO_IOMMU_MAP_DMA, &mut arg) }.map_err(|e| match e {
             Errno::EXIST => VfioError::IovaInUse { iova, size },
             Errno::NOMEM => VfioError::MemlockLimit { size },
+            Errno::FAULT => VfioError::NotPinnable { vaddr },
             e => OsError::new("VFIO_IOMMU_MAP_DMA", e).into(),
         })?;
         let m = DmaMapping { vaddr, iova, size, read, write };

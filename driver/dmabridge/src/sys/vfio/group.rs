@@ -99,6 +99,12 @@ impl Group {
     }
 }
 
+impl Drop for Group {
+    fn drop(&mut self) {
+        self.container.detached(self.number);
+    }
+}
+
 impl AsFd for Group {
     fn as_fd(&self) -> BorrowedFd<'_> {
         self.fd.as_fd()

@@ -108,6 +108,13 @@ pub enum VfioError {
         /// Size.
         size: u64,
     },
+    /// The memory cannot be pinned: VFIO pins pages through the process's
+    /// page tables and refuses PFN-mapped RAM, such as a dma-buf's mmap.
+    #[error("memory at {vaddr:#x} cannot be pinned for DMA (EFAULT): it is unmapped or PFN-mapped RAM such as a dma-buf mmap; map the memfd's own mapping of the same pages instead")]
+    NotPinnable {
+        /// Process address.
+        vaddr: u64,
+    },
     /// The memlock limit forbids pinning that much.
     #[error("pinning {size} bytes exceeds the memlock limit (ENOMEM): raise it with kmod-helpers/dmabridge-kmod memlock --raise unlimited, or ulimit -l")]
     MemlockLimit {

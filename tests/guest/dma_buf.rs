@@ -1,0 +1,76 @@
+//! dma-buf identity, CPU-access bracketing and sync_file fences.
+
+use std::os::fd::AsFd;
+use std::time::Duration;
+
+use dmabridge::sys::dma_buf::{DmaBuf, SyncDir, SyncFile};
+use dmabridge::sys::memfd::{Memfd, Seals};
+use dmabridge::sys::udmabuf::Udmabuf;
+use dmabridge::sys::OsError;
+use dmabridge_tests::{require_guest, Resources};
+use rustix::io::Errno;
+
+fn udmabuf(pages: u64) -> (Memfd, DmaBuf) {
+    let m = Memfd::create(c"dmabuf-test", pages * 4096).unwrap();
+    m.add_seals(Seals::SHRINK).unwrap();
+    let buf = Udmabuf::open().unwrap().create(m.as_fd(), 0, pages * 4096).unwrap();
+    (m, buf)
+}
+
+#[test]
+fn from_fd_accepts_dma_bufs_only() {
+    require_guest();
+    let before = Resources::now();
+    {
+        let (m, buf) = udmabuf(1);
+        let inode = buf.inode().unwrap();
+        let again = DmaBuf::from_fd(buf.try_clone().unwrap().into_fd()).unwrap();
+        assert_eq!(again.inode().unwrap(), inode);
+        assert_eq!(again.size().unwrap(), 4096);
+        let err = DmaBuf::from_fd(m.into_fd()).unwrap_err();
+        assert_eq!(err, OsError::new("fstatfs dma-buf", Errno::BADF));
+        let (_m2, other) = udmabuf(1);
+        assert!(!other.same_buffer(&buf).unwrap());
+    }
+    before.assert_unchanged();
+}
+
+#[test]
+fn sync_file_export_and_import() {
+    require_guest();
+    let before = Resources::now();
+    {
+        let (_m, buf) = udmabuf(2);
+        // No device has touched the buffer: its fences are signalled.
+        let read_fence = buf.export_sync_file(SyncDir::Read).unwrap();
+        let write_fence = buf.export_sync_file(SyncDir::Write).unwrap();
+        assert!(read_fence.is_signaled().unwrap());
+        assert!(write_fence.wait(Duration::from_millis(100)).unwrap());
+        // Importing a signalled fence as a write fence keeps the buffer usable.
+        buf.import_sync_file(&write_fence, SyncDir::Write).unwrap();
+        assert!(buf.export_sync_file(SyncDir::ReadWrite).unwrap().is_signaled().unwrap());
+        // A fence fd that is not a sync_file is refused by the kernel.
+        let (_m2, other) = udmabuf(1);
+        let not_a_fence = SyncFile::from_fd(other.into_fd());
+        assert_eq!(
+            buf.import_sync_file(&not_a_fence, SyncDir::Write),
+            Err(OsError::new("DMA_BUF_IOCTL_IMPORT_SYNC_FILE", Errno::INVAL))
+        );
+    }
+    before.assert_unchanged();
+}
+
+#[test]
+fn cpu_access_guard_brackets_with_sync() {
+    require_guest();
+    let (_m, buf) = udmabuf(1);
+    let map = buf.map(dmabridge::sys::mmap::Access::ReadWrite).unwrap();
+    for dir in [SyncDir::Read, SyncDir::Write, SyncDir::ReadWrite] {
+        let g = buf.cpu_access(dir).unwrap();
+        map.write_bytes(0, &[dir as u8]);
+        g.end().unwrap();
+    }
+    // Dropping the guard also ends the access; a new start is accepted.
+    drop(buf.cpu_access(SyncDir::Read).unwrap());
+    buf.cpu_access(SyncDir::Read).unwrap().end().unwrap();
+}

@@ -1,0 +1,142 @@
+//! VFIO against the guest kernel: containers, groups, devices, DMA mappings,
+//! interrupts, and every refusal.
+
+use std::time::Duration;
+
+use dmabridge::memory::iova::{IovaAllocator, IovaError};
+use dmabridge::runtime::backend::edu::{self, Direction, Edu, EduError};
+use dmabridge::sys::memfd::Memfd;
+use dmabridge::sys::mmap::Access;
+use dmabridge::sys::vfio::{Container, IrqKind, VfioError};
+use dmabridge_tests::{addr, require_guest, Resources, EDU0, EDU1, IVSHMEM};
+
+const PAGE: u64 = 4096;
+
+#[test]
+fn container_group_device_and_regions() {
+    require_guest();
+    let before = Resources::now();
+    {
+        let c = Container::open().unwrap();
+        let dev = c.device(addr(EDU0)).unwrap();
+        let info = c.iommu_info().unwrap();
+        assert_ne!(info.page_sizes & PAGE, 0, "4 KiB IOVA pages: {:#x}", info.page_sizes);
+        assert!(!info.iova_ranges.is_empty());
+        let bar0 = dev.region(0).unwrap();
+        assert_eq!(bar0.size, 1 << 20);
+        assert!(bar0.mappable());
+        assert_eq!(dev.region(1).unwrap_err(), VfioError::NoRegion(1));
+        assert_eq!(dev.region(99).unwrap_err(), VfioError::NoRegion(99));
+        // Vendor and device id through config space.
+        assert_eq!(dev.config_read_u32(0).unwrap(), 0x11e8_1234);
+        assert!(matches!(
+            dev.read_region(0, (1 << 20) - 2, &mut [0u8; 4]),
+            Err(VfioError::OutsideRegion { index: 0, .. })
+        ));
+        // vfio-pci leaves bus mastering off; Edu::open turns it on.
+        assert!(!dev.bus_master_enabled().unwrap());
+        drop(dev);
+        let e = Edu::open(&c, addr(EDU0)).unwrap();
+        assert!(e.device().bus_master_enabled().unwrap());
+        assert_eq!(e.liveness(0x1234_5678), !0x1234_5678);
+        // A second device of another group joins the same container.
+        let ivshmem = c.device(addr(IVSHMEM)).unwrap();
+        assert_ne!(ivshmem.group().number(), e.device().group().number());
+        assert_eq!(ivshmem.region(2).unwrap().size, 4 << 20);
+    }
+    before.assert_unchanged();
+}
+
+#[test]
+fn unbound_missing_and_busy_devices_are_refused() {
+    require_guest();
+    let before = Resources::now();
+    {
+        let c = Container::open().unwrap();
+        assert_eq!(
+            c.device(addr(EDU1)).unwrap_err(),
+            VfioError::NotBoundToVfio { address: addr(EDU1), driver: "no driver".into() }
+        );
+        assert_eq!(c.device(addr("0000:00:1e.0")).unwrap_err(), VfioError::NoDevice(addr("0000:00:1e.0")));
+        let _dev = c.device(addr(EDU0)).unwrap();
+        // The group is held by `c`: a second container cannot have it.
+        let other = Container::open().unwrap();
+        let group = _dev.group().number();
+        assert_eq!(other.device(addr(EDU0)).unwrap_err(), VfioError::GroupBusy(group));
+        // The refusal did not disturb the first container's device.
+        assert_eq!(_dev.region(0).unwrap().size, 1 << 20);
+    }
+    before.assert_unchanged();
+}
+
+#[test]
+fn dma_map_refusals_leave_mappings_intact() {
+    require_guest();
+    let before = Resources::now();
+    {
+        let c = Container::open().unwrap();
+        let _dev = c.device(addr(EDU0)).unwrap();
+        let m = Memfd::create(c"vfio-map", 8 * PAGE).unwrap();
+        let map = m.map(0, (8 * PAGE) as usize, Access::ReadWrite).unwrap();
+        let mut iovas = IovaAllocator::new(edu::DEFAULT_DMA_MASK, PAGE);
+        let iova = iovas.alloc(4 * PAGE, PAGE).unwrap();
+        let first = c.map_dma(&map, 0, 4 * PAGE, iova, true, true).unwrap();
+        assert_eq!(c.mappings(), vec![first]);
+
+        // Overlap with a live mapping.
+        assert_eq!(
+            c.map_dma(&map, 4 * PAGE as usize, 2 * PAGE, iova + 2 * PAGE, true, true).unwrap_err(),
+            VfioError::IovaInUse { iova: iova + 2 * PAGE, size: 2 * PAGE }
+        );
+        // Not page aligned.
+        assert!(matches!(c.map_dma(&map, 0, 100, iova + (1 << 20), true, true), Err(VfioError::Unaligned { .. })));
+        // Beyond edu's mask: the allocator refuses, and so does the engine.
+        assert_eq!(
+            iovas.reserve(1 << 28, PAGE),
+            Err(IovaError::BeyondMask { iova: 1 << 28, size: PAGE, mask: edu::DEFAULT_DMA_MASK })
+        );
+        // Never mapped: our table refuses, and the kernel unmaps nothing.
+        assert_eq!(
+            c.unmap_dma(iova + (1 << 20), PAGE).unwrap_err(),
+            VfioError::NotMapped { iova: iova + (1 << 20), size: PAGE }
+        );
+        assert_eq!(c.unmap_dma_unchecked(iova + (1 << 20), PAGE).unwrap(), 0);
+        // Partial unmap of a mapping is refused too.
+        assert_eq!(c.unmap_dma(iova, PAGE).unwrap_err(), VfioError::NotMapped { iova, size: PAGE });
+        assert_eq!(c.mappings(), vec![first]);
+
+        c.unmap_dma(iova, 4 * PAGE).unwrap();
+        assert!(c.mappings().is_empty());
+        iovas.free(iova).unwrap();
+        // The same range can be mapped again after the unmap.
+        c.map_dma(&map, 0, 4 * PAGE, iova, true, false).unwrap();
+    }
+    before.assert_unchanged();
+}
+
+#[test]
+fn edu_refuses_transfers_it_cannot_do() {
+    require_guest();
+    let c = Container::open().unwrap();
+    let e = Edu::open(&c, addr(EDU0)).unwrap();
+    let t = Duration::from_secs(5);
+    assert_eq!(
+        e.dma(Direction::ToDevice, 1 << 28, 0, 16, t),
+        Err(EduError::BeyondDmaMask { iova: 1 << 28, len: 16, mask: edu::DEFAULT_DMA_MASK })
+    );
+    assert_eq!(
+        e.dma(Direction::FromDevice, PAGE, 4000, 200, t),
+        Err(EduError::OutsideBuffer { offset: 4000, len: 200 })
+    );
+    assert_eq!(e.dma(Direction::FromDevice, PAGE, 0, 0, t), Err(EduError::OutsideBuffer { offset: 0, len: 0 }));
+}
+
+#[test]
+fn msi_interrupt_arrives_through_io_uring() {
+    require_guest();
+    let c = Container::open().unwrap();
+    let e = Edu::open(&c, addr(EDU0)).unwrap();
+    assert_eq!(e.irq_kind(), IrqKind::Msi);
+    assert!(e.raise_and_wait_irq(0x1, Duration::from_secs(5)).unwrap());
+    assert!(e.raise_and_wait_irq(0x2, Duration::from_secs(5)).unwrap());
+}
