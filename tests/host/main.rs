@@ -1,1 +1,7 @@
+//! Host tests: run by `cargo test` on any Linux machine, including this
+//! development host, which has memfd and io_uring but no udmabuf, no heaps and
+//! no VFIO. They check what works here and that what is missing is reported
+//! with a way to fix it.
 
+mod kmod;
+mod missing;

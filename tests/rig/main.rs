@@ -1,1 +1,81 @@
+//! Rig tests: host side. Each boots the QEMU guest through
+//! `qemu/run-in-guest` and checks what crosses the host/guest boundary: exit
+//! status, output, failure reports, and bytes a device wrote into the ivshmem
+//! backing file. Run by `make test-rig` (they need the guest kernel fetched).
 
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+use dmabridge_tests::{dmabridge_bin, repo_root};
+
+fn rig(args: &[&str]) -> Output {
+    Command::new(repo_root().join("qemu/run-in-guest")).args(args).output().expect("qemu/run-in-guest runs")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+#[test]
+fn status_output_and_folder_pass_through() {
+    let out = rig(&["--no-ivshmem", "--", "sh", "-c", "echo hello from $(uname -r) in $PWD; echo oops >&2; exit 7"]);
+    assert_eq!(out.status.code(), Some(7), "stderr: {}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("hello from 6.12."), "{stdout}");
+    assert!(stdout.contains(&format!("in {}", std::env::current_dir().unwrap().display())), "{stdout}");
+    assert!(stdout.contains("oops"), "the command's stderr is shown too: {stdout}");
+}
+
+#[test]
+fn a_failed_setup_step_is_named() {
+    let out = rig(&["--no-ivshmem", "--module", "no_such_module", "--", "true"]);
+    assert_eq!(out.status.code(), Some(125));
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("guest set-up failed: modprobe no_such_module"), "{stderr}");
+    assert!(stderr.contains("last lines of the guest console"), "{stderr}");
+}
+
+#[test]
+fn the_wall_clock_bound_holds() {
+    let t = std::time::Instant::now();
+    let out = rig(&["--no-ivshmem", "--timeout", "15", "--", "sleep", "600"]);
+    assert_eq!(out.status.code(), Some(125));
+    assert!(text(&out.stderr).contains("did not finish within 15 s"), "{}", text(&out.stderr));
+    assert!(t.elapsed().as_secs() < 40, "took {:?}", t.elapsed());
+}
+
+/// edu in the guest DMAs peer-to-peer into the ivshmem BAR; the bytes are in
+/// the host file behind it, read here after the guest is gone.
+#[test]
+fn ivshmem_p2p_bytes_reach_the_host_file() {
+    let file = PathBuf::from(format!("/dev/shm/dmabridge-rig-test-{}", std::process::id()));
+    let marker = format!("p2p-marker-{}-{}", std::process::id(), rand_suffix());
+    let bin = dmabridge_bin();
+    let out = rig(&[
+        "--ivshmem",
+        file.to_str().unwrap(),
+        "--bind",
+        "0000:00:10.0",
+        "--bind",
+        "0000:00:08.0",
+        "--",
+        bin.to_str().unwrap(),
+        "proof",
+        "--marker",
+        &marker,
+        "--bar-offset",
+        "0x3000",
+    ]);
+    let data = std::fs::read(&file);
+    let _ = std::fs::remove_file(&file);
+    assert!(out.status.success(), "proof failed:\n{}\n{}", text(&out.stdout), text(&out.stderr));
+    assert!(text(&out.stdout).contains("proof: ok"), "{}", text(&out.stdout));
+    let data = data.expect("the ivshmem backing file exists after the run");
+    assert_eq!(data.len(), 4 << 20);
+    assert_eq!(&data[0x3000..0x3000 + marker.len()], marker.as_bytes(), "marker not at BAR2 offset 0x3000");
+    assert!(data[..0x3000].iter().all(|&b| b == 0), "bytes before the transfer were touched");
+}
+
+fn rand_suffix() -> u128 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos()
+}

@@ -1,0 +1,70 @@
+# dmabridge — the two commands a newcomer needs:
+#   make demo   what dmabridge can do here, then the zero-copy proof in the QEMU guest
+#   make test   every test: host tests, guest tests (QEMU rig) and rig tests
+# Both install what they need (apt packages, the pinned guest kernel and QEMU).
+
+SHELL      := /bin/bash
+CARGO      ?= cargo
+RIG        := qemu/run-in-guest
+# The guest tests' machine: edu 00:10.0 and ivshmem 00:08.0 bound to vfio-pci,
+# edu 00:11.0 left unbound (for the "not bound" cases), vgem loaded.
+GUEST_RIG  := --edu 2 --bind 0000:00:10.0 --bind 0000:00:08.0 --module vgem
+LOGS       := target/test-logs
+
+.PHONY: all build deps guest demo test test-host test-guest test-rig lint clean-guest
+
+all: build
+
+deps:
+	@qemu/fetch-guest >/dev/null
+
+guest: deps
+
+build:
+	@echo "== building (cargo build --workspace)"
+	@$(CARGO) build --workspace --quiet
+
+demo: guest build
+	@echo "== dmabridge info on this host"
+	@target/debug/dmabridge info || true
+	@echo
+	@echo "== dmabridge info in the QEMU guest (Linux 6.12, intel-iommu, edu, ivshmem)"
+	@$(RIG) --bind 0000:00:10.0 --bind 0000:00:08.0 -- target/debug/dmabridge info
+	@echo
+	@echo "== the vertical proof in the guest"
+	@$(RIG) --bind 0000:00:10.0 --bind 0000:00:08.0 -- target/debug/dmabridge proof
+
+test: guest
+	@rm -rf $(LOGS) && mkdir -p $(LOGS)
+	@status=0; \
+	$(MAKE) --no-print-directory test-host || status=1; \
+	$(MAKE) --no-print-directory test-guest || status=1; \
+	$(MAKE) --no-print-directory test-rig || status=1; \
+	tests/summarize $(LOGS)/*.log; \
+	exit $$status
+
+test-host:
+	@mkdir -p $(LOGS)
+	@echo "== host tests (unit, doc and integration tests on this machine)"
+	@set -o pipefail; $(CARGO) test --workspace --color never -- --test-threads=1 2>&1 | tee $(LOGS)/host.log
+
+test-guest: guest
+	@mkdir -p $(LOGS)
+	@echo "== guest tests (built here, run inside the QEMU guest)"
+	@$(CARGO) build -p dmabridge-cli --quiet
+	@bin=$$($(CARGO) test -p dmabridge-tests --test guest --no-run 2>&1 | sed -n 's/.*Executable .*(\(.*\)).*/\1/p' | tail -1); \
+	test -n "$$bin" || { echo "test-guest: could not build the guest tests"; exit 1; }; \
+	set -o pipefail; $(RIG) $(GUEST_RIG) -- $$bin --test-threads=1 --color never 2>&1 | tee $(LOGS)/guest.log
+
+test-rig: guest
+	@mkdir -p $(LOGS)
+	@echo "== rig tests (host side: boot guests, check what crosses the boundary)"
+	@$(CARGO) build -p dmabridge-cli --quiet
+	@set -o pipefail; $(CARGO) test -p dmabridge-tests --test rig --color never -- --test-threads=1 2>&1 | tee $(LOGS)/rig.log
+
+lint:
+	$(CARGO) fmt --all --check
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+clean-guest:
+	rm -rf $${DMABRIDGE_CACHE:-$${XDG_CACHE_HOME:-$$HOME/.cache}/dmabridge}
