@@ -17,3 +17,8 @@
 pub mod memory;
 pub mod runtime;
 pub mod sys;
+
+/// The README's Rust example, compiled as a doctest so that it stays true.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeDoctests;
