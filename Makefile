@@ -46,6 +46,7 @@ test: guest
 test-host:
 	@mkdir -p $(LOGS)
 	@echo "== host tests (unit, doc and integration tests on this machine)"
+	@$(CARGO) build -p dmabridge-cli --quiet
 	@set -o pipefail; $(CARGO) test --workspace --color never -- --test-threads=1 2>&1 | tee $(LOGS)/host.log
 
 test-guest: guest

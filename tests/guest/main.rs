@@ -5,6 +5,7 @@
 
 mod dma_buf;
 mod heaps;
+mod info;
 mod kmod;
 mod proof;
 mod udmabuf;

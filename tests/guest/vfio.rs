@@ -140,3 +140,37 @@ fn msi_interrupt_arrives_through_io_uring() {
     assert!(e.raise_and_wait_irq(0x1, Duration::from_secs(5)).unwrap());
     assert!(e.raise_and_wait_irq(0x2, Duration::from_secs(5)).unwrap());
 }
+
+#[test]
+fn intx_completions_are_acknowledged_and_unmasked() {
+    require_guest();
+    let c = Container::open().unwrap();
+    let e = Edu::open_with(&c, addr(EDU0), edu::DEFAULT_DMA_MASK, Some(IrqKind::Intx)).unwrap();
+    assert_eq!(e.irq_kind(), IrqKind::Intx);
+    // Level-triggered: each interrupt is masked on delivery and must be
+    // acknowledged and unmasked before the next one can arrive.
+    for value in [0x1, 0x4, 0x8] {
+        assert!(e.raise_and_wait_irq(value, Duration::from_secs(5)).unwrap(), "INTx {value:#x}");
+    }
+    let m = Memfd::create(c"intx", PAGE).unwrap();
+    let map = m.map(0, PAGE as usize, Access::ReadWrite).unwrap();
+    map.write_bytes(0, b"intx dma");
+    c.map_dma(&map, 0, PAGE, 0x10_0000, true, true).unwrap();
+    e.dma(Direction::ToDevice, 0x10_0000, 0, 8, Duration::from_secs(10)).unwrap();
+    e.dma(Direction::FromDevice, 0x10_0000 + 16, 0, 8, Duration::from_secs(10)).unwrap();
+    let mut out = [0u8; 8];
+    map.read_bytes(16, &mut out);
+    assert_eq!(&out, b"intx dma");
+}
+
+/// edu has no FLR or PM reset and sits on the root bus with other functions,
+/// so vfio-pci cannot reset it: the refusal is typed and harmless.
+#[test]
+fn reset_of_a_device_without_a_reset_method_is_refused() {
+    require_guest();
+    let c = Container::open().unwrap();
+    let dev = c.device(addr(EDU0)).unwrap();
+    assert!(!dev.supports_reset());
+    assert_eq!(dev.reset().unwrap_err(), VfioError::ResetUnsupported(addr(EDU0)));
+    assert_eq!(dev.config_read_u32(0).unwrap(), 0x11e8_1234);
+}

@@ -49,8 +49,5 @@ fn memlock_report_matches_the_kernel() {
     let out = String::from_utf8_lossy(&o.stdout);
     let lim = rustix::process::getrlimit(rustix::process::Resource::Memlock);
     let show = |v: Option<u64>| v.map_or("unlimited".to_string(), |n| n.to_string());
-    assert!(
-        out.contains(&format!("soft {}, hard {}", show(lim.current), show(lim.maximum))),
-        "{out} vs {lim:?}"
-    );
+    assert!(out.contains(&format!("soft {}, hard {}", show(lim.current), show(lim.maximum))), "{out} vs {lim:?}");
 }

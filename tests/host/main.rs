@@ -3,5 +3,6 @@
 //! no VFIO. They check what works here and that what is missing is reported
 //! with a way to fix it.
 
+mod info;
 mod kmod;
 mod missing;

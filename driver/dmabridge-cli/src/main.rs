@@ -1,1 +1,67 @@
-fn main() {}
+//! `dmabridge`: the command line of the dmabridge userspace memory driver.
+//!
+//! Each subcommand lives in its own module that exposes `Args` (its clap
+//! arguments) and `run(Args) -> Outcome`; adding one takes a variant of
+//! [`Command`] and an arm in [`main`].
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+mod info;
+mod proof;
+
+/// What a subcommand returns: its exit status, or an error that `main`
+/// prints as `dmabridge: ERROR` before exiting with status 1.
+pub type Outcome = Result<ExitCode, Box<dyn std::error::Error>>;
+
+/// The command line.
+#[derive(Debug, Parser)]
+#[command(
+    name = "dmabridge",
+    version,
+    about = "Zero-copy memory for Linux pipelines: memfd, udmabuf, dma-buf, DMA-BUF heaps, VFIO and io_uring",
+    long_about = "\
+dmabridge is a userspace memory driver for zero-copy Linux pipelines. It backs
+buffers with memfd, exports them as dma-bufs through udmabuf (or allocates them
+from DMA-BUF heaps), maps them for devices through VFIO and the IOMMU, and waits
+for device completions with io_uring, so that data moves between CPU, devices
+and processes without copies.
+
+Start with `dmabridge info`: it reports which of these this machine offers and,
+for each missing piece, one line saying how to fix it. Setting a machine up
+(loading modules, binding devices to vfio-pci, raising the memlock limit) is
+the job of kmod-helpers/dmabridge-kmod; `make demo` runs everything in a QEMU
+guest that has all of it.",
+    after_help = "Exit status: 0 on success, 1 if the command failed, 2 for a usage error."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Report what this machine can do for zero-copy work.
+    #[command(long_about = info::LONG_ABOUT)]
+    Info(info::Args),
+    /// Prove the zero-copy path end to end on an edu DMA device.
+    ///
+    /// Moves bytes memfd -> udmabuf -> VFIO -> edu DMA -> dma-buf view, then
+    /// edu -> ivshmem BAR peer-to-peer, saying what moved where. Needs an edu
+    /// bound to vfio-pci: run it in the QEMU guest, as `make demo` does.
+    Proof(proof::ProofArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let outcome = match cli.command {
+        Command::Info(args) => info::run(args),
+        Command::Proof(args) => proof::run(&args).map(|()| ExitCode::SUCCESS).map_err(Into::into),
+    };
+    outcome.unwrap_or_else(|e| {
+        eprintln!("dmabridge: {e}");
+        ExitCode::FAILURE
+    })
+}

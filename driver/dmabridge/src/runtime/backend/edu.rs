@@ -133,8 +133,20 @@ impl Edu {
         Self::open_with_mask(container, address, DEFAULT_DMA_MASK)
     }
 
-    /// Opens the edu at `address`, whose `dma_mask` property is `dma_mask`.
+    /// Opens the edu at `address`, whose `dma_mask` property is `dma_mask`;
+    /// completions arrive by MSI when the device offers it, else by INTx.
     pub fn open_with_mask(container: &Arc<Container>, address: PciAddress, dma_mask: u64) -> Result<Edu, EduError> {
+        Self::open_with(container, address, dma_mask, None)
+    }
+
+    /// Opens the edu at `address` with completions on `irq` (`None`: MSI if
+    /// offered, else INTx).
+    pub fn open_with(
+        container: &Arc<Container>,
+        address: PciAddress,
+        dma_mask: u64,
+        irq: Option<IrqKind>,
+    ) -> Result<Edu, EduError> {
         let device = container.device(address)?;
         let bar0 = device.map_region(0)?;
         let ident = bar0.read_u32(reg::IDENT);
@@ -145,9 +157,10 @@ impl Edu {
         let fd = EventFd::new()?;
         // MSI when the device offers it (it does, unless QEMU was told
         // otherwise), else INTx.
-        let kind = match device.irq_info(IrqKind::Msi) {
-            Ok(i) if i.count >= 1 => IrqKind::Msi,
-            _ => IrqKind::Intx,
+        let kind = match (irq, device.irq_info(IrqKind::Msi)) {
+            (Some(kind), _) => kind,
+            (None, Ok(i)) if i.count >= 1 => IrqKind::Msi,
+            (None, _) => IrqKind::Intx,
         };
         device.set_irq_eventfds(kind, &[fd.as_fd()])?;
         let waiter = EventWaiter::new(1)?;

@@ -81,6 +81,7 @@ pub struct Device {
     fd: OwnedFd,
     address: PciAddress,
     group: Arc<Group>,
+    flags: u32,
     num_regions: u32,
     num_irqs: u32,
 }
@@ -101,7 +102,7 @@ impl Device {
         // bytes at most).
         unsafe { ioctl_ptr(fd.as_fd(), VFIO_DEVICE_GET_INFO, &mut info) }
             .map_err(OsError::tag("VFIO_DEVICE_GET_INFO"))?;
-        Ok(Device { fd, address, group, num_regions: info.num_regions, num_irqs: info.num_irqs })
+        Ok(Device { fd, address, group, flags: info.flags, num_regions: info.num_regions, num_irqs: info.num_irqs })
     }
 
     /// The function's PCI address.
@@ -279,8 +280,17 @@ impl Device {
         Ok(())
     }
 
+    /// True if vfio-pci can reset the function (`VFIO_DEVICE_FLAGS_RESET`:
+    /// it has FLR, a PM reset, or a bus it can reset alone).
+    pub fn supports_reset(&self) -> bool {
+        self.flags & uapi::VFIO_DEVICE_FLAGS_RESET != 0
+    }
+
     /// Resets the function (`VFIO_DEVICE_RESET`).
     pub fn reset(&self) -> Result<(), VfioError> {
+        if !self.supports_reset() {
+            return Err(VfioError::ResetUnsupported(self.address));
+        }
         // SAFETY: VFIO_DEVICE_RESET takes no argument.
         unsafe { crate::sys::ioctl::ioctl_int(self.fd.as_fd(), VFIO_DEVICE_RESET, 0) }
             .map_err(OsError::tag("VFIO_DEVICE_RESET"))?;

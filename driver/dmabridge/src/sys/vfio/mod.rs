@@ -121,6 +121,11 @@ pub enum VfioError {
         /// Bytes asked for.
         size: u64,
     },
+    /// The function has no reset method vfio-pci can use.
+    #[error(
+        "{0} cannot be reset: it has no FLR or PM reset and shares its bus; reset it by removing and rescanning it"
+    )]
+    ResetUnsupported(PciAddress),
     /// A system call failed.
     #[error(transparent)]
     Os(#[from] OsError),

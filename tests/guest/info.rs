@@ -1,0 +1,122 @@
+//! `dmabridge info` in the QEMU guest, where every zero-copy path exists:
+//! udmabuf with its default limits, the system heap, the IOMMU, VFIO with
+//! edu 0000:00:10.0 and ivshmem bound to vfio-pci and edu 0000:00:11.0 not.
+
+use std::path::Path;
+use std::process::Command;
+
+use dmabridge::sys::probe::{PathKind, Report, Verdict};
+use dmabridge_tests::{dmabridge_bin, require_guest, EDU0, EDU1, IVSHMEM};
+use serde_json::Value;
+
+fn info_json() -> Value {
+    let o = Command::new(dmabridge_bin()).args(["info", "--json"]).output().unwrap();
+    assert!(o.status.success(), "dmabridge info --json: {}", String::from_utf8_lossy(&o.stderr));
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+/// The report's entry for the function at `address`, and its group's entry.
+fn function<'a>(r: &'a Value, address: &str) -> (&'a Value, &'a Value) {
+    for g in r["vfio"]["groups"].as_array().unwrap() {
+        if let Some(f) = g["functions"].as_array().unwrap().iter().find(|f| f["address"] == address) {
+            return (g, f);
+        }
+    }
+    panic!("{address} is in no IOMMU group of the report: {}", r["vfio"]);
+}
+
+fn sysfs_group(address: &str) -> u32 {
+    let link = std::fs::read_link(Path::new("/sys/bus/pci/devices").join(address).join("iommu_group")).unwrap();
+    link.file_name().unwrap().to_str().unwrap().parse().unwrap()
+}
+
+#[test]
+fn udmabuf_heaps_and_iommu_are_there() {
+    require_guest();
+    let r = info_json();
+    let u = &r["udmabuf"];
+    assert_eq!((&u["present"], &u["accessible"], &u["verdict"]), (&true.into(), &true.into(), &"ok".into()), "{u}");
+    assert_eq!(u["limits"]["size_limit"], 64 << 20, "{u}");
+    let system = r["heaps"]["heaps"].as_array().unwrap().iter().find(|h| h["name"] == "system");
+    let system = system.unwrap_or_else(|| panic!("no system heap: {}", r["heaps"]));
+    assert_eq!(system["accessible"], true, "{system}");
+    assert_eq!(r["heaps"]["verdict"], "ok");
+    let i = &r["iommu"];
+    assert_eq!(i["on"], true, "{i}");
+    assert_eq!(i["verdict"], "ok", "{i}");
+    assert!(i["units"].as_array().unwrap().iter().any(|u| u.as_str().unwrap().starts_with("dmar")), "{i}");
+    assert_eq!(r["io_uring"]["works"], true);
+}
+
+#[test]
+fn vfio_and_the_bound_edu_are_reported() {
+    require_guest();
+    let r = info_json();
+    let v = &r["vfio"];
+    let rig = format!("run the guest with --bind {EDU0} --bind {IVSHMEM}, as `make test-guest` does");
+    assert_eq!(v["container"]["present"], true, "no /dev/vfio/vfio: {rig}");
+    assert_eq!(v["container"]["type1v2"], true, "{v}");
+    assert!(v["modules"].as_array().unwrap().iter().all(|m| m["loaded"] == true), "{v}");
+    assert_eq!(v["verdict"], "ok", "{v}");
+
+    let (g, edu) = function(&r, EDU0);
+    assert_eq!(edu["driver"], "vfio-pci", "{edu}: {rig}");
+    assert_eq!(edu["known"], "edu", "{edu}");
+    assert_eq!(edu["id"], "1234:11e8", "{edu}");
+    assert_eq!(edu["iommu_group"], sysfs_group(EDU0), "{edu}");
+    assert_eq!(g["group"], sysfs_group(EDU0), "{g}");
+    assert_eq!(g["node"], format!("/dev/vfio/{}", sysfs_group(EDU0)), "{g}");
+    assert_eq!((&g["node_present"], &g["node_accessible"], &g["viable"]), (&true.into(), &true.into(), &true.into()));
+    assert_eq!(edu["verdict"], "ok", "{edu}");
+
+    let (_, ivshmem) = function(&r, IVSHMEM);
+    assert_eq!(ivshmem["known"], "ivshmem", "{ivshmem}");
+    assert_eq!(ivshmem["driver"], "vfio-pci", "{ivshmem}: {rig}");
+
+    let path = r["overall"]["paths"].as_array().unwrap().iter().find(|p| p["kind"] == "vfio").unwrap();
+    assert_eq!(path["available"], true, "{path}");
+    assert!(path["detail"].as_str().unwrap().contains(EDU0), "{path}");
+}
+
+#[test]
+fn the_unbound_edu_says_how_to_bind_it() {
+    require_guest();
+    let r = info_json();
+    let (g, edu) = function(&r, EDU1);
+    if edu["driver"] == "vfio-pci" {
+        eprintln!("{EDU1} is bound to vfio-pci in this run: the unbound case cannot be shown");
+        return;
+    }
+    assert_eq!(edu["verdict"], "missing", "{edu}");
+    assert_eq!(edu["hint"], format!("kmod-helpers/dmabridge-kmod bind {EDU1}"), "{edu}");
+    assert_eq!(g["node_present"], false, "{g}");
+    assert!(g["verdict"].is_null(), "{g}");
+}
+
+#[test]
+fn the_library_sees_every_path() {
+    require_guest();
+    let report = Report::gather();
+    assert_eq!(report.overall.verdict, Verdict::Ok, "{report}");
+    let kinds: Vec<PathKind> = report.overall.paths.iter().filter(|p| p.available).map(|p| p.kind).collect();
+    assert_eq!(kinds, [PathKind::Udmabuf, PathKind::Heaps, PathKind::Vfio], "{report}");
+    assert!(report.vfio.usable_functions().any(|f| f.function.address.to_string() == EDU0), "{report}");
+}
+
+#[test]
+fn the_text_report_is_all_ok_but_the_unbound_edu() {
+    require_guest();
+    let o = Command::new(dmabridge_bin()).arg("info").output().unwrap();
+    assert!(o.status.success());
+    let text = String::from_utf8(o.stdout).unwrap();
+    for item in ["/dev/udmabuf", "/dev/dma_heap/system", "/dev/vfio/vfio", "vfio_pci", "vfio_iommu_type1", EDU0] {
+        let line = text.lines().find(|l| l.contains(item)).unwrap_or_else(|| panic!("no {item} in:\n{text}"));
+        assert!(line.trim_start().starts_with("ok "), "{line}");
+    }
+    assert!(text.lines().any(|l| l.contains("64 MiB per dma-buf")), "{text}");
+    let bad: Vec<&str> = text
+        .lines()
+        .filter(|l| ["MISSING", "NO ACCESS", "WARNING"].iter().any(|w| l.trim_start().starts_with(w)))
+        .collect();
+    assert!(bad.iter().all(|l| l.contains(EDU1)), "only the unbound edu may be missing:\n{text}");
+}
