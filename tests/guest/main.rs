@@ -10,3 +10,5 @@ mod kmod;
 mod proof;
 mod udmabuf;
 mod vfio;
+mod drm;
+mod udev;
