@@ -214,14 +214,8 @@ impl Edu {
         self.bar0.write_u64(reg::DMA_DST, dst);
         self.bar0.write_u64(reg::DMA_COUNT, len as u64);
         self.bar0.write_u64(reg::DMA_CMD, cmd);
-        let Irq { kind, fd, waiter } = &mut *irq;
-        let fired = waiter.wait(&[fd.as_fd()], Some(timeout))?;
-        let status = self.bar0.read_u32(reg::IRQ_STATUS);
-        self.bar0.write_u32(reg::IRQ_ACK, status);
-        if *kind == IrqKind::Intx {
-            self.device.unmask_intx()?;
-        }
-        if fired.is_empty() {
+        let (fired, _) = self.wait_and_ack(&mut irq, timeout)?;
+        if !fired {
             return Err(EduError::Timeout(timeout));
         }
         if self.bar0.read_u64(reg::DMA_CMD) & CMD_START != 0 {
@@ -236,14 +230,21 @@ impl Edu {
         let mut irq = self.irq.lock().unwrap();
         let _ = irq.fd.try_take()?;
         self.bar0.write_u32(reg::IRQ_RAISE, value);
-        let Irq { kind, fd, waiter } = &mut *irq;
-        let fired = waiter.wait(&[fd.as_fd()], Some(timeout))?;
+        let (fired, status) = self.wait_and_ack(&mut irq, timeout)?;
+        Ok(fired && status & value == value)
+    }
+
+    /// Waits for the interrupt, then acknowledges whatever the status
+    /// register holds (and unmasks INTx, which VFIO masked on delivery).
+    /// Returns whether it fired and the status it acknowledged.
+    fn wait_and_ack(&self, irq: &mut Irq, timeout: Duration) -> Result<(bool, u32), EduError> {
+        let fired = irq.waiter.wait(&[irq.fd.as_fd()], Some(timeout))?;
         let status = self.bar0.read_u32(reg::IRQ_STATUS);
         self.bar0.write_u32(reg::IRQ_ACK, status);
-        if *kind == IrqKind::Intx {
+        if irq.kind == IrqKind::Intx {
             self.device.unmask_intx()?;
         }
-        Ok(!fired.is_empty() && status & value == value)
+        Ok((!fired.is_empty(), status))
     }
 }
 

@@ -250,6 +250,26 @@ impl Container {
             Some(m) if m.size == size => {}
             _ => return Err(VfioError::NotMapped { iova, size }),
         }
+        let unmapped = self.kernel_unmap(iova, size)?;
+        st.maps.remove(&iova);
+        if unmapped != size {
+            return Err(VfioError::NotMapped { iova, size });
+        }
+        Ok(())
+    }
+
+    /// `VFIO_IOMMU_UNMAP_DMA` straight to the kernel, bypassing the
+    /// container's own table; returns the bytes the kernel unmapped. For
+    /// diagnostics and for tests that compare the table with the kernel.
+    pub fn unmap_dma_unchecked(&self, iova: u64, size: u64) -> Result<u64, VfioError> {
+        let mut st = self.state.lock().unwrap();
+        let unmapped = self.kernel_unmap(iova, size)?;
+        st.maps.retain(|_, m| m.iova + m.size <= iova || m.iova >= iova + unmapped);
+        Ok(unmapped)
+    }
+
+    /// `VFIO_IOMMU_UNMAP_DMA`; returns the bytes the kernel unmapped.
+    fn kernel_unmap(&self, iova: u64, size: u64) -> Result<u64, VfioError> {
         let mut arg = uapi::vfio_iommu_type1_dma_unmap {
             argsz: std::mem::size_of::<uapi::vfio_iommu_type1_dma_unmap>() as u32,
             flags: 0,
@@ -261,29 +281,6 @@ impl Container {
         // `vfio_iommu_type1_dma_unmap` (it writes back the unmapped size).
         unsafe { ioctl_ptr(self.fd.as_fd(), VFIO_IOMMU_UNMAP_DMA, &mut arg) }
             .map_err(OsError::tag("VFIO_IOMMU_UNMAP_DMA"))?;
-        st.maps.remove(&iova);
-        if arg.size != size {
-            return Err(VfioError::NotMapped { iova, size });
-        }
-        Ok(())
-    }
-
-    /// `VFIO_IOMMU_UNMAP_DMA` straight to the kernel, bypassing the
-    /// container's own table; returns the bytes the kernel unmapped. For
-    /// diagnostics and for tests that compare the table with the kernel.
-    pub fn unmap_dma_unchecked(&self, iova: u64, size: u64) -> Result<u64, VfioError> {
-        let mut arg = uapi::vfio_iommu_type1_dma_unmap {
-            argsz: std::mem::size_of::<uapi::vfio_iommu_type1_dma_unmap>() as u32,
-            flags: 0,
-            iova,
-            size,
-            data: Default::default(),
-        };
-        // SAFETY: as in `unmap_dma`.
-        unsafe { ioctl_ptr(self.fd.as_fd(), VFIO_IOMMU_UNMAP_DMA, &mut arg) }
-            .map_err(OsError::tag("VFIO_IOMMU_UNMAP_DMA"))?;
-        let mut st = self.state.lock().unwrap();
-        st.maps.retain(|_, m| m.iova + m.size <= iova || m.iova >= iova + arg.size);
         Ok(arg.size)
     }
 
