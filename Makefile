@@ -32,7 +32,10 @@ demo: guest build
 	@$(RIG) --bind 0000:00:10.0 --bind 0000:00:08.0 -- target/debug/dmabridge info
 	@echo
 	@echo "== the vertical proof in the guest"
-	@$(RIG) --bind 0000:00:10.0 --bind 0000:00:08.0 -- target/debug/dmabridge proof
+	@shm=/dev/shm/dmabridge-demo-$$$$; \
+	$(RIG) --ivshmem $$shm --bind 0000:00:10.0 --bind 0000:00:08.0 -- target/debug/dmabridge proof --marker "hello from edu, via the IOMMU" || { rm -f $$shm; exit 1; }; \
+	echo "== on the host, outside the guest: the first bytes of the ivshmem backing file $$shm"; \
+	head -c 29 $$shm; echo; rm -f $$shm
 
 test: guest
 	@rm -rf $(LOGS) && mkdir -p $(LOGS)
@@ -66,6 +69,7 @@ test-rig: guest
 lint:
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	$(CARGO) clippy -p dmabridge-tests --test guest --test rig -- -D warnings
 
 clean-guest:
 	rm -rf $${DMABRIDGE_CACHE:-$${XDG_CACHE_HOME:-$$HOME/.cache}/dmabridge}

@@ -73,7 +73,7 @@ pub fn run(args: &ProofArgs) -> Result<(), String> {
     let container = Container::open().map_err(|e| e.to_string())?;
     let e = Edu::open(&container, edu_addr).map_err(|e| format!("opening edu {edu_addr}: {e}"))?;
     println!(
-        "[1/5] edu {edu_addr}: VFIO group {}, bus mastering on, completion interrupt {:?} -> eventfd -> io_uring",
+        "[1/5] edu {edu_addr}: VFIO group {}, bus mastering on, completion interrupt {} -> eventfd -> io_uring",
         e.device().group().number(),
         e.irq_kind()
     );

@@ -438,9 +438,9 @@ fn version(fd: BorrowedFd<'_>) -> Result<DriverVersion, OsError> {
     arg.desc = desc.as_mut_ptr();
     arg.date_len = 0;
     // SAFETY: as above; `name` and `desc` are live buffers of exactly
-    // `name_len` and `desc_len` bytes, and the kernel copies at most that
-    // many (it writes the true lengths back, which may only have grown if the
-    // driver changed, in which case the copy was still bounded).
+    // `name_len` and `desc_len` bytes, the kernel copies at most the length it
+    // is given into each (drm_copy_field), and `date_len` 0 with a null
+    // `date` makes it copy no date.
     unsafe { ioctl_ptr(fd, DRM_IOCTL_VERSION, &mut arg) }.map_err(OsError::tag("DRM_IOCTL_VERSION"))?;
     name.truncate(arg.name_len);
     desc.truncate(arg.desc_len);

@@ -55,6 +55,16 @@ pub enum IrqKind {
     Msix,
 }
 
+impl std::fmt::Display for IrqKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            IrqKind::Intx => "INTx",
+            IrqKind::Msi => "MSI",
+            IrqKind::Msix => "MSI-X",
+        })
+    }
+}
+
 impl IrqKind {
     fn index(self) -> u32 {
         match self {
