@@ -1,0 +1,166 @@
+//! Memory for zero-copy buffers: `/dev/udmabuf`, the DMA-BUF heaps and the
+//! memlock limit that bounds pinning.
+
+use rustix::fs::Access;
+use rustix::process::Resource;
+use serde::Serialize;
+
+use super::{hint, node, Node, Verdict, UDEV_HINT};
+use crate::sys::dma_heap::{self, HEAP_DIR};
+use crate::sys::udmabuf::{Limits, Udmabuf};
+
+const UDMABUF_HINT: &str =
+    "load the udmabuf module (kmod-helpers/dmabridge-kmod load udmabuf) or run `make demo`, which uses the QEMU guest";
+
+const HEAPS_HINT: &str =
+    "the kernel needs CONFIG_DMABUF_HEAPS_SYSTEM (or the CMA heap); run `make demo` for a guest that has it";
+
+pub(super) const MEMLOCK_HINT: &str = "kmod-helpers/dmabridge-kmod memlock --raise unlimited, or ulimit -l unlimited";
+
+/// The memlock limit below which pinning device memory is likely to fail
+/// (the udmabuf default size limit: one full-size buffer).
+pub const MEMLOCK_MIN: u64 = 64 << 20;
+
+/// `/dev/udmabuf`.
+#[derive(Debug, Clone, Serialize)]
+pub struct UdmabufReport {
+    /// The device node.
+    pub path: &'static str,
+    /// True if the node exists.
+    pub present: bool,
+    /// True if this user may open it read-write.
+    pub accessible: bool,
+    /// The module's limits, when the node exists.
+    pub limits: Option<Limits>,
+    /// Ok, missing or no-access.
+    pub verdict: Verdict,
+    /// How to fix it, when not ok.
+    pub hint: Option<String>,
+}
+
+/// DMA-BUF heaps.
+#[derive(Debug, Clone, Serialize)]
+pub struct HeapsReport {
+    /// The folder of heap nodes.
+    pub path: &'static str,
+    /// Every heap, by name.
+    pub heaps: Vec<HeapReport>,
+    /// Ok if every heap is usable, warning if some are, no-access if none
+    /// is, missing if there are none.
+    pub verdict: Verdict,
+    /// How to fix it, when not ok.
+    pub hint: Option<String>,
+}
+
+/// One heap, `/dev/dma_heap/NAME`.
+#[derive(Debug, Clone, Serialize)]
+pub struct HeapReport {
+    /// Its name, e.g. `system`.
+    pub name: String,
+    /// Its node.
+    pub path: String,
+    /// True if this user may open it (heaps are opened read-only).
+    pub accessible: bool,
+    /// Ok or no-access.
+    pub verdict: Verdict,
+    /// How to fix it, when not ok.
+    pub hint: Option<String>,
+}
+
+/// `RLIMIT_MEMLOCK`, which bounds the memory VFIO and io_uring may pin.
+#[derive(Debug, Clone, Serialize)]
+pub struct MemlockReport {
+    /// The soft limit in bytes; `None` (JSON `"unlimited"`) if unlimited.
+    #[serde(serialize_with = "ser_limit")]
+    pub soft: Option<u64>,
+    /// The hard limit in bytes; `None` (JSON `"unlimited"`) if unlimited.
+    #[serde(serialize_with = "ser_limit")]
+    pub hard: Option<u64>,
+    /// True if this process holds `CAP_IPC_LOCK`, which lets it pin beyond
+    /// the limit.
+    pub cap_ipc_lock: bool,
+    /// Ok, or warning when the soft limit is below [`MEMLOCK_MIN`].
+    pub verdict: Verdict,
+    /// How to fix it, when not ok.
+    pub hint: Option<String>,
+}
+
+fn ser_limit<S: serde::Serializer>(v: &Option<u64>, s: S) -> Result<S::Ok, S::Error> {
+    match v {
+        Some(n) => s.serialize_u64(*n),
+        None => s.serialize_str("unlimited"),
+    }
+}
+
+impl UdmabufReport {
+    /// Checks `/dev/udmabuf` and reads the module's limits.
+    pub fn gather() -> UdmabufReport {
+        let state = node(Udmabuf::PATH, Access::READ_OK | Access::WRITE_OK);
+        let (verdict, hint) = match state {
+            Node::Absent => (Verdict::Missing, Some(UDMABUF_HINT.to_owned())),
+            Node::NoAccess => (Verdict::NoAccess, Some(UDEV_HINT.to_owned())),
+            Node::Usable => (Verdict::Ok, None),
+        };
+        UdmabufReport {
+            path: Udmabuf::PATH,
+            present: state != Node::Absent,
+            accessible: state == Node::Usable,
+            limits: (state != Node::Absent).then(Limits::read),
+            verdict,
+            hint,
+        }
+    }
+}
+
+impl HeapsReport {
+    /// Lists the heaps and checks that each can be opened.
+    pub fn gather() -> HeapsReport {
+        let heaps: Vec<HeapReport> = dma_heap::list()
+            .into_iter()
+            .map(|name| {
+                let path = format!("{HEAP_DIR}/{name}");
+                let accessible = node(&path, Access::READ_OK) == Node::Usable;
+                let verdict = if accessible { Verdict::Ok } else { Verdict::NoAccess };
+                HeapReport { name, path, accessible, verdict, hint: hint(verdict, UDEV_HINT) }
+            })
+            .collect();
+        let usable = heaps.iter().filter(|h| h.accessible).count();
+        let (verdict, hint) = match usable {
+            _ if heaps.is_empty() => (Verdict::Missing, Some(HEAPS_HINT.to_owned())),
+            0 => (Verdict::NoAccess, Some(UDEV_HINT.to_owned())),
+            n if n < heaps.len() => (Verdict::Warning, Some(format!("some heaps are not open to you: {UDEV_HINT}"))),
+            _ => (Verdict::Ok, None),
+        };
+        HeapsReport { path: HEAP_DIR, heaps, verdict, hint }
+    }
+}
+
+/// True if bit `cap` is set in this process's effective capabilities.
+fn has_capability(cap: u32) -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            let hex = s.lines().find_map(|l| l.strip_prefix("CapEff:"))?.trim().to_owned();
+            u64::from_str_radix(&hex, 16).ok()
+        })
+        .is_some_and(|caps| caps & (1 << cap) != 0)
+}
+
+impl MemlockReport {
+    /// Reads `RLIMIT_MEMLOCK` and whether this process holds `CAP_IPC_LOCK`.
+    pub fn gather() -> MemlockReport {
+        const CAP_IPC_LOCK: u32 = 14;
+        let r = rustix::process::getrlimit(Resource::Memlock);
+        let verdict = match r.current {
+            Some(n) if n < MEMLOCK_MIN => Verdict::Warning,
+            _ => Verdict::Ok,
+        };
+        MemlockReport {
+            soft: r.current,
+            hard: r.maximum,
+            cap_ipc_lock: has_capability(CAP_IPC_LOCK),
+            verdict,
+            hint: hint(verdict, MEMLOCK_HINT),
+        }
+    }
+}
