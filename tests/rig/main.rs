@@ -79,3 +79,44 @@ fn ivshmem_p2p_bytes_reach_the_host_file() {
 fn rand_suffix() -> u128 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos()
 }
+
+/// Modules asked for with --module load at boot, with their parameters; the
+/// V4L2 test driver vivid (for capture pipelines) and vgem (DRM PRIME) are
+/// there.
+#[test]
+fn modules_load_at_boot_with_parameters() {
+    let out = rig(&[
+        "--no-ivshmem",
+        "--module",
+        "vivid:n_devs=2,node_types=0x1",
+        "--module",
+        "vgem",
+        "--",
+        "sh",
+        "-c",
+        "cat /sys/module/vivid/parameters/n_devs; ls /dev | grep -c '^video'; ls /sys/module | grep -x vgem",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.first().map(|l| l.trim()), Some("2"), "{stdout}");
+    assert_eq!(lines.get(1).map(|l| l.trim()), Some("2"), "two vivid capture nodes: {stdout}");
+    assert_eq!(lines.get(2).map(|l| l.trim()), Some("vgem"), "{stdout}");
+}
+
+/// With stdout redirected to a file, what the caller writes after the guest
+/// exits follows the guest's output instead of overwriting it.
+#[test]
+fn output_to_a_file_is_not_overwritten_by_the_caller() {
+    let file = std::env::temp_dir().join(format!("dmabridge-rig-out-{}", std::process::id()));
+    let script = format!(
+        "({} --no-ivshmem -- echo from-the-guest; echo from-the-host) > {}",
+        repo_root().join("qemu/run-in-guest").display(),
+        file.display()
+    );
+    let status = Command::new("bash").arg("-c").arg(&script).status().unwrap();
+    let content = std::fs::read_to_string(&file).unwrap();
+    let _ = std::fs::remove_file(&file);
+    assert!(status.success());
+    assert_eq!(content, "from-the-guest\nfrom-the-host\n");
+}
