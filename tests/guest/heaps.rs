@@ -16,6 +16,7 @@ fn system_heap_allocates_mappable_buffers() {
         for len in [4096u64, 1 << 20] {
             let buf = heap.alloc(len).unwrap();
             assert_eq!(buf.size().unwrap(), len);
+            assert!(rustix::io::fcntl_getfd(&buf).unwrap().contains(rustix::io::FdFlags::CLOEXEC));
             let map = buf.map(Access::ReadWrite).unwrap();
             let cpu = buf.cpu_access(SyncDir::ReadWrite).unwrap();
             map.write_bytes(len as usize - 4, b"heap");

@@ -4,11 +4,11 @@
 //! vfio-pci, edu 0000:00:11.0 left unbound, and vgem loaded).
 
 mod dma_buf;
+mod drm;
 mod heaps;
 mod info;
 mod kmod;
 mod proof;
+mod udev;
 mod udmabuf;
 mod vfio;
-mod drm;
-mod udev;

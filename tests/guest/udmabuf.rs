@@ -27,6 +27,7 @@ fn memfd_and_dma_buf_share_pages() {
         let m = sealed(16 * PAGE);
         let buf = dev.create(m.as_fd(), 4 * PAGE, 8 * PAGE).unwrap();
         assert_eq!(buf.size().unwrap(), 8 * PAGE);
+        assert!(rustix::io::fcntl_getfd(&buf).unwrap().contains(rustix::io::FdFlags::CLOEXEC));
         let clone = buf.try_clone().unwrap();
         assert!(buf.same_buffer(&clone).unwrap());
 
@@ -64,6 +65,7 @@ fn create_list_joins_ranges_in_order() {
         ])
         .unwrap();
     assert_eq!(buf.size().unwrap(), 2 * PAGE);
+    assert!(rustix::io::fcntl_getfd(&buf).unwrap().contains(rustix::io::FdFlags::CLOEXEC));
     let view = buf.map(Access::Read).unwrap();
     let _cpu = buf.cpu_access(SyncDir::Read).unwrap();
     let mut out = [0u8; 2];
