@@ -11,7 +11,7 @@ RIG        := qemu/run-in-guest
 GUEST_RIG  := --edu 2 --bind 0000:00:10.0 --bind 0000:00:08.0 --module vgem
 LOGS       := target/test-logs
 
-.PHONY: all build deps guest demo test test-host test-guest test-rig lint clean-guest
+.PHONY: all build deps guest demo test test-host test-guest test-rig lint bench clean-guest
 
 all: build
 
@@ -65,6 +65,12 @@ test-rig: guest
 	@echo "== rig tests (host side: boot guests, check what crosses the boundary)"
 	@$(CARGO) build -p dmabridge-cli --quiet
 	@set -o pipefail; $(CARGO) test -p dmabridge-tests --test rig --color never -- --test-threads=1 2>&1 | tee $(LOGS)/rig.log
+
+# Benchmarks print the peer's figure (PoCL 3.1 CPU device, libc) from the same
+# run beside ours; bench/peer-deps installs PoCL and the OpenCL headers.
+bench:
+	@bench/peer-deps
+	@$(CARGO) bench -p dmabridge --bench memory
 
 lint:
 	$(CARGO) fmt --all --check

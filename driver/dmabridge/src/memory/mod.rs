@@ -1,3 +1,12 @@
-//! Layer 2: memory — IOVA allocation now; backings, the allocation table, pools and residency next.
+//! Layer 2: memory.
+//!
+//! - [`vaspace`]: the address reservation every heap allocation lives in;
+//! - [`table`]: lock-free "which allocation holds this pointer";
+//! - [`heap`]: memfd-backed host and shared allocations, pooled, exportable
+//!   as dma-bufs;
+//! - [`iova`]: IOVA allocation under a device's DMA mask.
 
+pub mod heap;
 pub mod iova;
+pub(crate) mod table;
+pub mod vaspace;

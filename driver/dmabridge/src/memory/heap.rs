@@ -1,0 +1,665 @@
+//! The memfd-backed heap behind host and shared allocations.
+//!
+//! Every allocation lives in the pages of one sparse memfd mapped as a
+//! [`VaSpace`], so that any of them can be exported as a dma-buf (udmabuf over
+//! the pages it spans) and pinned into an IOMMU domain, and any interior
+//! pointer finds its allocation through the lock-free [`Table`]. Sizes up to
+//! 1 MiB come from 2 MiB pool chunks of one power-of-two size class each (as
+//! NEO serves small allocations); a chunk that empties is handed back to the
+//! system (hole punched) unless it is the last one of its class with room.
+//! Larger sizes take whole granules, handed back when freed.
+
+use std::collections::BTreeMap;
+use std::ptr::NonNull;
+use std::sync::atomic::Ordering;
+use std::sync::Mutex;
+
+use super::table::{slot_meta, slot_size, slot_word, Table, CHUNK, FREE, LARGE};
+use super::vaspace::{VaSpace, GRANULE};
+use crate::sys::dma_buf::DmaBuf;
+use crate::sys::udmabuf::{Udmabuf, UdmabufError};
+use crate::sys::{page_size, OsError};
+
+/// Smallest size class (and so the smallest alignment of any allocation).
+pub const MIN_CLASS: usize = 64;
+/// Largest pooled size; anything bigger gets its own memfd.
+pub const MAX_POOLED: usize = 1 << 20;
+const NUM_CLASSES: usize = (MAX_POOLED / MIN_CLASS).trailing_zeros() as usize + 1;
+/// Default reservation: 64 GiB of address space (no memory).
+pub const DEFAULT_GRANULES: usize = 32 * 1024;
+
+fn class_size(c: usize) -> usize {
+    MIN_CLASS << c
+}
+
+/// The USM allocation types.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum AllocKind {
+    /// Host allocation.
+    Host,
+    /// Device allocation.
+    Device,
+    /// Shared allocation.
+    Shared,
+}
+
+/// What the table remembers about an allocation besides its extent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AllocMeta {
+    /// Its type.
+    pub kind: AllocKind,
+    /// The device it is associated with (an index the runtime assigns).
+    pub device: Option<u16>,
+    /// `CL_MEM_ALLOC_FLAGS_INTEL` bits (the low 8 are all there are).
+    pub flags: u8,
+}
+
+impl AllocMeta {
+    /// A host allocation without flags.
+    pub const HOST: AllocMeta = AllocMeta { kind: AllocKind::Host, device: None, flags: 0 };
+
+    fn pack(self) -> u32 {
+        let kind = match self.kind {
+            AllocKind::Host => 1,
+            AllocKind::Device => 2,
+            AllocKind::Shared => 3,
+        };
+        let dev = self.device.map_or(0, |d| 1 << 15 | d as u32 & 0x7fff);
+        kind | (self.flags as u32) << 8 | dev << 16
+    }
+
+    fn unpack(w: u32) -> AllocMeta {
+        let kind = match w & 0xff {
+            1 => AllocKind::Host,
+            2 => AllocKind::Device,
+            _ => AllocKind::Shared,
+        };
+        let device = (w >> 31 != 0).then_some(((w >> 16) & 0x7fff) as u16);
+        AllocMeta { kind, device, flags: (w >> 8) as u8 }
+    }
+}
+
+/// An allocation as the table sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AllocInfo {
+    /// First byte.
+    pub base: usize,
+    /// Size asked for.
+    pub size: usize,
+    /// Type, device, flags.
+    pub meta: AllocMeta,
+}
+
+impl AllocInfo {
+    /// True if `ptr` points into the allocation.
+    pub fn contains(&self, ptr: usize) -> bool {
+        ptr.wrapping_sub(self.base) < self.size
+    }
+}
+
+/// Why an allocation could not be made.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AllocError {
+    /// Zero size.
+    #[error("an allocation needs a non-zero size")]
+    ZeroSize,
+    /// Alignment that is not a power of two.
+    #[error("alignment {0} is not a power of two")]
+    BadAlignment(usize),
+    /// The reservation has no room left (or the size is beyond it).
+    #[error("no room for {size} bytes in the heap's {reserved}-byte address reservation")]
+    OutOfAddressSpace {
+        /// Size asked for.
+        size: usize,
+        /// Size of the reservation.
+        reserved: usize,
+    },
+    /// The kernel refused memory (memfd, ftruncate or mmap).
+    #[error("out of host memory: {0}")]
+    Os(#[from] OsError),
+}
+
+/// Why a free was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FreeError {
+    /// The pointer is not the start of a live allocation of this heap
+    /// (never allocated here, already freed, or another heap's).
+    #[error("{0:#x} is not an allocation of this heap (never allocated here, or already freed)")]
+    Unknown(usize),
+    /// The pointer is inside an allocation, not at its start.
+    #[error("{ptr:#x} points inside the allocation at {base:#x}: free takes the pointer the allocation returned")]
+    Interior {
+        /// Pointer given.
+        ptr: usize,
+        /// The allocation's start.
+        base: usize,
+    },
+}
+
+/// Why an allocation could not be exported as a dma-buf.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ExportError {
+    /// The pointer is not in a live allocation.
+    #[error("{0:#x} is not inside an allocation of this heap")]
+    Unknown(usize),
+    /// udmabuf refused.
+    #[error(transparent)]
+    Udmabuf(#[from] UdmabufError),
+}
+
+/// Counters, for tests and `dmabridge info`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct HeapStats {
+    /// Live allocations.
+    pub live: usize,
+    /// Pool chunks in use (2 MiB of address space each).
+    pub chunks: usize,
+    /// Large allocations.
+    pub large: usize,
+    /// Bytes of memory the heap holds (touched pages not handed back).
+    pub resident_bytes: u64,
+}
+
+struct Chunk {
+    start: usize,
+    /// Slots never handed out start at `bump`.
+    bump: u32,
+    free: Vec<u32>,
+    live: u32,
+}
+
+#[derive(Default)]
+struct Class {
+    /// Index = the record's `class_slot`; `None` where a chunk was released.
+    chunks: Vec<Option<Chunk>>,
+    /// Indices of chunks with a free slot.
+    with_room: Vec<u32>,
+    vacant: Vec<u32>,
+}
+
+struct Large {
+    granules: usize,
+}
+
+/// Free runs of granules, start -> length.
+struct Granules {
+    free: BTreeMap<usize, usize>,
+}
+
+impl Granules {
+    /// Takes `n` granules whose first one's address (`offset` granules in)
+    /// is a multiple of `align` granules.
+    fn take(&mut self, n: usize, align: usize, offset: usize) -> Option<usize> {
+        let (&start, &len, at) = self.free.iter().find_map(|(s, l)| {
+            let at = (s + offset).next_multiple_of(align) - offset;
+            (at + n <= s + l).then_some((s, l, at))
+        })?;
+        self.free.remove(&start);
+        if at > start {
+            self.free.insert(start, at - start);
+        }
+        if at + n < start + len {
+            self.free.insert(at + n, start + len - at - n);
+        }
+        Some(at)
+    }
+
+    fn give(&mut self, start: usize, n: usize) {
+        let (mut s, mut e) = (start, start + n);
+        if let Some((&ps, &pl)) = self.free.range(..s).next_back() {
+            if ps + pl == s {
+                self.free.remove(&ps);
+                s = ps;
+            }
+        }
+        if let Some(&nl) = self.free.get(&e) {
+            self.free.remove(&e);
+            e += nl;
+        }
+        self.free.insert(s, e - s);
+    }
+}
+
+/// Whichever lock guards an allocation's extent.
+#[allow(dead_code)] // held for its drop, never read
+enum Guard<'a> {
+    Class(std::sync::MutexGuard<'a, Class>),
+    Large(std::sync::MutexGuard<'a, BTreeMap<usize, Large>>),
+}
+
+/// A heap of memfd-backed allocations with lock-free interior lookups.
+pub struct Heap {
+    va: VaSpace,
+    table: Table,
+    granules: Mutex<Granules>,
+    classes: Box<[Mutex<Class>]>,
+    large: Mutex<BTreeMap<usize, Large>>,
+}
+
+impl std::fmt::Debug for Heap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Heap")
+            .field("base", &format_args!("{:#x}", self.va.base()))
+            .field("len", &self.va.len())
+            .finish()
+    }
+}
+
+impl Heap {
+    /// A heap with the default 64 GiB reservation.
+    pub fn new() -> Result<Heap, OsError> {
+        Self::with_granules(DEFAULT_GRANULES)
+    }
+
+    /// A heap whose reservation holds `granules` × 2 MiB.
+    pub fn with_granules(granules: usize) -> Result<Heap, OsError> {
+        let va = VaSpace::reserve(granules)?;
+        Ok(Heap {
+            table: Table::new(granules),
+            granules: Mutex::new(Granules { free: BTreeMap::from([(0, granules)]) }),
+            classes: (0..NUM_CLASSES).map(|_| Mutex::new(Class::default())).collect(),
+            large: Mutex::new(BTreeMap::new()),
+            va,
+        })
+    }
+
+    /// True if `ptr` lies in this heap's reservation (allocated or not).
+    pub fn owns_range(&self, ptr: usize) -> bool {
+        self.va.granule_of(ptr).is_some()
+    }
+
+    /// Allocates `size` bytes aligned to `align` (0: the heap's minimum, 64).
+    pub fn alloc(&self, size: usize, align: usize, meta: AllocMeta) -> Result<NonNull<u8>, AllocError> {
+        if size == 0 {
+            return Err(AllocError::ZeroSize);
+        }
+        if align != 0 && !align.is_power_of_two() {
+            return Err(AllocError::BadAlignment(align));
+        }
+        let need = size.max(align).max(MIN_CLASS);
+        let addr = if need <= MAX_POOLED {
+            let c = need.next_power_of_two().trailing_zeros() as usize - MIN_CLASS.trailing_zeros() as usize;
+            self.alloc_pooled(c, size, meta)?
+        } else {
+            self.alloc_large(size, align, meta)?
+        };
+        Ok(NonNull::new(addr as *mut u8).expect("reservation addresses are non-null"))
+    }
+
+    fn alloc_pooled(&self, c: usize, size: usize, meta: AllocMeta) -> Result<usize, AllocError> {
+        let csize = class_size(c);
+        let mut cls = self.classes[c].lock().unwrap();
+        let ci = match cls.with_room.last() {
+            Some(&i) => i as usize,
+            None => self.new_chunk(c, &mut cls, size)?,
+        };
+        let nslots = (GRANULE / csize) as u32;
+        let chunk = cls.chunks[ci].as_mut().expect("chunks with room exist");
+        let slot = match chunk.free.pop() {
+            Some(s) => s,
+            None => {
+                chunk.bump += 1;
+                chunk.bump - 1
+            }
+        };
+        chunk.live += 1;
+        let start = chunk.start;
+        let full = chunk.free.is_empty() && chunk.bump == nslots;
+        if full {
+            cls.with_room.pop();
+        }
+        let rec = self.table.record(start).expect("chunk records exist");
+        self.table.slots(rec)[slot as usize].store(slot_word(size, meta.pack()), Ordering::Release);
+        Ok(self.va.granule_addr(start) + slot as usize * csize)
+    }
+
+    fn new_chunk(&self, c: usize, cls: &mut Class, size: usize) -> Result<usize, AllocError> {
+        let start = self
+            .granules
+            .lock()
+            .unwrap()
+            .take(1, 1, 0)
+            .ok_or(AllocError::OutOfAddressSpace { size, reserved: self.va.len() })?;
+        let ci = match cls.vacant.pop() {
+            Some(i) => i as usize,
+            None => {
+                cls.chunks.push(None);
+                cls.chunks.len() - 1
+            }
+        };
+        cls.chunks[ci] = Some(Chunk { start, bump: 0, free: Vec::new(), live: 0 });
+        cls.with_room.push(ci as u32);
+        let rec = self.table.record_mut(start);
+        self.table.set_slots(rec, GRANULE / class_size(c));
+        rec.class.store(c as u8, Ordering::Relaxed);
+        rec.class_slot.store(ci as u32, Ordering::Relaxed);
+        rec.kind.store(CHUNK, Ordering::Release);
+        self.table.cover(start, 1);
+        Ok(ci)
+    }
+
+    fn alloc_large(&self, size: usize, align: usize, meta: AllocMeta) -> Result<usize, AllocError> {
+        let n = size.div_ceil(GRANULE);
+        let align_g = (align / GRANULE).max(1);
+        let oom = AllocError::OutOfAddressSpace { size, reserved: self.va.len() };
+        let base_g = self.va.base() / GRANULE;
+        let mut large = self.large.lock().unwrap();
+        let start = self.granules.lock().unwrap().take(n, align_g, base_g).ok_or(oom)?;
+        large.insert(start, Large { granules: n });
+        let rec = self.table.record_mut(start);
+        rec.size.store(size, Ordering::Relaxed);
+        rec.meta.store(meta.pack(), Ordering::Relaxed);
+        rec.kind.store(LARGE, Ordering::Release);
+        self.table.cover(start, n);
+        Ok(self.va.granule_addr(start))
+    }
+
+    /// The allocation that `ptr` points into, if any. Lock-free: a few
+    /// atomic loads.
+    #[inline]
+    pub fn lookup(&self, ptr: usize) -> Option<AllocInfo> {
+        let g = self.va.granule_of(ptr)?;
+        let start = self.table.start_of(g)?;
+        let rec = self.table.record(start)?;
+        let base = self.va.granule_addr(start);
+        match rec.kind.load(Ordering::Acquire) {
+            CHUNK => {
+                let csize = class_size(rec.class.load(Ordering::Acquire) as usize);
+                let slot = (ptr - base) / csize;
+                let word = self.table.slots(rec).get(slot)?.load(Ordering::Acquire);
+                let info = AllocInfo {
+                    base: base + slot * csize,
+                    size: slot_size(word),
+                    meta: AllocMeta::unpack(slot_meta(word)),
+                };
+                (info.size != 0 && info.contains(ptr)).then_some(info)
+            }
+            LARGE => {
+                let info = AllocInfo {
+                    base,
+                    size: rec.size.load(Ordering::Acquire),
+                    meta: AllocMeta::unpack(rec.meta.load(Ordering::Acquire)),
+                };
+                info.contains(ptr).then_some(info)
+            }
+            _ => None,
+        }
+    }
+
+    /// Frees the allocation that starts at `ptr`; returns what it was.
+    /// Interior pointers, unknown pointers and double frees are refused and
+    /// change nothing.
+    pub fn free(&self, ptr: usize) -> Result<AllocInfo, FreeError> {
+        let info = self.lookup(ptr).ok_or(FreeError::Unknown(ptr))?;
+        if info.base != ptr {
+            return Err(FreeError::Interior { ptr, base: info.base });
+        }
+        let g = self.va.granule_of(ptr).ok_or(FreeError::Unknown(ptr))?;
+        let start = self.table.start_of(g).ok_or(FreeError::Unknown(ptr))?;
+        let rec = self.table.record(start).ok_or(FreeError::Unknown(ptr))?;
+        if rec.kind.load(Ordering::Acquire) == CHUNK {
+            self.free_pooled(ptr, start)
+        } else {
+            self.free_large(ptr, start)
+        }
+    }
+
+    fn free_pooled(&self, ptr: usize, start: usize) -> Result<AllocInfo, FreeError> {
+        let rec = self.table.record(start).ok_or(FreeError::Unknown(ptr))?;
+        let c = rec.class.load(Ordering::Acquire) as usize;
+        let mut cls = self.classes[c].lock().unwrap();
+        // Re-check under the lock: the chunk may have changed hands since
+        // the lock-free lookup (only by a racing free of the same pointer).
+        if rec.kind.load(Ordering::Acquire) != CHUNK || rec.class.load(Ordering::Acquire) as usize != c {
+            return Err(FreeError::Unknown(ptr));
+        }
+        let csize = class_size(c);
+        let base = self.va.granule_addr(start);
+        let slot = (ptr - base) / csize;
+        let word = self.table.slots(rec)[slot].swap(0, Ordering::AcqRel);
+        if slot_size(word) == 0 {
+            return Err(FreeError::Unknown(ptr));
+        }
+        let info = AllocInfo { base: ptr, size: slot_size(word), meta: AllocMeta::unpack(slot_meta(word)) };
+        let ci = rec.class_slot.load(Ordering::Relaxed) as usize;
+        let nslots = (GRANULE / csize) as u32;
+        let chunk = cls.chunks[ci].as_mut().expect("a live chunk has state");
+        let was_full = chunk.free.is_empty() && chunk.bump == nslots;
+        chunk.free.push(slot as u32);
+        chunk.live -= 1;
+        let empty = chunk.live == 0;
+        if was_full {
+            cls.with_room.push(ci as u32);
+        }
+        // Give an empty chunk back unless it is the class's only one with room.
+        if empty && cls.with_room.len() > 1 {
+            self.release_chunk(&mut cls, ci);
+        }
+        Ok(info)
+    }
+
+    fn release_chunk(&self, cls: &mut Class, ci: usize) {
+        let chunk = cls.chunks[ci].take().expect("released once");
+        cls.with_room.retain(|&i| i as usize != ci);
+        cls.vacant.push(ci as u32);
+        let rec = self.table.record(chunk.start).expect("chunk records exist");
+        self.table.uncover(chunk.start, 1);
+        rec.kind.store(FREE, Ordering::Release);
+        // A failed punch only costs memory until the range is reused.
+        let _ = self.va.punch(chunk.start * GRANULE, GRANULE);
+        self.granules.lock().unwrap().give(chunk.start, 1);
+    }
+
+    fn free_large(&self, ptr: usize, start: usize) -> Result<AllocInfo, FreeError> {
+        let mut large = self.large.lock().unwrap();
+        let rec = self.table.record(start).ok_or(FreeError::Unknown(ptr))?;
+        if rec.kind.load(Ordering::Acquire) != LARGE || !large.contains_key(&start) {
+            return Err(FreeError::Unknown(ptr));
+        }
+        let info = AllocInfo {
+            base: ptr,
+            size: rec.size.load(Ordering::Acquire),
+            meta: AllocMeta::unpack(rec.meta.load(Ordering::Acquire)),
+        };
+        let l = large.remove(&start).expect("checked above");
+        self.table.uncover(start, l.granules);
+        rec.kind.store(FREE, Ordering::Release);
+        let _ = self.va.punch(start * GRANULE, l.granules * GRANULE);
+        drop(large);
+        self.granules.lock().unwrap().give(start, l.granules);
+        Ok(info)
+    }
+
+    /// Gives every empty pool chunk back to the system.
+    pub fn trim(&self) {
+        for cls in self.classes.iter() {
+            let mut cls = cls.lock().unwrap();
+            let empty: Vec<usize> = cls
+                .chunks
+                .iter()
+                .enumerate()
+                .filter_map(|(i, c)| c.as_ref().filter(|c| c.live == 0).map(|_| i))
+                .collect();
+            for ci in empty {
+                self.release_chunk(&mut cls, ci);
+            }
+        }
+    }
+
+    /// Exports the pages that the allocation holding `ptr` spans as a
+    /// dma-buf (udmabuf). For a pooled allocation the pages may also hold
+    /// neighbouring allocations of the same chunk.
+    pub fn export_dmabuf(&self, udmabuf: &Udmabuf, ptr: usize) -> Result<DmaBuf, ExportError> {
+        let info = self.lookup(ptr).ok_or(ExportError::Unknown(ptr))?;
+        let g = self.va.granule_of(info.base).ok_or(ExportError::Unknown(ptr))?;
+        let start = self.table.start_of(g).ok_or(ExportError::Unknown(ptr))?;
+        let page = page_size() as u64;
+        let first = (info.base - self.va.base()) as u64 / page * page;
+        let end = ((info.base - self.va.base() + info.size) as u64).next_multiple_of(page);
+        // Hold the lock that guards the allocation's extent while exporting,
+        // so that it cannot be freed and its pages reused meanwhile.
+        let rec = self.table.record(start).ok_or(ExportError::Unknown(ptr))?;
+        let _guard = if rec.kind.load(Ordering::Acquire) == CHUNK {
+            Guard::Class(self.classes[rec.class.load(Ordering::Acquire) as usize].lock().unwrap())
+        } else {
+            Guard::Large(self.large.lock().unwrap())
+        };
+        if self.lookup(ptr) != Some(info) {
+            return Err(ExportError::Unknown(ptr));
+        }
+        Ok(udmabuf.create(self.va.memfd(), first, end - first)?)
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> HeapStats {
+        let mut s = HeapStats::default();
+        for cls in self.classes.iter() {
+            let cls = cls.lock().unwrap();
+            for c in cls.chunks.iter().flatten() {
+                s.chunks += 1;
+                s.live += c.live as usize;
+            }
+        }
+        let large = self.large.lock().unwrap();
+        s.large = large.len();
+        s.live += large.len();
+        s.resident_bytes = self.va.resident_bytes().unwrap_or(0);
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lookups_find_every_interior_pointer_and_nothing_else() {
+        let h = Heap::with_granules(64).unwrap();
+        let sizes = [1usize, 63, 64, 65, 1000, 4096, 5000, 1 << 20, (1 << 20) + 1, 5 << 20];
+        let ptrs: Vec<usize> =
+            sizes.iter().map(|&s| h.alloc(s, 0, AllocMeta::HOST).unwrap().as_ptr() as usize).collect();
+        for (&p, &s) in ptrs.iter().zip(&sizes) {
+            assert_eq!(p % MIN_CLASS, 0);
+            let want = AllocInfo { base: p, size: s, meta: AllocMeta::HOST };
+            assert_eq!(h.lookup(p), Some(want));
+            assert_eq!(h.lookup(p + s / 2), Some(want));
+            assert_eq!(h.lookup(p + s - 1), Some(want));
+            assert_ne!(h.lookup(p + s).map(|i| i.base), Some(p), "one past the end is not inside");
+            // The memory is there and private to the allocation.
+            // SAFETY: p..p+s is a live allocation of this test.
+            unsafe { std::ptr::write_bytes(p as *mut u8, s as u8, s) };
+        }
+        for (&p, &s) in ptrs.iter().zip(&sizes) {
+            // SAFETY: as above.
+            let bytes = unsafe { std::slice::from_raw_parts(p as *const u8, s) };
+            assert!(bytes.iter().all(|&b| b == s as u8), "allocation of {s} bytes was overwritten");
+        }
+        assert_eq!(h.lookup(0), None);
+        assert_eq!(h.lookup(&h as *const _ as usize), None);
+        assert_eq!(h.stats().live, sizes.len());
+        for p in ptrs {
+            h.free(p).unwrap();
+        }
+        assert_eq!(h.stats().live, 0);
+    }
+
+    #[test]
+    fn bad_frees_change_nothing() {
+        let h = Heap::with_granules(8).unwrap();
+        let p = h.alloc(100, 0, AllocMeta::HOST).unwrap().as_ptr() as usize;
+        let big = h.alloc(3 << 20, 0, AllocMeta::HOST).unwrap().as_ptr() as usize;
+        assert_eq!(h.free(p + 8), Err(FreeError::Interior { ptr: p + 8, base: p }));
+        assert_eq!(h.free(big + 4096), Err(FreeError::Interior { ptr: big + 4096, base: big }));
+        assert_eq!(h.free(12345), Err(FreeError::Unknown(12345)));
+        let other = Heap::with_granules(8).unwrap();
+        let q = other.alloc(100, 0, AllocMeta::HOST).unwrap().as_ptr() as usize;
+        assert_eq!(h.free(q), Err(FreeError::Unknown(q)), "another heap's pointer");
+        assert_eq!(h.lookup(p).unwrap().size, 100);
+        assert_eq!(h.free(p).unwrap().size, 100);
+        assert_eq!(h.free(p), Err(FreeError::Unknown(p)), "double free");
+        assert_eq!(h.free(big).unwrap().size, 3 << 20);
+        assert_eq!(h.free(big), Err(FreeError::Unknown(big)));
+        assert_eq!(other.lookup(q).unwrap().size, 100);
+    }
+
+    #[test]
+    fn alignment_and_meta_are_kept() {
+        let h = Heap::with_granules(32).unwrap();
+        let meta = AllocMeta { kind: AllocKind::Shared, device: Some(3), flags: 0b101 };
+        for align in [1usize, 64, 256, 4096, 1 << 16, 1 << 21, 1 << 22] {
+            let p = h.alloc(10, align, meta).unwrap().as_ptr() as usize;
+            assert_eq!(p % align, 0, "align {align}");
+            assert_eq!(h.lookup(p + 9).unwrap().meta, meta);
+            h.free(p).unwrap();
+        }
+        assert_eq!(h.alloc(0, 0, meta), Err(AllocError::ZeroSize));
+        assert_eq!(h.alloc(8, 24, meta), Err(AllocError::BadAlignment(24)));
+        assert!(matches!(h.alloc(64 << 20, 0, meta), Err(AllocError::OutOfAddressSpace { .. })));
+        assert_eq!((h.stats().live, h.stats().large), (0, 0));
+    }
+
+    #[test]
+    fn empty_chunks_go_back_to_the_system() {
+        const MIB: u64 = 1 << 20;
+        let h = Heap::with_granules(16).unwrap();
+        // The 1 MiB class has two slots per chunk: five allocations, three chunks.
+        let ps: Vec<usize> = (0..5).map(|_| h.alloc(1 << 20, 0, AllocMeta::HOST).unwrap().as_ptr() as usize).collect();
+        assert_eq!(h.stats().chunks, 3);
+        assert_eq!(h.stats().resident_bytes, 0, "nothing is resident before it is touched");
+        for p in &ps {
+            // SAFETY: a live 1 MiB allocation.
+            unsafe { std::ptr::write_bytes(*p as *mut u8, 1, 1 << 20) };
+        }
+        assert_eq!(h.stats().resident_bytes, 5 * MIB);
+        for p in &ps {
+            h.free(*p).unwrap();
+        }
+        assert_eq!(h.stats().chunks, 1, "one empty chunk stays warm");
+        assert_eq!(h.stats().resident_bytes, MIB, "freed chunks' pages went back");
+        h.trim();
+        assert_eq!(h.stats().chunks, 0);
+        assert_eq!(h.stats().resident_bytes, 0);
+        // Large allocations hand their pages back when freed.
+        let big = h.alloc(5 << 20, 0, AllocMeta::HOST).unwrap().as_ptr() as usize;
+        // SAFETY: a live 5 MiB allocation.
+        unsafe { std::ptr::write_bytes(big as *mut u8, 1, 5 << 20) };
+        assert_eq!(h.stats().resident_bytes, 5 * MIB);
+        h.free(big).unwrap();
+        assert_eq!(h.stats().resident_bytes, 0);
+        // The address space is reusable.
+        let p = h.alloc(1 << 20, 0, AllocMeta::HOST).unwrap().as_ptr() as usize;
+        assert!(h.lookup(p).is_some());
+    }
+
+    #[test]
+    fn threads_allocate_look_up_and_free_at_once() {
+        let h = Heap::new().unwrap();
+        std::thread::scope(|s| {
+            for t in 0..4usize {
+                let h = &h;
+                s.spawn(move || {
+                    let mut live = Vec::new();
+                    for i in 0..5000usize {
+                        let size = [24, 100, 4096, 70_000, 3 << 20][(i + t) % 5];
+                        let p = h.alloc(size, 0, AllocMeta::HOST).unwrap().as_ptr() as usize;
+                        // SAFETY: a fresh allocation of `size` bytes.
+                        unsafe { *(p as *mut u8) = t as u8 };
+                        live.push((p, size));
+                        if i % 3 == 0 {
+                            let (q, qs) = live.swap_remove(i % live.len());
+                            assert_eq!(h.lookup(q + qs - 1).unwrap().base, q);
+                            // SAFETY: still live.
+                            assert_eq!(unsafe { *(q as *const u8) }, t as u8);
+                            h.free(q).unwrap();
+                        }
+                    }
+                    for (p, _) in live {
+                        h.free(p).unwrap();
+                    }
+                });
+            }
+        });
+        assert_eq!(h.stats().live, 0);
+        assert_eq!(h.stats().large, 0);
+    }
+}
