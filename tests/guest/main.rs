@@ -5,6 +5,7 @@
 
 mod dma_buf;
 mod drm;
+mod heap;
 mod heaps;
 mod info;
 mod kmod;
