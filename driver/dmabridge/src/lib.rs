@@ -7,13 +7,17 @@
 //!    udmabuf, dma-buf, DMA-BUF heaps, VFIO, io_uring, DRM PRIME), safe types
 //!    over owned fds, errors that carry the operation and the errno.
 //! 2. [`memory`] — backings, IOVA allocation, residency.
-//! 3. [`runtime`] — devices and their backends (the edu DMA engine).
+//! 3. [`runtime`] — platform, devices, contexts, queues, events, and the
+//!    device backends (the edu DMA engine).
+//! 4. [`ext`] — one module per OpenCL extension seed (USM, SVM), speaking
+//!    its vocabulary; errors are [`error::ClError`], one variant per CL code.
 //!
-//! Extensions (the OpenCL seeds) and the faces (Rust API, C ABI, CLI) build on
-//! these in later layers.
+//! The faces (C ABI as an OpenCL ICD, CLI) build on these.
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
+pub mod error;
+pub mod ext;
 pub mod memory;
 pub mod runtime;
 pub mod sys;

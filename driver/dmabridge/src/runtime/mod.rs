@@ -1,3 +1,9 @@
-//! Layer 3: runtime — device backends now; platform, contexts, queues and events next.
+//! Layer 3: runtime — platform, devices, contexts, command queues, events,
+//! and the device backends that execute commands.
 
 pub mod backend;
+pub mod context;
+pub mod device;
+pub mod event;
+pub mod platform;
+pub mod queue;

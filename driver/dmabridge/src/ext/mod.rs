@@ -1,0 +1,3 @@
+//! Layer 4: the OpenCL extensions, one module per seed.
+
+pub mod usm;

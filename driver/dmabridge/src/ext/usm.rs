@@ -1,0 +1,1 @@
+//! USM. Being written.

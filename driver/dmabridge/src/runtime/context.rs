@@ -1,0 +1,50 @@
+//! Contexts: a set of devices and the memory they share.
+
+use std::sync::Arc;
+
+use crate::cl_err;
+use crate::error::ClResult;
+use crate::memory::heap::Heap;
+
+use super::device::Device;
+
+/// A context (`cl_context`): its devices and its heap of USM and SVM
+/// allocations. Held by `Arc`; clone to retain.
+#[derive(Debug)]
+pub struct Context {
+    devices: Vec<Arc<Device>>,
+    heap: Heap,
+}
+
+impl Context {
+    /// A context over `devices` (`clCreateContext`). Fails with
+    /// `CL_INVALID_VALUE` if the list is empty.
+    pub fn new(devices: &[Arc<Device>]) -> ClResult<Arc<Context>> {
+        if devices.is_empty() {
+            return cl_err!(InvalidValue, "a context needs at least one device");
+        }
+        let mut list: Vec<Arc<Device>> = Vec::new();
+        for d in devices {
+            if !list.iter().any(|x| Arc::ptr_eq(x, d)) {
+                list.push(d.clone());
+            }
+        }
+        let heap = Heap::new().or_else(|e| cl_err!(OutOfHostMemory, "reserving the context's heap: {e}"))?;
+        Ok(Arc::new(Context { devices: list, heap }))
+    }
+
+    /// The context's devices.
+    pub fn devices(&self) -> &[Arc<Device>] {
+        &self.devices
+    }
+
+    /// True if `device` belongs to this context.
+    pub fn has_device(&self, device: &Arc<Device>) -> bool {
+        self.devices.iter().any(|d| Arc::ptr_eq(d, device))
+    }
+
+    /// The heap behind the context's host, shared and CPU-device allocations.
+    pub fn heap(&self) -> &Heap {
+        &self.heap
+    }
+}

@@ -1,0 +1,116 @@
+//! Devices: what each can do, as `clGetDeviceInfo` reports it.
+
+use std::sync::Arc;
+
+/// USM capability bits (`cl_device_unified_shared_memory_capabilities_intel`).
+pub mod usm_caps {
+    /// The device may access allocations of this type.
+    pub const ACCESS: u64 = 1 << 0;
+    /// ... with atomics.
+    pub const ATOMIC_ACCESS: u64 = 1 << 1;
+    /// ... concurrently with the host or other devices.
+    pub const CONCURRENT_ACCESS: u64 = 1 << 2;
+    /// ... with concurrent atomics.
+    pub const CONCURRENT_ATOMIC_ACCESS: u64 = 1 << 3;
+    /// All four.
+    pub const ALL: u64 = ACCESS | ATOMIC_ACCESS | CONCURRENT_ACCESS | CONCURRENT_ATOMIC_ACCESS;
+}
+
+/// SVM capability bits (`cl_device_svm_capabilities`).
+pub mod svm_caps {
+    /// Coarse-grain buffers.
+    pub const COARSE_GRAIN_BUFFER: u64 = 1 << 0;
+    /// Fine-grain buffers.
+    pub const FINE_GRAIN_BUFFER: u64 = 1 << 1;
+    /// Fine-grain system allocations (malloc).
+    pub const FINE_GRAIN_SYSTEM: u64 = 1 << 2;
+    /// SVM atomics.
+    pub const ATOMICS: u64 = 1 << 3;
+}
+
+/// `CL_DEVICE_TYPE_*`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeviceType {
+    /// The CPU device.
+    Cpu,
+    /// A PCIe function driven through VFIO (an accelerator in OpenCL terms).
+    Accelerator,
+}
+
+/// The USM capability queries of seed 000.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UsmCaps {
+    /// `CL_DEVICE_HOST_MEM_CAPABILITIES_INTEL`.
+    pub host: u64,
+    /// `CL_DEVICE_DEVICE_MEM_CAPABILITIES_INTEL`.
+    pub device: u64,
+    /// `CL_DEVICE_SINGLE_DEVICE_SHARED_MEM_CAPABILITIES_INTEL`.
+    pub single_device_shared: u64,
+    /// `CL_DEVICE_CROSS_DEVICE_SHARED_MEM_CAPABILITIES_INTEL`.
+    pub cross_device_shared: u64,
+    /// `CL_DEVICE_SHARED_SYSTEM_MEM_CAPABILITIES_INTEL`.
+    pub shared_system: u64,
+}
+
+/// A device of the platform.
+#[derive(Debug)]
+pub struct Device {
+    /// Position in the platform's device list (also stored in allocations).
+    pub index: u16,
+    /// `CL_DEVICE_NAME`.
+    pub name: String,
+    /// `CL_DEVICE_TYPE`.
+    pub device_type: DeviceType,
+    /// `CL_DEVICE_MAX_MEM_ALLOC_SIZE`: for the CPU device, the udmabuf size
+    /// limit when udmabuf is present, so that every allocation can be
+    /// exported as a dma-buf.
+    pub max_mem_alloc_size: u64,
+    /// Size of the largest data type (long16: 128 bytes): the largest USM
+    /// and SVM alignment.
+    pub max_alignment: u64,
+    /// `CL_DEVICE_HOST_UNIFIED_MEMORY`.
+    pub host_unified_memory: bool,
+    /// USM capabilities.
+    pub usm: UsmCaps,
+    /// `CL_DEVICE_SVM_CAPABILITIES`.
+    pub svm: u64,
+    /// `CL_DEVICE_MAX_COMPUTE_UNITS`.
+    pub compute_units: u32,
+}
+
+impl Device {
+    /// The CPU device: worker threads over host memory.
+    pub(crate) fn cpu(index: u16) -> Arc<Device> {
+        let udmabuf_limit = std::path::Path::new(crate::sys::udmabuf::Udmabuf::PATH)
+            .exists()
+            .then(|| crate::sys::udmabuf::Limits::read().size_limit);
+        let quarter_ram = std::fs::read_to_string("/proc/meminfo")
+            .ok()
+            .and_then(|m| m.lines().find(|l| l.starts_with("MemTotal:")).map(str::to_owned))
+            .and_then(|l| l.split_whitespace().nth(1).and_then(|k| k.parse::<u64>().ok()))
+            .map_or(1 << 30, |kib| kib * 1024 / 4);
+        Arc::new(Device {
+            index,
+            name: "dmabridge CPU".into(),
+            device_type: DeviceType::Cpu,
+            // An embedded-profile device (no OpenCL C compiler) may report
+            // less than 128 MiB: the udmabuf limit (64 MiB by default) wins.
+            max_mem_alloc_size: udmabuf_limit.map_or(quarter_ram, |l| l.min(quarter_ram)),
+            max_alignment: 128,
+            host_unified_memory: true,
+            usm: UsmCaps {
+                host: usm_caps::ALL,
+                device: usm_caps::ALL,
+                single_device_shared: usm_caps::ALL,
+                cross_device_shared: usm_caps::ALL,
+                // The CPU device reaches any malloc'd byte of the process.
+                shared_system: usm_caps::ALL,
+            },
+            svm: svm_caps::COARSE_GRAIN_BUFFER
+                | svm_caps::FINE_GRAIN_BUFFER
+                | svm_caps::FINE_GRAIN_SYSTEM
+                | svm_caps::ATOMICS,
+            compute_units: std::thread::available_parallelism().map_or(1, |n| n.get() as u32),
+        })
+    }
+}

@@ -1,0 +1,1 @@
+//! Queues. Being written.
