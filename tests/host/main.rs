@@ -6,3 +6,4 @@
 mod info;
 mod kmod;
 mod missing;
+mod usm;

@@ -114,3 +114,12 @@ impl Device {
         })
     }
 }
+
+/// Devices are compared by identity, like `cl_device_id`s.
+impl PartialEq for Device {
+    fn eq(&self, other: &Device) -> bool {
+        std::ptr::eq(self, other)
+    }
+}
+
+impl Eq for Device {}
