@@ -12,7 +12,7 @@ use std::ptr::NonNull;
 use std::sync::Arc;
 
 use crate::cl_err;
-use crate::error::ClResult;
+use crate::error::{ClError, ClErrorKind, ClResult};
 use crate::memory::heap::{AllocKind, AllocMeta, FreeError};
 use crate::runtime::context::Context;
 use crate::runtime::device::{Device, UsmCaps};
@@ -116,7 +116,9 @@ fn check_shape(what: &str, devices: &[&Arc<Device>], size: usize, alignment: u32
 }
 
 fn allocate(ctx: &Context, size: usize, align: usize, meta: AllocMeta) -> ClResult<NonNull<u8>> {
-    ctx.heap().alloc(size, align, meta).or_else(|e| cl_err!(OutOfHostMemory, "allocating {size} bytes: {e}"))
+    ctx.heap()
+        .alloc(size, align, meta)
+        .map_err(|e| ClError::new(ClErrorKind::OutOfHostMemory, format!("allocating {size} bytes: {e}")))
 }
 
 fn check_device(ctx: &Context, device: &Arc<Device>) -> ClResult<()> {

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use crate::cl_err;
-use crate::error::ClResult;
+use crate::error::{ClError, ClErrorKind, ClResult};
 use crate::memory::heap::Heap;
 
 use super::device::Device;
@@ -29,7 +29,8 @@ impl Context {
                 list.push(d.clone());
             }
         }
-        let heap = Heap::new().or_else(|e| cl_err!(OutOfHostMemory, "reserving the context's heap: {e}"))?;
+        let heap = Heap::new()
+            .map_err(|e| ClError::new(ClErrorKind::OutOfHostMemory, format!("reserving the context's heap: {e}")))?;
         Ok(Arc::new(Context { devices: list, heap }))
     }
 
