@@ -7,3 +7,4 @@ pub mod device;
 pub mod event;
 pub mod platform;
 pub mod queue;
+pub mod transfer;
