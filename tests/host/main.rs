@@ -6,4 +6,5 @@
 mod info;
 mod kmod;
 mod missing;
+mod svm;
 mod usm;

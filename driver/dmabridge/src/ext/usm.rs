@@ -311,12 +311,15 @@ pub fn get_mem_alloc_info(ctx: &Arc<Context>, ptr: *const u8, param: u32) -> ClR
             None => mem_type::UNKNOWN,
             Some(AllocKind::Host) => mem_type::HOST,
             Some(AllocKind::Device) => mem_type::DEVICE,
-            Some(AllocKind::Shared) => mem_type::SHARED,
+            // SVM allocations are shared allocations of the same heap.
+            Some(AllocKind::Shared | AllocKind::Svm) => mem_type::SHARED,
         }),
         mem_info::ALLOC_BASE_PTR => MemAllocInfo::BasePtr(info.map_or(0, |i| i.base)),
         mem_info::ALLOC_SIZE => MemAllocInfo::Size(info.map_or(0, |i| i.size)),
         mem_info::ALLOC_DEVICE => MemAllocInfo::Device(info.and_then(|i| i.meta.device).and_then(device)),
-        mem_info::ALLOC_FLAGS => MemAllocInfo::Flags(info.map_or(0, |i| i.meta.flags as u64)),
+        mem_info::ALLOC_FLAGS => {
+            MemAllocInfo::Flags(info.filter(|i| i.meta.kind != AllocKind::Svm).map_or(0, |i| i.meta.flags as u64))
+        }
         _ => {
             return cl_err!(
                 InvalidValue,

@@ -41,6 +41,8 @@ pub enum AllocKind {
     Device,
     /// Shared allocation.
     Shared,
+    /// SVM allocation (`clSVMAlloc`); `flags` holds its SVM flags.
+    Svm,
 }
 
 /// What the table remembers about an allocation besides its extent.
@@ -63,6 +65,7 @@ impl AllocMeta {
             AllocKind::Host => 1,
             AllocKind::Device => 2,
             AllocKind::Shared => 3,
+            AllocKind::Svm => 4,
         };
         let dev = self.device.map_or(0, |d| 1 << 15 | d as u32 & 0x7fff);
         kind | (self.flags as u32) << 8 | dev << 16
@@ -72,7 +75,8 @@ impl AllocMeta {
         let kind = match w & 0xff {
             1 => AllocKind::Host,
             2 => AllocKind::Device,
-            _ => AllocKind::Shared,
+            3 => AllocKind::Shared,
+            _ => AllocKind::Svm,
         };
         let device = (w >> 31 != 0).then_some(((w >> 16) & 0x7fff) as u16);
         AllocMeta { kind, device, flags: (w >> 8) as u8 }
