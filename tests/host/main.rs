@@ -7,4 +7,6 @@ mod info;
 mod kmod;
 mod missing;
 mod svm;
+mod svm_commands;
 mod usm;
+mod usm_commands;

@@ -1,11 +1,15 @@
-//! Memory-layer benchmarks, each printed beside its peer from the same run:
+//! Benchmarks of the memory layer and the CPU device's queue, each printed
+//! beside its peer from the same run:
 //!
 //! - 4 KiB host allocation + free: the memfd-backed heap (dma-buf exportable)
 //!   against PoCL 3.1's clSVMAlloc + clSVMFree and libc's aligned_alloc + free
 //!   (both measured by `../shared/peers/pocl_svm_bench.c`, run here);
 //! - interior-pointer lookup among 100 000 live allocations, one and two
 //!   reader threads, against NEO's approach (binary search on a sorted
-//!   vector of allocations, behind a reader lock as NEO keeps it).
+//!   vector of allocations, behind a reader lock as NEO keeps it);
+//! - a blocking 64-byte clEnqueueMemcpyINTEL (enqueue -> complete), and a
+//!   64 MiB fill (4-byte pattern) and memcpy through the queue, against
+//!   PoCL's SVM equivalents and libc's memset/memcpy.
 //!
 //! Run: `make bench` (installs PoCL), or `cargo bench -p dmabridge --bench memory`.
 
@@ -13,10 +17,15 @@
 mod peer;
 
 use std::hint::black_box;
-use std::sync::RwLock;
+use std::sync::{Arc, RwLock};
 use std::time::Instant;
 
+use dmabridge::ext::{usm, usm_commands as cmd};
 use dmabridge::memory::heap::{AllocMeta, Heap};
+use dmabridge::runtime::context::Context;
+use dmabridge::runtime::event::Event;
+use dmabridge::runtime::platform::Platform;
+use dmabridge::runtime::queue::{Queue, QueueProps};
 
 fn ns_per(iters: usize, f: impl FnOnce()) -> f64 {
     let t = Instant::now();
@@ -30,15 +39,16 @@ fn best(runs: usize, mut f: impl FnMut() -> f64) -> f64 {
     (0..runs).map(|_| f()).fold(f64::INFINITY, f64::min)
 }
 
-fn alloc_free_4k(heap: &Heap) -> f64 {
+/// clHostMemAllocINTEL + clMemFreeINTEL of 4 KiB, through the USM API.
+fn alloc_free_4k(ctx: &Arc<Context>) -> f64 {
     const N: usize = 200_000;
     best(5, || {
         ns_per(N, || {
             for _ in 0..N {
-                let p = heap.alloc(4096, 0, AllocMeta::HOST).unwrap();
+                let p = usm::host_mem_alloc(ctx, &[], 4096, 0).unwrap();
                 // SAFETY: a live 4 KiB allocation; touch it as the peer does.
                 unsafe { p.as_ptr().write_volatile(1) };
-                heap.free(p.as_ptr() as usize).unwrap();
+                usm::mem_free(ctx, p.as_ptr()).unwrap();
             }
         })
     })
@@ -92,14 +102,16 @@ fn main() {
     if let Err(e) = &peer {
         eprintln!("peer figures unavailable: {e}");
     }
-    println!("memory layer benchmarks (debug assertions {})", if cfg!(debug_assertions) { "ON" } else { "off" });
+    println!("dmabridge benchmarks (debug assertions {})", if cfg!(debug_assertions) { "ON" } else { "off" });
     peer::print_header();
 
+    let cpu = Platform::get().cpu().clone();
+    let ctx = Context::new(std::slice::from_ref(&cpu)).unwrap();
+    let ours = alloc_free_4k(&ctx);
     let heap = Heap::new().unwrap();
-    let ours = alloc_free_4k(&heap);
     if let Ok(p) = &peer {
-        peer::print_row("4 KiB host alloc+free vs PoCL", ours, p.svm_alloc_free_4k_ns, "ns", true, "<= PoCL");
-        peer::print_row("4 KiB host alloc+free vs libc", ours, p.libc_alloc_free_4k_ns, "ns", true, "<= 3x libc");
+        peer::print_row("4 KiB USM host alloc+free vs PoCL", ours, p.svm_alloc_free_4k_ns, "ns", true, "<= PoCL");
+        peer::print_row("4 KiB USM host alloc+free vs libc", ours, p.libc_alloc_free_4k_ns, "ns", true, "<= 3x libc");
     } else {
         println!("4 KiB host alloc+free: {ours:.0} ns (no peer)");
     }
@@ -132,25 +144,53 @@ fn main() {
         heap.free(b).unwrap();
     }
 
-    // 64 MiB fill with a 4-byte pattern and 64 MiB copy: the CPU device's
-    // engines against libc measured here, and PoCL's figures.
+    // Through the USM API and a command queue of the CPU device, as the
+    // peer measures clEnqueueSVMMemcpy / clEnqueueSVMMemFill.
+    let q = Queue::new(&ctx, &cpu, QueueProps::default()).unwrap();
     const BIG: usize = 64 << 20;
-    let a = heap.alloc(BIG, 0, AllocMeta::HOST).unwrap().as_ptr();
-    let b = heap.alloc(BIG, 0, AllocMeta::HOST).unwrap().as_ptr();
+    let a = usm::host_mem_alloc(&ctx, &[], BIG, 0).unwrap().as_ptr();
+    let b = usm::host_mem_alloc(&ctx, &[], BIG, 0).unwrap().as_ptr();
     // SAFETY: both are live 64 MiB allocations of this benchmark.
     unsafe {
         std::ptr::write_bytes(a, 1, BIG);
         std::ptr::write_bytes(b, 2, BIG);
     }
+    // SAFETY (all closures below): a and b are live, distinct 64 MiB
+    // allocations, and every command is complete before the next starts.
+    const RT: usize = 20_000;
+    let round_trip = best(5, || {
+        ns_per(RT, || {
+            for _ in 0..RT {
+                unsafe { cmd::enqueue_memcpy(&q, true, b, a, 64, &[]) }.unwrap();
+            }
+        })
+    });
+    if let Ok(p) = &peer {
+        peer::print_row(
+            "blocking 64 B memcpy, enqueue->complete",
+            round_trip,
+            p.svm_memcpy64_roundtrip_ns,
+            "ns",
+            true,
+            "<= 5 us",
+        );
+    } else {
+        println!("blocking 64 B memcpy round trip: {round_trip:.0} ns (no peer)");
+    }
     let gbps = |ns: f64| BIG as f64 / ns;
     let pattern = 0x5a5a_5a5bu32.to_ne_bytes();
-    // SAFETY (all closures below): a and b are live, distinct 64 MiB allocations.
-    let ours_fill = gbps(best(10, || ns_per(1, || unsafe { dmabridge::runtime::transfer::fill(b, &pattern, BIG) })));
+    let ours_fill = gbps(best(10, || {
+        ns_per(1, || {
+            let e = unsafe { cmd::enqueue_mem_fill(&q, b, &pattern, BIG, &[]) }.unwrap();
+            Event::wait(&[e]).unwrap();
+        })
+    }));
     let memset = gbps(best(10, || ns_per(1, || unsafe { std::ptr::write_bytes(black_box(b), 0x5a, BIG) })));
-    let ours_copy = gbps(best(10, || ns_per(1, || unsafe { dmabridge::runtime::transfer::copy(b, a, BIG) })));
+    let ours_copy =
+        gbps(best(10, || ns_per(1, || drop(unsafe { cmd::enqueue_memcpy(&q, true, b, a, BIG, &[]) }.unwrap()))));
     let memcpy = gbps(best(10, || ns_per(1, || unsafe { std::ptr::copy_nonoverlapping(black_box(a), b, BIG) })));
-    peer::print_row("fill 64 MiB, 4-byte pattern vs memset", ours_fill, memset, "GB/s", false, ">= 0.9x memset");
-    peer::print_row("copy 64 MiB vs memcpy", ours_copy, memcpy, "GB/s", false, ">= 0.95x memcpy");
+    peer::print_row("queue fill 64 MiB, 4 B pattern vs memset", ours_fill, memset, "GB/s", false, ">= 0.9x memset");
+    peer::print_row("queue memcpy 64 MiB vs memcpy", ours_copy, memcpy, "GB/s", false, ">= 0.95x memcpy");
     if let Ok(p) = &peer {
         println!(
             "PoCL in its run: fill {:.2}x memset, memcpy {:.2}x memcpy",
@@ -158,6 +198,6 @@ fn main() {
             p.svm_memcpy_64mib_gbps / p.libc_memcpy_64mib_gbps
         );
     }
-    heap.free(a as usize).unwrap();
-    heap.free(b as usize).unwrap();
+    usm::mem_free(&ctx, a).unwrap();
+    usm::mem_free(&ctx, b).unwrap();
 }

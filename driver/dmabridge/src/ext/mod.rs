@@ -1,4 +1,6 @@
 //! Layer 4: the OpenCL extensions, one module per seed.
 
 pub mod svm;
+pub mod svm_commands;
 pub mod usm;
+pub mod usm_commands;

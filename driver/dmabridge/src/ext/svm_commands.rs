@@ -1,0 +1,209 @@
+//! The SVM enqueue commands (OpenCL 3.0, used with seed 001's allocations):
+//! free with a callback, memcpy, memfill, map, unmap and migrate.
+//!
+//! On the CPU device SVM is host memory, coherent for coarse and fine grain
+//! alike: map and unmap only order the host's access with the queue (their
+//! events), and migration faults pages in or drops them as USM's does.
+
+use std::sync::Arc;
+
+use crate::cl_err;
+use crate::error::ClResult;
+use crate::ext::svm;
+use crate::ext::usm_commands::{self, migration};
+use crate::memory::heap::AllocKind;
+use crate::runtime::event::{command_type, Event};
+use crate::runtime::queue::{CommandUse, Queue};
+use crate::runtime::transfer;
+
+/// `cl_map_flags`.
+pub mod map_flags {
+    /// `CL_MAP_READ`.
+    pub const READ: u64 = 1 << 0;
+    /// `CL_MAP_WRITE`.
+    pub const WRITE: u64 = 1 << 1;
+    /// `CL_MAP_WRITE_INVALIDATE_REGION`.
+    pub const WRITE_INVALIDATE_REGION: u64 = 1 << 2;
+}
+
+/// The callback of [`enqueue_svm_free`]: receives the queue and the pointers,
+/// and owns freeing them (`pfn_free_func`).
+pub type SvmFreeCallback = Box<dyn FnOnce(&Arc<Queue>, &[*mut u8]) + Send>;
+
+/// `clEnqueueSVMFree`: once the wait list is done, hands `pointers` to
+/// `callback`, or frees them with `clSVMFree` when there is none.
+///
+/// Errors: `CL_INVALID_VALUE` for an empty pointer list (the C face also
+/// checks a NULL list with a count); `CL_INVALID_CONTEXT` for a wait-list
+/// event of another context.
+pub fn enqueue_svm_free(
+    queue: &Arc<Queue>,
+    pointers: &[*mut u8],
+    callback: Option<SvmFreeCallback>,
+    wait_list: &[Event],
+) -> ClResult<Event> {
+    if pointers.is_empty() {
+        return cl_err!(InvalidValue, "num_svm_pointers is 0");
+    }
+    let ptrs: Vec<usize> = pointers.iter().map(|&p| p as usize).collect();
+    let usage = CommandUse::Ranges(ptrs.iter().map(|&p| (p, 1)).collect());
+    let weak = Arc::downgrade(queue);
+    let ctx = queue.context().clone();
+    queue.enqueue_with_use(
+        command_type::SVM_FREE,
+        wait_list,
+        false,
+        usage,
+        Box::new(move || {
+            let raw: Vec<*mut u8> = ptrs.iter().map(|&p| p as *mut u8).collect();
+            match (callback, weak.upgrade()) {
+                (Some(f), Some(q)) => f(&q, &raw),
+                _ => {
+                    for p in raw {
+                        svm::svm_free(&ctx, p);
+                    }
+                }
+            }
+            Ok(())
+        }),
+    )
+}
+
+/// `clEnqueueSVMMemcpy`: as [`usm_commands::enqueue_memcpy`], with
+/// `CL_COMMAND_SVM_MEMCPY`.
+///
+/// # Safety
+/// As [`usm_commands::enqueue_memcpy`].
+pub unsafe fn enqueue_svm_memcpy(
+    queue: &Arc<Queue>,
+    blocking: bool,
+    dst: *mut u8,
+    src: *const u8,
+    size: usize,
+    wait_list: &[Event],
+) -> ClResult<Event> {
+    // SAFETY: forwarded to the caller.
+    unsafe { usm_commands::memcpy_as(queue, command_type::SVM_MEMCPY, blocking, dst, src, size, wait_list) }
+}
+
+/// `clEnqueueSVMMemFill`: the fill rules of [`usm_commands::enqueue_mem_fill`]
+/// (pattern a power of two up to 128 bytes, `svm_ptr` aligned to it, `size`
+/// a multiple of it), with `CL_COMMAND_SVM_MEMFILL`.
+///
+/// # Safety
+/// As [`usm_commands::enqueue_mem_fill`].
+pub unsafe fn enqueue_svm_mem_fill(
+    queue: &Arc<Queue>,
+    svm_ptr: *mut u8,
+    pattern: &[u8],
+    size: usize,
+    wait_list: &[Event],
+) -> ClResult<Event> {
+    usm_commands::check_fill(svm_ptr, pattern, size)?;
+    let (dst, pattern) = (svm_ptr as usize, pattern.to_vec());
+    queue.enqueue_with_use(
+        command_type::SVM_MEMFILL,
+        wait_list,
+        false,
+        CommandUse::Range(dst, size),
+        Box::new(move || {
+            // SAFETY: the caller keeps the range valid until the event
+            // completes; the shape was checked above.
+            unsafe { transfer::fill(dst as *mut u8, &pattern, size) };
+            Ok(())
+        }),
+    )
+}
+
+/// `clEnqueueSVMMap`: after it completes the host may access
+/// `[svm_ptr, svm_ptr + size)` as `flags` says.
+///
+/// Errors: `CL_INVALID_VALUE` if `svm_ptr` is NULL, `size` is 0, or `flags`
+/// has bits other than READ/WRITE/WRITE_INVALIDATE_REGION or combines
+/// WRITE_INVALIDATE_REGION with READ or WRITE; a blocking map after a failed
+/// wait-list event: `CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST`.
+pub fn enqueue_svm_map(
+    queue: &Arc<Queue>,
+    blocking: bool,
+    flags: u64,
+    svm_ptr: *mut u8,
+    size: usize,
+    wait_list: &[Event],
+) -> ClResult<Event> {
+    use map_flags::*;
+    if svm_ptr.is_null() || size == 0 {
+        return cl_err!(InvalidValue, "{}", if svm_ptr.is_null() { "svm_ptr is NULL" } else { "size is 0" });
+    }
+    if flags & !(READ | WRITE | WRITE_INVALIDATE_REGION) != 0
+        || (flags & WRITE_INVALIDATE_REGION != 0 && flags & (READ | WRITE) != 0)
+    {
+        return cl_err!(InvalidValue, "map flags {flags:#x}: READ|WRITE, or WRITE_INVALIDATE_REGION alone");
+    }
+    let usage = CommandUse::Range(svm_ptr as usize, size);
+    queue.enqueue_with_use(command_type::SVM_MAP, wait_list, blocking, usage, Box::new(|| Ok(())))
+}
+
+/// `clEnqueueSVMUnmap`: ends the host's access begun by a map.
+/// Errors: `CL_INVALID_VALUE` if `svm_ptr` is NULL.
+pub fn enqueue_svm_unmap(queue: &Arc<Queue>, svm_ptr: *mut u8, wait_list: &[Event]) -> ClResult<Event> {
+    if svm_ptr.is_null() {
+        return cl_err!(InvalidValue, "svm_ptr is NULL");
+    }
+    let usage = CommandUse::Range(svm_ptr as usize, 1);
+    queue.enqueue_with_use(command_type::SVM_UNMAP, wait_list, false, usage, Box::new(|| Ok(())))
+}
+
+/// `clEnqueueSVMMigrateMem`: migrates each `(pointer, size)` range (a size of
+/// 0, or no `sizes` at all, means the whole allocation the pointer is in).
+///
+/// Errors: `CL_INVALID_VALUE` if the list is empty, a pointer is NULL, a
+/// range is not inside one SVM allocation of the context, `sizes` has another
+/// length than `pointers`, or `flags` has bits other than HOST and
+/// CONTENT_UNDEFINED.
+pub fn enqueue_svm_migrate_mem(
+    queue: &Arc<Queue>,
+    pointers: &[*const u8],
+    sizes: Option<&[usize]>,
+    flags: u64,
+    wait_list: &[Event],
+) -> ClResult<Event> {
+    if pointers.is_empty() {
+        return cl_err!(InvalidValue, "num_svm_pointers is 0");
+    }
+    if sizes.is_some_and(|s| s.len() != pointers.len()) {
+        return cl_err!(InvalidValue, "sizes has another length than svm_pointers");
+    }
+    if flags & !(migration::HOST | migration::CONTENT_UNDEFINED) != 0 {
+        return cl_err!(InvalidValue, "migration flags {flags:#x}: only HOST (1) and CONTENT_UNDEFINED (2)");
+    }
+    let heap = queue.context().heap();
+    let mut ranges = Vec::with_capacity(pointers.len());
+    for (i, &p) in pointers.iter().enumerate() {
+        if p.is_null() {
+            return cl_err!(InvalidValue, "svm_pointers[{i}] is NULL");
+        }
+        let info = heap.lookup(p as usize).filter(|a| a.meta.kind == AllocKind::Svm);
+        let Some(info) = info else {
+            return cl_err!(InvalidValue, "svm_pointers[{i}] ({p:?}) is not inside an SVM allocation of the context");
+        };
+        let size = sizes.map_or(0, |s| s[i]);
+        let (start, len) = if size == 0 { (info.base, info.size) } else { (p as usize, size) };
+        if !info.contains(start + len - 1) {
+            return cl_err!(InvalidValue, "svm_pointers[{i}] + sizes[{i}] ({size}) runs past its SVM allocation");
+        }
+        ranges.push((start, len));
+    }
+    let ctx = queue.context().clone();
+    queue.enqueue_with_use(
+        command_type::MIGRATE_SVM_MEM_OBJECTS,
+        wait_list,
+        false,
+        CommandUse::Ranges(ranges.clone()),
+        Box::new(move || {
+            for (start, len) in ranges {
+                usm_commands::migrate(&ctx, start, len, flags & migration::CONTENT_UNDEFINED != 0);
+            }
+            Ok(())
+        }),
+    )
+}

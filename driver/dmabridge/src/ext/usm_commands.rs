@@ -1,0 +1,238 @@
+//! The enqueued commands of `cl_intel_unified_shared_memory` (seed 000):
+//! fill, memcpy, migrate, advise, and the blocking free that waits for them.
+//!
+//! The CPU device reaches any host memory of the process, so pointers need not
+//! be USM allocations (shared system allocations are allowed); that is also
+//! why the functions that write through a pointer are `unsafe`.
+
+use std::sync::Arc;
+
+use crate::cl_err;
+use crate::error::ClResult;
+use crate::ext::usm;
+use crate::runtime::context::Context;
+use crate::runtime::event::{command_type, Event};
+use crate::runtime::queue::{self, CommandUse, Queue};
+use crate::runtime::transfer;
+
+/// `cl_mem_migration_flags`.
+pub mod migration {
+    /// `CL_MIGRATE_MEM_OBJECT_HOST`: migrate to the host.
+    pub const HOST: u64 = 1 << 0;
+    /// `CL_MIGRATE_MEM_OBJECT_CONTENT_UNDEFINED`: the content need not move.
+    pub const CONTENT_UNDEFINED: u64 = 1 << 1;
+}
+
+/// `clEnqueueMemFillINTEL`: fills `size` bytes at `dst` with `pattern`
+/// repeated. The pattern is copied: the caller's slice may be reused at once.
+///
+/// Errors: `CL_INVALID_VALUE` if `dst` is NULL or not aligned to the pattern
+/// size, if the pattern is empty, its size not a power of two or larger than
+/// the largest vector type (128 bytes), or `size` not a multiple of it;
+/// `CL_INVALID_CONTEXT` for a wait-list event of another context.
+///
+/// # Safety
+/// `dst` must stay valid for writes of `size` bytes until the command's
+/// event completes, and nothing else may access those bytes meanwhile.
+pub unsafe fn enqueue_mem_fill(
+    queue: &Arc<Queue>,
+    dst: *mut u8,
+    pattern: &[u8],
+    size: usize,
+    wait_list: &[Event],
+) -> ClResult<Event> {
+    check_fill(dst, pattern, size)?;
+    let (dst, pattern) = (dst as usize, pattern.to_vec());
+    queue.enqueue_with_use(
+        command_type::MEMFILL_INTEL,
+        wait_list,
+        false,
+        CommandUse::Range(dst, size),
+        Box::new(move || {
+            // SAFETY: the caller keeps `dst..dst + size` valid and unshared
+            // until the event completes; the shape was checked above.
+            unsafe { transfer::fill(dst as *mut u8, &pattern, size) };
+            Ok(())
+        }),
+    )
+}
+
+/// The shape rules shared by `clEnqueueMemFillINTEL` and `clEnqueueSVMMemFill`.
+pub(crate) fn check_fill(dst: *const u8, pattern: &[u8], size: usize) -> ClResult<()> {
+    let p = pattern.len();
+    if dst.is_null() {
+        return cl_err!(InvalidValue, "dst_ptr is NULL");
+    }
+    if p == 0 {
+        return cl_err!(InvalidValue, "pattern is NULL or empty");
+    }
+    if !p.is_power_of_two() || p > transfer::MAX_PATTERN {
+        return cl_err!(
+            InvalidValue,
+            "pattern_size {p} is not a power of two up to {} (the largest vector type)",
+            transfer::MAX_PATTERN
+        );
+    }
+    if dst as usize % p != 0 {
+        return cl_err!(InvalidValue, "dst_ptr {dst:?} is not aligned to pattern_size {p}");
+    }
+    if size % p != 0 {
+        return cl_err!(InvalidValue, "size {size} is not a multiple of pattern_size {p}");
+    }
+    Ok(())
+}
+
+/// `clEnqueueMemcpyINTEL`: copies `size` bytes from `src` to `dst`.
+/// A blocking copy returns once the bytes are there; it runs on the calling
+/// thread when the queue is idle.
+///
+/// Errors: `CL_INVALID_VALUE` if either pointer is NULL; `CL_MEM_COPY_OVERLAP`
+/// if the ranges overlap; `CL_INVALID_CONTEXT` for a wait-list event of
+/// another context; for a blocking copy whose wait list holds a failed event,
+/// `CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST`.
+///
+/// # Safety
+/// `dst` must stay valid for writes and `src` for reads of `size` bytes
+/// until the command's event completes.
+pub unsafe fn enqueue_memcpy(
+    queue: &Arc<Queue>,
+    blocking: bool,
+    dst: *mut u8,
+    src: *const u8,
+    size: usize,
+    wait_list: &[Event],
+) -> ClResult<Event> {
+    // SAFETY: forwarded to the caller.
+    unsafe { memcpy_as(queue, command_type::MEMCPY_INTEL, blocking, dst, src, size, wait_list) }
+}
+
+/// A copy command of `command_type` (USM or SVM memcpy).
+///
+/// # Safety
+/// As [`enqueue_memcpy`].
+pub(crate) unsafe fn memcpy_as(
+    queue: &Arc<Queue>,
+    command_type: u32,
+    blocking: bool,
+    dst: *mut u8,
+    src: *const u8,
+    size: usize,
+    wait_list: &[Event],
+) -> ClResult<Event> {
+    if dst.is_null() || src.is_null() {
+        return cl_err!(InvalidValue, "{} is NULL", if dst.is_null() { "dst_ptr" } else { "src_ptr" });
+    }
+    if transfer::overlaps(dst as usize, src as usize, size) {
+        return cl_err!(MemCopyOverlap, "copying {size} bytes from {src:?} to {dst:?}: the ranges overlap");
+    }
+    let (d, s) = (dst as usize, src as usize);
+    queue.enqueue_with_use(
+        command_type,
+        wait_list,
+        blocking,
+        CommandUse::Pair([(d, size), (s, size)]),
+        Box::new(move || {
+            // SAFETY: the caller keeps both ranges valid until the event
+            // completes; they do not overlap (checked above).
+            unsafe { transfer::copy(d as *mut u8, s as *const u8, size) };
+            Ok(())
+        }),
+    )
+}
+
+/// `clEnqueueMigrateMemINTEL`: a hint. On the CPU device, migrating to the
+/// device or the host faults the pages in now (`MADV_POPULATE_WRITE`);
+/// with `CONTENT_UNDEFINED` the whole pages inside the range are dropped
+/// instead (they read as zeros). Ranges are expanded to page boundaries for
+/// populating and shrunk to them for dropping, so that neighbours sharing a
+/// page are never touched.
+///
+/// Errors: `CL_INVALID_VALUE` if `flags` is zero or has bits other than
+/// `HOST` and `CONTENT_UNDEFINED`, or `ptr` is NULL; `CL_INVALID_CONTEXT` for
+/// a wait-list event of another context.
+pub fn enqueue_migrate_mem(
+    queue: &Arc<Queue>,
+    ptr: *const u8,
+    size: usize,
+    flags: u64,
+    wait_list: &[Event],
+) -> ClResult<Event> {
+    let all = migration::HOST | migration::CONTENT_UNDEFINED;
+    if flags == 0 || flags & !all != 0 {
+        return cl_err!(
+            InvalidValue,
+            "migration flags {flags:#x}: must be a non-zero combination of HOST (1) and CONTENT_UNDEFINED (2)"
+        );
+    }
+    if ptr.is_null() {
+        return cl_err!(InvalidValue, "ptr is NULL");
+    }
+    let (p, drop_content) = (ptr as usize, flags & migration::CONTENT_UNDEFINED != 0);
+    let ctx = queue.context().clone();
+    queue.enqueue_with_use(
+        command_type::MIGRATEMEM_INTEL,
+        wait_list,
+        false,
+        CommandUse::Range(p, size),
+        Box::new(move || {
+            migrate(&ctx, p, size, drop_content);
+            Ok(())
+        }),
+    )
+}
+
+pub(crate) fn migrate(ctx: &Context, p: usize, size: usize, drop_content: bool) {
+    let page = crate::sys::page_size();
+    if drop_content {
+        // Only whole pages inside one allocation of the heap: anything else
+        // may hold other data.
+        let Some(info) = ctx.heap().lookup(p) else { return };
+        let start = p.next_multiple_of(page);
+        let end = (p + size).min(info.base + info.size) / page * page;
+        if end > start {
+            // SAFETY: the pages lie inside a live heap allocation whose
+            // content the caller declared undefined; MADV_REMOVE on the
+            // heap's shared memfd mapping hands them back (they read as zeros).
+            let _ = unsafe { rustix::mm::madvise(start as *mut _, end - start, rustix::mm::Advice::LinuxRemove) };
+        }
+    } else {
+        let start = p / page * page;
+        let end = (p + size).next_multiple_of(page);
+        // SAFETY: populating only faults pages in (writes nothing); on
+        // memory that is not mapped writable the kernel refuses with an
+        // error, which a hint may ignore.
+        let _ = unsafe { rustix::mm::madvise(start as *mut _, end - start, rustix::mm::Advice::LinuxPopulateWrite) };
+    }
+}
+
+/// `clEnqueueMemAdviseINTEL`. `CL/cl_ext.h` defines no advice values and the
+/// CPU device supports none, so every advice is `CL_INVALID_VALUE`.
+pub fn enqueue_mem_advise(
+    queue: &Arc<Queue>,
+    ptr: *const u8,
+    size: usize,
+    advice: u32,
+    wait_list: &[Event],
+) -> ClResult<Event> {
+    queue::check_wait_list(queue.context(), wait_list)?;
+    let _ = (ptr, size);
+    cl_err!(
+        InvalidValue,
+        "memory advice {advice:#x} is not supported by device {:?} (no advice values are defined)",
+        queue.device().name
+    )
+}
+
+/// `clMemBlockingFreeINTEL`: waits for every enqueued command, on every
+/// queue of the context, that may use the allocation (kernels with indirect
+/// access count as using all of them), then frees it. Errors as
+/// [`usm::mem_free`].
+pub fn mem_blocking_free(ctx: &Arc<Context>, ptr: *mut u8) -> ClResult<()> {
+    if ptr.is_null() {
+        return Ok(());
+    }
+    if let Some(info) = ctx.heap().lookup(ptr as usize).filter(|i| i.base == ptr as usize) {
+        queue::wait_for_context_commands_using(ctx, |u| u.touches(info.base, info.size));
+    }
+    usm::mem_free(ctx, ptr)
+}
