@@ -41,115 +41,77 @@ pub mod code {
     pub const INVALID_PROPERTY: i32 = -64;
 }
 
-/// Which CL error.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[allow(missing_docs)]
-pub enum ClErrorKind {
-    DeviceNotFound,
-    CompilerNotAvailable,
-    OutOfResources,
-    OutOfHostMemory,
-    ProfilingInfoNotAvailable,
-    MemCopyOverlap,
-    MapFailure,
-    ExecStatusErrorForEventsInWaitList,
-    InvalidValue,
-    InvalidDeviceType,
-    InvalidPlatform,
-    InvalidDevice,
-    InvalidContext,
-    InvalidQueueProperties,
-    InvalidCommandQueue,
-    InvalidHostPtr,
-    InvalidMemObject,
-    InvalidKernelName,
-    InvalidKernel,
-    InvalidArgIndex,
-    InvalidArgValue,
-    InvalidArgSize,
-    InvalidKernelArgs,
-    InvalidWorkDimension,
-    InvalidWorkGroupSize,
-    InvalidEventWaitList,
-    InvalidEvent,
-    InvalidOperation,
-    InvalidBufferSize,
-    InvalidProperty,
+/// Defines [`ClErrorKind`] with its code and name from one table, so that
+/// the three can never drift apart.
+macro_rules! kinds {
+    ($($variant:ident = $code:ident, $name:literal;)+) => {
+        /// Which CL error.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        #[allow(missing_docs)]
+        pub enum ClErrorKind {
+            $($variant,)+
+        }
+
+        impl ClErrorKind {
+            /// Every kind.
+            pub const ALL: &'static [ClErrorKind] = &[$(ClErrorKind::$variant,)+];
+
+            /// The CL error code.
+            pub fn code(self) -> i32 {
+                match self {
+                    $(ClErrorKind::$variant => code::$code,)+
+                }
+            }
+
+            /// The code's name, e.g. `CL_INVALID_VALUE`.
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(ClErrorKind::$variant => $name,)+
+                }
+            }
+        }
+    };
+}
+
+kinds! {
+    DeviceNotFound = DEVICE_NOT_FOUND, "CL_DEVICE_NOT_FOUND";
+    DeviceNotAvailable = DEVICE_NOT_AVAILABLE, "CL_DEVICE_NOT_AVAILABLE";
+    CompilerNotAvailable = COMPILER_NOT_AVAILABLE, "CL_COMPILER_NOT_AVAILABLE";
+    MemObjectAllocationFailure = MEM_OBJECT_ALLOCATION_FAILURE, "CL_MEM_OBJECT_ALLOCATION_FAILURE";
+    OutOfResources = OUT_OF_RESOURCES, "CL_OUT_OF_RESOURCES";
+    OutOfHostMemory = OUT_OF_HOST_MEMORY, "CL_OUT_OF_HOST_MEMORY";
+    ProfilingInfoNotAvailable = PROFILING_INFO_NOT_AVAILABLE, "CL_PROFILING_INFO_NOT_AVAILABLE";
+    MemCopyOverlap = MEM_COPY_OVERLAP, "CL_MEM_COPY_OVERLAP";
+    MapFailure = MAP_FAILURE, "CL_MAP_FAILURE";
+    ExecStatusErrorForEventsInWaitList = EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST, "CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST";
+    InvalidValue = INVALID_VALUE, "CL_INVALID_VALUE";
+    InvalidDeviceType = INVALID_DEVICE_TYPE, "CL_INVALID_DEVICE_TYPE";
+    InvalidPlatform = INVALID_PLATFORM, "CL_INVALID_PLATFORM";
+    InvalidDevice = INVALID_DEVICE, "CL_INVALID_DEVICE";
+    InvalidContext = INVALID_CONTEXT, "CL_INVALID_CONTEXT";
+    InvalidQueueProperties = INVALID_QUEUE_PROPERTIES, "CL_INVALID_QUEUE_PROPERTIES";
+    InvalidCommandQueue = INVALID_COMMAND_QUEUE, "CL_INVALID_COMMAND_QUEUE";
+    InvalidHostPtr = INVALID_HOST_PTR, "CL_INVALID_HOST_PTR";
+    InvalidMemObject = INVALID_MEM_OBJECT, "CL_INVALID_MEM_OBJECT";
+    InvalidKernelName = INVALID_KERNEL_NAME, "CL_INVALID_KERNEL_NAME";
+    InvalidKernel = INVALID_KERNEL, "CL_INVALID_KERNEL";
+    InvalidArgIndex = INVALID_ARG_INDEX, "CL_INVALID_ARG_INDEX";
+    InvalidArgValue = INVALID_ARG_VALUE, "CL_INVALID_ARG_VALUE";
+    InvalidArgSize = INVALID_ARG_SIZE, "CL_INVALID_ARG_SIZE";
+    InvalidKernelArgs = INVALID_KERNEL_ARGS, "CL_INVALID_KERNEL_ARGS";
+    InvalidWorkDimension = INVALID_WORK_DIMENSION, "CL_INVALID_WORK_DIMENSION";
+    InvalidWorkGroupSize = INVALID_WORK_GROUP_SIZE, "CL_INVALID_WORK_GROUP_SIZE";
+    InvalidEventWaitList = INVALID_EVENT_WAIT_LIST, "CL_INVALID_EVENT_WAIT_LIST";
+    InvalidEvent = INVALID_EVENT, "CL_INVALID_EVENT";
+    InvalidOperation = INVALID_OPERATION, "CL_INVALID_OPERATION";
+    InvalidBufferSize = INVALID_BUFFER_SIZE, "CL_INVALID_BUFFER_SIZE";
+    InvalidProperty = INVALID_PROPERTY, "CL_INVALID_PROPERTY";
 }
 
 impl ClErrorKind {
-    /// The CL error code.
-    pub fn code(self) -> i32 {
-        use ClErrorKind::*;
-        match self {
-            DeviceNotFound => code::DEVICE_NOT_FOUND,
-            CompilerNotAvailable => code::COMPILER_NOT_AVAILABLE,
-            OutOfResources => code::OUT_OF_RESOURCES,
-            OutOfHostMemory => code::OUT_OF_HOST_MEMORY,
-            ProfilingInfoNotAvailable => code::PROFILING_INFO_NOT_AVAILABLE,
-            MemCopyOverlap => code::MEM_COPY_OVERLAP,
-            MapFailure => code::MAP_FAILURE,
-            ExecStatusErrorForEventsInWaitList => code::EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST,
-            InvalidValue => code::INVALID_VALUE,
-            InvalidDeviceType => code::INVALID_DEVICE_TYPE,
-            InvalidPlatform => code::INVALID_PLATFORM,
-            InvalidDevice => code::INVALID_DEVICE,
-            InvalidContext => code::INVALID_CONTEXT,
-            InvalidQueueProperties => code::INVALID_QUEUE_PROPERTIES,
-            InvalidCommandQueue => code::INVALID_COMMAND_QUEUE,
-            InvalidHostPtr => code::INVALID_HOST_PTR,
-            InvalidMemObject => code::INVALID_MEM_OBJECT,
-            InvalidKernelName => code::INVALID_KERNEL_NAME,
-            InvalidKernel => code::INVALID_KERNEL,
-            InvalidArgIndex => code::INVALID_ARG_INDEX,
-            InvalidArgValue => code::INVALID_ARG_VALUE,
-            InvalidArgSize => code::INVALID_ARG_SIZE,
-            InvalidKernelArgs => code::INVALID_KERNEL_ARGS,
-            InvalidWorkDimension => code::INVALID_WORK_DIMENSION,
-            InvalidWorkGroupSize => code::INVALID_WORK_GROUP_SIZE,
-            InvalidEventWaitList => code::INVALID_EVENT_WAIT_LIST,
-            InvalidEvent => code::INVALID_EVENT,
-            InvalidOperation => code::INVALID_OPERATION,
-            InvalidBufferSize => code::INVALID_BUFFER_SIZE,
-            InvalidProperty => code::INVALID_PROPERTY,
-        }
-    }
-
-    /// The code's name, e.g. `CL_INVALID_VALUE`.
-    pub fn name(self) -> &'static str {
-        use ClErrorKind::*;
-        match self {
-            DeviceNotFound => "CL_DEVICE_NOT_FOUND",
-            CompilerNotAvailable => "CL_COMPILER_NOT_AVAILABLE",
-            OutOfResources => "CL_OUT_OF_RESOURCES",
-            OutOfHostMemory => "CL_OUT_OF_HOST_MEMORY",
-            ProfilingInfoNotAvailable => "CL_PROFILING_INFO_NOT_AVAILABLE",
-            MemCopyOverlap => "CL_MEM_COPY_OVERLAP",
-            MapFailure => "CL_MAP_FAILURE",
-            ExecStatusErrorForEventsInWaitList => "CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST",
-            InvalidValue => "CL_INVALID_VALUE",
-            InvalidDeviceType => "CL_INVALID_DEVICE_TYPE",
-            InvalidPlatform => "CL_INVALID_PLATFORM",
-            InvalidDevice => "CL_INVALID_DEVICE",
-            InvalidContext => "CL_INVALID_CONTEXT",
-            InvalidQueueProperties => "CL_INVALID_QUEUE_PROPERTIES",
-            InvalidCommandQueue => "CL_INVALID_COMMAND_QUEUE",
-            InvalidHostPtr => "CL_INVALID_HOST_PTR",
-            InvalidMemObject => "CL_INVALID_MEM_OBJECT",
-            InvalidKernelName => "CL_INVALID_KERNEL_NAME",
-            InvalidKernel => "CL_INVALID_KERNEL",
-            InvalidArgIndex => "CL_INVALID_ARG_INDEX",
-            InvalidArgValue => "CL_INVALID_ARG_VALUE",
-            InvalidArgSize => "CL_INVALID_ARG_SIZE",
-            InvalidKernelArgs => "CL_INVALID_KERNEL_ARGS",
-            InvalidWorkDimension => "CL_INVALID_WORK_DIMENSION",
-            InvalidWorkGroupSize => "CL_INVALID_WORK_GROUP_SIZE",
-            InvalidEventWaitList => "CL_INVALID_EVENT_WAIT_LIST",
-            InvalidEvent => "CL_INVALID_EVENT",
-            InvalidOperation => "CL_INVALID_OPERATION",
-            InvalidBufferSize => "CL_INVALID_BUFFER_SIZE",
-            InvalidProperty => "CL_INVALID_PROPERTY",
-        }
+    /// The kind of a CL error code, if it is one dmabridge knows.
+    pub fn from_code(code: i32) -> Option<ClErrorKind> {
+        ClErrorKind::ALL.iter().copied().find(|k| k.code() == code)
     }
 }
 
@@ -193,4 +155,23 @@ macro_rules! cl_err {
     ($kind:ident, $($fmt:tt)+) => {
         Err($crate::error::ClError::new($crate::error::ClErrorKind::$kind, format!($($fmt)+)))
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_names_and_kinds_agree() {
+        for &k in ClErrorKind::ALL {
+            assert_eq!(ClErrorKind::from_code(k.code()), Some(k));
+            assert!(k.name().starts_with("CL_") && k.code() < 0, "{k:?}");
+        }
+        assert_eq!(ClErrorKind::from_code(0), None);
+        assert_eq!(ClErrorKind::from_code(-9999), None);
+        let mut codes: Vec<i32> = ClErrorKind::ALL.iter().map(|k| k.code()).collect();
+        codes.sort();
+        codes.dedup();
+        assert_eq!(codes.len(), ClErrorKind::ALL.len(), "two kinds share a code");
+    }
 }

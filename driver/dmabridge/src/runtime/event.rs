@@ -563,43 +563,9 @@ fn take_due(pending: &mut Vec<Pending>, to: i32) -> Vec<Pending> {
     due
 }
 
-/// The [`ClErrorKind`] of a CL error code, `None` for codes `ClErrorKind` has
-/// no variant for. (Belongs beside `ClErrorKind::code` in `error.rs`.)
+/// The kind of a CL error code; see [`ClErrorKind::from_code`].
 pub fn error_kind_from_code(code: i32) -> Option<ClErrorKind> {
-    use ClErrorKind::*;
-    const ALL: [ClErrorKind; 30] = [
-        DeviceNotFound,
-        CompilerNotAvailable,
-        OutOfResources,
-        OutOfHostMemory,
-        ProfilingInfoNotAvailable,
-        MemCopyOverlap,
-        MapFailure,
-        ExecStatusErrorForEventsInWaitList,
-        InvalidValue,
-        InvalidDeviceType,
-        InvalidPlatform,
-        InvalidDevice,
-        InvalidContext,
-        InvalidQueueProperties,
-        InvalidCommandQueue,
-        InvalidHostPtr,
-        InvalidMemObject,
-        InvalidKernelName,
-        InvalidKernel,
-        InvalidArgIndex,
-        InvalidArgValue,
-        InvalidArgSize,
-        InvalidKernelArgs,
-        InvalidWorkDimension,
-        InvalidWorkGroupSize,
-        InvalidEventWaitList,
-        InvalidEvent,
-        InvalidOperation,
-        InvalidBufferSize,
-        InvalidProperty,
-    ];
-    ALL.into_iter().find(|k| k.code() == code)
+    ClErrorKind::from_code(code)
 }
 
 /// The error a blocking enqueue returns for a command of `command_type` that
@@ -888,7 +854,7 @@ pub(crate) mod tests {
             assert_eq!(error_kind_from_code(c).unwrap().code(), c);
         }
         assert_eq!(error_kind_from_code(0), None);
-        assert_eq!(error_kind_from_code(-2), None);
+        assert_eq!(error_kind_from_code(-2), Some(ClErrorKind::DeviceNotAvailable));
         assert_eq!(status_error(command_type::MEMCPY_INTEL, -8).kind, ClErrorKind::MemCopyOverlap);
         assert_eq!(status_error(command_type::MEMCPY_INTEL, -14).kind, ClErrorKind::ExecStatusErrorForEventsInWaitList);
         assert_eq!(status_error(command_type::MEMCPY_INTEL, -9999).kind, ClErrorKind::OutOfResources);
