@@ -139,10 +139,10 @@ impl Table {
         if p.is_null() {
             return &[];
         }
-        // SAFETY: `p` points to an array made in `set_slots` whose first word
-        // holds the number of slot words after it, set before publication and
-        // never changed; arrays are retired, never freed, before `Drop`, so a
-        // racing reader may see a stale array but always a valid one.
+        // Arrays are retired, never freed, before `Drop`: a racing reader may
+        // see a stale array, but always a valid one.
+        // SAFETY: `p` is an array from `set_slots` whose first word holds the
+        // number of slot words after it (set before publication, never changed).
         unsafe {
             let n = (*p).load(Ordering::Relaxed) as usize;
             std::slice::from_raw_parts(p.add(1), n)

@@ -437,10 +437,10 @@ fn version(fd: BorrowedFd<'_>) -> Result<DriverVersion, OsError> {
     arg.name = name.as_mut_ptr();
     arg.desc = desc.as_mut_ptr();
     arg.date_len = 0;
+    // The kernel copies at most the length it is given into each field
+    // (drm_copy_field); `date_len` 0 with a null `date` copies no date.
     // SAFETY: as above; `name` and `desc` are live buffers of exactly
-    // `name_len` and `desc_len` bytes, the kernel copies at most the length it
-    // is given into each (drm_copy_field), and `date_len` 0 with a null
-    // `date` makes it copy no date.
+    // `name_len` and `desc_len` bytes.
     unsafe { ioctl_ptr(fd, DRM_IOCTL_VERSION, &mut arg) }.map_err(OsError::tag("DRM_IOCTL_VERSION"))?;
     name.truncate(arg.name_len);
     desc.truncate(arg.desc_len);

@@ -182,10 +182,10 @@ impl Mapping {
 
 impl Drop for Mapping {
     fn drop(&mut self) {
-        // SAFETY: `ptr`/`len` describe exactly the range this object mapped and
-        // nobody else unmaps it; after drop no reference into it survives
-        // (the API only hands out raw pointers, whose users must not outlive
-        // the mapping).
+        // The API only hands out raw pointers, whose users must not outlive the
+        // mapping, so no reference into it survives the drop.
+        // SAFETY: `ptr`/`len` are exactly the range this object mapped, and
+        // nobody else unmaps it.
         let _ = unsafe { rustix::mm::munmap(self.ptr.as_ptr().cast(), self.len) };
     }
 }

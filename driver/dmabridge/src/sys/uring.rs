@@ -61,11 +61,10 @@ impl EventWaiter {
                 let read = opcode::Read::new(types::Fd(fd.as_raw_fd()), bufs[i..].as_mut_ptr().cast(), 8)
                     .build()
                     .user_data(i as u64);
-                // SAFETY: the read writes 8 bytes into `bufs[i]`, which lives
-                // until this function returns, and the function does not
-                // return before every submitted operation has completed
-                // (reaped below, after cancelling what is left). The fd is
-                // borrowed for the same span.
+                // This function does not return before every submitted
+                // operation completed (the rest are cancelled and reaped).
+                // SAFETY: so `bufs[i]` (8 bytes) and the borrowed fd outlive
+                // the read.
                 unsafe { sq.push(&read) }.map_err(|_| OsError::new("io_uring push", Errno::BUSY))?;
                 pending.insert(i as u64);
             }
