@@ -4,6 +4,7 @@
 //! with a way to fix it.
 
 mod info;
+mod info_queries;
 mod kmod;
 mod missing;
 mod svm;

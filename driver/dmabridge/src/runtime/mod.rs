@@ -5,6 +5,7 @@ pub mod backend;
 pub mod context;
 pub mod device;
 pub mod event;
+pub mod info;
 pub mod platform;
 pub mod queue;
 pub mod transfer;
