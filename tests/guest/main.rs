@@ -5,6 +5,7 @@
 
 mod dma_buf;
 mod drm;
+mod edu_device;
 mod heap;
 mod heaps;
 mod info;

@@ -245,7 +245,12 @@ fn cpu_device_values() {
     assert!(!ext.contains("cl_arm_import_memory") && !ext.contains("cl_amd_bus_addressable_memory"));
     assert_eq!(u32_of(&dev(&d, dp::ADDRESS_BITS)), 64);
     assert_eq!(text(&dev(&d, dp::OPENCL_C_VERSION)), "");
-    assert!(text(&dev(&d, dp::BUILT_IN_KERNELS)).is_empty());
+    assert_eq!(
+        text(&dev(&d, dp::BUILT_IN_KERNELS)),
+        dmabridge::runtime::kernel::builtin_kernel_names(&d).join(";"),
+        "CL_DEVICE_BUILT_IN_KERNELS lists the CPU device's built-ins"
+    );
+    assert!(text(&dev(&d, dp::BUILT_IN_KERNELS)).split(';').any(|k| k == "yuyv_to_rgba"));
     assert!(usize_of(&dev(&d, dp::MAX_PARAMETER_SIZE)) >= 256, "embedded-profile minimum");
     assert_eq!(bits_of(&dev(&d, dp::SVM_CAPABILITIES)), d.svm);
     assert_eq!(u32_of(&dev(&d, dp::NUMERIC_VERSION)), 3 << 22);

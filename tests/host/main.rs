@@ -5,6 +5,7 @@
 
 mod info;
 mod info_queries;
+mod kernels;
 mod kmod;
 mod missing;
 mod svm;

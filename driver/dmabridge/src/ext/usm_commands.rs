@@ -13,7 +13,7 @@ use crate::ext::usm;
 use crate::runtime::context::Context;
 use crate::runtime::event::{command_type, Event};
 use crate::runtime::queue::{self, CommandUse, Queue};
-use crate::runtime::transfer;
+use crate::runtime::{backend, transfer};
 
 /// `cl_mem_migration_flags`.
 pub mod migration {
@@ -126,6 +126,7 @@ pub(crate) unsafe fn memcpy_as(
         return cl_err!(MemCopyOverlap, "copying {size} bytes from {src:?} to {dst:?}: the ranges overlap");
     }
     let (d, s) = (dst as usize, src as usize);
+    let device = queue.device().clone();
     queue.enqueue_with_use(
         command_type,
         wait_list,
@@ -133,9 +134,9 @@ pub(crate) unsafe fn memcpy_as(
         CommandUse::Pair([(d, size), (s, size)]),
         Box::new(move || {
             // SAFETY: the caller keeps both ranges valid until the event
-            // completes; they do not overlap (checked above).
-            unsafe { transfer::copy(d as *mut u8, s as *const u8, size) };
-            Ok(())
+            // completes; they do not overlap (checked above). The queue's
+            // device copies: memcpy on the CPU, DMA on a device with an engine.
+            unsafe { backend::device_copy(&device, d as *mut u8, s as *const u8, size) }
         }),
     )
 }

@@ -1,6 +1,10 @@
 //! Devices: what each can do, as `clGetDeviceInfo` reports it.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, Weak};
+
+use super::backend::edu_backend::EduBackend;
+use super::backend::Backend;
+use crate::sys::pci::PciAddress;
 
 /// USM capability bits (`cl_device_unified_shared_memory_capabilities_intel`).
 pub mod usm_caps {
@@ -78,24 +82,39 @@ pub struct Device {
     pub compute_units: u32,
 }
 
+/// A device and its backend.
+type Attached = (Weak<Device>, Arc<dyn Backend>);
+
+/// The backend of each device that has one. Kept beside [`Device`] rather
+/// than in a field so that `Device { .. }` literals stay valid; looked up by
+/// identity, and only for non-CPU devices.
+static BACKENDS: Mutex<Vec<Attached>> = Mutex::new(Vec::new());
+
+/// What the host can give one allocation: the udmabuf size limit when
+/// udmabuf is present (so that every allocation can be exported as a
+/// dma-buf), else a quarter of RAM.
+fn host_alloc_limit() -> u64 {
+    let udmabuf_limit = std::path::Path::new(crate::sys::udmabuf::Udmabuf::PATH)
+        .exists()
+        .then(|| crate::sys::udmabuf::Limits::read().size_limit);
+    let quarter_ram = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| m.lines().find(|l| l.starts_with("MemTotal:")).map(str::to_owned))
+        .and_then(|l| l.split_whitespace().nth(1).and_then(|k| k.parse::<u64>().ok()))
+        .map_or(1 << 30, |kib| kib * 1024 / 4);
+    // An embedded-profile device (no OpenCL C compiler) may report less than
+    // 128 MiB: the udmabuf limit (64 MiB by default) wins.
+    udmabuf_limit.map_or(quarter_ram, |l| l.min(quarter_ram))
+}
+
 impl Device {
     /// The CPU device: worker threads over host memory.
     pub(crate) fn cpu(index: u16) -> Arc<Device> {
-        let udmabuf_limit = std::path::Path::new(crate::sys::udmabuf::Udmabuf::PATH)
-            .exists()
-            .then(|| crate::sys::udmabuf::Limits::read().size_limit);
-        let quarter_ram = std::fs::read_to_string("/proc/meminfo")
-            .ok()
-            .and_then(|m| m.lines().find(|l| l.starts_with("MemTotal:")).map(str::to_owned))
-            .and_then(|l| l.split_whitespace().nth(1).and_then(|k| k.parse::<u64>().ok()))
-            .map_or(1 << 30, |kib| kib * 1024 / 4);
         Arc::new(Device {
             index,
             name: "dmabridge CPU".into(),
             device_type: DeviceType::Cpu,
-            // An embedded-profile device (no OpenCL C compiler) may report
-            // less than 128 MiB: the udmabuf limit (64 MiB by default) wins.
-            max_mem_alloc_size: udmabuf_limit.map_or(quarter_ram, |l| l.min(quarter_ram)),
+            max_mem_alloc_size: host_alloc_limit(),
             max_alignment: 128,
             host_unified_memory: true,
             usm: UsmCaps {
@@ -112,6 +131,70 @@ impl Device {
                 | svm_caps::ATOMICS,
             compute_units: std::thread::available_parallelism().map_or(1, |n| n.get() as u32),
         })
+    }
+
+    /// An edu function as an accelerator named `edu <address>`.
+    ///
+    /// edu has no memory of its own: its 4 KiB buffer is a staging area, so
+    /// every allocation it uses (host, device or shared) is host memory whose
+    /// pages are mapped into its IOMMU domain for each command. Hence:
+    /// - host-unified memory;
+    /// - USM host, device and shared allocations: plain access only. It has
+    ///   no atomics, and it may not touch memory the host touches at the
+    ///   same time (a copy pins and maps the pages for its duration);
+    /// - no shared-system access: it reaches only pinnable, mapped pages, and
+    ///   only once mapped, not any pointer of the process;
+    /// - SVM: coarse-grain buffers only;
+    /// - the largest allocation fits both the host limit (udmabuf) and edu's
+    ///   28-bit bus address window minus the page at IOVA 0 that is never
+    ///   handed out;
+    /// - one compute unit: one DMA channel.
+    pub fn edu(index: u16, backend: Arc<EduBackend>) -> Arc<Device> {
+        let window = backend.domain().dma_mask() + 1 - crate::sys::page_size() as u64;
+        let name = backend.name().to_owned();
+        let access = usm_caps::ACCESS;
+        let device = Arc::new(Device {
+            index,
+            name,
+            device_type: DeviceType::Accelerator,
+            max_mem_alloc_size: host_alloc_limit().min(window),
+            max_alignment: 128,
+            host_unified_memory: true,
+            usm: UsmCaps {
+                host: access,
+                device: access,
+                single_device_shared: access,
+                cross_device_shared: access,
+                shared_system: 0,
+            },
+            svm: svm_caps::COARSE_GRAIN_BUFFER,
+            compute_units: 1,
+        });
+        Device::attach_backend(&device, backend);
+        device
+    }
+
+    /// Gives `device` a backend (replacing any). The CPU device never has one.
+    pub fn attach_backend(device: &Arc<Device>, backend: Arc<dyn Backend>) {
+        assert!(device.device_type != DeviceType::Cpu, "the CPU device copies on the CPU");
+        let mut reg = BACKENDS.lock().unwrap();
+        reg.retain(|(d, _)| d.strong_count() > 0 && !std::ptr::eq(d.as_ptr(), Arc::as_ptr(device)));
+        reg.push((Arc::downgrade(device), backend));
+    }
+
+    /// The engine that executes this device's commands; `None` for the CPU
+    /// device (and any device without one), whose commands run on the CPU.
+    pub fn backend(&self) -> Option<Arc<dyn Backend>> {
+        if self.device_type == DeviceType::Cpu {
+            return None;
+        }
+        let reg = BACKENDS.lock().unwrap();
+        reg.iter().find(|(d, _)| d.strong_count() > 0 && std::ptr::eq(d.as_ptr(), self)).map(|(_, b)| b.clone())
+    }
+
+    /// The PCIe function behind the device, if any.
+    pub fn pci_address(&self) -> Option<PciAddress> {
+        self.backend()?.pci_address()
     }
 }
 

@@ -53,8 +53,15 @@ pub mod command_type {
     /// `CL_COMMAND_MEMADVISE_INTEL` (`clEnqueueMemAdviseINTEL`).
     pub const MEMADVISE_INTEL: u32 = 0x4207;
 
+    /// `CL_COMMAND_NDRANGE_KERNEL`.
+    pub const NDRANGE_KERNEL: u32 = 0x11F0;
+    /// `CL_COMMAND_TASK`.
+    pub const TASK: u32 = 0x11F1;
+    /// `CL_COMMAND_NATIVE_KERNEL`.
+    pub const NATIVE_KERNEL: u32 = 0x11F2;
+
     /// The constant's name without the `CL_` prefix, for error messages
-    /// (`"command 0x…"` for a type this module does not list).
+    /// (`"command"` for a type this module does not list).
     pub fn name(command_type: u32) -> &'static str {
         match command_type {
             USER => "COMMAND_USER",
@@ -70,6 +77,9 @@ pub mod command_type {
             MEMCPY_INTEL => "COMMAND_MEMCPY_INTEL",
             MIGRATEMEM_INTEL => "COMMAND_MIGRATEMEM_INTEL",
             MEMADVISE_INTEL => "COMMAND_MEMADVISE_INTEL",
+            NDRANGE_KERNEL => "COMMAND_NDRANGE_KERNEL",
+            TASK => "COMMAND_TASK",
+            NATIVE_KERNEL => "COMMAND_NATIVE_KERNEL",
             _ => "command",
         }
     }

@@ -535,7 +535,7 @@ pub fn device_info(device: &Device, param: u32) -> ClResult<InfoValue> {
         PLATFORM => InfoValue::Platform(Platform::get()),
         HOST_UNIFIED_MEMORY => InfoValue::Bool(device.host_unified_memory),
         OPENCL_C_VERSION => InfoValue::Str(String::new()),
-        BUILT_IN_KERNELS => InfoValue::Str(String::new()),
+        BUILT_IN_KERNELS => InfoValue::Str(super::kernel::builtin_kernels_string(device)),
         PARENT_DEVICE => InfoValue::Device(None),
         PARTITION_MAX_SUB_DEVICES => InfoValue::U32(0),
         // Root devices: always 1.

@@ -6,6 +6,7 @@ pub mod context;
 pub mod device;
 pub mod event;
 pub mod info;
+pub mod kernel;
 pub mod platform;
 pub mod queue;
 pub mod transfer;

@@ -1,0 +1,135 @@
+//! A DMA domain: one VFIO container (one IOMMU context) and the IOVA space
+//! its devices share.
+//!
+//! Every device of a container sees the same IOVAs, so the IOVA allocator
+//! belongs to the domain, not to a device; its window is the smallest DMA
+//! mask of the domain's devices (edu: 28 bits), minus the IOMMU's holes.
+//!
+//! Host memory is made reachable for one operation through [`SpanMap`]: the
+//! pages covering a byte range are pinned and mapped at a fresh IOVA, and
+//! unmapped (and the IOVA given back) when the guard drops, on every path.
+
+use std::sync::{Arc, Mutex};
+
+use crate::error::{ClError, ClErrorKind, ClResult};
+use crate::memory::iova::IovaAllocator;
+use crate::sys::page_size;
+use crate::sys::vfio::{Container, VfioError};
+
+/// A VFIO container and the IOVA allocator of its address space.
+pub struct DmaDomain {
+    container: Arc<Container>,
+    dma_mask: u64,
+    /// Created on first use: the IOMMU's usable ranges can only be read
+    /// once a group is attached.
+    iova: Mutex<Option<IovaAllocator>>,
+}
+
+impl std::fmt::Debug for DmaDomain {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DmaDomain").field("dma_mask", &format_args!("{:#x}", self.dma_mask)).finish_non_exhaustive()
+    }
+}
+
+impl DmaDomain {
+    /// A domain over `container` whose devices drive addresses up to
+    /// `dma_mask`.
+    pub fn new(container: Arc<Container>, dma_mask: u64) -> Arc<DmaDomain> {
+        Arc::new(DmaDomain { container, dma_mask, iova: Mutex::new(None) })
+    }
+
+    /// The container.
+    pub fn container(&self) -> &Arc<Container> {
+        &self.container
+    }
+
+    /// The highest IOVA handed out.
+    pub fn dma_mask(&self) -> u64 {
+        self.dma_mask
+    }
+
+    /// IOVA bytes handed out now (0 when no operation is under way).
+    pub fn iova_allocated_bytes(&self) -> u64 {
+        self.iova.lock().unwrap().as_ref().map_or(0, IovaAllocator::allocated_bytes)
+    }
+
+    fn alloc_iova(&self, size: u64) -> ClResult<u64> {
+        let mut guard = self.iova.lock().unwrap();
+        let alloc = guard.get_or_insert_with(|| {
+            let mut a = IovaAllocator::new(self.dma_mask, page_size() as u64);
+            if let Ok(info) = self.container.iommu_info() {
+                a.restrict_to(&info.iova_ranges);
+            }
+            a
+        });
+        alloc.alloc(size, page_size() as u64).map_err(|e| {
+            ClError::new(ClErrorKind::OutOfResources, format!("no bus address for {size} bytes of host memory: {e}"))
+        })
+    }
+
+    fn free_iova(&self, iova: u64) {
+        if let Some(a) = self.iova.lock().unwrap().as_mut() {
+            let _ = a.free(iova);
+        }
+    }
+
+    /// Pins and maps the pages covering `[addr, addr + len)` at a fresh IOVA;
+    /// `read`/`write` say what the devices may do. The pages must be mapped
+    /// memory of this process (not PFN-mapped, e.g. not a dma-buf's mmap).
+    ///
+    /// # Safety
+    /// With `write`, the devices may change any byte of the covering pages
+    /// while the guard lives: no Rust reference may point into them.
+    pub unsafe fn map_span(&self, addr: usize, len: usize, read: bool, write: bool) -> ClResult<SpanMap<'_>> {
+        let page = page_size();
+        let start = addr & !(page - 1);
+        let end = addr
+            .checked_add(len)
+            .and_then(|e| e.checked_next_multiple_of(page))
+            .filter(|_| len > 0)
+            .ok_or_else(|| ClError::new(ClErrorKind::InvalidValue, format!("bad host range {addr:#x}+{len:#x}")))?;
+        let size = (end - start) as u64;
+        let iova = self.alloc_iova(size)?;
+        // SAFETY: forwarded to the caller.
+        match unsafe { self.container.map_dma_raw(start as u64, size, iova, read, write) } {
+            Ok(_) => Ok(SpanMap { domain: self, start, iova, size }),
+            Err(e) => {
+                self.free_iova(iova);
+                let kind = match e {
+                    VfioError::NotPinnable { .. } => ClErrorKind::InvalidValue,
+                    _ => ClErrorKind::OutOfResources,
+                };
+                Err(ClError::new(kind, format!("mapping host range {addr:#x}+{len:#x} for DMA: {e}")))
+            }
+        }
+    }
+}
+
+/// Host pages mapped for DMA; unmapped when dropped.
+#[derive(Debug)]
+pub struct SpanMap<'a> {
+    domain: &'a DmaDomain,
+    start: usize,
+    iova: u64,
+    size: u64,
+}
+
+impl SpanMap<'_> {
+    /// The bus address of the process address `addr`, which must lie in the
+    /// mapped pages.
+    pub fn iova_of(&self, addr: usize) -> u64 {
+        debug_assert!(addr >= self.start && ((addr - self.start) as u64) < self.size);
+        self.iova + (addr - self.start) as u64
+    }
+}
+
+impl Drop for SpanMap<'_> {
+    fn drop(&mut self) {
+        match self.domain.container.unmap_dma(self.iova, self.size) {
+            Ok(()) => self.domain.free_iova(self.iova),
+            // Still mapped: keep the IOVA out of circulation rather than hand
+            // it out twice.
+            Err(e) => eprintln!("dmabridge: unmapping IOVA {:#x}+{:#x}: {e}", self.iova, self.size),
+        }
+    }
+}

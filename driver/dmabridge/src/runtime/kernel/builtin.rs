@@ -1,0 +1,173 @@
+//! The built-in kernels of the CPU device (`CL_DEVICE_BUILT_IN_KERNELS`),
+//! written in Rust over the raw pointers of their arguments.
+//!
+//! Each built-in's work is a number of *units* fixed by its scalar
+//! arguments (bytes, elements or rows); an NDRange of `global_size`
+//! work-items gives work-item `i` the units `[i*U/G, (i+1)*U/G)`, so the
+//! result does not depend on the global size (a task is `global_size` 1).
+
+use std::ops::Range;
+
+use super::{ArgKind, KernelArgValue};
+
+/// For every pointer argument, `(index, bytes it may access)`.
+pub(crate) type Extents = Vec<(u32, usize)>;
+
+/// A built-in kernel: its name, its fixed argument list, and how to run it.
+pub(crate) struct Builtin {
+    /// The name `clCreateProgramWithBuiltInKernels` takes.
+    pub name: &'static str,
+    /// The argument list, in order.
+    pub args: &'static [ArgKind],
+    /// For every pointer argument, `(index, bytes it may access)`, computed
+    /// from the scalars; `Err` says which scalars do not make sense.
+    pub extents: fn(&[KernelArgValue]) -> Result<Extents, String>,
+    /// Pointer arguments that must not overlap (a source and a destination).
+    pub disjoint: &'static [(u32, u32)],
+    /// How many units of work the arguments describe.
+    pub units: fn(&[KernelArgValue]) -> usize,
+    /// Runs the units of `range`.
+    ///
+    /// # Safety
+    /// Every pointer argument must be valid for its extent, the `disjoint`
+    /// pairs must not overlap, and no other thread may access the bytes the
+    /// units of `range` write.
+    pub run: unsafe fn(&[KernelArgValue], Range<usize>),
+}
+
+const P: ArgKind = ArgKind::Pointer;
+const U32: ArgKind = ArgKind::Scalar(4);
+const U64: ArgKind = ArgKind::Scalar(8);
+
+/// Every built-in of the CPU device.
+pub(crate) static CPU_BUILTINS: &[Builtin] = &[
+    Builtin {
+        name: "checksum_adler32",
+        args: &[P, U64, P],
+        extents: |a| Ok(vec![(0, size(a, 1)?), (2, 4)]),
+        disjoint: &[(0, 2)],
+        // One unit: Adler-32 is sequential; the last work-item computes it.
+        units: |_| 1,
+        run: adler32_units,
+    },
+    Builtin {
+        name: "fill_pattern_u32",
+        args: &[P, U64, U32],
+        extents: |a| Ok(vec![(0, size(a, 1)?.checked_mul(4).ok_or("count * 4 overflows")?)]),
+        disjoint: &[],
+        units: |a| a[1].as_u64().unwrap_or(0) as usize,
+        run: fill_units,
+    },
+    Builtin {
+        name: "yuyv_to_rgba",
+        args: &[P, P, U32, U32],
+        extents: |a| {
+            let (w, h) = (a[2].as_u32().unwrap_or(0) as usize, a[3].as_u32().unwrap_or(0) as usize);
+            if w % 2 != 0 {
+                return Err(format!("width {w} is odd: YUYV stores pixels in pairs"));
+            }
+            let px = w.checked_mul(h).ok_or("width * height overflows")?;
+            Ok(vec![
+                (0, px.checked_mul(2).ok_or("the YUYV size overflows")?),
+                (1, px.checked_mul(4).ok_or("the RGBA size overflows")?),
+            ])
+        },
+        disjoint: &[(0, 1)],
+        units: |a| a[3].as_u32().unwrap_or(0) as usize,
+        run: yuyv_units,
+    },
+    Builtin {
+        name: "copy_bytes",
+        args: &[P, P, U64],
+        extents: |a| {
+            let n = size(a, 2)?;
+            Ok(vec![(0, n), (1, n)])
+        },
+        disjoint: &[(0, 1)],
+        units: |a| a[2].as_u64().unwrap_or(0) as usize,
+        run: copy_units,
+    },
+];
+
+fn size(a: &[KernelArgValue], i: usize) -> Result<usize, String> {
+    let v = a[i].as_u64().ok_or_else(|| format!("argument {i} is not a ulong"))?;
+    usize::try_from(v).map_err(|_| format!("argument {i} ({v}) does not fit the address space"))
+}
+
+fn ptr(a: &[KernelArgValue], i: usize) -> usize {
+    a[i].as_ptr().map_or(0, |p| p as usize)
+}
+
+/// Adler-32 (RFC 1950) of `data`, summing in blocks of 5552 bytes, the most
+/// that cannot overflow a `u32` before the modulo.
+pub fn adler32(data: &[u8]) -> u32 {
+    const MOD: u32 = 65521;
+    let (mut a, mut b) = (1u32, 0u32);
+    for block in data.chunks(5552) {
+        for &x in block {
+            a += x as u32;
+            b += a;
+        }
+        a %= MOD;
+        b %= MOD;
+    }
+    (b << 16) | a
+}
+
+unsafe fn adler32_units(a: &[KernelArgValue], units: Range<usize>) {
+    if units.is_empty() {
+        return;
+    }
+    let (src, n, dst) = (ptr(a, 0), a[1].as_u64().unwrap_or(0) as usize, ptr(a, 2));
+    let sum = if n == 0 {
+        adler32(&[])
+    } else {
+        // SAFETY: the caller guarantees `src` is valid for reads of `n` bytes.
+        adler32(unsafe { std::slice::from_raw_parts(src as *const u8, n) })
+    };
+    // SAFETY: `dst` is valid for 4 bytes and does not overlap the source.
+    unsafe { (dst as *mut u32).write_unaligned(sum) };
+}
+
+unsafe fn fill_units(a: &[KernelArgValue], units: Range<usize>) {
+    let (dst, pattern) = (ptr(a, 0) as *mut u32, a[2].as_u32().unwrap_or(0));
+    for i in units {
+        // SAFETY: `dst` is valid for `count` u32s and `i < count`.
+        unsafe { dst.add(i).write_unaligned(pattern) };
+    }
+}
+
+unsafe fn copy_units(a: &[KernelArgValue], units: Range<usize>) {
+    let (dst, src) = (ptr(a, 0) as *mut u8, ptr(a, 1) as *const u8);
+    // SAFETY: both are valid for `size` bytes, do not overlap, and the range
+    // lies below `size`.
+    unsafe { std::ptr::copy_nonoverlapping(src.add(units.start), dst.add(units.start), units.len()) };
+}
+
+/// One BT.601 limited-range YUV sample to RGB (the integer form of
+/// ITU-R BT.601: 8-bit fixed point, rounded).
+pub fn yuv_to_rgb(y: u8, u: u8, v: u8) -> [u8; 3] {
+    let (c, d, e) = (298 * (y as i32 - 16), u as i32 - 128, v as i32 - 128);
+    let clamp = |x: i32| (x >> 8).clamp(0, 255) as u8;
+    [clamp(c + 409 * e + 128), clamp(c - 100 * d - 208 * e + 128), clamp(c + 516 * d + 128)]
+}
+
+unsafe fn yuyv_units(a: &[KernelArgValue], rows: Range<usize>) {
+    let (src, dst, w) = (ptr(a, 0) as *const u8, ptr(a, 1) as *mut u8, a[2].as_u32().unwrap_or(0) as usize);
+    for r in rows {
+        // SAFETY: rows below `height` lie inside the two extents, which do
+        // not overlap; other threads write other rows.
+        let (s, d) = unsafe {
+            (
+                std::slice::from_raw_parts(src.add(r * w * 2), w * 2),
+                std::slice::from_raw_parts_mut(dst.add(r * w * 4), w * 4),
+            )
+        };
+        for (pair, out) in s.chunks_exact(4).zip(d.chunks_exact_mut(8)) {
+            let [y0, u, y1, v] = [pair[0], pair[1], pair[2], pair[3]];
+            let [r0, g0, b0] = yuv_to_rgb(y0, u, v);
+            let [r1, g1, b1] = yuv_to_rgb(y1, u, v);
+            out.copy_from_slice(&[r0, g0, b0, 255, r1, g1, b1, 255]);
+        }
+    }
+}

@@ -1,0 +1,235 @@
+//! Kernel launches: `clEnqueueTask`, `clEnqueueNDRangeKernel` (1-D) and
+//! `clEnqueueNativeKernel`.
+//!
+//! A built-in's launch is split across up to `CL_DEVICE_MAX_COMPUTE_UNITS`
+//! threads with [`std::thread::scope`] inside the command, one contiguous
+//! block of work-items each, but only when it moves at least 1 MiB per
+//! thread: below that, spawning costs more than it saves, so small launches
+//! run on the queue's worker alone. The threads end with the command, so the
+//! queue's accounting (event status, blocking free) stays exact.
+
+use std::sync::Arc;
+
+use crate::cl_err;
+use crate::error::ClResult;
+use crate::runtime::event::Event;
+use crate::runtime::queue::{CommandUse, Queue};
+
+use super::builtin::Builtin;
+use super::{builtin_kernel_names, kernel_command_type, Body, Kernel, KernelArgValue};
+
+/// Bytes a thread must have to move before a launch is split.
+const BYTES_PER_THREAD: usize = 1 << 20;
+
+/// `clEnqueueTask`: launches `kernel` as a single work-item (command type
+/// `CL_COMMAND_TASK`), or runs a native kernel (`clEnqueueNativeKernel`,
+/// `CL_COMMAND_NATIVE_KERNEL`). The arguments are captured now.
+///
+/// Errors as [`enqueue_nd_range`].
+///
+/// # Safety
+/// Every pointer the kernel reaches (its pointer arguments, for the extent
+/// the built-in documents, and anything a native kernel or indirect access
+/// touches) must stay valid until the event completes, and nothing else may
+/// write the bytes the kernel reads or access those it writes meanwhile.
+pub unsafe fn enqueue_task(queue: &Arc<Queue>, kernel: &Arc<Kernel>, wait_list: &[Event]) -> ClResult<Event> {
+    let ty = if kernel.is_native() { kernel_command_type::NATIVE_KERNEL } else { kernel_command_type::TASK };
+    launch(queue, kernel, 1, ty, wait_list)
+}
+
+/// `clEnqueueNDRangeKernel` with one dimension of `global_size` work-items
+/// (`CL_COMMAND_NDRANGE_KERNEL`); a global size of 0 runs nothing (as
+/// OpenCL 2.1). Built-ins give work-item `i` the `i`-th of `global_size`
+/// equal slices of their work, so the result does not depend on the size.
+///
+/// The command declares the memory it uses ([`CommandUse`]): the whole
+/// allocation each pointer argument and each `USM_PTRS` entry points into
+/// (or, outside the context's heap, the bytes the built-in accesses), and
+/// everything if an indirect-access flag is set.
+///
+/// Errors: `CL_INVALID_CONTEXT` if the queue or a wait-list event belongs to
+/// another context than the kernel; `CL_INVALID_KERNEL` for a native kernel
+/// (they run as tasks); `CL_INVALID_DEVICE` if the queue's device does not
+/// offer the built-in; `CL_INVALID_KERNEL_ARGS` if an argument is unset, or
+/// the built-in's arguments do not make sense (odd width, NULL or
+/// overlapping buffers it accesses, a range past the end of its allocation).
+///
+/// # Safety
+/// As [`enqueue_task`].
+pub unsafe fn enqueue_nd_range(
+    queue: &Arc<Queue>,
+    kernel: &Arc<Kernel>,
+    global_size: usize,
+    wait_list: &[Event],
+) -> ClResult<Event> {
+    if kernel.is_native() {
+        return cl_err!(InvalidKernel, "a native kernel has no NDRange: enqueue it as a task");
+    }
+    launch(queue, kernel, global_size, kernel_command_type::NDRANGE_KERNEL, wait_list)
+}
+
+fn launch(queue: &Arc<Queue>, kernel: &Arc<Kernel>, global: usize, ty: u32, wait_list: &[Event]) -> ClResult<Event> {
+    let ctx = queue.context();
+    if !Arc::ptr_eq(ctx, kernel.context()) {
+        return cl_err!(InvalidContext, "the kernel and the command queue belong to different contexts");
+    }
+    let state = kernel.snapshot();
+    let unset: Vec<usize> = state.args.iter().enumerate().filter(|(_, a)| a.is_none()).map(|(i, _)| i).collect();
+    if !unset.is_empty() {
+        return cl_err!(InvalidKernelArgs, "kernel {:?}: arguments {unset:?} are not set", kernel.name());
+    }
+    let args: Vec<KernelArgValue> = state.args.into_iter().flatten().collect();
+    let extents = match &kernel.body {
+        Body::Builtin(b) => {
+            if !builtin_kernel_names(queue.device()).contains(&b.name) {
+                return cl_err!(InvalidDevice, "device {:?} does not offer built-in {:?}", queue.device().name, b.name);
+            }
+            check_builtin(ctx, b, &args)?
+        }
+        Body::Native(_) => Vec::new(),
+    };
+    let usage = if state.indirect.iter().any(|&f| f) {
+        CommandUse::All
+    } else {
+        let whole = |p: usize, len: usize| ctx.heap().lookup(p).map_or((p, len), |i| (i.base, i.size));
+        let mut ranges: Vec<(usize, usize)> = Vec::new();
+        for (i, a) in args.iter().enumerate() {
+            if let Some(p) = a.as_ptr().filter(|p| !p.is_null()) {
+                let len = extents.iter().find(|e| e.0 as usize == i).map_or(0, |e| e.1);
+                ranges.push(whole(p as usize, len));
+            }
+        }
+        ranges.extend(state.usm_ptrs.iter().filter(|&&p| p != 0).map(|&p| whole(p, 0)));
+        CommandUse::Ranges(ranges)
+    };
+    let work: Box<dyn FnOnce() -> Result<(), i32> + Send> = match &kernel.body {
+        Body::Native(f) => {
+            let f = f.clone();
+            Box::new(move || f(&args))
+        }
+        Body::Builtin(b) => {
+            let b: &'static Builtin = b;
+            let bytes: usize = extents.iter().map(|e| e.1).fold(0, usize::saturating_add);
+            let threads = (queue.device().compute_units as usize).min(global).min(bytes / BYTES_PER_THREAD).max(1);
+            Box::new(move || {
+                // SAFETY: the caller of the enqueue keeps every pointer valid
+                // for its extent until the event completes; check_builtin
+                // refused NULL, overlapping and out-of-allocation extents.
+                unsafe { run_builtin(b, &args, global, threads) };
+                Ok(())
+            })
+        }
+    };
+    queue.enqueue_with_use(ty, wait_list, false, usage, work)
+}
+
+/// The extent of every pointer argument, after checking the built-in's
+/// rules: `CL_INVALID_KERNEL_ARGS` for nonsense scalars, a NULL pointer it
+/// would access through, overlapping source and destination, or a range
+/// running past the end of the context allocation it starts in.
+fn check_builtin(
+    ctx: &crate::runtime::context::Context,
+    b: &Builtin,
+    args: &[KernelArgValue],
+) -> ClResult<Vec<(u32, usize)>> {
+    let extents = match (b.extents)(args) {
+        Ok(e) => e,
+        Err(why) => return cl_err!(InvalidKernelArgs, "{}: {why}", b.name),
+    };
+    let addr = |i: u32| args[i as usize].as_ptr().map_or(0, |p| p as usize);
+    for &(i, len) in &extents {
+        let p = addr(i);
+        if len == 0 {
+            continue;
+        }
+        if p == 0 {
+            return cl_err!(
+                InvalidKernelArgs,
+                "{}: argument {i} is NULL but the kernel accesses {len} bytes through it",
+                b.name
+            );
+        }
+        if p.checked_add(len).is_none() {
+            return cl_err!(InvalidKernelArgs, "{}: argument {i} ({p:#x}) + {len} bytes overflows", b.name);
+        }
+        if let Some(info) = ctx.heap().lookup(p) {
+            if p + len > info.base + info.size {
+                return cl_err!(
+                    InvalidKernelArgs,
+                    "{}: argument {i} needs {len} bytes from {p:#x}, past the end of its {}-byte allocation at {:#x}",
+                    b.name,
+                    info.size,
+                    info.base
+                );
+            }
+        }
+    }
+    let len_of = |i: u32| extents.iter().find(|e| e.0 == i).map_or(0, |e| e.1);
+    for &(x, y) in b.disjoint {
+        if ranges_overlap(addr(x), len_of(x), addr(y), len_of(y)) {
+            return cl_err!(InvalidKernelArgs, "{}: arguments {x} and {y} overlap", b.name);
+        }
+    }
+    Ok(extents)
+}
+
+fn ranges_overlap(a: usize, alen: usize, b: usize, blen: usize) -> bool {
+    alen > 0 && blen > 0 && a < b.saturating_add(blen) && b < a.saturating_add(alen)
+}
+
+/// Runs `global` work-items of `b` on `threads` threads: thread `t` runs the
+/// contiguous work-items `[t*G/T, (t+1)*G/T)`, whose units are contiguous.
+///
+/// # Safety
+/// As [`Builtin::run`] for all units.
+unsafe fn run_builtin(b: &'static Builtin, args: &[KernelArgValue], global: usize, threads: usize) {
+    let units = (b.units)(args);
+    if global == 0 || units == 0 {
+        return;
+    }
+    let unit_of = |item: usize| (item as u128 * units as u128 / global as u128) as usize;
+    let block = |t: usize| {
+        let item = |t: usize| (t as u128 * global as u128 / threads as u128) as usize;
+        let (first, end) = (item(t), item(t + 1));
+        unit_of(first)..unit_of(end)
+    };
+    if threads <= 1 {
+        // SAFETY: forwarded to the caller.
+        unsafe { (b.run)(args, 0..units) };
+        return;
+    }
+    std::thread::scope(|s| {
+        for t in 0..threads {
+            let r = block(t);
+            // SAFETY: forwarded; the blocks are disjoint, so no two threads
+            // write the same bytes.
+            s.spawn(move || unsafe { (b.run)(args, r) });
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::builtin::CPU_BUILTINS;
+    use super::*;
+
+    /// Every split of work-items over threads covers every unit once, even
+    /// with more threads than the machine has and sizes that do not divide.
+    #[test]
+    fn splits_cover_every_unit_once() {
+        let fill = CPU_BUILTINS.iter().find(|b| b.name == "fill_pattern_u32").unwrap();
+        for (count, global, threads) in [(1000usize, 13usize, 7usize), (5, 13, 13), (13, 5, 5), (64, 1, 1), (7, 64, 3)]
+        {
+            let mut words = vec![0u32; count + 1];
+            let args = [
+                KernelArgValue::Pointer(words.as_mut_ptr() as usize),
+                KernelArgValue::Scalar((count as u64).to_ne_bytes().to_vec()),
+                KernelArgValue::Scalar(9u32.to_ne_bytes().to_vec()),
+            ];
+            // SAFETY: `words` holds count + 1 words and outlives the call.
+            unsafe { run_builtin(fill, &args, global, threads) };
+            assert!(words[..count].iter().all(|&w| w == 9), "{count} {global} {threads}");
+            assert_eq!(words[count], 0);
+        }
+    }
+}

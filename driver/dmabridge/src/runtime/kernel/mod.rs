@@ -1,0 +1,329 @@
+//! Kernels without an OpenCL C compiler: the built-in kernels a device
+//! offers (`clCreateProgramWithBuiltInKernels` + `clCreateKernel`) and native
+//! kernels (a Rust closure, as `clEnqueueNativeKernel`), with the argument
+//! and execution-info calls of `cl_intel_unified_shared_memory` (seed 000).
+//!
+//! Arguments are captured when a launch is enqueued ([`launch`]): setting
+//! them again afterwards does not change launches already enqueued.
+
+mod builtin;
+pub mod launch;
+
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use crate::cl_err;
+use crate::error::ClResult;
+
+use super::context::Context;
+use super::device::{Device, DeviceType};
+
+use builtin::{Builtin, CPU_BUILTINS};
+
+pub use builtin::{adler32, yuv_to_rgb};
+pub use launch::{enqueue_nd_range, enqueue_task};
+
+/// `cl_kernel_exec_info` values of `cl_intel_unified_shared_memory`.
+pub mod exec_info {
+    /// `CL_KERNEL_EXEC_INFO_INDIRECT_HOST_ACCESS_INTEL` (`cl_bool`).
+    pub const INDIRECT_HOST_ACCESS: u32 = 0x4200;
+    /// `CL_KERNEL_EXEC_INFO_INDIRECT_DEVICE_ACCESS_INTEL` (`cl_bool`).
+    pub const INDIRECT_DEVICE_ACCESS: u32 = 0x4201;
+    /// `CL_KERNEL_EXEC_INFO_INDIRECT_SHARED_ACCESS_INTEL` (`cl_bool`).
+    pub const INDIRECT_SHARED_ACCESS: u32 = 0x4202;
+    /// `CL_KERNEL_EXEC_INFO_USM_PTRS_INTEL` (an array of pointers).
+    pub const USM_PTRS: u32 = 0x4203;
+}
+
+/// The `cl_command_type` of kernel launches (`CL_EVENT_COMMAND_TYPE`).
+pub mod kernel_command_type {
+    pub use crate::runtime::event::command_type::{NATIVE_KERNEL, NDRANGE_KERNEL, TASK};
+}
+
+/// What an argument is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ArgKind {
+    /// A USM or SVM pointer (`clSetKernelArgMemPointerINTEL`,
+    /// `clSetKernelArgSVMPointer`).
+    Pointer,
+    /// A scalar of this many bytes (`clSetKernelArg`).
+    Scalar(usize),
+}
+
+/// The value of an argument, as a launch captured it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KernelArgValue {
+    /// A pointer (its address; 0 for NULL).
+    Pointer(usize),
+    /// The bytes of a scalar, in the C (native-endian) representation.
+    Scalar(Vec<u8>),
+}
+
+impl KernelArgValue {
+    /// The pointer, if this is a pointer argument.
+    pub fn as_ptr(&self) -> Option<*const u8> {
+        match self {
+            KernelArgValue::Pointer(p) => Some(*p as *const u8),
+            KernelArgValue::Scalar(_) => None,
+        }
+    }
+
+    /// The bytes, if this is a scalar argument.
+    pub fn as_bytes(&self) -> Option<&[u8]> {
+        match self {
+            KernelArgValue::Scalar(b) => Some(b),
+            KernelArgValue::Pointer(_) => None,
+        }
+    }
+
+    /// A 4-byte scalar as a `uint`.
+    pub fn as_u32(&self) -> Option<u32> {
+        self.as_bytes()?.try_into().ok().map(u32::from_ne_bytes)
+    }
+
+    /// An 8-byte scalar as a `ulong`.
+    pub fn as_u64(&self) -> Option<u64> {
+        self.as_bytes()?.try_into().ok().map(u64::from_ne_bytes)
+    }
+}
+
+/// The body of a native kernel: called once per launch with the captured
+/// arguments; `Err` carries the negative CL code its event ends with.
+pub type NativeFn = Arc<dyn Fn(&[KernelArgValue]) -> Result<(), i32> + Send + Sync>;
+
+enum Body {
+    Builtin(&'static Builtin),
+    Native(NativeFn),
+}
+
+/// The arguments and execution info of a kernel (what a launch captures).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ArgState {
+    pub args: Vec<Option<KernelArgValue>>,
+    pub usm_ptrs: Vec<usize>,
+    /// Indirect host, device and shared access.
+    pub indirect: [bool; 3],
+}
+
+/// A kernel (`cl_kernel`), held as `Arc<Kernel>`: clone to retain.
+pub struct Kernel {
+    context: Arc<Context>,
+    name: &'static str,
+    body: Body,
+    kinds: Vec<ArgKind>,
+    state: Mutex<ArgState>,
+}
+
+impl std::fmt::Debug for Kernel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Kernel").field("name", &self.name).field("args", &self.kinds).finish_non_exhaustive()
+    }
+}
+
+/// The built-in kernels of `device` (`CL_DEVICE_BUILT_IN_KERNELS`, as a list).
+/// The CPU device offers `checksum_adler32`, `fill_pattern_u32`,
+/// `yuyv_to_rgba` and `copy_bytes`; other devices none.
+pub fn builtin_kernel_names(device: &Device) -> Vec<&'static str> {
+    builtins_of(device).iter().map(|b| b.name).collect()
+}
+
+/// `CL_DEVICE_BUILT_IN_KERNELS` as `clGetDeviceInfo` answers it: the names
+/// separated by `;` (empty when there are none).
+pub fn builtin_kernels_string(device: &Device) -> String {
+    builtin_kernel_names(device).join(";")
+}
+
+fn builtins_of(device: &Device) -> &'static [Builtin] {
+    match device.device_type {
+        DeviceType::Cpu => CPU_BUILTINS,
+        DeviceType::Accelerator => &[],
+    }
+}
+
+impl Kernel {
+    /// A built-in kernel of `device` (`clCreateProgramWithBuiltInKernels`
+    /// then `clCreateKernel`).
+    ///
+    /// Errors: `CL_INVALID_DEVICE` if `device` is not in `ctx`;
+    /// `CL_INVALID_KERNEL_NAME` if the device has no built-in of that name.
+    ///
+    /// ```
+    /// use dmabridge::runtime::{context::Context, kernel::Kernel, platform::Platform};
+    /// let cpu = Platform::get().cpu();
+    /// let ctx = Context::new(std::slice::from_ref(cpu))?;
+    /// let k = Kernel::builtin(&ctx, cpu, "copy_bytes")?;
+    /// assert_eq!(k.num_args(), 3);
+    /// # Ok::<(), dmabridge::error::ClError>(())
+    /// ```
+    pub fn builtin(ctx: &Arc<Context>, device: &Arc<Device>, name: &str) -> ClResult<Arc<Kernel>> {
+        if !ctx.has_device(device) {
+            return cl_err!(InvalidDevice, "device {:?} is not in the context", device.name);
+        }
+        let Some(b) = builtins_of(device).iter().find(|b| b.name == name) else {
+            return cl_err!(
+                InvalidKernelName,
+                "device {:?} has no built-in kernel {name:?} (it offers {:?})",
+                device.name,
+                builtin_kernels_string(device)
+            );
+        };
+        Ok(Kernel::with(ctx, b.name, Body::Builtin(b), b.args.to_vec()))
+    }
+
+    /// A native kernel: `f` runs once per launch ([`enqueue_task`]) with
+    /// the arguments captured at enqueue, whose kinds `arg_kinds` fixes.
+    /// Fails with `CL_INVALID_ARG_SIZE` for a zero-sized scalar kind.
+    pub fn native(ctx: &Arc<Context>, f: NativeFn, arg_kinds: Vec<ArgKind>) -> ClResult<Arc<Kernel>> {
+        if let Some(i) = arg_kinds.iter().position(|k| *k == ArgKind::Scalar(0)) {
+            return cl_err!(InvalidArgSize, "argument {i} is a scalar of 0 bytes");
+        }
+        Ok(Kernel::with(ctx, "", Body::Native(f), arg_kinds))
+    }
+
+    fn with(ctx: &Arc<Context>, name: &'static str, body: Body, kinds: Vec<ArgKind>) -> Arc<Kernel> {
+        let state = Mutex::new(ArgState { args: vec![None; kinds.len()], ..ArgState::default() });
+        Arc::new(Kernel { context: ctx.clone(), name, body, kinds, state })
+    }
+
+    /// `CL_KERNEL_FUNCTION_NAME` (empty for a native kernel).
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// `CL_KERNEL_NUM_ARGS`.
+    pub fn num_args(&self) -> u32 {
+        self.kinds.len() as u32
+    }
+
+    /// The kind of every argument, in order.
+    pub fn arg_kinds(&self) -> &[ArgKind] {
+        &self.kinds
+    }
+
+    /// `CL_KERNEL_CONTEXT`.
+    pub fn context(&self) -> &Arc<Context> {
+        &self.context
+    }
+
+    /// True for a native kernel.
+    pub fn is_native(&self) -> bool {
+        matches!(self.body, Body::Native(_))
+    }
+
+    fn state(&self) -> MutexGuard<'_, ArgState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn kind(&self, index: u32) -> ClResult<ArgKind> {
+        match self.kinds.get(index as usize) {
+            Some(k) => Ok(*k),
+            None => {
+                cl_err!(InvalidArgIndex, "arg_index {index}: kernel {:?} has {} arguments", self.name, self.kinds.len())
+            }
+        }
+    }
+
+    /// `clSetKernelArgMemPointerINTEL` (and `clSetKernelArgSVMPointer`):
+    /// argument `index` is `ptr`. NULL is allowed, as in OpenCL; a built-in
+    /// refuses it at launch if it would access memory through it.
+    ///
+    /// Errors: `CL_INVALID_ARG_INDEX` for an index past the last argument;
+    /// `CL_INVALID_ARG_VALUE` if the argument is not a pointer.
+    pub fn set_arg_mem_pointer(&self, index: u32, ptr: *const u8) -> ClResult<()> {
+        match self.kind(index)? {
+            ArgKind::Pointer => {
+                self.state().args[index as usize] = Some(KernelArgValue::Pointer(ptr as usize));
+                Ok(())
+            }
+            ArgKind::Scalar(n) => cl_err!(InvalidArgValue, "argument {index} is a {n}-byte scalar, not a pointer"),
+        }
+    }
+
+    /// `clSetKernelArg` for a scalar argument: its bytes, in the C
+    /// representation (copied).
+    ///
+    /// Errors: `CL_INVALID_ARG_INDEX` for an index past the last argument;
+    /// `CL_INVALID_ARG_VALUE` if the argument is a pointer;
+    /// `CL_INVALID_ARG_SIZE` if `bytes` is not the scalar's size.
+    pub fn set_arg_scalar(&self, index: u32, bytes: &[u8]) -> ClResult<()> {
+        match self.kind(index)? {
+            ArgKind::Pointer => {
+                cl_err!(InvalidArgValue, "argument {index} is a pointer: set it with clSetKernelArgMemPointerINTEL")
+            }
+            ArgKind::Scalar(n) if n != bytes.len() => {
+                cl_err!(InvalidArgSize, "argument {index} is a {n}-byte scalar, not {} bytes", bytes.len())
+            }
+            ArgKind::Scalar(_) => {
+                self.state().args[index as usize] = Some(KernelArgValue::Scalar(bytes.to_vec()));
+                Ok(())
+            }
+        }
+    }
+
+    /// `clSetKernelExecInfo(CL_KERNEL_EXEC_INFO_USM_PTRS_INTEL)`: the
+    /// allocations the kernel reaches other than through its arguments;
+    /// replaces the previous list. A launch counts each as used in whole
+    /// (a pointer outside every allocation counts as its own byte).
+    pub fn set_exec_info_usm_ptrs(&self, ptrs: &[*const u8]) {
+        self.state().usm_ptrs = ptrs.iter().map(|&p| p as usize).collect();
+    }
+
+    /// `clSetKernelExecInfo` with one of the indirect-access flags
+    /// ([`exec_info::INDIRECT_HOST_ACCESS`], `..._DEVICE_...`,
+    /// `..._SHARED_...`). A launch with any of them set counts as using every
+    /// allocation (`clMemBlockingFreeINTEL` waits for it).
+    ///
+    /// Errors: `CL_INVALID_VALUE` for any other `param`.
+    pub fn set_exec_info_indirect_access(&self, param: u32, enable: bool) -> ClResult<()> {
+        let i = match param {
+            exec_info::INDIRECT_HOST_ACCESS => 0,
+            exec_info::INDIRECT_DEVICE_ACCESS => 1,
+            exec_info::INDIRECT_SHARED_ACCESS => 2,
+            _ => return cl_err!(InvalidValue, "{param:#x} is not an indirect-access flag (0x4200, 0x4201, 0x4202)"),
+        };
+        self.state().indirect[i] = enable;
+        Ok(())
+    }
+
+    /// `clSetKernelExecInfo`, decoding the C representation of the value: a
+    /// `cl_bool` (4 bytes, non-zero is true) for the three indirect-access
+    /// flags, an array of pointers for `CL_KERNEL_EXEC_INFO_USM_PTRS_INTEL`.
+    ///
+    /// Errors: `CL_INVALID_VALUE` for an unknown `param`, or a value whose
+    /// size is not 4 (flags) or a multiple of the pointer size (USM_PTRS).
+    pub fn set_exec_info(&self, param: u32, value: &[u8]) -> ClResult<()> {
+        const PTR: usize = std::mem::size_of::<usize>();
+        match param {
+            exec_info::INDIRECT_HOST_ACCESS | exec_info::INDIRECT_DEVICE_ACCESS | exec_info::INDIRECT_SHARED_ACCESS => {
+                let Ok(b) = <[u8; 4]>::try_from(value) else {
+                    return cl_err!(
+                        InvalidValue,
+                        "param {param:#x} takes a cl_bool (4 bytes), not {} bytes",
+                        value.len()
+                    );
+                };
+                self.set_exec_info_indirect_access(param, u32::from_ne_bytes(b) != 0)
+            }
+            exec_info::USM_PTRS => {
+                if value.len() % PTR != 0 {
+                    return cl_err!(
+                        InvalidValue,
+                        "CL_KERNEL_EXEC_INFO_USM_PTRS_INTEL takes an array of pointers: {} bytes is not a multiple of {PTR}",
+                        value.len()
+                    );
+                }
+                let ptrs: Vec<*const u8> = value
+                    .chunks_exact(PTR)
+                    .map(|c| usize::from_ne_bytes(c.try_into().expect("chunk of pointer size")) as *const u8)
+                    .collect();
+                self.set_exec_info_usm_ptrs(&ptrs);
+                Ok(())
+            }
+            _ => cl_err!(InvalidValue, "{param:#x} is not a kernel execution info of this platform (0x4200..=0x4203)"),
+        }
+    }
+
+    /// The arguments and execution info now (what a launch captures).
+    pub(crate) fn snapshot(&self) -> ArgState {
+        self.state().clone()
+    }
+}

@@ -1,0 +1,491 @@
+//! Built-in and native kernels on the CPU device: each built-in against an
+//! independent computation, every argument and exec-info error, arguments
+//! captured at enqueue, and the blocking free waiting for launches.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use dmabridge::error::ClErrorKind::*;
+use dmabridge::ext::usm;
+use dmabridge::ext::usm_commands as cmd;
+use dmabridge::runtime::context::Context;
+use dmabridge::runtime::device::{Device, DeviceType};
+use dmabridge::runtime::event::{Event, EventStatus};
+use dmabridge::runtime::kernel::{
+    self, builtin_kernel_names, builtin_kernels_string, exec_info, kernel_command_type, ArgKind, Kernel, KernelArgValue,
+};
+use dmabridge::runtime::platform::Platform;
+use dmabridge::runtime::queue::{Queue, QueueProps};
+
+fn setup() -> (Arc<Context>, Arc<Queue>) {
+    let cpu = Platform::get().cpu().clone();
+    let ctx = Context::new(std::slice::from_ref(&cpu)).unwrap();
+    let q = Queue::new(&ctx, &cpu, QueueProps::default()).unwrap();
+    (ctx, q)
+}
+
+fn host(ctx: &Arc<Context>, size: usize) -> *mut u8 {
+    usm::host_mem_alloc(ctx, &[], size, 0).unwrap().as_ptr()
+}
+
+fn builtin(ctx: &Arc<Context>, name: &str) -> Arc<Kernel> {
+    Kernel::builtin(ctx, Platform::get().cpu(), name).unwrap()
+}
+
+/// Runs `k` as a task and waits for it.
+fn run_task(q: &Arc<Queue>, k: &Arc<Kernel>) -> Event {
+    // SAFETY (these tests): every pointer argument is a live allocation of
+    // the size the kernel needs, freed only after the event completed.
+    let e = unsafe { kernel::enqueue_task(q, k, &[]) }.unwrap();
+    Event::wait(std::slice::from_ref(&e)).unwrap();
+    e
+}
+
+fn run_nd(q: &Arc<Queue>, k: &Arc<Kernel>, global: usize) -> Event {
+    // SAFETY: as run_task.
+    let e = unsafe { kernel::enqueue_nd_range(q, k, global, &[]) }.unwrap();
+    Event::wait(std::slice::from_ref(&e)).unwrap();
+    e
+}
+
+/// Adler-32 as RFC 1950 defines it, reducing after every byte (the driver
+/// reduces once per 5552-byte block).
+fn adler32_reference(data: &[u8]) -> u32 {
+    let (mut a, mut b) = (1u64, 0u64);
+    for &x in data {
+        a = (a + x as u64) % 65521;
+        b = (b + a) % 65521;
+    }
+    ((b << 16) | a) as u32
+}
+
+/// Deterministic noise (xorshift).
+fn noise(n: usize, seed: u64) -> Vec<u8> {
+    let mut s = seed | 1;
+    (0..n)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            s as u8
+        })
+        .collect()
+}
+
+#[test]
+fn the_cpu_device_lists_its_builtins() {
+    let cpu = Platform::get().cpu();
+    assert_eq!(builtin_kernel_names(cpu), ["checksum_adler32", "fill_pattern_u32", "yuyv_to_rgba", "copy_bytes"]);
+    assert_eq!(builtin_kernels_string(cpu), "checksum_adler32;fill_pattern_u32;yuyv_to_rgba;copy_bytes");
+    let (ctx, _) = setup();
+    for name in builtin_kernel_names(cpu) {
+        assert_eq!(builtin(&ctx, name).name(), name);
+    }
+    assert_eq!(Kernel::builtin(&ctx, cpu, "copy_byte").unwrap_err().kind, InvalidKernelName);
+    assert_eq!(Kernel::builtin(&ctx, cpu, "").unwrap_err().kind, InvalidKernelName);
+    // A device outside the context, and a device without built-ins.
+    let accel = Arc::new(Device {
+        index: 1,
+        name: "test accelerator".into(),
+        device_type: DeviceType::Accelerator,
+        max_mem_alloc_size: 1 << 20,
+        max_alignment: 128,
+        host_unified_memory: false,
+        usm: cpu.usm,
+        svm: 0,
+        compute_units: 1,
+    });
+    assert_eq!(Kernel::builtin(&ctx, &accel, "copy_bytes").unwrap_err().kind, InvalidDevice);
+    assert!(builtin_kernel_names(&accel).is_empty() && builtin_kernels_string(&accel).is_empty());
+    let both = Context::new(&[cpu.clone(), accel.clone()]).unwrap();
+    assert_eq!(Kernel::builtin(&both, &accel, "copy_bytes").unwrap_err().kind, InvalidKernelName);
+    // A CPU built-in launched on the accelerator's queue.
+    let k = Kernel::builtin(&both, cpu, "copy_bytes").unwrap();
+    k.set_arg_mem_pointer(0, std::ptr::null()).unwrap();
+    k.set_arg_mem_pointer(1, std::ptr::null()).unwrap();
+    k.set_arg_scalar(2, &0u64.to_ne_bytes()).unwrap();
+    let accel_q = Queue::new(&both, &accel, QueueProps::default()).unwrap();
+    // SAFETY: refused before it is enqueued.
+    assert_eq!(unsafe { kernel::enqueue_task(&accel_q, &k, &[]) }.unwrap_err().kind, InvalidDevice);
+}
+
+#[test]
+fn adler32_matches_a_byte_by_byte_reference() {
+    let (ctx, q) = setup();
+    for (n, global) in [(0usize, 1usize), (1, 1), (5552, 3), (5553, 1), (3 << 20, 64), (100_003, 7)] {
+        let src = host(&ctx, n.max(1));
+        let res = host(&ctx, 4);
+        let data = noise(n, n as u64 + 1);
+        // SAFETY: src is n bytes (at least 1), res 4.
+        unsafe {
+            std::ptr::copy_nonoverlapping(data.as_ptr(), src, n);
+            res.cast::<u32>().write(0xdead_beef);
+        }
+        let k = builtin(&ctx, "checksum_adler32");
+        k.set_arg_mem_pointer(0, src).unwrap();
+        k.set_arg_scalar(1, &(n as u64).to_ne_bytes()).unwrap();
+        k.set_arg_mem_pointer(2, res).unwrap();
+        let e = if global == 1 { run_task(&q, &k) } else { run_nd(&q, &k, global) };
+        assert_eq!(e.status(), EventStatus::Complete);
+        // SAFETY: the event completed.
+        let got = unsafe { res.cast::<u32>().read() };
+        assert_eq!(got, adler32_reference(&data), "size {n}, global {global}");
+        usm::mem_free(&ctx, src).unwrap();
+        usm::mem_free(&ctx, res).unwrap();
+    }
+    // Known values: RFC 1950's empty checksum and Wikipedia's "Wikipedia".
+    assert_eq!(adler32_reference(b""), 1);
+    assert_eq!(adler32_reference(b"Wikipedia"), 0x11E6_0398);
+    assert_eq!(kernel::adler32(b"Wikipedia"), 0x11E6_0398);
+}
+
+#[test]
+fn fill_pattern_writes_count_words_and_nothing_more() {
+    let (ctx, q) = setup();
+    for (count, global) in [(1usize, 1usize), (1000, 7), (1 << 20, 1 << 20), (3 << 18, 5)] {
+        let dst = host(&ctx, count * 4 + 4);
+        // SAFETY: dst holds count + 1 words.
+        unsafe { std::ptr::write_bytes(dst, 0, count * 4 + 4) };
+        let k = builtin(&ctx, "fill_pattern_u32");
+        k.set_arg_mem_pointer(0, dst).unwrap();
+        k.set_arg_scalar(1, &(count as u64).to_ne_bytes()).unwrap();
+        k.set_arg_scalar(2, &0xA1B2_C3D4u32.to_ne_bytes()).unwrap();
+        let e = run_nd(&q, &k, global);
+        assert_eq!(e.command_type(), kernel_command_type::NDRANGE_KERNEL);
+        // SAFETY: complete; count + 1 words.
+        let words = unsafe { std::slice::from_raw_parts(dst.cast::<u32>(), count + 1) };
+        assert!(words[..count].iter().all(|&w| w == 0xA1B2_C3D4), "count {count}, global {global}");
+        assert_eq!(words[count], 0, "wrote past count");
+        usm::mem_free(&ctx, dst).unwrap();
+    }
+}
+
+#[test]
+fn copy_bytes_copies_exactly_size_bytes() {
+    let (ctx, q) = setup();
+    for (n, global) in [(1usize, 1usize), (4097, 3), (5 << 20, 1000)] {
+        let (src, dst) = (host(&ctx, n), host(&ctx, n + 1));
+        let data = noise(n, 99);
+        // SAFETY: sizes as allocated.
+        unsafe {
+            std::ptr::copy_nonoverlapping(data.as_ptr(), src, n);
+            std::ptr::write_bytes(dst, 0x5A, n + 1);
+        }
+        let k = builtin(&ctx, "copy_bytes");
+        k.set_arg_mem_pointer(0, dst).unwrap();
+        k.set_arg_mem_pointer(1, src).unwrap();
+        k.set_arg_scalar(2, &(n as u64).to_ne_bytes()).unwrap();
+        run_nd(&q, &k, global);
+        // SAFETY: complete.
+        let out = unsafe { std::slice::from_raw_parts(dst, n + 1) };
+        assert!(out[..n] == data[..], "size {n}, global {global}");
+        assert_eq!(out[n], 0x5A);
+        usm::mem_free(&ctx, src).unwrap();
+        usm::mem_free(&ctx, dst).unwrap();
+    }
+}
+
+/// Pixels worked by hand from the BT.601 limited-range integer formulas
+/// C = 298(Y-16), D = U-128, E = V-128,
+/// R = (C + 409E + 128) >> 8, G = (C - 100D - 208E + 128) >> 8,
+/// B = (C + 516D + 128) >> 8, clamped to 0..=255. A YUYV pair shares U, V.
+#[test]
+fn yuyv_to_rgba_gives_hand_computed_pixels() {
+    // Row 0, pair 0: Y0=16 (C=0), Y1=235 (C=65262), U=V=128 (D=E=0):
+    //   black; white (65262+128 = 65390 >> 8 = 255).
+    // Row 0, pair 1: Y0=Y1=81, U=90, V=240 (C=19370, D=-38, E=112):
+    //   R = 19370+45808+128 = 65306 >> 8 = 255; G = 19370+3800-23296+128 = 2 >> 8 = 0;
+    //   B = 19370-19608+128 = -110 >> 8 = -1 -> 0: red, twice.
+    // Row 1, pair 0: Y0=Y1=100, U=150, V=50 (C=25032, D=22, E=-78):
+    //   R = 25032-31902+128 = -6742 -> 0; G = 25032-2200+16224+128 = 39184 >> 8 = 153;
+    //   B = 25032+11352+128 = 36512 >> 8 = 142.
+    // Row 1, pair 1: Y0=126 (C=32780: 32908 >> 8 = 128), Y1=235, U=V=128: gray 128; white.
+    let yuyv: [u8; 16] = [16, 128, 235, 128, 81, 90, 81, 240, 100, 150, 100, 50, 126, 128, 235, 128];
+    let expected: [[u8; 4]; 8] = [
+        [0, 0, 0, 255],
+        [255, 255, 255, 255],
+        [255, 0, 0, 255],
+        [255, 0, 0, 255],
+        [0, 153, 142, 255],
+        [0, 153, 142, 255],
+        [128, 128, 128, 255],
+        [255, 255, 255, 255],
+    ];
+    let (ctx, q) = setup();
+    let (src, dst) = (host(&ctx, 16), host(&ctx, 32));
+    // SAFETY: 16 and 32 bytes.
+    unsafe {
+        std::ptr::copy_nonoverlapping(yuyv.as_ptr(), src, 16);
+        std::ptr::write_bytes(dst, 7, 32);
+    }
+    let k = builtin(&ctx, "yuyv_to_rgba");
+    k.set_arg_mem_pointer(0, src).unwrap();
+    k.set_arg_mem_pointer(1, dst).unwrap();
+    k.set_arg_scalar(2, &4u32.to_ne_bytes()).unwrap();
+    k.set_arg_scalar(3, &2u32.to_ne_bytes()).unwrap();
+    for global in [1, 2, 5] {
+        run_nd(&q, &k, global);
+        // SAFETY: complete.
+        let out = unsafe { std::slice::from_raw_parts(dst, 32) };
+        let px: Vec<[u8; 4]> = out.chunks(4).map(|c| c.try_into().unwrap()).collect();
+        assert_eq!(px, expected, "global {global}");
+    }
+    assert_eq!(kernel::yuv_to_rgb(126, 128, 128), [128, 128, 128]);
+    // An odd width is refused.
+    k.set_arg_scalar(2, &3u32.to_ne_bytes()).unwrap();
+    // SAFETY: refused before anything is enqueued.
+    assert_eq!(unsafe { kernel::enqueue_task(&q, &k, &[]) }.unwrap_err().kind, InvalidKernelArgs);
+    usm::mem_free(&ctx, src).unwrap();
+    usm::mem_free(&ctx, dst).unwrap();
+}
+
+#[test]
+fn a_large_yuyv_frame_converts_the_same_at_any_global_size() {
+    let (ctx, q) = setup();
+    let (w, h) = (640usize, 480usize);
+    let (src, dst) = (host(&ctx, w * h * 2), host(&ctx, w * h * 4));
+    let data = noise(w * h * 2, 5);
+    // SAFETY: sizes as allocated.
+    unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), src, data.len()) };
+    let k = builtin(&ctx, "yuyv_to_rgba");
+    k.set_arg_mem_pointer(0, src).unwrap();
+    k.set_arg_mem_pointer(1, dst).unwrap();
+    k.set_arg_scalar(2, &(w as u32).to_ne_bytes()).unwrap();
+    k.set_arg_scalar(3, &(h as u32).to_ne_bytes()).unwrap();
+    run_nd(&q, &k, 480);
+    // SAFETY: complete.
+    let out = unsafe { std::slice::from_raw_parts(dst, w * h * 4) };
+    for (i, pair) in data.chunks(4).enumerate().step_by(997) {
+        let y = |v: u8| 298 * (v as i32 - 16);
+        let (d, e) = (pair[1] as i32 - 128, pair[3] as i32 - 128);
+        for (j, yy) in [pair[0], pair[2]].into_iter().enumerate() {
+            let c = y(yy);
+            let f = |x: i32| ((x + 128) as f64 / 256.0).floor().clamp(0.0, 255.0) as u8;
+            let want = [f(c + 409 * e), f(c - 100 * d - 208 * e), f(c + 516 * d), 255];
+            assert_eq!(out[(2 * i + j) * 4..][..4], want, "pixel {}", 2 * i + j);
+        }
+    }
+    usm::mem_free(&ctx, src).unwrap();
+    usm::mem_free(&ctx, dst).unwrap();
+}
+
+#[test]
+fn argument_errors() {
+    let (ctx, q) = setup();
+    let p = host(&ctx, 64);
+    let k = builtin(&ctx, "fill_pattern_u32");
+    assert_eq!(k.num_args(), 3);
+    assert_eq!(k.arg_kinds(), [ArgKind::Pointer, ArgKind::Scalar(8), ArgKind::Scalar(4)]);
+    assert_eq!(k.set_arg_mem_pointer(3, p).unwrap_err().kind, InvalidArgIndex);
+    assert_eq!(k.set_arg_scalar(3, &[0; 4]).unwrap_err().kind, InvalidArgIndex);
+    assert_eq!(k.set_arg_mem_pointer(1, p).unwrap_err().kind, InvalidArgValue);
+    assert_eq!(k.set_arg_scalar(0, &[0; 8]).unwrap_err().kind, InvalidArgValue);
+    assert_eq!(k.set_arg_scalar(1, &[0; 4]).unwrap_err().kind, InvalidArgSize);
+    assert_eq!(k.set_arg_scalar(2, &[0; 8]).unwrap_err().kind, InvalidArgSize);
+    assert_eq!(k.set_arg_scalar(2, &[]).unwrap_err().kind, InvalidArgSize);
+    // NULL is a valid pointer argument.
+    k.set_arg_mem_pointer(0, std::ptr::null()).unwrap();
+    // Unset arguments.
+    // SAFETY: every failing enqueue below is refused before it is enqueued.
+    unsafe {
+        assert_eq!(kernel::enqueue_task(&q, &k, &[]).unwrap_err().kind, InvalidKernelArgs);
+        k.set_arg_scalar(1, &16u64.to_ne_bytes()).unwrap();
+        assert_eq!(kernel::enqueue_nd_range(&q, &k, 4, &[]).unwrap_err().kind, InvalidKernelArgs);
+        k.set_arg_scalar(2, &1u32.to_ne_bytes()).unwrap();
+        // All set, but NULL with 16 words to write.
+        assert_eq!(kernel::enqueue_task(&q, &k, &[]).unwrap_err().kind, InvalidKernelArgs);
+        // NULL with nothing to write is fine.
+        k.set_arg_scalar(1, &0u64.to_ne_bytes()).unwrap();
+        let e = kernel::enqueue_task(&q, &k, &[]).unwrap();
+        assert_eq!(e.command_type(), kernel_command_type::TASK);
+        Event::wait(&[e]).unwrap();
+        // 17 words do not fit the 64-byte allocation.
+        k.set_arg_mem_pointer(0, p).unwrap();
+        k.set_arg_scalar(1, &17u64.to_ne_bytes()).unwrap();
+        assert_eq!(kernel::enqueue_task(&q, &k, &[]).unwrap_err().kind, InvalidKernelArgs);
+        k.set_arg_scalar(1, &16u64.to_ne_bytes()).unwrap();
+        Event::wait(&[kernel::enqueue_task(&q, &k, &[]).unwrap()]).unwrap();
+        // Overlapping source and destination.
+        let c = builtin(&ctx, "copy_bytes");
+        c.set_arg_mem_pointer(0, p.add(8)).unwrap();
+        c.set_arg_mem_pointer(1, p).unwrap();
+        c.set_arg_scalar(2, &16u64.to_ne_bytes()).unwrap();
+        assert_eq!(kernel::enqueue_task(&q, &c, &[]).unwrap_err().kind, InvalidKernelArgs);
+        // A queue of another context.
+        let (_, other_q) = setup();
+        assert_eq!(kernel::enqueue_task(&other_q, &k, &[]).unwrap_err().kind, InvalidContext);
+    }
+    q.finish().unwrap();
+    usm::mem_free(&ctx, p).unwrap();
+}
+
+#[test]
+fn exec_info_errors_and_decoding() {
+    let (ctx, _) = setup();
+    let k = builtin(&ctx, "copy_bytes");
+    for param in [exec_info::INDIRECT_HOST_ACCESS, exec_info::INDIRECT_DEVICE_ACCESS, exec_info::INDIRECT_SHARED_ACCESS]
+    {
+        k.set_exec_info_indirect_access(param, true).unwrap();
+        k.set_exec_info_indirect_access(param, false).unwrap();
+        k.set_exec_info(param, &1u32.to_ne_bytes()).unwrap();
+        k.set_exec_info(param, &0u32.to_ne_bytes()).unwrap();
+        assert_eq!(k.set_exec_info(param, &[1]).unwrap_err().kind, InvalidValue);
+        assert_eq!(k.set_exec_info(param, &1u64.to_ne_bytes()).unwrap_err().kind, InvalidValue);
+    }
+    for bad in [exec_info::USM_PTRS, 0x41FF, 0x4204, 0] {
+        assert_eq!(k.set_exec_info_indirect_access(bad, true).unwrap_err().kind, InvalidValue, "{bad:#x}");
+    }
+    assert_eq!(k.set_exec_info(0x4204, &1u32.to_ne_bytes()).unwrap_err().kind, InvalidValue);
+    let ptrs: Vec<u8> = [0x1000usize, 0x2000].iter().flat_map(|p| p.to_ne_bytes()).collect();
+    k.set_exec_info(exec_info::USM_PTRS, &ptrs).unwrap();
+    k.set_exec_info(exec_info::USM_PTRS, &[]).unwrap();
+    assert_eq!(k.set_exec_info(exec_info::USM_PTRS, &ptrs[..ptrs.len() - 1]).unwrap_err().kind, InvalidValue);
+    assert_eq!(k.set_exec_info(exec_info::USM_PTRS, &[0; 3]).unwrap_err().kind, InvalidValue);
+}
+
+#[test]
+fn arguments_are_captured_at_enqueue() {
+    let (ctx, q) = setup();
+    let (a, b) = (host(&ctx, 64), host(&ctx, 64));
+    // SAFETY: 64 bytes each.
+    unsafe {
+        std::ptr::write_bytes(a, 0, 64);
+        std::ptr::write_bytes(b, 0, 64);
+    }
+    let k = builtin(&ctx, "fill_pattern_u32");
+    k.set_arg_mem_pointer(0, a).unwrap();
+    k.set_arg_scalar(1, &16u64.to_ne_bytes()).unwrap();
+    k.set_arg_scalar(2, &0x1111_1111u32.to_ne_bytes()).unwrap();
+    let gate = Event::user(&ctx);
+    // SAFETY: a and b live until the end.
+    let first = unsafe { kernel::enqueue_task(&q, &k, std::slice::from_ref(&gate)) }.unwrap();
+    // Change every argument before the launch can run.
+    k.set_arg_mem_pointer(0, b).unwrap();
+    k.set_arg_scalar(1, &8u64.to_ne_bytes()).unwrap();
+    k.set_arg_scalar(2, &0x2222_2222u32.to_ne_bytes()).unwrap();
+    // SAFETY: as above.
+    let second = unsafe { kernel::enqueue_task(&q, &k, &[]) }.unwrap();
+    std::thread::sleep(Duration::from_millis(20));
+    assert_eq!(first.status(), EventStatus::Queued);
+    gate.set_user_status(0).unwrap();
+    Event::wait(&[first, second]).unwrap();
+    // SAFETY: both complete.
+    let (wa, wb) =
+        unsafe { (std::slice::from_raw_parts(a.cast::<u32>(), 16), std::slice::from_raw_parts(b.cast::<u32>(), 16)) };
+    assert!(wa.iter().all(|&w| w == 0x1111_1111), "{wa:x?}");
+    assert!(wb[..8].iter().all(|&w| w == 0x2222_2222) && wb[8..].iter().all(|&w| w == 0), "{wb:x?}");
+    usm::mem_free(&ctx, a).unwrap();
+    usm::mem_free(&ctx, b).unwrap();
+}
+
+#[test]
+fn a_native_kernel_gets_its_captured_arguments() {
+    let (ctx, q) = setup();
+    let p = host(&ctx, 8);
+    let calls = Arc::new(AtomicUsize::new(0));
+    let seen = calls.clone();
+    let k = Kernel::native(
+        &ctx,
+        Arc::new(move |args: &[KernelArgValue]| {
+            seen.fetch_add(1, Ordering::SeqCst);
+            let dst = args[0].as_ptr().ok_or(-50)? as *mut u64;
+            let v = args[1].as_u64().ok_or(-51)?;
+            if v == 0 {
+                return Err(-5);
+            }
+            // SAFETY: the test passes an 8-byte allocation.
+            unsafe { dst.write_unaligned(v * 3) };
+            Ok(())
+        }),
+        vec![ArgKind::Pointer, ArgKind::Scalar(8)],
+    )
+    .unwrap();
+    assert!(k.is_native() && k.name().is_empty());
+    assert_eq!(k.set_arg_scalar(1, &[0; 4]).unwrap_err().kind, InvalidArgSize);
+    k.set_arg_mem_pointer(0, p).unwrap();
+    k.set_arg_scalar(1, &14u64.to_ne_bytes()).unwrap();
+    let e = run_task(&q, &k);
+    assert_eq!(e.command_type(), kernel_command_type::NATIVE_KERNEL);
+    // SAFETY: complete.
+    assert_eq!(unsafe { p.cast::<u64>().read() }, 42);
+    // Its error code ends the event.
+    k.set_arg_scalar(1, &0u64.to_ne_bytes()).unwrap();
+    // SAFETY: p lives until the end.
+    let failed = unsafe { kernel::enqueue_task(&q, &k, &[]) }.unwrap();
+    assert!(Event::wait(std::slice::from_ref(&failed)).is_err());
+    assert_eq!(failed.status(), EventStatus::Error(-5));
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
+    // SAFETY: refused.
+    assert_eq!(unsafe { kernel::enqueue_nd_range(&q, &k, 4, &[]) }.unwrap_err().kind, InvalidKernel);
+    assert_eq!(
+        Kernel::native(&ctx, Arc::new(|_: &[KernelArgValue]| Ok(())), vec![ArgKind::Scalar(0)]).unwrap_err().kind,
+        InvalidArgSize
+    );
+    usm::mem_free(&ctx, p).unwrap();
+}
+
+/// Enqueues `k` gated on a user event, starts a blocking free of `p`, and
+/// reports whether the free returned before the gate opened.
+fn free_returns_before_launch(ctx: &Arc<Context>, q: &Arc<Queue>, k: &Arc<Kernel>, p: *mut u8) -> bool {
+    let gate = Event::user(ctx);
+    // SAFETY: the kernels of these tests touch only allocations that live
+    // until their event completes (or nothing).
+    let launch = unsafe { kernel::enqueue_task(q, k, std::slice::from_ref(&gate)) }.unwrap();
+    let opener = {
+        let gate = gate.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(100));
+            gate.set_user_status(0).unwrap();
+        })
+    };
+    cmd::mem_blocking_free(ctx, p).unwrap();
+    let early = !launch.status().is_terminal();
+    opener.join().unwrap();
+    Event::wait(&[launch]).unwrap();
+    early
+}
+
+#[test]
+fn blocking_free_waits_for_a_launch_with_the_pointer_argument() {
+    let (ctx, q) = setup();
+    let p = host(&ctx, 256);
+    let k = builtin(&ctx, "fill_pattern_u32");
+    // An interior pointer still counts as using the whole allocation.
+    // SAFETY: inside the 256-byte allocation.
+    k.set_arg_mem_pointer(0, unsafe { p.add(128) }).unwrap();
+    k.set_arg_scalar(1, &4u64.to_ne_bytes()).unwrap();
+    k.set_arg_scalar(2, &7u32.to_ne_bytes()).unwrap();
+    assert!(!free_returns_before_launch(&ctx, &q, &k, p), "the free did not wait for the launch");
+    assert_eq!(usm::mem_free(&ctx, p).unwrap_err().kind, InvalidValue, "already freed");
+}
+
+#[test]
+fn blocking_free_waits_for_usm_ptrs_and_indirect_access_only() {
+    let (ctx, q) = setup();
+    let other = host(&ctx, 64);
+    let k = builtin(&ctx, "fill_pattern_u32");
+    k.set_arg_mem_pointer(0, other).unwrap();
+    k.set_arg_scalar(1, &16u64.to_ne_bytes()).unwrap();
+    k.set_arg_scalar(2, &7u32.to_ne_bytes()).unwrap();
+    // Control: a launch that uses another allocation does not hold the free.
+    let p = host(&ctx, 64);
+    assert!(free_returns_before_launch(&ctx, &q, &k, p), "the free waited for a launch that does not use it");
+    // USM_PTRS names it.
+    let p = host(&ctx, 64);
+    k.set_exec_info_usm_ptrs(&[p]);
+    assert!(!free_returns_before_launch(&ctx, &q, &k, p), "USM_PTRS did not count");
+    k.set_exec_info_usm_ptrs(&[]);
+    // Indirect access: a native kernel without any argument.
+    let native = Kernel::native(&ctx, Arc::new(|_: &[KernelArgValue]| Ok(())), vec![]).unwrap();
+    for param in [exec_info::INDIRECT_HOST_ACCESS, exec_info::INDIRECT_DEVICE_ACCESS, exec_info::INDIRECT_SHARED_ACCESS]
+    {
+        let p = host(&ctx, 64);
+        native.set_exec_info(param, &1u32.to_ne_bytes()).unwrap();
+        assert!(!free_returns_before_launch(&ctx, &q, &native, p), "indirect access {param:#x} did not count");
+        native.set_exec_info_indirect_access(param, false).unwrap();
+    }
+    let p = host(&ctx, 64);
+    assert!(free_returns_before_launch(&ctx, &q, &native, p), "no flag set: the free must not wait");
+    usm::mem_free(&ctx, other).unwrap();
+}
