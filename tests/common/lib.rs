@@ -71,3 +71,18 @@ pub fn dmabridge_bin() -> PathBuf {
     assert!(bin.exists(), "{} is missing: run `cargo build -p dmabridge-cli` first", bin.display());
     bin
 }
+
+/// A context over the CPU device and an in-order queue on it.
+pub fn cpu_context_and_queue(
+) -> (std::sync::Arc<dmabridge::runtime::context::Context>, std::sync::Arc<dmabridge::runtime::queue::Queue>) {
+    use dmabridge::runtime::{context::Context, platform::Platform, queue};
+    let cpu = Platform::get().cpu().clone();
+    let ctx = Context::new(std::slice::from_ref(&cpu)).unwrap();
+    let q = queue::Queue::new(&ctx, &cpu, queue::QueueProps::default()).unwrap();
+    (ctx, q)
+}
+
+/// A USM host allocation of `size` bytes in `ctx`.
+pub fn host_alloc(ctx: &std::sync::Arc<dmabridge::runtime::context::Context>, size: usize) -> *mut u8 {
+    dmabridge::ext::usm::host_mem_alloc(ctx, &[], size, 0).unwrap().as_ptr()
+}

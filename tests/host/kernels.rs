@@ -17,17 +17,7 @@ use dmabridge::runtime::kernel::{
 };
 use dmabridge::runtime::platform::Platform;
 use dmabridge::runtime::queue::{Queue, QueueProps};
-
-fn setup() -> (Arc<Context>, Arc<Queue>) {
-    let cpu = Platform::get().cpu().clone();
-    let ctx = Context::new(std::slice::from_ref(&cpu)).unwrap();
-    let q = Queue::new(&ctx, &cpu, QueueProps::default()).unwrap();
-    (ctx, q)
-}
-
-fn host(ctx: &Arc<Context>, size: usize) -> *mut u8 {
-    usm::host_mem_alloc(ctx, &[], size, 0).unwrap().as_ptr()
-}
+use dmabridge_tests::{cpu_context_and_queue as setup, host_alloc as host};
 
 fn builtin(ctx: &Arc<Context>, name: &str) -> Arc<Kernel> {
     Kernel::builtin(ctx, Platform::get().cpu(), name).unwrap()

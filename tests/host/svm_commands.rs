@@ -9,15 +9,7 @@ use dmabridge::ext::usm;
 use dmabridge::ext::usm_commands::migration;
 use dmabridge::runtime::context::Context;
 use dmabridge::runtime::event::{command_type, Event, EventStatus};
-use dmabridge::runtime::platform::Platform;
-use dmabridge::runtime::queue::{Queue, QueueProps};
-
-fn setup() -> (Arc<Context>, Arc<Queue>) {
-    let cpu = Platform::get().cpu().clone();
-    let ctx = Context::new(std::slice::from_ref(&cpu)).unwrap();
-    let q = Queue::new(&ctx, &cpu, QueueProps::default()).unwrap();
-    (ctx, q)
-}
+use dmabridge_tests::cpu_context_and_queue as setup;
 
 fn svm(ctx: &Arc<Context>, size: usize) -> *mut u8 {
     svm::svm_alloc(ctx, flags::READ_WRITE, size, 0).unwrap().as_ptr()

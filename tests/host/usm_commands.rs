@@ -1,27 +1,13 @@
 //! Seed 000's enqueued commands on the CPU device: fill, memcpy, migrate,
 //! advise and the blocking free, with every error bullet and real effects.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use dmabridge::error::ClErrorKind::*;
 use dmabridge::ext::usm;
 use dmabridge::ext::usm_commands::{self as cmd, migration};
-use dmabridge::runtime::context::Context;
 use dmabridge::runtime::event::{command_type, Event, EventStatus};
-use dmabridge::runtime::platform::Platform;
-use dmabridge::runtime::queue::{Queue, QueueProps};
-
-fn setup() -> (Arc<Context>, Arc<Queue>) {
-    let cpu = Platform::get().cpu().clone();
-    let ctx = Context::new(std::slice::from_ref(&cpu)).unwrap();
-    let q = Queue::new(&ctx, &cpu, QueueProps::default()).unwrap();
-    (ctx, q)
-}
-
-fn host(ctx: &Arc<Context>, size: usize) -> *mut u8 {
-    usm::host_mem_alloc(ctx, &[], size, 0).unwrap().as_ptr()
-}
+use dmabridge_tests::{cpu_context_and_queue as setup, host_alloc as host};
 
 #[test]
 fn memcpy_copies_and_refuses_what_it_must() {

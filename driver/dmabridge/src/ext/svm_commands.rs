@@ -14,7 +14,6 @@ use crate::ext::usm_commands::{self, migration};
 use crate::memory::heap::AllocKind;
 use crate::runtime::event::{command_type, Event};
 use crate::runtime::queue::{CommandUse, Queue};
-use crate::runtime::transfer;
 
 /// `cl_map_flags`.
 pub mod map_flags {
@@ -99,20 +98,8 @@ pub unsafe fn enqueue_svm_mem_fill(
     size: usize,
     wait_list: &[Event],
 ) -> ClResult<Event> {
-    usm_commands::check_fill(svm_ptr, pattern, size)?;
-    let (dst, pattern) = (svm_ptr as usize, pattern.to_vec());
-    queue.enqueue_with_use(
-        command_type::SVM_MEMFILL,
-        wait_list,
-        false,
-        CommandUse::Range(dst, size),
-        Box::new(move || {
-            // SAFETY: the caller keeps the range valid until the event
-            // completes; the shape was checked above.
-            unsafe { transfer::fill(dst as *mut u8, &pattern, size) };
-            Ok(())
-        }),
-    )
+    // SAFETY: forwarded to the caller.
+    unsafe { usm_commands::fill_as(queue, command_type::SVM_MEMFILL, svm_ptr, pattern, size, wait_list) }
 }
 
 /// `clEnqueueSVMMap`: after it completes the host may access

@@ -41,10 +41,26 @@ pub unsafe fn enqueue_mem_fill(
     size: usize,
     wait_list: &[Event],
 ) -> ClResult<Event> {
+    // SAFETY: forwarded to the caller.
+    unsafe { fill_as(queue, command_type::MEMFILL_INTEL, dst, pattern, size, wait_list) }
+}
+
+/// A fill command of `command_type` (USM or SVM fill), after the shape checks.
+///
+/// # Safety
+/// As [`enqueue_mem_fill`].
+pub(crate) unsafe fn fill_as(
+    queue: &Arc<Queue>,
+    command_type: u32,
+    dst: *mut u8,
+    pattern: &[u8],
+    size: usize,
+    wait_list: &[Event],
+) -> ClResult<Event> {
     check_fill(dst, pattern, size)?;
     let (dst, pattern) = (dst as usize, pattern.to_vec());
     queue.enqueue_with_use(
-        command_type::MEMFILL_INTEL,
+        command_type,
         wait_list,
         false,
         CommandUse::Range(dst, size),
