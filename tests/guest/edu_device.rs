@@ -172,3 +172,51 @@ fn child_device_copy_errors_leak_nothing() {
     before.assert_unchanged();
     usm::mem_free(&ctx, buf).unwrap();
 }
+
+#[test]
+fn usm_memcpy_on_an_edu_queue_runs_by_dma() {
+    in_child("child_usm_memcpy_on_an_edu_queue_runs_by_dma");
+}
+
+#[test]
+#[ignore = "run in a child process by usm_memcpy_on_an_edu_queue_runs_by_dma"]
+fn child_usm_memcpy_on_an_edu_queue_runs_by_dma() {
+    use dmabridge::ext::usm_commands as cmd;
+    use dmabridge::runtime::event::{Event, EventStatus};
+    use dmabridge::runtime::queue::{Queue, QueueProps};
+    use std::os::fd::AsFd;
+
+    let p = Platform::get();
+    let e = edu(p);
+    let ctx = Context::new(p.devices()).unwrap();
+    let q = Queue::new(&ctx, &e, QueueProps::default()).unwrap();
+    let src = usm::host_mem_alloc(&ctx, &[], 4096, 0).unwrap().as_ptr();
+    let dst = usm::host_mem_alloc(&ctx, &[], 4096, 0).unwrap().as_ptr();
+    // SAFETY: live 4 KiB allocations; every command is waited for.
+    unsafe {
+        for i in 0..4096 {
+            *src.add(i) = (i % 251) as u8;
+        }
+        let t = Instant::now();
+        cmd::enqueue_memcpy(&q, true, dst, src, 200, &[]).unwrap();
+        println!("blocking 200-byte clEnqueueMemcpyINTEL on the edu queue: {:?}", t.elapsed());
+        assert_eq!(std::slice::from_raw_parts(dst, 200), std::slice::from_raw_parts(src, 200));
+        let ev = cmd::enqueue_memcpy(&q, false, dst.add(1000), src.add(7), 300, &[]).unwrap();
+        Event::wait(std::slice::from_ref(&ev)).unwrap();
+        assert_eq!(ev.status(), EventStatus::Complete);
+        assert_eq!(std::slice::from_raw_parts(dst.add(1000), 300), std::slice::from_raw_parts(src.add(7), 300));
+    }
+    // The device cannot pin a dma-buf's own mmap (PFN-mapped RAM): the
+    // command ends with CL_INVALID_VALUE and the blocking call reports it.
+    let m = dmabridge::sys::memfd::Memfd::create(c"pfn", 4096).unwrap();
+    m.add_seals(dmabridge::sys::memfd::Seals::SHRINK).unwrap();
+    let buf = dmabridge::sys::udmabuf::Udmabuf::open().unwrap().create(m.as_fd(), 0, 4096).unwrap();
+    let view = buf.map(dmabridge::sys::mmap::Access::ReadWrite).unwrap();
+    // SAFETY: both ranges are valid mapped memory for 64 bytes.
+    let err = unsafe { cmd::enqueue_memcpy(&q, true, dst, view.as_ptr(), 64, &[]) }.unwrap_err();
+    assert_eq!(err.code(), code::INVALID_VALUE, "{err}");
+    let domain = p.dma_domain().unwrap();
+    assert!(domain.container().mappings().is_empty(), "nothing left mapped");
+    usm::mem_free(&ctx, src).unwrap();
+    usm::mem_free(&ctx, dst).unwrap();
+}
