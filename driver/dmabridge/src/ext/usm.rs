@@ -97,15 +97,20 @@ fn parse_properties(properties: &[(u64, u64)], kind: AllocKind) -> ClResult<u64>
 
 /// The checks every allocation function shares, over the devices that
 /// support the allocation type: alignment and size against them.
-fn check_shape(what: &str, devices: &[&Arc<Device>], size: usize, alignment: u32) -> ClResult<usize> {
+fn check_shape<'a>(
+    what: &str,
+    devices: impl Iterator<Item = &'a Arc<Device>> + Clone,
+    size: usize,
+    alignment: u32,
+) -> ClResult<usize> {
     if alignment != 0 && !alignment.is_power_of_two() {
         return cl_err!(InvalidValue, "alignment {alignment} is not zero or a power of two");
     }
-    let max_align = devices.iter().map(|d| d.max_alignment).max().unwrap_or(0);
+    let max_align = devices.clone().map(|d| d.max_alignment).max().unwrap_or(0);
     if alignment as u64 > max_align {
         return cl_err!(InvalidValue, "alignment {alignment} is larger than the largest data type ({max_align} bytes) of the devices that support {what} allocations");
     }
-    let max_size = devices.iter().map(|d| d.max_mem_alloc_size).min().unwrap_or(0);
+    let max_size = devices.map(|d| d.max_mem_alloc_size).min().unwrap_or(0);
     if size == 0 {
         return cl_err!(InvalidBufferSize, "size is 0");
     }
@@ -146,12 +151,13 @@ pub fn host_mem_alloc(
     size: usize,
     alignment: u32,
 ) -> ClResult<NonNull<u8>> {
-    let supporting: Vec<&Arc<Device>> = ctx.devices().iter().filter(|d| d.usm.host != 0).collect();
-    if supporting.is_empty() {
+    // No allocation on this path: it is measured against libc's malloc.
+    let supporting = ctx.devices().iter().filter(|d| d.usm.host != 0);
+    if supporting.clone().next().is_none() {
         return cl_err!(InvalidOperation, "no device of the context supports host USM allocations");
     }
     let flags = parse_properties(properties, AllocKind::Host)?;
-    let align = check_shape("host", &supporting, size, alignment)?;
+    let align = check_shape("host", supporting, size, alignment)?;
     allocate(ctx, size, align, AllocMeta { kind: AllocKind::Host, device: None, flags: flags as u8 })
 }
 
@@ -179,7 +185,7 @@ pub fn device_mem_alloc(
         return cl_err!(InvalidOperation, "device {:?} does not support device USM allocations", device.name);
     }
     let flags = parse_properties(properties, AllocKind::Device)?;
-    let align = check_shape("device", &[device], size, alignment)?;
+    let align = check_shape("device", std::iter::once(device), size, alignment)?;
     allocate(ctx, size, align, AllocMeta { kind: AllocKind::Device, device: Some(device.index), flags: flags as u8 })
 }
 
@@ -220,7 +226,7 @@ pub fn shared_mem_alloc(
         }
     };
     let flags = parse_properties(properties, AllocKind::Shared)?;
-    let align = check_shape("shared", &supporting, size, alignment)?;
+    let align = check_shape("shared", supporting.into_iter(), size, alignment)?;
     allocate(
         ctx,
         size,
