@@ -2,7 +2,7 @@
 //! same memfd-backed heap as USM.
 //!
 //! `clSVMAlloc` reports failure only with a NULL pointer; the Rust API returns
-//! the reason as a [`ClError`](crate::error::ClError) (the C face turns any
+//! the reason as a [`crate::error::ClError`] (the C face turns any
 //! error into NULL).
 
 use std::ptr::NonNull;

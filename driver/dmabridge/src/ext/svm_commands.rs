@@ -35,6 +35,22 @@ pub type SvmFreeCallback = Box<dyn FnOnce(&Arc<Queue>, &[*mut u8]) + Send>;
 /// Errors: `CL_INVALID_VALUE` for an empty pointer list (the C face also
 /// checks a NULL list with a count); `CL_INVALID_CONTEXT` for a wait-list
 /// event of another context.
+///
+/// ```
+/// use dmabridge::ext::{svm, svm_commands};
+/// use dmabridge::runtime::event::Event;
+/// use dmabridge::runtime::{context::Context, platform::Platform};
+/// use dmabridge::runtime::queue::{Queue, QueueProps};
+/// let cpu = Platform::get().cpu();
+/// let ctx = Context::new(std::slice::from_ref(cpu))?;
+/// let queue = Queue::new(&ctx, cpu, QueueProps::default())?;
+/// let p = svm::svm_alloc(&ctx, svm::flags::READ_WRITE, 4096, 0)?;
+/// // No callback: the pointers are freed with `clSVMFree`.
+/// let free = svm_commands::enqueue_svm_free(&queue, &[p.as_ptr()], None, &[])?;
+/// Event::wait(&[free])?;
+/// assert_eq!(svm::svm_flags(&ctx, p.as_ptr()), None);
+/// # Ok::<(), dmabridge::error::ClError>(())
+/// ```
 pub fn enqueue_svm_free(
     queue: &Arc<Queue>,
     pointers: &[*mut u8],
@@ -73,6 +89,23 @@ pub fn enqueue_svm_free(
 ///
 /// # Safety
 /// As [`usm_commands::enqueue_memcpy`].
+///
+/// ```
+/// use dmabridge::ext::{svm, svm_commands};
+/// use dmabridge::runtime::{context::Context, platform::Platform};
+/// use dmabridge::runtime::queue::{Queue, QueueProps};
+/// let cpu = Platform::get().cpu();
+/// let ctx = Context::new(std::slice::from_ref(cpu))?;
+/// let queue = Queue::new(&ctx, cpu, QueueProps::default())?;
+/// let p = svm::svm_alloc(&ctx, svm::flags::READ_WRITE, 64, 0)?;
+/// let src = [7u8; 64];
+/// // SAFETY: `p` holds 64 bytes, `src` outlives the blocking copy, and they do not overlap.
+/// unsafe { svm_commands::enqueue_svm_memcpy(&queue, true, p.as_ptr(), src.as_ptr(), 64, &[])? };
+/// // SAFETY: the copy completed: the 64 bytes at `p` are initialised.
+/// assert_eq!(unsafe { std::slice::from_raw_parts(p.as_ptr(), 64) }, &src[..]);
+/// svm::svm_free(&ctx, p.as_ptr());
+/// # Ok::<(), dmabridge::error::ClError>(())
+/// ```
 pub unsafe fn enqueue_svm_memcpy(
     queue: &Arc<Queue>,
     blocking: bool,
@@ -91,6 +124,24 @@ pub unsafe fn enqueue_svm_memcpy(
 ///
 /// # Safety
 /// As [`usm_commands::enqueue_mem_fill`].
+///
+/// ```
+/// use dmabridge::ext::{svm, svm_commands};
+/// use dmabridge::runtime::event::Event;
+/// use dmabridge::runtime::{context::Context, platform::Platform};
+/// use dmabridge::runtime::queue::{Queue, QueueProps};
+/// let cpu = Platform::get().cpu();
+/// let ctx = Context::new(std::slice::from_ref(cpu))?;
+/// let queue = Queue::new(&ctx, cpu, QueueProps::default())?;
+/// let p = svm::svm_alloc(&ctx, svm::flags::READ_WRITE, 128, 0)?;
+/// // SAFETY: `p` holds 128 bytes that nothing else touches until the fill completes.
+/// let fill = unsafe { svm_commands::enqueue_svm_mem_fill(&queue, p.as_ptr(), &[1, 2], 128, &[])? };
+/// Event::wait(&[fill])?;
+/// // SAFETY: the fill completed: the 128 bytes at `p` are initialised.
+/// assert_eq!(unsafe { std::slice::from_raw_parts(p.as_ptr(), 4) }, &[1, 2, 1, 2]);
+/// svm::svm_free(&ctx, p.as_ptr());
+/// # Ok::<(), dmabridge::error::ClError>(())
+/// ```
 pub unsafe fn enqueue_svm_mem_fill(
     queue: &Arc<Queue>,
     svm_ptr: *mut u8,
@@ -109,6 +160,25 @@ pub unsafe fn enqueue_svm_mem_fill(
 /// has bits other than READ/WRITE/WRITE_INVALIDATE_REGION or combines
 /// WRITE_INVALIDATE_REGION with READ or WRITE; a blocking map after a failed
 /// wait-list event: `CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST`.
+///
+/// ```
+/// use dmabridge::ext::svm;
+/// use dmabridge::ext::svm_commands::{self, map_flags};
+/// use dmabridge::runtime::event::Event;
+/// use dmabridge::runtime::{context::Context, platform::Platform};
+/// use dmabridge::runtime::queue::{Queue, QueueProps};
+/// let cpu = Platform::get().cpu();
+/// let ctx = Context::new(std::slice::from_ref(cpu))?;
+/// let queue = Queue::new(&ctx, cpu, QueueProps::default())?;
+/// let p = svm::svm_alloc(&ctx, svm::flags::READ_WRITE, 16, 0)?;
+/// svm_commands::enqueue_svm_map(&queue, true, map_flags::WRITE, p.as_ptr(), 16, &[])?;
+/// // SAFETY: `p` holds 16 bytes, mapped for writing by the host.
+/// unsafe { p.as_ptr().write_bytes(1, 16) };
+/// let unmap = svm_commands::enqueue_svm_unmap(&queue, p.as_ptr(), &[])?;
+/// Event::wait(&[unmap])?;
+/// svm::svm_free(&ctx, p.as_ptr());
+/// # Ok::<(), dmabridge::error::ClError>(())
+/// ```
 pub fn enqueue_svm_map(
     queue: &Arc<Queue>,
     blocking: bool,
@@ -132,6 +202,23 @@ pub fn enqueue_svm_map(
 
 /// `clEnqueueSVMUnmap`: ends the host's access begun by a map.
 /// Errors: `CL_INVALID_VALUE` if `svm_ptr` is NULL.
+///
+/// ```
+/// use dmabridge::ext::svm;
+/// use dmabridge::ext::svm_commands::{self, map_flags};
+/// use dmabridge::runtime::event::Event;
+/// use dmabridge::runtime::{context::Context, platform::Platform};
+/// use dmabridge::runtime::queue::{Queue, QueueProps};
+/// let cpu = Platform::get().cpu();
+/// let ctx = Context::new(std::slice::from_ref(cpu))?;
+/// let queue = Queue::new(&ctx, cpu, QueueProps::default())?;
+/// let p = svm::svm_alloc(&ctx, svm::flags::READ_WRITE, 16, 0)?;
+/// let map = svm_commands::enqueue_svm_map(&queue, false, map_flags::READ, p.as_ptr(), 16, &[])?;
+/// let unmap = svm_commands::enqueue_svm_unmap(&queue, p.as_ptr(), &[map])?;
+/// Event::wait(&[unmap])?;
+/// svm::svm_free(&ctx, p.as_ptr());
+/// # Ok::<(), dmabridge::error::ClError>(())
+/// ```
 pub fn enqueue_svm_unmap(queue: &Arc<Queue>, svm_ptr: *mut u8, wait_list: &[Event]) -> ClResult<Event> {
     if svm_ptr.is_null() {
         return cl_err!(InvalidValue, "svm_ptr is NULL");
@@ -147,6 +234,22 @@ pub fn enqueue_svm_unmap(queue: &Arc<Queue>, svm_ptr: *mut u8, wait_list: &[Even
 /// range is not inside one SVM allocation of the context, `sizes` has another
 /// length than `pointers`, or `flags` has bits other than HOST and
 /// CONTENT_UNDEFINED.
+///
+/// ```
+/// use dmabridge::ext::{svm, svm_commands, usm_commands::migration};
+/// use dmabridge::runtime::event::Event;
+/// use dmabridge::runtime::{context::Context, platform::Platform};
+/// use dmabridge::runtime::queue::{Queue, QueueProps};
+/// let cpu = Platform::get().cpu();
+/// let ctx = Context::new(std::slice::from_ref(cpu))?;
+/// let queue = Queue::new(&ctx, cpu, QueueProps::default())?;
+/// let p = svm::svm_alloc(&ctx, svm::flags::READ_WRITE, 8192, 0)?;
+/// // A size of 0 (here: no sizes at all) migrates the whole allocation.
+/// let ev = svm_commands::enqueue_svm_migrate_mem(&queue, &[p.as_ptr().cast_const()], None, migration::HOST, &[])?;
+/// Event::wait(&[ev])?;
+/// svm::svm_free(&ctx, p.as_ptr());
+/// # Ok::<(), dmabridge::error::ClError>(())
+/// ```
 pub fn enqueue_svm_migrate_mem(
     queue: &Arc<Queue>,
     pointers: &[*const u8],

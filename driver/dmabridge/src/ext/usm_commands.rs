@@ -34,6 +34,24 @@ pub mod migration {
 /// # Safety
 /// `dst` must stay valid for writes of `size` bytes until the command's
 /// event completes, and nothing else may access those bytes meanwhile.
+///
+/// ```
+/// use dmabridge::ext::{usm, usm_commands};
+/// use dmabridge::runtime::event::Event;
+/// use dmabridge::runtime::{context::Context, platform::Platform};
+/// use dmabridge::runtime::queue::{Queue, QueueProps};
+/// let cpu = Platform::get().cpu();
+/// let ctx = Context::new(std::slice::from_ref(cpu))?;
+/// let queue = Queue::new(&ctx, cpu, QueueProps::default())?;
+/// let p = usm::host_mem_alloc(&ctx, &[], 256, 0)?;
+/// // SAFETY: `p` holds 256 bytes that nothing else touches until the fill completes.
+/// let fill = unsafe { usm_commands::enqueue_mem_fill(&queue, p.as_ptr(), &[0xab; 4], 256, &[])? };
+/// Event::wait(&[fill])?;
+/// // SAFETY: the fill completed: the 256 bytes at `p` are initialised.
+/// assert!(unsafe { std::slice::from_raw_parts(p.as_ptr(), 256) }.iter().all(|&b| b == 0xab));
+/// usm::mem_free(&ctx, p.as_ptr())?;
+/// # Ok::<(), dmabridge::error::ClError>(())
+/// ```
 pub unsafe fn enqueue_mem_fill(
     queue: &Arc<Queue>,
     dst: *mut u8,
@@ -110,6 +128,21 @@ pub(crate) fn check_fill(dst: *const u8, pattern: &[u8], size: usize) -> ClResul
 /// # Safety
 /// `dst` must stay valid for writes and `src` for reads of `size` bytes
 /// until the command's event completes.
+///
+/// ```
+/// use dmabridge::ext::usm_commands;
+/// use dmabridge::runtime::{context::Context, platform::Platform};
+/// use dmabridge::runtime::queue::{Queue, QueueProps};
+/// let cpu = Platform::get().cpu();
+/// let ctx = Context::new(std::slice::from_ref(cpu))?;
+/// let queue = Queue::new(&ctx, cpu, QueueProps::default())?;
+/// let src = [1u8, 2, 3, 4];
+/// let mut dst = [0u8; 4];
+/// // SAFETY: both arrays outlive the blocking copy and do not overlap.
+/// unsafe { usm_commands::enqueue_memcpy(&queue, true, dst.as_mut_ptr(), src.as_ptr(), 4, &[])? };
+/// assert_eq!(dst, src);
+/// # Ok::<(), dmabridge::error::ClError>(())
+/// ```
 pub unsafe fn enqueue_memcpy(
     queue: &Arc<Queue>,
     blocking: bool,
@@ -167,6 +200,21 @@ pub(crate) unsafe fn memcpy_as(
 /// Errors: `CL_INVALID_VALUE` if `flags` is zero or has bits other than
 /// `HOST` and `CONTENT_UNDEFINED`, or `ptr` is NULL; `CL_INVALID_CONTEXT` for
 /// a wait-list event of another context.
+///
+/// ```
+/// use dmabridge::ext::{usm, usm_commands::{self, migration}};
+/// use dmabridge::runtime::event::Event;
+/// use dmabridge::runtime::{context::Context, platform::Platform};
+/// use dmabridge::runtime::queue::{Queue, QueueProps};
+/// let cpu = Platform::get().cpu();
+/// let ctx = Context::new(std::slice::from_ref(cpu))?;
+/// let queue = Queue::new(&ctx, cpu, QueueProps::default())?;
+/// let p = usm::shared_mem_alloc(&ctx, Some(cpu), &[], 8192, 0)?;
+/// let ev = usm_commands::enqueue_migrate_mem(&queue, p.as_ptr(), 8192, migration::HOST, &[])?;
+/// Event::wait(&[ev])?;
+/// usm::mem_free(&ctx, p.as_ptr())?;
+/// # Ok::<(), dmabridge::error::ClError>(())
+/// ```
 pub fn enqueue_migrate_mem(
     queue: &Arc<Queue>,
     ptr: *const u8,
@@ -224,6 +272,21 @@ pub(crate) fn migrate(ctx: &Context, p: usize, size: usize, drop_content: bool) 
 
 /// `clEnqueueMemAdviseINTEL`. `CL/cl_ext.h` defines no advice values and the
 /// CPU device supports none, so every advice is `CL_INVALID_VALUE`.
+///
+/// ```
+/// use dmabridge::error::ClErrorKind;
+/// use dmabridge::ext::{usm, usm_commands};
+/// use dmabridge::runtime::{context::Context, platform::Platform};
+/// use dmabridge::runtime::queue::{Queue, QueueProps};
+/// let cpu = Platform::get().cpu();
+/// let ctx = Context::new(std::slice::from_ref(cpu))?;
+/// let queue = Queue::new(&ctx, cpu, QueueProps::default())?;
+/// let p = usm::shared_mem_alloc(&ctx, Some(cpu), &[], 4096, 0)?;
+/// let err = usm_commands::enqueue_mem_advise(&queue, p.as_ptr(), 4096, 0, &[]).unwrap_err();
+/// assert_eq!(err.kind, ClErrorKind::InvalidValue);
+/// usm::mem_free(&ctx, p.as_ptr())?;
+/// # Ok::<(), dmabridge::error::ClError>(())
+/// ```
 pub fn enqueue_mem_advise(
     queue: &Arc<Queue>,
     ptr: *const u8,
@@ -244,6 +307,22 @@ pub fn enqueue_mem_advise(
 /// queue of the context, that may use the allocation (kernels with indirect
 /// access count as using all of them), then frees it. Errors as
 /// [`usm::mem_free`].
+///
+/// ```
+/// use dmabridge::ext::{usm, usm_commands};
+/// use dmabridge::runtime::{context::Context, platform::Platform};
+/// use dmabridge::runtime::queue::{Queue, QueueProps};
+/// let cpu = Platform::get().cpu();
+/// let ctx = Context::new(std::slice::from_ref(cpu))?;
+/// let queue = Queue::new(&ctx, cpu, QueueProps::default())?;
+/// let p = usm::host_mem_alloc(&ctx, &[], 1024, 0)?;
+/// // SAFETY: `p` holds 1024 bytes that only the fill touches until it is freed below.
+/// unsafe { usm_commands::enqueue_mem_fill(&queue, p.as_ptr(), &[0u8; 8], 1024, &[])? };
+/// // Waits for the fill, then frees.
+/// usm_commands::mem_blocking_free(&ctx, p.as_ptr())?;
+/// assert_eq!(queue.pending_commands(), 0);
+/// # Ok::<(), dmabridge::error::ClError>(())
+/// ```
 pub fn mem_blocking_free(ctx: &Arc<Context>, ptr: *mut u8) -> ClResult<()> {
     if ptr.is_null() {
         return Ok(());

@@ -3,7 +3,7 @@
 //! Every allocation lives in the pages of one sparse memfd mapped as a
 //! [`VaSpace`], so that any of them can be exported as a dma-buf (udmabuf over
 //! the pages it spans) and pinned into an IOMMU domain, and any interior
-//! pointer finds its allocation through the lock-free [`Table`]. Sizes up to
+//! pointer finds its allocation through the lock-free allocation table. Sizes up to
 //! 1 MiB come from 2 MiB pool chunks of one power-of-two size class each (as
 //! NEO serves small allocations); a chunk that empties is handed back to the
 //! system (hole punched) unless it is the last one of its class with room.

@@ -1,7 +1,7 @@
 //! Layer 2: memory.
 //!
 //! - [`vaspace`]: the address reservation every heap allocation lives in;
-//! - [`table`]: lock-free "which allocation holds this pointer";
+//! - `table` (private): lock-free "which allocation holds this pointer";
 //! - [`heap`]: memfd-backed host and shared allocations, pooled, exportable
 //!   as dma-bufs;
 //! - [`iova`]: IOVA allocation under a device's DMA mask.

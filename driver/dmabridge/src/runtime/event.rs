@@ -62,6 +62,15 @@ pub mod command_type {
 
     /// The constant's name without the `CL_` prefix, for error messages
     /// (`"command"` for a type this module does not list).
+    ///
+    /// No OpenCL function of its own: names a `CL_COMMAND_*` value.
+    ///
+    /// ```
+    /// use dmabridge::runtime::event::command_type;
+    /// assert_eq!(command_type::name(command_type::MEMCPY_INTEL), "COMMAND_MEMCPY_INTEL");
+    /// assert_eq!(command_type::name(0), "command");
+    /// # Ok::<(), dmabridge::error::ClError>(())
+    /// ```
     pub fn name(command_type: u32) -> &'static str {
         match command_type {
             USER => "COMMAND_USER",
@@ -129,6 +138,13 @@ pub enum EventStatus {
 
 impl EventStatus {
     /// The `cl_int` value `clGetEventInfo(CL_EVENT_COMMAND_EXECUTION_STATUS)` returns.
+    ///
+    /// ```
+    /// use dmabridge::runtime::event::EventStatus;
+    /// assert_eq!(EventStatus::Submitted.as_cl(), 2);
+    /// assert_eq!(EventStatus::Error(-5).as_cl(), -5);
+    /// # Ok::<(), dmabridge::error::ClError>(())
+    /// ```
     pub fn as_cl(self) -> i32 {
         match self {
             EventStatus::Queued => exec_status::QUEUED,
@@ -140,6 +156,14 @@ impl EventStatus {
     }
 
     /// The status of a `cl_int` value (`None` above `CL_QUEUED`).
+    ///
+    /// ```
+    /// use dmabridge::runtime::event::EventStatus;
+    /// assert_eq!(EventStatus::from_cl(0), Some(EventStatus::Complete));
+    /// assert_eq!(EventStatus::from_cl(-14), Some(EventStatus::Error(-14)));
+    /// assert_eq!(EventStatus::from_cl(4), None);
+    /// # Ok::<(), dmabridge::error::ClError>(())
+    /// ```
     pub fn from_cl(value: i32) -> Option<EventStatus> {
         Some(match value {
             exec_status::QUEUED => EventStatus::Queued,
@@ -152,6 +176,15 @@ impl EventStatus {
     }
 
     /// True for `Complete` and `Error`: the status will not change again.
+    ///
+    /// The statuses `clWaitForEvents` waits for (`CL_COMPLETE` or a negative code).
+    ///
+    /// ```
+    /// use dmabridge::runtime::event::EventStatus;
+    /// assert!(EventStatus::Complete.is_terminal() && EventStatus::Error(-5).is_terminal());
+    /// assert!(!EventStatus::Running.is_terminal());
+    /// # Ok::<(), dmabridge::error::ClError>(())
+    /// ```
     pub fn is_terminal(self) -> bool {
         self.as_cl() <= 0
     }
@@ -284,6 +317,15 @@ impl Event {
     }
 
     /// A user event of `context` (`clCreateUserEvent`), in status `CL_SUBMITTED`.
+    ///
+    /// ```
+    /// use dmabridge::runtime::{context::Context, event::{Event, EventStatus}, platform::Platform};
+    /// let ctx = Context::new(Platform::get().devices())?;
+    /// let ev = Event::user(&ctx);
+    /// assert!(ev.is_user());
+    /// assert_eq!(ev.status(), EventStatus::Submitted);
+    /// # Ok::<(), dmabridge::error::ClError>(())
+    /// ```
     pub fn user(context: &Arc<Context>) -> Event {
         Event::with(context, command_type::USER, None, false, exec_status::SUBMITTED)
     }
@@ -295,44 +337,124 @@ impl Event {
     }
 
     /// `CL_EVENT_COMMAND_EXECUTION_STATUS` (`clGetEventInfo`).
+    ///
+    /// ```
+    /// use dmabridge::runtime::{context::Context, event::{Event, EventStatus}, platform::Platform};
+    /// let ctx = Context::new(Platform::get().devices())?;
+    /// let ev = Event::user(&ctx);
+    /// ev.set_user_status(-5)?;
+    /// assert_eq!(ev.status(), EventStatus::Error(-5));
+    /// # Ok::<(), dmabridge::error::ClError>(())
+    /// ```
     pub fn status(&self) -> EventStatus {
         let s = self.0.status.load(Ordering::Acquire);
         EventStatus::from_cl(s).unwrap_or(EventStatus::Queued)
     }
 
     /// `CL_EVENT_COMMAND_TYPE` (`clGetEventInfo`); see [`command_type`].
+    ///
+    /// ```
+    /// use dmabridge::runtime::event::command_type;
+    /// use dmabridge::runtime::{context::Context, platform::Platform};
+    /// use dmabridge::runtime::queue::{Queue, QueueProps};
+    /// let cpu = Platform::get().cpu();
+    /// let ctx = Context::new(std::slice::from_ref(cpu))?;
+    /// let queue = Queue::new(&ctx, cpu, QueueProps::default())?;
+    /// let marker = queue.enqueue_marker(&[])?;
+    /// assert_eq!(marker.command_type(), command_type::MARKER);
+    /// # Ok::<(), dmabridge::error::ClError>(())
+    /// ```
     pub fn command_type(&self) -> u32 {
         self.0.command_type
     }
 
     /// `CL_EVENT_CONTEXT` (`clGetEventInfo`).
+    ///
+    /// ```
+    /// use dmabridge::runtime::{context::Context, event::Event, platform::Platform};
+    /// let ctx = Context::new(Platform::get().devices())?;
+    /// assert!(std::sync::Arc::ptr_eq(Event::user(&ctx).context(), &ctx));
+    /// # Ok::<(), dmabridge::error::ClError>(())
+    /// ```
     pub fn context(&self) -> &Arc<Context> {
         &self.0.context
     }
 
     /// `CL_EVENT_COMMAND_QUEUE` (`clGetEventInfo`): the queue of the command,
     /// `None` for a user event or once the queue has been released.
+    ///
+    /// ```
+    /// use dmabridge::runtime::event::Event;
+    /// use dmabridge::runtime::{context::Context, platform::Platform};
+    /// use dmabridge::runtime::queue::{Queue, QueueProps};
+    /// let cpu = Platform::get().cpu();
+    /// let ctx = Context::new(std::slice::from_ref(cpu))?;
+    /// let queue = Queue::new(&ctx, cpu, QueueProps::default())?;
+    /// let marker = queue.enqueue_marker(&[])?;
+    /// assert!(marker.queue().is_some_and(|q| std::sync::Arc::ptr_eq(&q, &queue)));
+    /// assert!(Event::user(&ctx).queue().is_none());
+    /// # Ok::<(), dmabridge::error::ClError>(())
+    /// ```
     pub fn queue(&self) -> Option<Arc<Queue>> {
         self.0.queue.as_ref().and_then(Weak::upgrade)
     }
 
     /// True for an event of `clCreateUserEvent`.
+    ///
+    /// ```
+    /// use dmabridge::runtime::event::Event;
+    /// use dmabridge::runtime::{context::Context, platform::Platform};
+    /// use dmabridge::runtime::queue::{Queue, QueueProps};
+    /// let cpu = Platform::get().cpu();
+    /// let ctx = Context::new(std::slice::from_ref(cpu))?;
+    /// let queue = Queue::new(&ctx, cpu, QueueProps::default())?;
+    /// assert!(Event::user(&ctx).is_user());
+    /// assert!(!queue.enqueue_marker(&[])?.is_user());
+    /// # Ok::<(), dmabridge::error::ClError>(())
+    /// ```
     pub fn is_user(&self) -> bool {
         self.0.queue.is_none()
     }
 
     /// `CL_EVENT_REFERENCE_COUNT` (`clGetEventInfo`): the application's
     /// references plus those a queue holds while the command is pending.
+    ///
+    /// ```
+    /// use dmabridge::runtime::{context::Context, event::Event, platform::Platform};
+    /// let ctx = Context::new(Platform::get().devices())?;
+    /// let ev = Event::user(&ctx);
+    /// let retained = ev.clone();
+    /// assert_eq!(ev.reference_count(), 2);
+    /// drop(retained);
+    /// # Ok::<(), dmabridge::error::ClError>(())
+    /// ```
     pub fn reference_count(&self) -> usize {
         Arc::strong_count(&self.0)
     }
 
     /// True if both are the same event (the same `cl_event` handle).
+    ///
+    /// ```
+    /// use dmabridge::runtime::{context::Context, event::Event, platform::Platform};
+    /// let ctx = Context::new(Platform::get().devices())?;
+    /// let ev = Event::user(&ctx);
+    /// assert!(ev.ptr_eq(&ev.clone()));
+    /// assert!(!ev.ptr_eq(&Event::user(&ctx)));
+    /// # Ok::<(), dmabridge::error::ClError>(())
+    /// ```
     pub fn ptr_eq(&self, other: &Event) -> bool {
         Arc::ptr_eq(&self.0, &other.0)
     }
 
     /// The `cl_event` handle: the address of the shared event.
+    ///
+    /// ```
+    /// use dmabridge::runtime::{context::Context, event::Event, platform::Platform};
+    /// let ctx = Context::new(Platform::get().devices())?;
+    /// let ev = Event::user(&ctx);
+    /// assert_eq!(ev.as_ptr(), ev.clone().as_ptr());
+    /// # Ok::<(), dmabridge::error::ClError>(())
+    /// ```
     pub fn as_ptr(&self) -> *const () {
         Arc::as_ptr(&self.0).cast()
     }
@@ -341,6 +463,22 @@ impl Event {
     /// once. Fails with `CL_INVALID_EVENT` for an event that is not a user
     /// event, `CL_INVALID_VALUE` for any other status and
     /// `CL_INVALID_OPERATION` if the status was already set.
+    ///
+    /// ```
+    /// use dmabridge::runtime::event::{command_type, Event, EventStatus};
+    /// use dmabridge::runtime::{context::Context, platform::Platform};
+    /// use dmabridge::runtime::queue::{Queue, QueueProps};
+    /// let cpu = Platform::get().cpu();
+    /// let ctx = Context::new(std::slice::from_ref(cpu))?;
+    /// let queue = Queue::new(&ctx, cpu, QueueProps::default())?;
+    /// let gate = Event::user(&ctx);
+    /// let cmd = queue.enqueue(command_type::NATIVE_KERNEL, &[gate.clone()], false, Box::new(|| Ok(())))?;
+    /// gate.set_user_status(0)?; // CL_COMPLETE: releases the command
+    /// Event::wait(&[cmd])?;
+    /// assert_eq!(gate.status(), EventStatus::Complete);
+    /// assert!(gate.set_user_status(0).is_err()); // only once
+    /// # Ok::<(), dmabridge::error::ClError>(())
+    /// ```
     pub fn set_user_status(&self, execution_status: i32) -> ClResult<()> {
         if !self.is_user() {
             return cl_err!(
@@ -372,6 +510,20 @@ impl Event {
     /// event is already there; otherwise on the thread that moves the status,
     /// after earlier statuses' callbacks and in registration order within a
     /// status.
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicI32, Ordering};
+    /// use std::sync::Arc;
+    /// use dmabridge::runtime::{context::Context, event::{exec_status, Event}, platform::Platform};
+    /// let ctx = Context::new(Platform::get().devices())?;
+    /// let ev = Event::user(&ctx);
+    /// let seen = Arc::new(AtomicI32::new(1));
+    /// let s = seen.clone();
+    /// ev.set_callback(exec_status::COMPLETE, Box::new(move |_ev, status| s.store(status, Ordering::SeqCst)))?;
+    /// ev.set_user_status(exec_status::COMPLETE)?; // runs the callback on this thread
+    /// assert_eq!(seen.load(Ordering::SeqCst), exec_status::COMPLETE);
+    /// # Ok::<(), dmabridge::error::ClError>(())
+    /// ```
     pub fn set_callback(&self, exec_status: i32, f: EventCallback) -> ClResult<()> {
         if !matches!(exec_status, exec_status::SUBMITTED | exec_status::RUNNING | exec_status::COMPLETE) {
             return cl_err!(
@@ -434,6 +586,20 @@ impl Event {
     /// events belong to different contexts (before waiting), and
     /// `CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST` if any of them ended
     /// with a negative status (after waiting for all of them).
+    ///
+    /// ```
+    /// use dmabridge::runtime::event::{command_type, Event};
+    /// use dmabridge::runtime::{context::Context, platform::Platform};
+    /// use dmabridge::runtime::queue::{Queue, QueueProps};
+    /// let cpu = Platform::get().cpu();
+    /// let ctx = Context::new(std::slice::from_ref(cpu))?;
+    /// let queue = Queue::new(&ctx, cpu, QueueProps::default())?;
+    /// let a = queue.enqueue(command_type::NATIVE_KERNEL, &[], false, Box::new(|| Ok(())))?;
+    /// let b = queue.enqueue_marker(&[])?;
+    /// Event::wait(&[a, b])?;
+    /// assert!(Event::wait(&[]).is_err());
+    /// # Ok::<(), dmabridge::error::ClError>(())
+    /// ```
     pub fn wait(events: &[Event]) -> ClResult<()> {
         let Some(first) = events.first() else {
             return cl_err!(InvalidValue, "event_list is empty (num_events is 0)");
@@ -462,6 +628,19 @@ impl Event {
     /// `CL_PROFILING_INFO_NOT_AVAILABLE` for a user event, an event of a
     /// queue without `CL_QUEUE_PROFILING_ENABLE`, or a command that has not
     /// reached `CL_COMPLETE` (including one that failed).
+    ///
+    /// ```
+    /// use dmabridge::runtime::{context::Context, event::Event, platform::Platform};
+    /// use dmabridge::runtime::queue::{properties, Queue, QueueProps};
+    /// let cpu = Platform::get().cpu();
+    /// let ctx = Context::new(std::slice::from_ref(cpu))?;
+    /// let queue = Queue::new(&ctx, cpu, QueueProps::from_bits(properties::PROFILING_ENABLE)?)?;
+    /// let marker = queue.enqueue_marker(&[])?;
+    /// Event::wait(&[marker.clone()])?;
+    /// let t = marker.profiling_times()?;
+    /// assert!(t.queued <= t.submit && t.submit <= t.start && t.start <= t.end && t.end == t.complete);
+    /// # Ok::<(), dmabridge::error::ClError>(())
+    /// ```
     pub fn profiling_times(&self) -> ClResult<ProfilingTimes> {
         if self.is_user() {
             return cl_err!(ProfilingInfoNotAvailable, "event is a user event: user events have no profiling info");
@@ -487,6 +666,21 @@ impl Event {
     /// One profiling timestamp (`clGetEventProfilingInfo`): `param` is one of
     /// [`profiling_info`] (else `CL_INVALID_VALUE`); errors as
     /// [`Event::profiling_times`].
+    ///
+    /// ```
+    /// use dmabridge::runtime::{context::Context, event::{profiling_info, Event}, platform::Platform};
+    /// use dmabridge::runtime::queue::{properties, Queue, QueueProps};
+    /// let cpu = Platform::get().cpu();
+    /// let ctx = Context::new(std::slice::from_ref(cpu))?;
+    /// let queue = Queue::new(&ctx, cpu, QueueProps::from_bits(properties::PROFILING_ENABLE)?)?;
+    /// let marker = queue.enqueue_marker(&[])?;
+    /// Event::wait(&[marker.clone()])?;
+    /// let (start, end) = (marker.profiling_info(profiling_info::START)?, marker.profiling_info(profiling_info::END)?);
+    /// assert!(start <= end);
+    /// // User events have no profiling info.
+    /// assert!(Event::user(&ctx).profiling_info(profiling_info::START).is_err());
+    /// # Ok::<(), dmabridge::error::ClError>(())
+    /// ```
     pub fn profiling_info(&self, param: u32) -> ClResult<u64> {
         if !(profiling_info::QUEUED..=profiling_info::COMPLETE).contains(&param) {
             return cl_err!(InvalidValue, "param_name {param:#x} is not a CL_PROFILING_COMMAND_* value");
@@ -574,6 +768,16 @@ fn take_due(pending: &mut Vec<Pending>, to: i32) -> Vec<Pending> {
 }
 
 /// The kind of a CL error code; see [`ClErrorKind::from_code`].
+///
+/// What a blocking `clEnqueue*` returns for a command whose event ended with `code`.
+///
+/// ```
+/// use dmabridge::error::{code, ClErrorKind};
+/// use dmabridge::runtime::event::error_kind_from_code;
+/// assert_eq!(error_kind_from_code(code::INVALID_VALUE), Some(ClErrorKind::InvalidValue));
+/// assert_eq!(error_kind_from_code(1), None);
+/// # Ok::<(), dmabridge::error::ClError>(())
+/// ```
 pub fn error_kind_from_code(code: i32) -> Option<ClErrorKind> {
     ClErrorKind::from_code(code)
 }

@@ -32,6 +32,13 @@ use super::platform::Platform;
 use super::queue::{properties as queue_props, Queue};
 
 /// `CL_MAKE_VERSION(major, minor, patch)` (`cl_version`).
+///
+/// ```
+/// use dmabridge::runtime::info::{make_version, OPENCL_VERSION};
+/// assert_eq!(make_version(3, 0, 0), OPENCL_VERSION);
+/// assert_eq!(make_version(1, 2, 0) >> 22, 1);
+/// # Ok::<(), dmabridge::error::ClError>(())
+/// ```
 pub const fn make_version(major: u32, minor: u32, patch: u32) -> u32 {
     (major << 22) | ((minor & 0x3ff) << 12) | (patch & 0xfff)
 }
@@ -329,6 +336,13 @@ impl PartialEq for InfoValue {
 impl InfoValue {
     /// Size in bytes of the C value (what `param_value_size_ret` reports),
     /// including the NUL of a string.
+    ///
+    /// ```
+    /// use dmabridge::runtime::info::InfoValue;
+    /// assert_eq!(InfoValue::Str("abc".into()).size(), 4); // with the NUL
+    /// assert_eq!(InfoValue::U64(1).size(), 8);
+    /// # Ok::<(), dmabridge::error::ClError>(())
+    /// ```
     pub fn size(&self) -> usize {
         const PTR: usize = size_of::<usize>();
         match self {
@@ -345,6 +359,13 @@ impl InfoValue {
 
     /// True for a value that holds a non-null object handle, which only the
     /// C face can write (it owns the handle mapping).
+    ///
+    /// ```
+    /// use dmabridge::runtime::info::InfoValue;
+    /// assert!(!InfoValue::Device(None).is_handle()); // NULL
+    /// assert!(!InfoValue::U32(1).is_handle());
+    /// # Ok::<(), dmabridge::error::ClError>(())
+    /// ```
     pub fn is_handle(&self) -> bool {
         match self {
             InfoValue::DeviceIds(v) => !v.is_empty(),
@@ -360,6 +381,15 @@ impl InfoValue {
     /// holds a non-null object handle: the C face maps those to its `cl_*`
     /// handles itself. NULL handles (`Device(None)`, `Queue(None)`) are
     /// written as zeros. Nothing is written on error.
+    ///
+    /// ```
+    /// use dmabridge::runtime::info::InfoValue;
+    /// let mut out = [0u8; 8];
+    /// InfoValue::U32(0x1234).write(&mut out)?;
+    /// assert_eq!(out[..4], 0x1234u32.to_ne_bytes());
+    /// assert!(InfoValue::U64(1).write(&mut out[..4]).is_err()); // too short
+    /// # Ok::<(), dmabridge::error::ClError>(())
+    /// ```
     pub fn write(&self, out: &mut [u8]) -> ClResult<()> {
         let size = self.size();
         if out.len() < size {
@@ -424,6 +454,16 @@ impl InfoValue {
 /// into it (`CL_INVALID_VALUE`, and the buffer untouched, if it is shorter
 /// than the value); returns `param_value_size_ret`, the value's size, either
 /// way. Handles are refused as [`InfoValue::write`] says.
+///
+/// ```
+/// use dmabridge::runtime::info::{copy_out, InfoValue};
+/// let v = InfoValue::Bool(true);
+/// assert_eq!(copy_out(&v, None)?, 4); // the size query
+/// let mut out = [0u8; 4];
+/// assert_eq!(copy_out(&v, Some(&mut out))?, 4);
+/// assert_eq!(out, 1u32.to_ne_bytes());
+/// # Ok::<(), dmabridge::error::ClError>(())
+/// ```
 pub fn copy_out(value: &InfoValue, param_value: Option<&mut [u8]>) -> ClResult<usize> {
     if let Some(out) = param_value {
         value.write(out)?;
@@ -441,6 +481,13 @@ fn unknown(what: &str, param: u32) -> ClError {
 
 /// `clGetPlatformInfo` of the dmabridge platform; `CL_INVALID_VALUE` for a
 /// parameter not in [`platform_param`].
+///
+/// ```
+/// use dmabridge::runtime::info::{self, platform_param, InfoValue, OPENCL_VERSION};
+/// assert_eq!(info::platform_info(platform_param::NUMERIC_VERSION)?, InfoValue::U32(OPENCL_VERSION));
+/// assert!(info::platform_info(0).is_err());
+/// # Ok::<(), dmabridge::error::ClError>(())
+/// ```
 pub fn platform_info(param: u32) -> ClResult<InfoValue> {
     use platform_param::*;
     Ok(match param {
@@ -488,6 +535,16 @@ fn mem_total() -> u64 {
 /// - No OpenCL C compiler: `EMBEDDED_PROFILE`, compiler and linker not
 ///   available, `CL_DEVICE_OPENCL_C_VERSION` empty, no images, no double or
 ///   half (their vector widths are 0).
+///
+/// ```
+/// use dmabridge::runtime::info::{self, device_param, device_type, InfoValue};
+/// use dmabridge::runtime::platform::Platform;
+/// let cpu = Platform::get().cpu();
+/// assert_eq!(info::device_info(cpu, device_param::TYPE)?, InfoValue::Bits(device_type::CPU));
+/// let InfoValue::Str(kernels) = info::device_info(cpu, device_param::BUILT_IN_KERNELS)? else { unreachable!() };
+/// assert!(kernels.contains("copy_bytes"));
+/// # Ok::<(), dmabridge::error::ClError>(())
+/// ```
 pub fn device_info(device: &Device, param: u32) -> ClResult<InfoValue> {
     use device_param::*;
     Ok(match param {
@@ -556,6 +613,15 @@ pub fn device_info(device: &Device, param: u32) -> ClResult<InfoValue> {
 /// queues, events and allocations' owners (the spec calls the value stale
 /// and fit only for leak hunting). `CL_CONTEXT_PROPERTIES` is empty: no
 /// context property is supported.
+///
+/// ```
+/// use dmabridge::runtime::info::{self, context_param, InfoValue};
+/// use dmabridge::runtime::{context::Context, platform::Platform};
+/// let ctx = Context::new(std::slice::from_ref(Platform::get().cpu()))?;
+/// assert_eq!(info::context_info(&ctx, context_param::NUM_DEVICES)?, InfoValue::U32(1));
+/// assert_eq!(info::context_info(&ctx, context_param::PROPERTIES)?, InfoValue::Properties(vec![]));
+/// # Ok::<(), dmabridge::error::ClError>(())
+/// ```
 pub fn context_info(ctx: &Arc<Context>, param: u32) -> ClResult<InfoValue> {
     use context_param::*;
     Ok(match param {
@@ -573,6 +639,18 @@ pub fn context_info(ctx: &Arc<Context>, param: u32) -> ClResult<InfoValue> {
 /// `[CL_QUEUE_PROPERTIES, bits, 0]` when the queue has properties, else
 /// empty: the queue does not keep the array it was created with, and that is
 /// the array that creates the same queue.
+///
+/// ```
+/// use dmabridge::runtime::info::{self, queue_param, InfoValue};
+/// use dmabridge::runtime::{context::Context, platform::Platform};
+/// use dmabridge::runtime::queue::{Queue, QueueProps};
+/// let cpu = Platform::get().cpu();
+/// let ctx = Context::new(std::slice::from_ref(cpu))?;
+/// let queue = Queue::new(&ctx, cpu, QueueProps::default())?;
+/// assert_eq!(info::queue_info(&queue, queue_param::PROPERTIES)?, InfoValue::Bits(0));
+/// assert_eq!(info::queue_info(&queue, queue_param::DEVICE)?, InfoValue::Device(Some(cpu.clone())));
+/// # Ok::<(), dmabridge::error::ClError>(())
+/// ```
 pub fn queue_info(queue: &Arc<Queue>, param: u32) -> ClResult<InfoValue> {
     use queue_param::*;
     Ok(match param {
@@ -598,6 +676,21 @@ pub fn queue_info(queue: &Arc<Queue>, param: u32) -> ClResult<InfoValue> {
 /// `clGetEventInfo`. `CL_EVENT_COMMAND_QUEUE` is NULL for a user event (and
 /// once the queue is gone); `CL_EVENT_REFERENCE_COUNT` counts the references
 /// a queue holds while the command is pending too.
+///
+/// ```
+/// use dmabridge::runtime::info::{self, event_param, InfoValue};
+/// use dmabridge::runtime::event::{command_type, exec_status, Event};
+/// use dmabridge::runtime::{context::Context, platform::Platform};
+/// use dmabridge::runtime::queue::{Queue, QueueProps};
+/// let cpu = Platform::get().cpu();
+/// let ctx = Context::new(std::slice::from_ref(cpu))?;
+/// let queue = Queue::new(&ctx, cpu, QueueProps::default())?;
+/// let ev = Event::user(&ctx);
+/// assert_eq!(info::event_info(&ev, event_param::COMMAND_TYPE)?, InfoValue::U32(command_type::USER));
+/// assert_eq!(info::event_info(&ev, event_param::COMMAND_EXECUTION_STATUS)?, InfoValue::I32(exec_status::SUBMITTED));
+/// assert_eq!(info::event_info(&ev, event_param::COMMAND_QUEUE)?, InfoValue::Queue(None));
+/// # Ok::<(), dmabridge::error::ClError>(())
+/// ```
 pub fn event_info(event: &Event, param: u32) -> ClResult<InfoValue> {
     use event_param::*;
     Ok(match param {
@@ -611,6 +704,19 @@ pub fn event_info(event: &Event, param: u32) -> ClResult<InfoValue> {
 }
 
 /// `clGetEventProfilingInfo`: [`Event::profiling_info`] as a `cl_ulong`.
+///
+/// ```
+/// use dmabridge::runtime::info::{self, InfoValue};
+/// use dmabridge::runtime::{context::Context, event::{profiling_info, Event}, platform::Platform};
+/// use dmabridge::runtime::queue::{properties, Queue, QueueProps};
+/// let cpu = Platform::get().cpu();
+/// let ctx = Context::new(std::slice::from_ref(cpu))?;
+/// let queue = Queue::new(&ctx, cpu, QueueProps::from_bits(properties::PROFILING_ENABLE)?)?;
+/// let marker = queue.enqueue_marker(&[])?;
+/// Event::wait(&[marker.clone()])?;
+/// assert!(matches!(info::event_profiling_info(&marker, profiling_info::END)?, InfoValue::U64(_)));
+/// # Ok::<(), dmabridge::error::ClError>(())
+/// ```
 pub fn event_profiling_info(event: &Event, param: u32) -> ClResult<InfoValue> {
     event.profiling_info(param).map(InfoValue::U64)
 }

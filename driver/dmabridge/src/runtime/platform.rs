@@ -25,6 +25,12 @@ pub struct Platform {
 
 impl Platform {
     /// The platform, created on first use (`clGetPlatformIDs`).
+    ///
+    /// ```
+    /// use dmabridge::runtime::platform::Platform;
+    /// assert!(std::ptr::eq(Platform::get(), Platform::get()));
+    /// # Ok::<(), dmabridge::error::ClError>(())
+    /// ```
     pub fn get() -> &'static Platform {
         static PLATFORM: OnceLock<Platform> = OnceLock::new();
         PLATFORM.get_or_init(Platform::discover)
@@ -40,23 +46,59 @@ impl Platform {
     }
 
     /// Its devices (`clGetDeviceIDs`); the CPU device is first.
+    ///
+    /// ```
+    /// use dmabridge::runtime::platform::Platform;
+    /// let devices = Platform::get().devices();
+    /// assert!(std::sync::Arc::ptr_eq(&devices[0], Platform::get().cpu()));
+    /// # Ok::<(), dmabridge::error::ClError>(())
+    /// ```
     pub fn devices(&self) -> &[Arc<Device>] {
         &self.devices
     }
 
     /// The CPU device.
+    ///
+    /// The first device `clGetDeviceIDs` returns (`CL_DEVICE_TYPE_CPU`).
+    ///
+    /// ```
+    /// use dmabridge::runtime::{device::DeviceType, platform::Platform};
+    /// assert_eq!(Platform::get().cpu().device_type, DeviceType::Cpu);
+    /// # Ok::<(), dmabridge::error::ClError>(())
+    /// ```
     pub fn cpu(&self) -> &Arc<Device> {
         &self.devices[0]
     }
 
     /// PCIe functions a backend recognised but the platform does not offer,
     /// with the reason (not bound to vfio-pci, no VFIO, open failed).
+    ///
+    /// No OpenCL function of its own: why `clGetDeviceIDs` lacks those devices.
+    ///
+    /// ```
+    /// use dmabridge::runtime::platform::Platform;
+    /// for (pci, why) in Platform::get().skipped() {
+    ///     println!("{pci}: {why}");
+    /// }
+    /// # Ok::<(), dmabridge::error::ClError>(())
+    /// ```
     pub fn skipped(&self) -> &[(PciAddress, String)] {
         &self.skipped
     }
 
     /// The VFIO container and IOVA space of the platform's accelerators
     /// (`None` when it has none).
+    ///
+    /// No OpenCL function of its own: the DMA mapping behind the accelerators' USM and SVM.
+    ///
+    /// ```
+    /// use dmabridge::runtime::platform::Platform;
+    /// // Without VFIO (or accelerators) there is none.
+    /// if Platform::get().dma_domain().is_none() {
+    ///     assert!(Platform::get().skipped().len() + 1 >= Platform::get().devices().len());
+    /// }
+    /// # Ok::<(), dmabridge::error::ClError>(())
+    /// ```
     pub fn dma_domain(&self) -> Option<&Arc<DmaDomain>> {
         self.domain.as_ref()
     }

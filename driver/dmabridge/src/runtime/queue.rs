@@ -72,6 +72,14 @@ impl QueueProps {
     /// The properties of a `CL_QUEUE_PROPERTIES` bit field
     /// (`clCreateCommandQueueWithProperties`): `CL_INVALID_QUEUE_PROPERTIES`
     /// for on-device queues, `CL_INVALID_VALUE` for unknown bits.
+    ///
+    /// ```
+    /// use dmabridge::runtime::queue::{properties, QueueProps};
+    /// let props = QueueProps::from_bits(properties::OUT_OF_ORDER_EXEC_MODE_ENABLE)?;
+    /// assert!(props.out_of_order && !props.profiling);
+    /// assert!(QueueProps::from_bits(properties::ON_DEVICE).is_err());
+    /// # Ok::<(), dmabridge::error::ClError>(())
+    /// ```
     pub fn from_bits(bits: u64) -> ClResult<QueueProps> {
         use properties::*;
         let known = OUT_OF_ORDER_EXEC_MODE_ENABLE | PROFILING_ENABLE | ON_DEVICE | ON_DEVICE_DEFAULT;
@@ -91,6 +99,13 @@ impl QueueProps {
     }
 
     /// The `CL_QUEUE_PROPERTIES` bit field (`clGetCommandQueueInfo`).
+    ///
+    /// ```
+    /// use dmabridge::runtime::queue::{properties, QueueProps};
+    /// let props = QueueProps { out_of_order: false, profiling: true };
+    /// assert_eq!(props.bits(), properties::PROFILING_ENABLE);
+    /// # Ok::<(), dmabridge::error::ClError>(())
+    /// ```
     pub fn bits(self) -> u64 {
         (if self.out_of_order { properties::OUT_OF_ORDER_EXEC_MODE_ENABLE } else { 0 })
             | (if self.profiling { properties::PROFILING_ENABLE } else { 0 })
@@ -117,6 +132,18 @@ pub enum CommandUse {
 impl CommandUse {
     /// True if the command may access a byte of `[start, start + len)`
     /// (an empty range counts as its first byte).
+    ///
+    /// The test behind `clMemBlockingFreeINTEL` (seed 000).
+    ///
+    /// ```
+    /// use dmabridge::runtime::queue::CommandUse;
+    /// let copy = CommandUse::Pair([(0x1000, 16), (0x2000, 16)]);
+    /// assert!(copy.touches(0x100f, 1));
+    /// assert!(!copy.touches(0x1010, 0x100));
+    /// assert!(!CommandUse::Nothing.touches(0x1000, 16));
+    /// assert!(CommandUse::All.touches(0, 1));
+    /// # Ok::<(), dmabridge::error::ClError>(())
+    /// ```
     pub fn touches(&self, start: usize, len: usize) -> bool {
         let end = start.saturating_add(len.max(1));
         let hit = |&(s, l): &(usize, usize)| s < end && start < s.saturating_add(l.max(1));
@@ -385,6 +412,18 @@ static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
 /// The live queues of `context` — a context does not hold its queues, and
 /// `clMemBlockingFreeINTEL` must wait for commands on any of them.
+///
+/// ```
+/// use dmabridge::runtime::queue;
+/// use dmabridge::runtime::{context::Context, platform::Platform};
+/// use dmabridge::runtime::queue::{Queue, QueueProps};
+/// let cpu = Platform::get().cpu();
+/// let ctx = Context::new(std::slice::from_ref(cpu))?;
+/// let queue = Queue::new(&ctx, cpu, QueueProps::default())?;
+/// let found = queue::queues_of(&ctx);
+/// assert!(found.len() == 1 && std::sync::Arc::ptr_eq(&found[0], &queue));
+/// # Ok::<(), dmabridge::error::ClError>(())
+/// ```
 pub fn queues_of(context: &Arc<Context>) -> Vec<Arc<Queue>> {
     let key = Arc::as_ptr(context) as usize;
     // Upgrade under the lock, but let go of nothing under it: dropping the
@@ -397,6 +436,21 @@ pub fn queues_of(context: &Arc<Context>) -> Vec<Arc<Queue>> {
 /// Wait, on every live queue of `context`, for the commands whose
 /// [`CommandUse`] satisfies `pred` (`clMemBlockingFreeINTEL`); see
 /// [`Queue::wait_for_commands_using`].
+///
+/// ```
+/// use dmabridge::runtime::{event::command_type, queue::{self, CommandUse}};
+/// use dmabridge::runtime::{context::Context, platform::Platform};
+/// use dmabridge::runtime::queue::{Queue, QueueProps};
+/// let cpu = Platform::get().cpu();
+/// let ctx = Context::new(std::slice::from_ref(cpu))?;
+/// let queue = Queue::new(&ctx, cpu, QueueProps::default())?;
+/// let buf = vec![0u8; 64];
+/// let addr = buf.as_ptr() as usize;
+/// queue.enqueue_with_use(command_type::NATIVE_KERNEL, &[], false, CommandUse::Range(addr, 64), Box::new(|| Ok(())))?;
+/// // Returns once no command of any queue of `ctx` may still use `buf`.
+/// queue::wait_for_context_commands_using(&ctx, |u| u.touches(addr, buf.len()));
+/// # Ok::<(), dmabridge::error::ClError>(())
+/// ```
 pub fn wait_for_context_commands_using(context: &Arc<Context>, pred: impl Fn(&CommandUse) -> bool) {
     for q in queues_of(context) {
         q.wait_for_commands_using(&pred);
@@ -407,6 +461,15 @@ pub fn wait_for_context_commands_using(context: &Arc<Context>, pred: impl Fn(&Co
 /// (`CL_INVALID_CONTEXT` for an event of another context). The C face checks
 /// the list itself (NULL with a count, count without a list:
 /// `CL_INVALID_EVENT_WAIT_LIST`).
+///
+/// ```
+/// use dmabridge::runtime::{context::Context, event::Event, platform::Platform, queue};
+/// let ctx = Context::new(Platform::get().devices())?;
+/// let other = Context::new(Platform::get().devices())?;
+/// queue::check_wait_list(&ctx, &[Event::user(&ctx)])?;
+/// assert!(queue::check_wait_list(&ctx, &[Event::user(&other)]).is_err());
+/// # Ok::<(), dmabridge::error::ClError>(())
+/// ```
 pub fn check_wait_list(context: &Arc<Context>, wait_list: &[Event]) -> ClResult<()> {
     match wait_list.iter().position(|e| !Arc::ptr_eq(e.context(), context)) {
         None => Ok(()),
@@ -438,6 +501,17 @@ impl std::fmt::Debug for Queue {
 impl Queue {
     /// A queue on `device` of `context` (`clCreateCommandQueueWithProperties`).
     /// Fails with `CL_INVALID_DEVICE` if the device is not in the context.
+    ///
+    /// ```
+    /// use dmabridge::runtime::{context::Context, platform::Platform};
+    /// use dmabridge::runtime::queue::{properties, Queue, QueueProps};
+    /// let cpu = Platform::get().cpu();
+    /// let ctx = Context::new(std::slice::from_ref(cpu))?;
+    /// let props = QueueProps::from_bits(properties::OUT_OF_ORDER_EXEC_MODE_ENABLE | properties::PROFILING_ENABLE)?;
+    /// let queue = Queue::new(&ctx, cpu, props)?;
+    /// assert!(queue.props().out_of_order);
+    /// # Ok::<(), dmabridge::error::ClError>(())
+    /// ```
     pub fn new(context: &Arc<Context>, device: &Arc<Device>, props: QueueProps) -> ClResult<Arc<Queue>> {
         if !context.has_device(device) {
             return cl_err!(InvalidDevice, "device \"{}\" (index {}) is not in the context", device.name, device.index);
@@ -458,27 +532,91 @@ impl Queue {
     }
 
     /// `CL_QUEUE_CONTEXT` (`clGetCommandQueueInfo`).
+    ///
+    /// ```
+    /// use dmabridge::runtime::{context::Context, platform::Platform};
+    /// use dmabridge::runtime::queue::{Queue, QueueProps};
+    /// let cpu = Platform::get().cpu();
+    /// let ctx = Context::new(std::slice::from_ref(cpu))?;
+    /// let queue = Queue::new(&ctx, cpu, QueueProps::default())?;
+    /// assert!(std::sync::Arc::ptr_eq(queue.context(), &ctx));
+    /// # Ok::<(), dmabridge::error::ClError>(())
+    /// ```
     pub fn context(&self) -> &Arc<Context> {
         &self.context
     }
 
     /// `CL_QUEUE_DEVICE` (`clGetCommandQueueInfo`).
+    ///
+    /// ```
+    /// use dmabridge::runtime::{context::Context, platform::Platform};
+    /// use dmabridge::runtime::queue::{Queue, QueueProps};
+    /// let cpu = Platform::get().cpu();
+    /// let ctx = Context::new(std::slice::from_ref(cpu))?;
+    /// let queue = Queue::new(&ctx, cpu, QueueProps::default())?;
+    /// assert!(std::sync::Arc::ptr_eq(queue.device(), cpu));
+    /// # Ok::<(), dmabridge::error::ClError>(())
+    /// ```
     pub fn device(&self) -> &Arc<Device> {
         &self.device
     }
 
     /// `CL_QUEUE_PROPERTIES` (`clGetCommandQueueInfo`).
+    ///
+    /// ```
+    /// use dmabridge::runtime::{context::Context, platform::Platform};
+    /// use dmabridge::runtime::queue::{Queue, QueueProps};
+    /// let cpu = Platform::get().cpu();
+    /// let ctx = Context::new(std::slice::from_ref(cpu))?;
+    /// let queue = Queue::new(&ctx, cpu, QueueProps::default())?;
+    /// assert_eq!(queue.props().bits(), 0);
+    /// # Ok::<(), dmabridge::error::ClError>(())
+    /// ```
     pub fn props(&self) -> QueueProps {
         self.props
     }
 
     /// `CL_QUEUE_REFERENCE_COUNT` (`clGetCommandQueueInfo`).
+    ///
+    /// ```
+    /// use dmabridge::runtime::{context::Context, platform::Platform};
+    /// use dmabridge::runtime::queue::{Queue, QueueProps};
+    /// let cpu = Platform::get().cpu();
+    /// let ctx = Context::new(std::slice::from_ref(cpu))?;
+    /// let queue = Queue::new(&ctx, cpu, QueueProps::default())?;
+    /// let retained = queue.clone();
+    /// assert_eq!(queue.reference_count(), 2);
+    /// drop(retained);
+    /// # Ok::<(), dmabridge::error::ClError>(())
+    /// ```
     pub fn reference_count(self: &Arc<Self>) -> usize {
         Arc::strong_count(self)
     }
 
     /// Enqueue a command (the core of every `clEnqueue*`) that may access
     /// any memory ([`CommandUse::All`]); see [`Queue::enqueue_with_use`].
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicBool, Ordering};
+    /// use std::sync::Arc;
+    /// use dmabridge::runtime::event::{command_type, EventStatus};
+    /// use dmabridge::runtime::{context::Context, platform::Platform};
+    /// use dmabridge::runtime::queue::{Queue, QueueProps};
+    /// let cpu = Platform::get().cpu();
+    /// let ctx = Context::new(std::slice::from_ref(cpu))?;
+    /// let queue = Queue::new(&ctx, cpu, QueueProps::default())?;
+    /// let ran = Arc::new(AtomicBool::new(false));
+    /// let flag = ran.clone();
+    /// let work = Box::new(move || {
+    ///     flag.store(true, Ordering::SeqCst);
+    ///     Ok(())
+    /// });
+    /// // Blocking: returns once the work ran.
+    /// let ev = queue.enqueue(command_type::NATIVE_KERNEL, &[], true, work)?;
+    /// assert!(ran.load(Ordering::SeqCst));
+    /// assert_eq!(ev.status(), EventStatus::Complete);
+    /// # Ok::<(), dmabridge::error::ClError>(())
+    /// ```
     pub fn enqueue(
         self: &Arc<Self>,
         command_type: u32,
@@ -502,6 +640,25 @@ impl Queue {
     /// [`error_kind_from_code`](super::event::error_kind_from_code)); it runs
     /// on the calling thread when nothing else is pending (see the module
     /// documentation).
+    ///
+    /// ```
+    /// use dmabridge::runtime::event::{command_type, Event};
+    /// use dmabridge::runtime::queue::CommandUse;
+    /// use dmabridge::runtime::{context::Context, platform::Platform};
+    /// use dmabridge::runtime::queue::{Queue, QueueProps};
+    /// let cpu = Platform::get().cpu();
+    /// let ctx = Context::new(std::slice::from_ref(cpu))?;
+    /// let queue = Queue::new(&ctx, cpu, QueueProps::default())?;
+    /// let buf = vec![0u8; 4096];
+    /// let usage = CommandUse::Range(buf.as_ptr() as usize, buf.len());
+    /// let ev = queue.enqueue_with_use(command_type::NATIVE_KERNEL, &[], false, usage, Box::new(|| Ok(())))?;
+    /// Event::wait(&[ev])?;
+    /// // A command whose work fails ends with its (negative) error code.
+    /// let fails = Box::new(|| Err(-5));
+    /// let failed = queue.enqueue_with_use(command_type::NATIVE_KERNEL, &[], false, CommandUse::Nothing, fails)?;
+    /// assert!(Event::wait(&[failed]).is_err());
+    /// # Ok::<(), dmabridge::error::ClError>(())
+    /// ```
     pub fn enqueue_with_use(
         self: &Arc<Self>,
         command_type: u32,
@@ -516,22 +673,81 @@ impl Queue {
     /// `clEnqueueMarkerWithWaitList`: an event that completes once
     /// `wait_list` finished — or, for an empty list, once every command
     /// enqueued before it finished.
+    ///
+    /// ```
+    /// use dmabridge::runtime::event::{command_type, Event};
+    /// use dmabridge::runtime::{context::Context, platform::Platform};
+    /// use dmabridge::runtime::queue::{Queue, QueueProps};
+    /// let cpu = Platform::get().cpu();
+    /// let ctx = Context::new(std::slice::from_ref(cpu))?;
+    /// let queue = Queue::new(&ctx, cpu, QueueProps::default())?;
+    /// let gate = Event::user(&ctx);
+    /// queue.enqueue(command_type::NATIVE_KERNEL, &[gate.clone()], false, Box::new(|| Ok(())))?;
+    /// // An empty wait list: the marker completes once every earlier command did.
+    /// let marker = queue.enqueue_marker(&[])?;
+    /// assert!(!marker.status().is_terminal());
+    /// gate.set_user_status(0)?;
+    /// Event::wait(&[marker])?;
+    /// # Ok::<(), dmabridge::error::ClError>(())
+    /// ```
     pub fn enqueue_marker(self: &Arc<Self>, wait_list: &[Event]) -> ClResult<Event> {
         self.submit(command_type::MARKER, wait_list, false, None, CommandUse::Nothing, Kind::Marker)
     }
 
     /// `clEnqueueBarrierWithWaitList`: like a marker, and every command
     /// enqueued after it waits for it.
+    ///
+    /// ```
+    /// use dmabridge::runtime::{context::Context, event::{command_type, Event}, platform::Platform};
+    /// use dmabridge::runtime::queue::{properties, Queue, QueueProps};
+    /// let cpu = Platform::get().cpu();
+    /// let ctx = Context::new(std::slice::from_ref(cpu))?;
+    /// let queue = Queue::new(&ctx, cpu, QueueProps::from_bits(properties::OUT_OF_ORDER_EXEC_MODE_ENABLE)?)?;
+    /// let gate = Event::user(&ctx);
+    /// queue.enqueue(command_type::NATIVE_KERNEL, &[gate.clone()], false, Box::new(|| Ok(())))?;
+    /// let barrier = queue.enqueue_barrier(&[])?;
+    /// // Waits for the barrier, even on an out-of-order queue.
+    /// let after = queue.enqueue(command_type::NATIVE_KERNEL, &[], false, Box::new(|| Ok(())))?;
+    /// assert!(!after.status().is_terminal());
+    /// gate.set_user_status(0)?;
+    /// Event::wait(&[barrier, after])?;
+    /// # Ok::<(), dmabridge::error::ClError>(())
+    /// ```
     pub fn enqueue_barrier(self: &Arc<Self>, wait_list: &[Event]) -> ClResult<Event> {
         self.submit(command_type::BARRIER, wait_list, false, None, CommandUse::Nothing, Kind::Barrier)
     }
 
     /// `clFlush`: commands are submitted as they are enqueued, so only a check.
+    ///
+    /// ```
+    /// use dmabridge::runtime::{context::Context, platform::Platform};
+    /// use dmabridge::runtime::queue::{Queue, QueueProps};
+    /// let cpu = Platform::get().cpu();
+    /// let ctx = Context::new(std::slice::from_ref(cpu))?;
+    /// let queue = Queue::new(&ctx, cpu, QueueProps::default())?;
+    /// queue.flush()?;
+    /// # Ok::<(), dmabridge::error::ClError>(())
+    /// ```
     pub fn flush(&self) -> ClResult<()> {
         Ok(())
     }
 
     /// `clFinish`: block until every command enqueued so far finished.
+    ///
+    /// ```
+    /// use dmabridge::runtime::event::command_type;
+    /// use dmabridge::runtime::{context::Context, platform::Platform};
+    /// use dmabridge::runtime::queue::{Queue, QueueProps};
+    /// let cpu = Platform::get().cpu();
+    /// let ctx = Context::new(std::slice::from_ref(cpu))?;
+    /// let queue = Queue::new(&ctx, cpu, QueueProps::default())?;
+    /// for _ in 0..4 {
+    ///     queue.enqueue(command_type::NATIVE_KERNEL, &[], false, Box::new(|| Ok(())))?;
+    /// }
+    /// queue.finish()?;
+    /// assert_eq!(queue.pending_commands(), 0);
+    /// # Ok::<(), dmabridge::error::ClError>(())
+    /// ```
     pub fn finish(&self) -> ClResult<()> {
         let events: Vec<Event> = {
             let st = self.shared.lock();
@@ -551,6 +767,21 @@ impl Queue {
     /// Block until every command enqueued so far whose [`CommandUse`]
     /// satisfies `pred` finished (for `clMemBlockingFreeINTEL`:
     /// `|u| u.touches(base, size)`).
+    ///
+    /// ```
+    /// use dmabridge::runtime::{event::command_type, queue::CommandUse};
+    /// use dmabridge::runtime::{context::Context, platform::Platform};
+    /// use dmabridge::runtime::queue::{Queue, QueueProps};
+    /// let cpu = Platform::get().cpu();
+    /// let ctx = Context::new(std::slice::from_ref(cpu))?;
+    /// let queue = Queue::new(&ctx, cpu, QueueProps::default())?;
+    /// let buf = vec![0u8; 64];
+    /// let addr = buf.as_ptr() as usize;
+    /// let usage = CommandUse::Range(addr, 64);
+    /// queue.enqueue_with_use(command_type::NATIVE_KERNEL, &[], false, usage, Box::new(|| Ok(())))?;
+    /// queue.wait_for_commands_using(|u| u.touches(addr, 64));
+    /// # Ok::<(), dmabridge::error::ClError>(())
+    /// ```
     pub fn wait_for_commands_using(&self, pred: impl Fn(&CommandUse) -> bool) {
         let events: Vec<Event> = {
             let st = self.shared.lock();
@@ -562,6 +793,24 @@ impl Queue {
     }
 
     /// The number of commands enqueued and not yet finished.
+    ///
+    /// No OpenCL function of its own: the commands whose events are not yet `CL_COMPLETE` or an error.
+    ///
+    /// ```
+    /// use dmabridge::runtime::event::{command_type, Event};
+    /// use dmabridge::runtime::{context::Context, platform::Platform};
+    /// use dmabridge::runtime::queue::{Queue, QueueProps};
+    /// let cpu = Platform::get().cpu();
+    /// let ctx = Context::new(std::slice::from_ref(cpu))?;
+    /// let queue = Queue::new(&ctx, cpu, QueueProps::default())?;
+    /// let gate = Event::user(&ctx);
+    /// queue.enqueue(command_type::NATIVE_KERNEL, &[gate.clone()], false, Box::new(|| Ok(())))?;
+    /// assert_eq!(queue.pending_commands(), 1);
+    /// gate.set_user_status(0)?;
+    /// queue.finish()?;
+    /// assert_eq!(queue.pending_commands(), 0);
+    /// # Ok::<(), dmabridge::error::ClError>(())
+    /// ```
     pub fn pending_commands(&self) -> usize {
         self.shared.lock().live.iter().filter(|l| l.event.finished().is_none()).count()
     }

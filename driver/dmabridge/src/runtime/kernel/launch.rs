@@ -32,6 +32,31 @@ const BYTES_PER_THREAD: usize = 1 << 20;
 /// the built-in documents, and anything a native kernel or indirect access
 /// touches) must stay valid until the event completes, and nothing else may
 /// write the bytes the kernel reads or access those it writes meanwhile.
+///
+/// ```
+/// use std::sync::atomic::{AtomicU32, Ordering};
+/// use std::sync::Arc;
+/// use dmabridge::runtime::event::Event;
+/// use dmabridge::runtime::kernel::{self, ArgKind, Kernel};
+/// use dmabridge::runtime::{context::Context, platform::Platform};
+/// use dmabridge::runtime::queue::{Queue, QueueProps};
+/// let cpu = Platform::get().cpu();
+/// let ctx = Context::new(std::slice::from_ref(cpu))?;
+/// let queue = Queue::new(&ctx, cpu, QueueProps::default())?;
+/// let total = Arc::new(AtomicU32::new(0));
+/// let t = total.clone();
+/// let f = Arc::new(move |args: &[kernel::KernelArgValue]| {
+///     t.fetch_add(args[0].as_u32().unwrap_or(0), Ordering::SeqCst);
+///     Ok(())
+/// });
+/// let k = Kernel::native(&ctx, f, vec![ArgKind::Scalar(4)])?;
+/// k.set_arg_scalar(0, &5u32.to_ne_bytes())?;
+/// // SAFETY: the native kernel reaches no memory but its own captured counter.
+/// let ev = unsafe { kernel::enqueue_task(&queue, &k, &[])? };
+/// Event::wait(&[ev])?;
+/// assert_eq!(total.load(Ordering::SeqCst), 5);
+/// # Ok::<(), dmabridge::error::ClError>(())
+/// ```
 pub unsafe fn enqueue_task(queue: &Arc<Queue>, kernel: &Arc<Kernel>, wait_list: &[Event]) -> ClResult<Event> {
     let ty = if kernel.is_native() { kernel_command_type::NATIVE_KERNEL } else { kernel_command_type::TASK };
     launch(queue, kernel, 1, ty, wait_list)
@@ -56,6 +81,27 @@ pub unsafe fn enqueue_task(queue: &Arc<Queue>, kernel: &Arc<Kernel>, wait_list: 
 ///
 /// # Safety
 /// As [`enqueue_task`].
+///
+/// ```
+/// use dmabridge::runtime::event::Event;
+/// use dmabridge::runtime::kernel::{self, Kernel};
+/// use dmabridge::runtime::{context::Context, platform::Platform};
+/// use dmabridge::runtime::queue::{Queue, QueueProps};
+/// let cpu = Platform::get().cpu();
+/// let ctx = Context::new(std::slice::from_ref(cpu))?;
+/// let queue = Queue::new(&ctx, cpu, QueueProps::default())?;
+/// let mut words = vec![0u32; 1024];
+/// let k = Kernel::builtin(&ctx, cpu, "fill_pattern_u32")?;
+/// k.set_arg_mem_pointer(0, words.as_mut_ptr().cast::<u8>())?;
+/// k.set_arg_scalar(1, &(words.len() as u64).to_ne_bytes())?;
+/// k.set_arg_scalar(2, &7u32.to_ne_bytes())?;
+/// // SAFETY: `words` holds the 1024 words the kernel writes, and nothing else
+/// // accesses it until the event completes.
+/// let ev = unsafe { kernel::enqueue_nd_range(&queue, &k, 64, &[])? };
+/// Event::wait(&[ev])?;
+/// assert!(words.iter().all(|&w| w == 7));
+/// # Ok::<(), dmabridge::error::ClError>(())
+/// ```
 pub unsafe fn enqueue_nd_range(
     queue: &Arc<Queue>,
     kernel: &Arc<Kernel>,

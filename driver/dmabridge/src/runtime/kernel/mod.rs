@@ -60,6 +60,15 @@ pub enum KernelArgValue {
 
 impl KernelArgValue {
     /// The pointer, if this is a pointer argument.
+    ///
+    /// As set by `clSetKernelArgMemPointerINTEL`.
+    ///
+    /// ```
+    /// use dmabridge::runtime::kernel::KernelArgValue;
+    /// assert_eq!(KernelArgValue::Pointer(0x1000).as_ptr(), Some(0x1000 as *const u8));
+    /// assert_eq!(KernelArgValue::Scalar(vec![0; 4]).as_ptr(), None);
+    /// # Ok::<(), dmabridge::error::ClError>(())
+    /// ```
     pub fn as_ptr(&self) -> Option<*const u8> {
         match self {
             KernelArgValue::Pointer(p) => Some(*p as *const u8),
@@ -68,6 +77,15 @@ impl KernelArgValue {
     }
 
     /// The bytes, if this is a scalar argument.
+    ///
+    /// As set by `clSetKernelArg`.
+    ///
+    /// ```
+    /// use dmabridge::runtime::kernel::KernelArgValue;
+    /// assert_eq!(KernelArgValue::Scalar(vec![1, 2]).as_bytes(), Some(&[1u8, 2][..]));
+    /// assert_eq!(KernelArgValue::Pointer(0).as_bytes(), None);
+    /// # Ok::<(), dmabridge::error::ClError>(())
+    /// ```
     pub fn as_bytes(&self) -> Option<&[u8]> {
         match self {
             KernelArgValue::Scalar(b) => Some(b),
@@ -76,11 +94,28 @@ impl KernelArgValue {
     }
 
     /// A 4-byte scalar as a `uint`.
+    ///
+    /// As set by `clSetKernelArg` with a `cl_uint`.
+    ///
+    /// ```
+    /// use dmabridge::runtime::kernel::KernelArgValue;
+    /// assert_eq!(KernelArgValue::Scalar(7u32.to_ne_bytes().to_vec()).as_u32(), Some(7));
+    /// assert_eq!(KernelArgValue::Scalar(7u64.to_ne_bytes().to_vec()).as_u32(), None);
+    /// # Ok::<(), dmabridge::error::ClError>(())
+    /// ```
     pub fn as_u32(&self) -> Option<u32> {
         self.as_bytes()?.try_into().ok().map(u32::from_ne_bytes)
     }
 
     /// An 8-byte scalar as a `ulong`.
+    ///
+    /// As set by `clSetKernelArg` with a `cl_ulong`.
+    ///
+    /// ```
+    /// use dmabridge::runtime::kernel::KernelArgValue;
+    /// assert_eq!(KernelArgValue::Scalar(7u64.to_ne_bytes().to_vec()).as_u64(), Some(7));
+    /// # Ok::<(), dmabridge::error::ClError>(())
+    /// ```
     pub fn as_u64(&self) -> Option<u64> {
         self.as_bytes()?.try_into().ok().map(u64::from_ne_bytes)
     }
@@ -122,12 +157,25 @@ impl std::fmt::Debug for Kernel {
 /// The built-in kernels of `device` (`CL_DEVICE_BUILT_IN_KERNELS`, as a list).
 /// The CPU device offers `checksum_adler32`, `fill_pattern_u32`,
 /// `yuyv_to_rgba` and `copy_bytes`; other devices none.
+///
+/// ```
+/// use dmabridge::runtime::{kernel, platform::Platform};
+/// assert!(kernel::builtin_kernel_names(Platform::get().cpu()).contains(&"copy_bytes"));
+/// # Ok::<(), dmabridge::error::ClError>(())
+/// ```
 pub fn builtin_kernel_names(device: &Device) -> Vec<&'static str> {
     builtins_of(device).iter().map(|b| b.name).collect()
 }
 
 /// `CL_DEVICE_BUILT_IN_KERNELS` as `clGetDeviceInfo` answers it: the names
 /// separated by `;` (empty when there are none).
+///
+/// ```
+/// use dmabridge::runtime::{kernel, platform::Platform};
+/// let names = kernel::builtin_kernels_string(Platform::get().cpu());
+/// assert!(names.split(';').any(|n| n == "fill_pattern_u32"));
+/// # Ok::<(), dmabridge::error::ClError>(())
+/// ```
 pub fn builtin_kernels_string(device: &Device) -> String {
     builtin_kernel_names(device).join(";")
 }
@@ -172,6 +220,18 @@ impl Kernel {
     /// A native kernel: `f` runs once per launch ([`enqueue_task`]) with
     /// the arguments captured at enqueue, whose kinds `arg_kinds` fixes.
     /// Fails with `CL_INVALID_ARG_SIZE` for a zero-sized scalar kind.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use dmabridge::runtime::kernel::{ArgKind, Kernel, KernelArgValue};
+    /// use dmabridge::runtime::{context::Context, platform::Platform};
+    /// let ctx = Context::new(Platform::get().devices())?;
+    /// let f = Arc::new(|args: &[KernelArgValue]| if args[0].as_u32() == Some(42) { Ok(()) } else { Err(-5) });
+    /// let k = Kernel::native(&ctx, f, vec![ArgKind::Scalar(4)])?;
+    /// assert!(k.is_native());
+    /// k.set_arg_scalar(0, &42u32.to_ne_bytes())?;
+    /// # Ok::<(), dmabridge::error::ClError>(())
+    /// ```
     pub fn native(ctx: &Arc<Context>, f: NativeFn, arg_kinds: Vec<ArgKind>) -> ClResult<Arc<Kernel>> {
         if let Some(i) = arg_kinds.iter().position(|k| *k == ArgKind::Scalar(0)) {
             return cl_err!(InvalidArgSize, "argument {i} is a scalar of 0 bytes");
@@ -185,26 +245,72 @@ impl Kernel {
     }
 
     /// `CL_KERNEL_FUNCTION_NAME` (empty for a native kernel).
+    ///
+    /// ```
+    /// use dmabridge::runtime::{context::Context, kernel::Kernel, platform::Platform};
+    /// let cpu = Platform::get().cpu();
+    /// let ctx = Context::new(std::slice::from_ref(cpu))?;
+    /// assert_eq!(Kernel::builtin(&ctx, cpu, "copy_bytes")?.name(), "copy_bytes");
+    /// # Ok::<(), dmabridge::error::ClError>(())
+    /// ```
     pub fn name(&self) -> &'static str {
         self.name
     }
 
     /// `CL_KERNEL_NUM_ARGS`.
+    ///
+    /// ```
+    /// use dmabridge::runtime::{context::Context, kernel::Kernel, platform::Platform};
+    /// let cpu = Platform::get().cpu();
+    /// let ctx = Context::new(std::slice::from_ref(cpu))?;
+    /// assert_eq!(Kernel::builtin(&ctx, cpu, "fill_pattern_u32")?.num_args(), 3);
+    /// # Ok::<(), dmabridge::error::ClError>(())
+    /// ```
     pub fn num_args(&self) -> u32 {
         self.kinds.len() as u32
     }
 
     /// The kind of every argument, in order.
+    ///
+    /// What `clSetKernelArg` (scalars) and `clSetKernelArgMemPointerINTEL` (pointers) accept at each index.
+    ///
+    /// ```
+    /// use dmabridge::runtime::{context::Context, kernel::Kernel, platform::Platform};
+    /// let cpu = Platform::get().cpu();
+    /// let ctx = Context::new(std::slice::from_ref(cpu))?;
+    /// use dmabridge::runtime::kernel::ArgKind;
+    /// let k = Kernel::builtin(&ctx, cpu, "copy_bytes")?;
+    /// assert_eq!(k.arg_kinds(), &[ArgKind::Pointer, ArgKind::Pointer, ArgKind::Scalar(8)]);
+    /// # Ok::<(), dmabridge::error::ClError>(())
+    /// ```
     pub fn arg_kinds(&self) -> &[ArgKind] {
         &self.kinds
     }
 
     /// `CL_KERNEL_CONTEXT`.
+    ///
+    /// ```
+    /// use dmabridge::runtime::{context::Context, kernel::Kernel, platform::Platform};
+    /// let cpu = Platform::get().cpu();
+    /// let ctx = Context::new(std::slice::from_ref(cpu))?;
+    /// assert!(std::sync::Arc::ptr_eq(Kernel::builtin(&ctx, cpu, "copy_bytes")?.context(), &ctx));
+    /// # Ok::<(), dmabridge::error::ClError>(())
+    /// ```
     pub fn context(&self) -> &Arc<Context> {
         &self.context
     }
 
     /// True for a native kernel.
+    ///
+    /// Native kernels launch as `clEnqueueNativeKernel` (see [`enqueue_task`]).
+    ///
+    /// ```
+    /// use dmabridge::runtime::{context::Context, kernel::Kernel, platform::Platform};
+    /// let cpu = Platform::get().cpu();
+    /// let ctx = Context::new(std::slice::from_ref(cpu))?;
+    /// assert!(!Kernel::builtin(&ctx, cpu, "copy_bytes")?.is_native());
+    /// # Ok::<(), dmabridge::error::ClError>(())
+    /// ```
     pub fn is_native(&self) -> bool {
         matches!(self.body, Body::Native(_))
     }
@@ -228,6 +334,21 @@ impl Kernel {
     ///
     /// Errors: `CL_INVALID_ARG_INDEX` for an index past the last argument;
     /// `CL_INVALID_ARG_VALUE` if the argument is not a pointer.
+    ///
+    /// ```
+    /// use dmabridge::runtime::{context::Context, kernel::Kernel, platform::Platform};
+    /// let cpu = Platform::get().cpu();
+    /// let ctx = Context::new(std::slice::from_ref(cpu))?;
+    /// use dmabridge::ext::usm;
+    /// let k = Kernel::builtin(&ctx, cpu, "copy_bytes")?;
+    /// let (dst, src) = (usm::host_mem_alloc(&ctx, &[], 64, 0)?, usm::host_mem_alloc(&ctx, &[], 64, 0)?);
+    /// k.set_arg_mem_pointer(0, dst.as_ptr())?;
+    /// k.set_arg_mem_pointer(1, src.as_ptr())?;
+    /// assert!(k.set_arg_mem_pointer(2, dst.as_ptr()).is_err()); // a scalar
+    /// usm::mem_free(&ctx, dst.as_ptr())?;
+    /// usm::mem_free(&ctx, src.as_ptr())?;
+    /// # Ok::<(), dmabridge::error::ClError>(())
+    /// ```
     pub fn set_arg_mem_pointer(&self, index: u32, ptr: *const u8) -> ClResult<()> {
         match self.kind(index)? {
             ArgKind::Pointer => {
@@ -244,6 +365,17 @@ impl Kernel {
     /// Errors: `CL_INVALID_ARG_INDEX` for an index past the last argument;
     /// `CL_INVALID_ARG_VALUE` if the argument is a pointer;
     /// `CL_INVALID_ARG_SIZE` if `bytes` is not the scalar's size.
+    ///
+    /// ```
+    /// use dmabridge::runtime::{context::Context, kernel::Kernel, platform::Platform};
+    /// let cpu = Platform::get().cpu();
+    /// let ctx = Context::new(std::slice::from_ref(cpu))?;
+    /// let k = Kernel::builtin(&ctx, cpu, "fill_pattern_u32")?;
+    /// k.set_arg_scalar(1, &64u64.to_ne_bytes())?; // count: a ulong
+    /// k.set_arg_scalar(2, &0xdead_beefu32.to_ne_bytes())?; // pattern: a uint
+    /// assert!(k.set_arg_scalar(2, &1u64.to_ne_bytes()).is_err()); // wrong size
+    /// # Ok::<(), dmabridge::error::ClError>(())
+    /// ```
     pub fn set_arg_scalar(&self, index: u32, bytes: &[u8]) -> ClResult<()> {
         match self.kind(index)? {
             ArgKind::Pointer => {
@@ -263,6 +395,18 @@ impl Kernel {
     /// allocations the kernel reaches other than through its arguments;
     /// replaces the previous list. A launch counts each as used in whole
     /// (a pointer outside every allocation counts as its own byte).
+    ///
+    /// ```
+    /// use dmabridge::runtime::{context::Context, kernel::Kernel, platform::Platform};
+    /// let cpu = Platform::get().cpu();
+    /// let ctx = Context::new(std::slice::from_ref(cpu))?;
+    /// use dmabridge::ext::usm;
+    /// let k = Kernel::builtin(&ctx, cpu, "copy_bytes")?;
+    /// let table = usm::shared_mem_alloc(&ctx, None, &[], 256, 0)?;
+    /// k.set_exec_info_usm_ptrs(&[table.as_ptr().cast_const()]);
+    /// usm::mem_free(&ctx, table.as_ptr())?;
+    /// # Ok::<(), dmabridge::error::ClError>(())
+    /// ```
     pub fn set_exec_info_usm_ptrs(&self, ptrs: &[*const u8]) {
         self.state().usm_ptrs = ptrs.iter().map(|&p| p as usize).collect();
     }
@@ -273,6 +417,17 @@ impl Kernel {
     /// allocation (`clMemBlockingFreeINTEL` waits for it).
     ///
     /// Errors: `CL_INVALID_VALUE` for any other `param`.
+    ///
+    /// ```
+    /// use dmabridge::runtime::{context::Context, kernel::Kernel, platform::Platform};
+    /// let cpu = Platform::get().cpu();
+    /// let ctx = Context::new(std::slice::from_ref(cpu))?;
+    /// use dmabridge::runtime::kernel::exec_info;
+    /// let k = Kernel::builtin(&ctx, cpu, "copy_bytes")?;
+    /// k.set_exec_info_indirect_access(exec_info::INDIRECT_HOST_ACCESS, true)?;
+    /// assert!(k.set_exec_info_indirect_access(exec_info::USM_PTRS, true).is_err());
+    /// # Ok::<(), dmabridge::error::ClError>(())
+    /// ```
     pub fn set_exec_info_indirect_access(&self, param: u32, enable: bool) -> ClResult<()> {
         let i = match param {
             exec_info::INDIRECT_HOST_ACCESS => 0,
@@ -290,6 +445,20 @@ impl Kernel {
     ///
     /// Errors: `CL_INVALID_VALUE` for an unknown `param`, or a value whose
     /// size is not 4 (flags) or a multiple of the pointer size (USM_PTRS).
+    ///
+    /// ```
+    /// use dmabridge::runtime::{context::Context, kernel::Kernel, platform::Platform};
+    /// let cpu = Platform::get().cpu();
+    /// let ctx = Context::new(std::slice::from_ref(cpu))?;
+    /// use dmabridge::runtime::kernel::exec_info;
+    /// let k = Kernel::builtin(&ctx, cpu, "copy_bytes")?;
+    /// // A cl_bool, as the C face passes it.
+    /// k.set_exec_info(exec_info::INDIRECT_SHARED_ACCESS, &1u32.to_ne_bytes())?;
+    /// // An array of pointers.
+    /// let buf = [0u8; 16];
+    /// k.set_exec_info(exec_info::USM_PTRS, &(buf.as_ptr() as usize).to_ne_bytes())?;
+    /// # Ok::<(), dmabridge::error::ClError>(())
+    /// ```
     pub fn set_exec_info(&self, param: u32, value: &[u8]) -> ClResult<()> {
         const PTR: usize = std::mem::size_of::<usize>();
         match param {
