@@ -86,3 +86,19 @@ pub fn cpu_context_and_queue(
 pub fn host_alloc(ctx: &std::sync::Arc<dmabridge::runtime::context::Context>, size: usize) -> *mut u8 {
     dmabridge::ext::usm::host_mem_alloc(ctx, &[], size, 0).unwrap().as_ptr()
 }
+
+/// The platform's CPU device.
+pub fn cpu_device() -> std::sync::Arc<dmabridge::runtime::device::Device> {
+    dmabridge::runtime::platform::Platform::get().cpu().clone()
+}
+
+/// A context over the CPU device.
+pub fn cpu_context() -> std::sync::Arc<dmabridge::runtime::context::Context> {
+    dmabridge::runtime::context::Context::new(&[cpu_device()]).unwrap()
+}
+
+/// The CL error kind of a call that must fail.
+#[track_caller]
+pub fn err_kind<T: std::fmt::Debug>(r: Result<T, dmabridge::error::ClError>) -> dmabridge::error::ClErrorKind {
+    r.expect_err("the call must fail").kind
+}

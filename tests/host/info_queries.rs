@@ -6,7 +6,7 @@
 use std::mem::size_of;
 use std::sync::Arc;
 
-use dmabridge::error::{ClError, ClErrorKind, ClErrorKind::*};
+use dmabridge::error::{ClError, ClErrorKind::*};
 use dmabridge::runtime::context::Context;
 use dmabridge::runtime::device::{Device, DeviceType, UsmCaps};
 use dmabridge::runtime::event::{command_type, exec_status, profiling_info, Event};
@@ -17,18 +17,7 @@ use dmabridge::runtime::platform::Platform;
 use dmabridge::runtime::queue::{Queue, QueueProps};
 
 const PTR: usize = size_of::<usize>();
-
-fn kind<T: std::fmt::Debug>(r: Result<T, ClError>) -> ClErrorKind {
-    r.expect_err("the call must fail").kind
-}
-
-fn cpu() -> Arc<Device> {
-    Platform::get().cpu().clone()
-}
-
-fn ctx() -> Arc<Context> {
-    Context::new(&[cpu()]).unwrap()
-}
+use dmabridge_tests::{cpu_context as ctx, cpu_device as cpu, err_kind as kind};
 
 /// The value written through `copy_out` into a buffer exactly as large as
 /// the reported size; checks that the size query and the write agree.

@@ -4,23 +4,11 @@
 
 use std::sync::Arc;
 
-use dmabridge::error::{ClError, ClErrorKind, ClErrorKind::*};
+use dmabridge::error::ClErrorKind::*;
 use dmabridge::ext::usm::{self, alloc_flags, mem_info, mem_type, MemAllocInfo, MEM_ALLOC_FLAGS};
 use dmabridge::runtime::context::Context;
 use dmabridge::runtime::device::{Device, DeviceType, UsmCaps};
-use dmabridge::runtime::platform::Platform;
-
-fn kind<T: std::fmt::Debug>(r: Result<T, ClError>) -> ClErrorKind {
-    r.expect_err("the call must fail").kind
-}
-
-fn cpu() -> Arc<Device> {
-    Platform::get().cpu().clone()
-}
-
-fn ctx() -> Arc<Context> {
-    Context::new(&[cpu()]).unwrap()
-}
+use dmabridge_tests::{cpu_context as ctx, cpu_device as cpu, err_kind as kind};
 
 /// A device that supports no USM at all, to show the INVALID_OPERATION cases.
 fn no_usm_device(index: u16) -> Arc<Device> {
