@@ -46,3 +46,15 @@ fn bad_specs_fail_with_a_message() {
     assert_eq!(o.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&o.stderr).contains("no PCI function matches dead:beef"));
 }
+
+#[test]
+fn load_knows_built_in_and_loaded_modules() {
+    require_guest();
+    // udmabuf is built into the rig's kernel, vfio-pci was loaded at boot.
+    let o = kmod(&["load", "udmabuf", "vfio-pci", "vfio_iommu_type1"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = stdout(&o);
+    for m in ["udmabuf", "vfio-pci", "vfio_iommu_type1"] {
+        assert!(out.contains(&format!("{m}: already loaded")), "{m}: {out}");
+    }
+}
