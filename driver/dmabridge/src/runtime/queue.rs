@@ -396,7 +396,13 @@ impl Shared {
 /// Run a taken command and finish its event.
 fn execute(job: Job) {
     let Job { event, work, failed, .. } = job;
-    let result = if failed {
+    run_and_complete(&event, work, failed);
+}
+
+/// Run `work` (or skip it when the wait list failed) and finish `event`:
+/// what a worker and the inline path both do with a command.
+fn run_and_complete(event: &Event, work: Option<Work>, wait_list_failed: bool) {
+    let result = if wait_list_failed {
         Err(code::EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST)
     } else {
         event.mark_submitted();
@@ -854,14 +860,7 @@ impl Queue {
             st.live.push_back(Live { seq, event: event.clone(), usage, work: None, deps: None, started: true });
             st.running += 1;
             drop(st);
-            let result = if deps_failed {
-                Err(code::EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST)
-            } else {
-                event.mark_submitted();
-                event.mark_running();
-                run_work(work)
-            };
-            event.complete(result);
+            run_and_complete(&event, work, deps_failed);
             let mut st = shared.lock();
             shared.retire(&mut st, seq);
             // Commands enqueued meanwhile by other threads queued up behind this one.
