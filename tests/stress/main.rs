@@ -103,9 +103,13 @@ fn worker(
         }
         live.push((p, size));
         if i % 3 == 0 {
-            let (old, _) = live.remove(0);
+            let (old, old_size) = live.remove(0);
             // Blocking free waits for the copies and fills that touch it.
             if svm::svm_flags(ctx, old).is_some() {
+                // clEnqueueSVMFree orders only with its own (possibly
+                // out-of-order) queue: wait first, as an application must,
+                // for the commands on any queue that still use the memory.
+                dmabridge::runtime::queue::wait_for_context_commands_using(ctx, |u| u.touches(old as usize, old_size));
                 let e = svm_commands::enqueue_svm_free(q, &[old], None, &[]).unwrap();
                 Event::wait(&[e]).unwrap();
             } else {
