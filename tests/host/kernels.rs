@@ -72,8 +72,10 @@ fn the_cpu_device_lists_its_builtins() {
     for name in builtin_kernel_names(cpu) {
         assert_eq!(builtin(&ctx, name).name(), name);
     }
-    assert_eq!(Kernel::builtin(&ctx, cpu, "copy_byte").unwrap_err().kind, InvalidKernelName);
-    assert_eq!(Kernel::builtin(&ctx, cpu, "").unwrap_err().kind, InvalidKernelName);
+    // As clCreateProgramWithBuiltInKernels answers a name no device offers.
+    assert_eq!(Kernel::builtin(&ctx, cpu, "copy_byte").unwrap_err().kind, InvalidValue);
+    assert_eq!(Kernel::builtin(&ctx, cpu, "").unwrap_err().kind, InvalidValue);
+    assert_eq!(Kernel::builtin(&ctx, cpu, "dma_copy").unwrap_err().kind, InvalidValue, "edu's, not the CPU's");
     // A device outside the context, and a device without built-ins.
     let accel = Arc::new(Device {
         index: 1,
@@ -89,7 +91,7 @@ fn the_cpu_device_lists_its_builtins() {
     assert_eq!(Kernel::builtin(&ctx, &accel, "copy_bytes").unwrap_err().kind, InvalidDevice);
     assert!(builtin_kernel_names(&accel).is_empty() && builtin_kernels_string(&accel).is_empty());
     let both = Context::new(&[cpu.clone(), accel.clone()]).unwrap();
-    assert_eq!(Kernel::builtin(&both, &accel, "copy_bytes").unwrap_err().kind, InvalidKernelName);
+    assert_eq!(Kernel::builtin(&both, &accel, "copy_bytes").unwrap_err().kind, InvalidValue);
     // A CPU built-in launched on the accelerator's queue.
     let k = Kernel::builtin(&both, cpu, "copy_bytes").unwrap();
     k.set_arg_mem_pointer(0, std::ptr::null()).unwrap();
@@ -466,16 +468,66 @@ fn blocking_free_waits_for_usm_ptrs_and_indirect_access_only() {
     k.set_exec_info_usm_ptrs(&[p]);
     assert!(!free_returns_before_launch(&ctx, &q, &k, p), "USM_PTRS did not count");
     k.set_exec_info_usm_ptrs(&[]);
-    // Indirect access: a native kernel without any argument.
+    // Indirect access: a native kernel without any argument uses every
+    // allocation of the flagged type, and no other.
     let native = Kernel::native(&ctx, Arc::new(|_: &[KernelArgValue]| Ok(())), vec![]).unwrap();
-    for param in [exec_info::INDIRECT_HOST_ACCESS, exec_info::INDIRECT_DEVICE_ACCESS, exec_info::INDIRECT_SHARED_ACCESS]
-    {
-        let p = host(&ctx, 64);
+    let cpu = Platform::get().cpu().clone();
+    let alloc = |kind: usize| match kind {
+        0 => host(&ctx, 64),
+        1 => usm::device_mem_alloc(&ctx, &cpu, &[], 64, 0).unwrap().as_ptr(),
+        2 => usm::shared_mem_alloc(&ctx, None, &[], 64, 0).unwrap().as_ptr(),
+        _ => dmabridge::ext::svm::svm_alloc(&ctx, 1, 64, 0).unwrap().as_ptr(),
+    };
+    let params =
+        [exec_info::INDIRECT_HOST_ACCESS, exec_info::INDIRECT_DEVICE_ACCESS, exec_info::INDIRECT_SHARED_ACCESS];
+    for (flag, param) in params.into_iter().enumerate() {
         native.set_exec_info(param, &1u32.to_ne_bytes()).unwrap();
-        assert!(!free_returns_before_launch(&ctx, &q, &native, p), "indirect access {param:#x} did not count");
+        // Host, device, shared, SVM (which counts as shared).
+        for kind in 0..4 {
+            let uses = kind == flag || (kind == 3 && flag == 2);
+            let p = alloc(kind);
+            assert_eq!(
+                !free_returns_before_launch(&ctx, &q, &native, p),
+                uses,
+                "indirect access {param:#x}, allocation type {kind}: the free must wait only for its own type"
+            );
+        }
         native.set_exec_info_indirect_access(param, false).unwrap();
     }
     let p = host(&ctx, 64);
     assert!(free_returns_before_launch(&ctx, &q, &native, p), "no flag set: the free must not wait");
     usm::mem_free(&ctx, other).unwrap();
+}
+
+/// The seed's rule, directly: a launch with INDIRECT_HOST_ACCESS held by a
+/// closed user event blocks the blocking free of a host allocation, not that
+/// of a device allocation (observed from another thread with a bound).
+#[test]
+fn indirect_host_access_holds_host_frees_not_device_frees() {
+    let (ctx, q) = setup();
+    let cpu = Platform::get().cpu().clone();
+    let native = Kernel::native(&ctx, Arc::new(|_: &[KernelArgValue]| Ok(())), vec![]).unwrap();
+    native.set_exec_info_indirect_access(exec_info::INDIRECT_HOST_ACCESS, true).unwrap();
+    let h = host(&ctx, 256) as usize;
+    let d = usm::device_mem_alloc(&ctx, &cpu, &[], 256, 0).unwrap().as_ptr() as usize;
+    let gate = Event::user(&ctx);
+    // SAFETY: the native kernel touches no memory.
+    let launch = unsafe { kernel::enqueue_task(&q, &native, std::slice::from_ref(&gate)) }.unwrap();
+    let free_on_thread = |p: usize| {
+        let ctx = ctx.clone();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || tx.send(cmd::mem_blocking_free(&ctx, p as *mut u8)).unwrap());
+        rx
+    };
+    // The device allocation's free returns while the gate is closed.
+    let rx = free_on_thread(d);
+    assert!(matches!(rx.recv_timeout(Duration::from_secs(10)), Ok(Ok(()))), "the device free waited");
+    assert!(!launch.status().is_terminal(), "the gate is still closed");
+    // The host allocation's free does not, until the gate opens.
+    let rx = free_on_thread(h);
+    assert!(rx.recv_timeout(Duration::from_millis(200)).is_err(), "the host free returned with the launch pending");
+    gate.set_user_status(0).unwrap();
+    assert!(matches!(rx.recv_timeout(Duration::from_secs(10)), Ok(Ok(()))), "the host free never returned");
+    Event::wait(&[launch]).unwrap();
+    assert_eq!(usm::mem_free(&ctx, h as *mut u8).unwrap_err().kind, InvalidValue, "already freed");
 }

@@ -76,6 +76,56 @@ fn ivshmem_p2p_bytes_reach_the_host_file() {
     assert!(data[..0x3000].iter().all(|&b| b == 0), "bytes before the transfer were touched");
 }
 
+/// The newest guest test executable beside this one (`cargo test -p
+/// dmabridge-tests --test guest --no-run` builds it).
+fn guest_tests_bin() -> PathBuf {
+    let deps = std::env::current_exe().unwrap().parent().unwrap().to_path_buf();
+    let newest = std::fs::read_dir(&deps)
+        .unwrap()
+        .flatten()
+        .filter(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            name.starts_with("guest-") && !name.contains('.')
+        })
+        .max_by_key(|e| e.metadata().and_then(|m| m.modified()).ok());
+    let bin = newest.map(|e| e.path());
+    bin.unwrap_or_else(|| {
+        panic!(
+            "no guest test executable in {}: run `cargo test -p dmabridge-tests --test guest --no-run` first",
+            deps.display()
+        )
+    })
+}
+
+/// With edu's `dma_mask` raised to 64 bits (and dmabridge told so), a device
+/// allocation's bus address is its own pointer, and edu DMA through it
+/// works: the guest test asserts it.
+#[test]
+fn edu_bus_addresses_equal_pointers_with_a_wide_dma_mask() {
+    let bin = guest_tests_bin();
+    let out = rig(&[
+        "--no-ivshmem",
+        "--edu",
+        "1",
+        "--edu-dma-mask",
+        "0xffffffffffffffff",
+        "--bind",
+        "0000:00:10.0",
+        "--env",
+        "DMABRIDGE_EDU_DMA_MASK=0xffffffffffffffff",
+        "--",
+        bin.to_str().unwrap(),
+        "--exact",
+        "edu_device::child_bus_address_equals_the_pointer_with_a_wide_mask",
+        "--ignored",
+        "--test-threads=1",
+        "--nocapture",
+    ]);
+    let all = format!("{}{}", text(&out.stdout), text(&out.stderr));
+    println!("{all}");
+    assert!(out.status.success() && all.contains("1 passed"), "the guest test failed:\n{all}");
+}
+
 fn rand_suffix() -> u128 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos()
 }

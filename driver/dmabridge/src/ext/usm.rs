@@ -13,7 +13,8 @@ use std::sync::Arc;
 
 use crate::cl_err;
 use crate::error::{ClError, ClErrorKind, ClResult};
-use crate::memory::heap::{AllocKind, AllocMeta, FreeError};
+use crate::memory::heap::{AllocInfo, AllocKind, AllocMeta, FreeError};
+use crate::runtime::backend::domain::DmaDomain;
 use crate::runtime::context::Context;
 use crate::runtime::device::{Device, UsmCaps};
 use crate::runtime::platform::Platform;
@@ -162,7 +163,13 @@ pub fn host_mem_alloc(
 }
 
 /// `clDeviceMemAllocINTEL`: a device allocation owned by `device`. On the
-/// CPU device it lives in the context's heap (host-unified memory).
+/// CPU device it lives in the context's heap (host-unified memory). On an
+/// edu device it lives there too, page-aligned so that it owns its pages,
+/// and is resident in the edu's IOMMU domain (pinned and mapped) until it is
+/// freed, at the IOVA [`device_address`] reports, equal to the pointer when
+/// the DMA mask allows. Fails with `CL_OUT_OF_RESOURCES`, allocating
+/// nothing, when it cannot be made resident (no bus addresses left, the
+/// memlock limit).
 ///
 /// ```
 /// use dmabridge::ext::usm;
@@ -186,7 +193,100 @@ pub fn device_mem_alloc(
     }
     let flags = parse_properties(properties, AllocKind::Device)?;
     let align = check_shape("device", std::iter::once(device), size, alignment)?;
-    allocate(ctx, size, align, AllocMeta { kind: AllocKind::Device, device: Some(device.index), flags: flags as u8 })
+    let meta = AllocMeta { kind: AllocKind::Device, device: Some(device.index), flags: flags as u8 };
+    allocate_resident(ctx, device, size, align, meta)
+}
+
+/// A device allocation of `device`: on a device with a DMA domain (edu) it
+/// owns whole pages (page-aligned, so no other allocation shares them) and
+/// is made resident there until freed; anywhere else a plain heap
+/// allocation. Fails with `CL_OUT_OF_RESOURCES`, allocating nothing, when it
+/// cannot be made resident.
+fn allocate_resident(
+    ctx: &Arc<Context>,
+    device: &Device,
+    size: usize,
+    align: usize,
+    meta: AllocMeta,
+) -> ClResult<NonNull<u8>> {
+    let Some(domain) = device.dma_domain() else {
+        return allocate(ctx, size, align, meta);
+    };
+    let p = allocate(ctx, size, align.max(crate::sys::page_size()), meta)?;
+    // SAFETY: the allocation is fresh and only handed out as a raw pointer;
+    // the device writes it only through commands the application enqueues,
+    // under the USM rule that the host does not access it meanwhile. It is
+    // evicted before its pages are freed or unmapped (mem_free, heap drop).
+    match unsafe { domain.make_resident(p.as_ptr() as usize, size) } {
+        Ok(_) => {
+            evict_on_heap_drop(ctx, &domain);
+            Ok(p)
+        }
+        Err(e) => {
+            let _ = ctx.heap().free(p.as_ptr() as usize);
+            cl_err!(OutOfResources, "making the {size}-byte device allocation resident for {:?}: {e}", device.name)
+        }
+    }
+}
+
+/// Unpins whatever of `ctx`'s heap is still resident in `domain` when the
+/// heap goes (a context released with live allocations).
+fn evict_on_heap_drop(ctx: &Context, domain: &Arc<DmaDomain>) {
+    let d = domain.clone();
+    let evict = move |start, len| {
+        d.evict_within(start, len);
+    };
+    ctx.heap().on_drop(Arc::as_ptr(domain) as usize, Box::new(evict));
+}
+
+/// Makes the USM allocation `info` of `ctx` resident in `domain` unless it
+/// already is (no reference counted: it stays resident until it is freed,
+/// or its context released). SVM allocations are left alone (their free,
+/// `clSVMFree`, does not evict); so are pointers outside the heap. Returns
+/// the bus address of `info.base`, or `None` when left alone.
+///
+/// What `clEnqueueMigrateMemINTEL` and a kernel launch on an edu queue do to
+/// the allocations they reach (seed 000). Errors as
+/// [`DmaDomain::make_resident`].
+pub(crate) fn keep_resident(ctx: &Context, domain: &Arc<DmaDomain>, info: &AllocInfo) -> ClResult<Option<u64>> {
+    if info.meta.kind == AllocKind::Svm {
+        return Ok(None);
+    }
+    // SAFETY: a live USM allocation, reached only through raw pointers; the
+    // device writes it only through commands the application enqueues, under
+    // the USM rule that the host does not access it meanwhile. It is evicted
+    // before its pages are freed or unmapped (mem_free, heap drop).
+    let iova = unsafe { domain.ensure_resident(info.base, info.size) }?;
+    evict_on_heap_drop(ctx, domain);
+    Ok(Some(iova))
+}
+
+/// The bus address at which `device` reaches `ptr` (any interior pointer of
+/// a resident range): the IOVA of a device allocation of an edu device, or
+/// of a host or shared allocation migrated to it or reached by a kernel on
+/// it. `None` if `ptr` is not resident for `device` (and always for the CPU
+/// device, which uses process addresses). When the DMA mask allows, the
+/// IOVA equals the pointer.
+///
+/// No OpenCL function of its own in seed 000; the bus address that
+/// `clEnqueueMakeBuffersResidentAMD` (seed 002) reports.
+///
+/// ```
+/// use dmabridge::ext::usm;
+/// use dmabridge::runtime::{context::Context, platform::Platform};
+/// let ctx = Context::new(Platform::get().devices())?;
+/// for d in ctx.devices() {
+///     let p = usm::device_mem_alloc(&ctx, d, &[], 4096, 0)?.as_ptr();
+///     match usm::device_address(d, p) {
+///         Some(iova) => println!("{}: {p:?} at bus address {iova:#x}", d.name),
+///         None => assert!(d.dma_domain().is_none()),
+///     }
+///     usm::mem_free(&ctx, p)?;
+/// }
+/// # Ok::<(), dmabridge::error::ClError>(())
+/// ```
+pub fn device_address(device: &Device, ptr: *const u8) -> Option<u64> {
+    device.dma_domain()?.resident_iova(ptr as usize, 1)
 }
 
 /// `clSharedMemAllocINTEL`: a shared allocation, associated with `device`
@@ -238,6 +338,7 @@ pub fn shared_mem_alloc(
 /// `clMemFreeINTEL`: frees an allocation without waiting for commands that
 /// may use it. A null pointer is accepted and does nothing; any other
 /// pointer must be one an allocation function of this context returned.
+/// Whatever of it is resident in an IOMMU domain is evicted first.
 ///
 /// ```
 /// use dmabridge::ext::usm;
@@ -253,6 +354,7 @@ pub fn mem_free(ctx: &Arc<Context>, ptr: *mut u8) -> ClResult<()> {
     if ptr.is_null() {
         return Ok(());
     }
+    evict(ctx, ptr as usize);
     match ctx.heap().free(ptr as usize) {
         Ok(_) => Ok(()),
         Err(FreeError::Unknown(p)) => {
@@ -264,6 +366,17 @@ pub fn mem_free(ctx: &Arc<Context>, ptr: *mut u8) -> ClResult<()> {
         Err(FreeError::Interior { ptr, base }) => {
             cl_err!(InvalidValue, "{ptr:#x} points inside the allocation at {base:#x}; free takes the pointer the allocation function returned")
         }
+    }
+}
+
+/// Unpins the allocation that starts at `ptr` from the platform's DMA
+/// domain if any part of it is resident (device allocations of an edu
+/// device; host and shared ones migrated to it or reached by its kernels),
+/// before its pages are freed.
+fn evict(ctx: &Context, ptr: usize) {
+    let Some(domain) = Platform::get().dma_domain() else { return };
+    if let Some(info) = ctx.heap().lookup(ptr).filter(|i| i.base == ptr) {
+        domain.evict_within(info.base, info.size);
     }
 }
 

@@ -195,7 +195,16 @@ pub(crate) unsafe fn memcpy_as(
 /// with `CONTENT_UNDEFINED` the whole pages inside the range are dropped
 /// instead (they read as zeros). Ranges are expanded to page boundaries for
 /// populating and shrunk to them for dropping, so that neighbours sharing a
-/// page are never touched.
+/// page are never touched. On a device with an IOMMU domain (edu),
+/// migrating to the device (no `HOST` flag) also makes the whole USM
+/// allocation that `ptr` points into resident there (pinned and mapped, as
+/// [`usm::device_address`] then reports); it stays resident until it is
+/// freed (`clMemFreeINTEL`, `clMemBlockingFreeINTEL`) or its context is
+/// released, and migrating it to the host does not evict it. Resident pages
+/// are never dropped (`CONTENT_UNDEFINED` then only populates). SVM
+/// allocations and memory outside the context's heap are not made resident.
+/// If making it resident fails, the event ends with `CL_OUT_OF_RESOURCES`
+/// (or `CL_INVALID_VALUE` for memory VFIO cannot pin).
 ///
 /// Errors: `CL_INVALID_VALUE` if `flags` is zero or has bits other than
 /// `HOST` and `CONTENT_UNDEFINED`, or `ptr` is NULL; `CL_INVALID_CONTEXT` for
@@ -234,6 +243,8 @@ pub fn enqueue_migrate_mem(
     }
     let (p, drop_content) = (ptr as usize, flags & migration::CONTENT_UNDEFINED != 0);
     let ctx = queue.context().clone();
+    // To a device with an IOMMU domain (edu): the allocation becomes resident.
+    let domain = queue.device().dma_domain().filter(|_| flags & migration::HOST == 0);
     queue.enqueue_with_use(
         command_type::MIGRATEMEM_INTEL,
         wait_list,
@@ -241,14 +252,24 @@ pub fn enqueue_migrate_mem(
         CommandUse::Range(p, size),
         Box::new(move || {
             migrate(&ctx, p, size, drop_content);
-            Ok(())
+            match (domain, ctx.heap().lookup(p)) {
+                (Some(domain), Some(info)) => usm::keep_resident(&ctx, &domain, &info).map(drop).map_err(|e| {
+                    eprintln!("dmabridge: clEnqueueMigrateMemINTEL of {p:#x}: {e}");
+                    e.code()
+                }),
+                _ => Ok(()),
+            }
         }),
     )
 }
 
 pub(crate) fn migrate(ctx: &Context, p: usize, size: usize, drop_content: bool) {
     let page = crate::sys::page_size();
-    if drop_content {
+    // Pages pinned in an IOMMU domain must keep their backing: dropping them
+    // would leave the device on the old pages and the CPU on new ones.
+    let resident =
+        || crate::runtime::platform::Platform::get().dma_domain().is_some_and(|d| d.resident_iova(p, size).is_some());
+    if drop_content && !resident() {
         // Only whole pages inside one allocation of the heap: anything else
         // may hold other data.
         let Some(info) = ctx.heap().lookup(p) else { return };
@@ -304,9 +325,10 @@ pub fn enqueue_mem_advise(
 }
 
 /// `clMemBlockingFreeINTEL`: waits for every enqueued command, on every
-/// queue of the context, that may use the allocation (kernels with indirect
-/// access count as using all of them), then frees it. Errors as
-/// [`usm::mem_free`].
+/// queue of the context, that may use the allocation (a kernel with
+/// indirect access counts as using every allocation of the flagged types;
+/// SVM allocations count as shared), then frees it, evicting it from any
+/// IOMMU domain it is resident in. Errors as [`usm::mem_free`].
 ///
 /// ```
 /// use dmabridge::ext::{usm, usm_commands};
@@ -328,7 +350,7 @@ pub fn mem_blocking_free(ctx: &Arc<Context>, ptr: *mut u8) -> ClResult<()> {
         return Ok(());
     }
     if let Some(info) = ctx.heap().lookup(ptr as usize).filter(|i| i.base == ptr as usize) {
-        queue::wait_for_context_commands_using(ctx, |u| u.touches(info.base, info.size));
+        queue::wait_for_context_commands_using(ctx, |u| u.touches_alloc(info.base, info.size, info.meta.kind));
     }
     usm::mem_free(ctx, ptr)
 }

@@ -238,7 +238,12 @@ pub struct Heap {
     granules: Mutex<Granules>,
     classes: Box<[Mutex<Class>]>,
     large: Mutex<BTreeMap<usize, Large>>,
+    /// Run when the heap drops, before its memory is unmapped; by key.
+    drop_hooks: Mutex<Vec<(usize, DropHook)>>,
 }
+
+/// Called with the heap's reservation (start, length) when the heap drops.
+pub type DropHook = Box<dyn FnOnce(usize, usize) + Send + Sync>;
 
 impl std::fmt::Debug for Heap {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -263,8 +268,84 @@ impl Heap {
             granules: Mutex::new(Granules { free: BTreeMap::from([(0, granules)]) }),
             classes: (0..NUM_CLASSES).map(|_| Mutex::new(Class::default())).collect(),
             large: Mutex::new(BTreeMap::new()),
+            drop_hooks: Mutex::new(Vec::new()),
             va,
         })
+    }
+
+    /// Runs `hook(start, len)` of the heap's address reservation when the
+    /// heap drops, before its memory is unmapped, unless a hook with the same
+    /// `key` is already registered (then `hook` is dropped unused). Used to
+    /// unpin allocations that are still resident in an IOMMU domain when a
+    /// context goes away with live allocations.
+    ///
+    /// ```
+    /// use std::sync::{atomic::{AtomicUsize, Ordering}, Arc};
+    /// use dmabridge::memory::heap::Heap;
+    /// let calls = Arc::new(AtomicUsize::new(0));
+    /// let heap = Heap::with_granules(4)?;
+    /// for _ in 0..2 {
+    ///     let c = calls.clone();
+    ///     heap.on_drop(7, Box::new(move |_, len| { c.fetch_add(len, Ordering::SeqCst); }));
+    /// }
+    /// drop(heap);
+    /// assert_eq!(calls.load(Ordering::SeqCst), 4 << 21, "once, with the whole reservation");
+    /// # Ok::<(), dmabridge::sys::OsError>(())
+    /// ```
+    pub fn on_drop(&self, key: usize, hook: DropHook) {
+        let mut hooks = self.drop_hooks.lock().unwrap();
+        if !hooks.iter().any(|(k, _)| *k == key) {
+            hooks.push((key, hook));
+        }
+    }
+
+    /// Every live allocation, in no particular order (a snapshot: allocations
+    /// made or freed meanwhile may or may not be in it). Walks the pool
+    /// chunks' slot words and the large allocations, under each class's lock
+    /// in turn; lookups are never blocked. `f` must not allocate or free in
+    /// this heap (it runs under those locks).
+    ///
+    /// ```
+    /// use dmabridge::memory::heap::{AllocKind, AllocMeta, Heap};
+    /// let heap = Heap::with_granules(8)?;
+    /// let dev = AllocMeta { kind: AllocKind::Device, device: Some(1), flags: 0 };
+    /// let a = heap.alloc(100, 0, AllocMeta::HOST).unwrap().as_ptr() as usize;
+    /// let b = heap.alloc(3 << 20, 0, dev).unwrap().as_ptr() as usize;
+    /// let mut devices = Vec::new();
+    /// heap.for_each_allocation(|i| if i.meta.kind == AllocKind::Device { devices.push(i.base) });
+    /// assert_eq!(devices, [b]);
+    /// # let _ = a;
+    /// # Ok::<(), dmabridge::sys::OsError>(())
+    /// ```
+    pub fn for_each_allocation(&self, mut f: impl FnMut(&AllocInfo)) {
+        for (c, cls) in self.classes.iter().enumerate() {
+            let csize = class_size(c);
+            let cls = cls.lock().unwrap();
+            for chunk in cls.chunks.iter().flatten() {
+                let Some(rec) = self.table.record(chunk.start) else { continue };
+                let base = self.va.granule_addr(chunk.start);
+                for (slot, word) in self.table.slots(rec).iter().take(chunk.bump as usize).enumerate() {
+                    let word = word.load(Ordering::Acquire);
+                    if slot_size(word) != 0 {
+                        f(&AllocInfo {
+                            base: base + slot * csize,
+                            size: slot_size(word),
+                            meta: AllocMeta::unpack(slot_meta(word)),
+                        });
+                    }
+                }
+            }
+        }
+        let large = self.large.lock().unwrap();
+        for &start in large.keys() {
+            if let Some(rec) = self.table.record(start) {
+                f(&AllocInfo {
+                    base: self.va.granule_addr(start),
+                    size: rec.size.load(Ordering::Acquire),
+                    meta: AllocMeta::unpack(rec.meta.load(Ordering::Acquire)),
+                });
+            }
+        }
     }
 
     /// True if `ptr` lies in this heap's reservation (allocated or not).
@@ -529,6 +610,15 @@ impl Heap {
         s.live += large.len();
         s.resident_bytes = self.va.resident_bytes().unwrap_or(0);
         s
+    }
+}
+
+impl Drop for Heap {
+    fn drop(&mut self) {
+        let (start, len) = (self.va.base(), self.va.len());
+        for (_, hook) in self.drop_hooks.get_mut().map(std::mem::take).unwrap_or_default() {
+            hook(start, len);
+        }
     }
 }
 

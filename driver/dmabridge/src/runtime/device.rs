@@ -2,6 +2,7 @@
 
 use std::sync::{Arc, Mutex, Weak};
 
+use super::backend::domain::DmaDomain;
 use super::backend::edu_backend::EduBackend;
 use super::backend::Backend;
 use crate::sys::pci::PciAddress;
@@ -90,6 +91,10 @@ type Attached = (Weak<Device>, Arc<dyn Backend>);
 /// identity, and only for non-CPU devices.
 static BACKENDS: Mutex<Vec<Attached>> = Mutex::new(Vec::new());
 
+/// The DMA domain of each device whose memory is made resident in one
+/// (edu): looked up like [`BACKENDS`].
+static DOMAINS: Mutex<Vec<(Weak<Device>, Arc<DmaDomain>)>> = Mutex::new(Vec::new());
+
 /// What the host can give one allocation: the udmabuf size limit when
 /// udmabuf is present (so that every allocation can be exported as a
 /// dma-buf), else a quarter of RAM.
@@ -137,20 +142,23 @@ impl Device {
     ///
     /// edu has no memory of its own: its 4 KiB buffer is a staging area, so
     /// every allocation it uses (host, device or shared) is host memory whose
-    /// pages are mapped into its IOMMU domain for each command. Hence:
+    /// pages are mapped into its IOMMU domain: device allocations for their
+    /// whole life (resident, see [`Device::dma_domain`]), host and shared ones
+    /// once migrated to it or reached by a kernel on it, anything else for
+    /// the duration of each command. Hence:
     /// - host-unified memory;
     /// - USM host, device and shared allocations: plain access only. It has
     ///   no atomics, and it may not touch memory the host touches at the
-    ///   same time (a copy pins and maps the pages for its duration);
+    ///   same time;
     /// - no shared-system access: it reaches only pinnable, mapped pages, and
     ///   only once mapped, not any pointer of the process;
     /// - SVM: coarse-grain buffers only;
     /// - the largest allocation fits both the host limit (udmabuf) and edu's
-    ///   28-bit bus address window minus the page at IOVA 0 that is never
-    ///   handed out;
+    ///   bus address window (its DMA mask) minus the page at IOVA 0 that is
+    ///   never handed out;
     /// - one compute unit: one DMA channel.
     pub fn edu(index: u16, backend: Arc<EduBackend>) -> Arc<Device> {
-        let window = backend.domain().dma_mask() + 1 - crate::sys::page_size() as u64;
+        let window = backend.domain().dma_mask().saturating_add(1) - crate::sys::page_size() as u64;
         let name = backend.name().to_owned();
         let access = usm_caps::ACCESS;
         let device = Arc::new(Device {
@@ -170,8 +178,35 @@ impl Device {
             svm: svm_caps::COARSE_GRAIN_BUFFER,
             compute_units: 1,
         });
+        let domain = backend.domain().clone();
         Device::attach_backend(&device, backend);
+        let mut reg = DOMAINS.lock().unwrap();
+        reg.retain(|(d, _)| d.strong_count() > 0);
+        reg.push((Arc::downgrade(&device), domain));
         device
+    }
+
+    /// The IOMMU domain in which this device's USM device allocations are
+    /// resident, and in which host and shared allocations are made resident
+    /// by migration or kernel launches (`None` for the CPU device).
+    ///
+    /// No OpenCL function of its own: where `clDeviceMemAllocINTEL` and
+    /// `clEnqueueMigrateMemINTEL` map memory (seed 000).
+    ///
+    /// ```
+    /// use dmabridge::runtime::platform::Platform;
+    /// assert!(Platform::get().cpu().dma_domain().is_none());
+    /// for d in &Platform::get().devices()[1..] {
+    ///     println!("{}: {:?}", d.name, d.dma_domain());
+    /// }
+    /// # Ok::<(), dmabridge::error::ClError>(())
+    /// ```
+    pub fn dma_domain(&self) -> Option<Arc<DmaDomain>> {
+        if self.device_type == DeviceType::Cpu {
+            return None;
+        }
+        let reg = DOMAINS.lock().unwrap();
+        reg.iter().find(|(d, _)| d.strong_count() > 0 && std::ptr::eq(d.as_ptr(), self)).map(|(_, m)| m.clone())
     }
 
     /// Gives `device` a backend (replacing any). The CPU device never has one.

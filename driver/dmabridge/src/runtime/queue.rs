@@ -125,7 +125,21 @@ pub enum CommandUse {
     Pair([(usize, usize); 2]),
     /// Any number of ranges (a migration, a kernel's pointer arguments).
     Ranges(Vec<(usize, usize)>),
-    /// Any memory (a kernel with indirect access; work that did not say).
+    /// Every USM allocation of the flagged types, plus explicit ranges (a
+    /// kernel with indirect access: its pointer arguments and `USM_PTRS`).
+    /// SVM allocations count as shared ones (`clGetMemAllocInfoINTEL`
+    /// reports them as `CL_MEM_TYPE_SHARED_INTEL`).
+    Kinds {
+        /// `CL_KERNEL_EXEC_INFO_INDIRECT_HOST_ACCESS_INTEL`.
+        host: bool,
+        /// `CL_KERNEL_EXEC_INFO_INDIRECT_DEVICE_ACCESS_INTEL`.
+        device: bool,
+        /// `CL_KERNEL_EXEC_INFO_INDIRECT_SHARED_ACCESS_INTEL` (and SVM).
+        shared: bool,
+        /// Ranges used besides.
+        ranges: Vec<(usize, usize)>,
+    },
+    /// Any memory (work that did not say).
     All,
 }
 
@@ -152,7 +166,41 @@ impl CommandUse {
             CommandUse::Range(s, l) => hit(&(*s, *l)),
             CommandUse::Pair(r) => r.iter().any(hit),
             CommandUse::Ranges(r) => r.iter().any(hit),
+            // The type of the memory is unknown here: any flag may cover it.
+            CommandUse::Kinds { host, device, shared, ranges } => *host || *device || *shared || ranges.iter().any(hit),
             CommandUse::All => true,
+        }
+    }
+
+    /// True if the command may access a byte of the allocation
+    /// `[start, start + len)` of type `kind`: as [`CommandUse::touches`],
+    /// except that [`CommandUse::Kinds`] covers only allocations of its types.
+    ///
+    /// The test behind `clMemBlockingFreeINTEL` (seed 000): a kernel with
+    /// indirect access counts as using all allocations of its types.
+    ///
+    /// ```
+    /// use dmabridge::memory::heap::AllocKind;
+    /// use dmabridge::runtime::queue::CommandUse;
+    /// let k = CommandUse::Kinds { host: true, device: false, shared: false, ranges: vec![(0x9000, 8)] };
+    /// assert!(k.touches_alloc(0x1000, 64, AllocKind::Host));
+    /// assert!(!k.touches_alloc(0x1000, 64, AllocKind::Device));
+    /// assert!(k.touches_alloc(0x9000, 64, AllocKind::Device), "an explicit range");
+    /// assert!(CommandUse::Range(0x1000, 1).touches_alloc(0x1000, 64, AllocKind::Svm));
+    /// # Ok::<(), dmabridge::error::ClError>(())
+    /// ```
+    pub fn touches_alloc(&self, start: usize, len: usize, kind: crate::memory::heap::AllocKind) -> bool {
+        use crate::memory::heap::AllocKind;
+        match self {
+            CommandUse::Kinds { host, device, shared, ranges } => {
+                let by_kind = match kind {
+                    AllocKind::Host => *host,
+                    AllocKind::Device => *device,
+                    AllocKind::Shared | AllocKind::Svm => *shared,
+                };
+                by_kind || ranges.iter().any(|&(s, l)| CommandUse::Range(s, l).touches(start, len))
+            }
+            other => other.touches(start, len),
         }
     }
 }

@@ -8,9 +8,12 @@
 //! Host memory is made reachable for one operation through [`SpanMap`]: the
 //! pages covering a byte range are pinned and mapped at a fresh IOVA, and
 //! unmapped (and the IOVA given back) when the guard drops, on every path.
+//! Memory that stays mapped across commands is made resident instead
+//! ([`super::residency`]).
 
 use std::sync::{Arc, Mutex};
 
+use super::residency::Registry;
 use crate::error::{ClError, ClErrorKind, ClResult};
 use crate::memory::iova::IovaAllocator;
 use crate::sys::page_size;
@@ -23,6 +26,8 @@ pub struct DmaDomain {
     /// Created on first use: the IOMMU's usable ranges can only be read
     /// once a group is attached.
     iova: Mutex<Option<IovaAllocator>>,
+    /// Host ranges mapped until evicted ([`super::residency`]).
+    pub(super) residency: Mutex<Registry>,
 }
 
 impl std::fmt::Debug for DmaDomain {
@@ -35,7 +40,7 @@ impl DmaDomain {
     /// A domain over `container` whose devices drive addresses up to
     /// `dma_mask`.
     pub fn new(container: Arc<Container>, dma_mask: u64) -> Arc<DmaDomain> {
-        Arc::new(DmaDomain { container, dma_mask, iova: Mutex::new(None) })
+        Arc::new(DmaDomain { container, dma_mask, iova: Mutex::new(None), residency: Mutex::new(Registry::default()) })
     }
 
     /// The container.
@@ -53,7 +58,7 @@ impl DmaDomain {
         self.iova.lock().unwrap().as_ref().map_or(0, IovaAllocator::allocated_bytes)
     }
 
-    fn alloc_iova(&self, size: u64) -> ClResult<u64> {
+    fn with_allocator<T>(&self, f: impl FnOnce(&mut IovaAllocator) -> T) -> T {
         let mut guard = self.iova.lock().unwrap();
         let alloc = guard.get_or_insert_with(|| {
             let mut a = IovaAllocator::new(self.dma_mask, page_size() as u64);
@@ -62,12 +67,22 @@ impl DmaDomain {
             }
             a
         });
-        alloc.alloc(size, page_size() as u64).map_err(|e| {
+        f(alloc)
+    }
+
+    pub(super) fn alloc_iova(&self, size: u64) -> ClResult<u64> {
+        self.with_allocator(|a| a.alloc(size, page_size() as u64)).map_err(|e| {
             ClError::new(ClErrorKind::OutOfResources, format!("no bus address for {size} bytes of host memory: {e}"))
         })
     }
 
-    fn free_iova(&self, iova: u64) {
+    /// Claims exactly `[iova, iova + size)` if the devices reach it and it
+    /// is free (in the allocator and the IOMMU's usable ranges).
+    pub(super) fn reserve_iova(&self, iova: u64, size: u64) -> bool {
+        self.with_allocator(|a| a.reserve(iova, size)).is_ok()
+    }
+
+    pub(super) fn free_iova(&self, iova: u64) {
         if let Some(a) = self.iova.lock().unwrap().as_mut() {
             let _ = a.free(iova);
         }

@@ -42,11 +42,23 @@ impl std::fmt::Debug for EduBackend {
 }
 
 impl EduBackend {
-    /// Opens the edu at `address` in `domain`'s container. edu drives QEMU's
-    /// default 28-bit DMA mask; the domain's IOVAs must stay below it.
+    /// Opens the edu at `address` in `domain`'s container. edu cannot report
+    /// its DMA mask: the domain's mask is taken to be its `dma_mask`
+    /// property (QEMU's default is 28 bits; see [`dma_mask_from_env`]), and
+    /// every IOVA the domain hands out stays below it.
+    ///
+    /// No OpenCL function of its own: device discovery (`clGetDeviceIDs`).
+    ///
+    /// ```no_run
+    /// use dmabridge::runtime::backend::{domain::DmaDomain, edu::DEFAULT_DMA_MASK, edu_backend::EduBackend};
+    /// use dmabridge::sys::vfio::Container;
+    /// // Needs an edu bound to vfio-pci (the guest rig).
+    /// let domain = DmaDomain::new(Container::open()?, DEFAULT_DMA_MASK);
+    /// let edu = EduBackend::open(&domain, "0000:00:10.0".parse()?)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn open(domain: &Arc<DmaDomain>, address: PciAddress) -> Result<Arc<EduBackend>, EduError> {
-        assert!(domain.dma_mask() <= DEFAULT_DMA_MASK, "the domain hands out IOVAs edu cannot drive");
-        let edu = Edu::open(domain.container(), address)?;
+        let edu = Edu::open_with_mask(domain.container(), address, domain.dma_mask())?;
         Ok(Arc::new(EduBackend {
             edu,
             domain: domain.clone(),
@@ -77,28 +89,48 @@ impl EduBackend {
         let page = page_size();
         let span = |a: usize| (a & !(page - 1), (a + size).next_multiple_of(page));
         let ((s0, s1), (d0, d1)) = (span(src), span(dst));
-        // Spans sharing a page are mapped once (read and write): a page
-        // cannot sit at two IOVAs of one mapping call, and one pin suffices.
-        let (src_map, dst_map);
-        let (src_iova, dst_iova) = if s0 < d1 && d0 < s1 {
-            let lo = s0.min(d0);
-            let len = s1.max(d1) - lo;
-            // SAFETY: the caller guarantees no Rust reference into the
-            // destination; the source is only read by the device.
-            let m = unsafe { self.domain.map_span(lo, len, true, true) }?;
-            let r = (m.iova_of(src), m.iova_of(dst));
-            src_map = Some(m);
-            dst_map = None;
-            r
-        } else {
-            // SAFETY: the device only reads these pages.
-            let s = unsafe { self.domain.map_span(src, size, true, false) }?;
-            // SAFETY: as above (the caller's contract on `dst`).
-            let d = unsafe { self.domain.map_span(dst, size, true, true) }?;
-            let r = (s.iova_of(src), d.iova_of(dst));
-            src_map = Some(s);
-            dst_map = Some(d);
-            r
+        // Resident sides need no mapping; the others are mapped for the
+        // window and unmapped when `maps` drops.
+        let mut maps = Vec::with_capacity(2);
+        let (src_iova, dst_iova) = match (self.domain.resident_iova(src, size), self.domain.resident_iova(dst, size)) {
+            (Some(s), Some(d)) => (s, d),
+            (Some(s), None) => {
+                // SAFETY: the caller guarantees no Rust reference into the
+                // destination while the device writes it.
+                let m = unsafe { self.domain.map_span(dst, size, true, true) }?;
+                let d = m.iova_of(dst);
+                maps.push(m);
+                (s, d)
+            }
+            (None, Some(d)) => {
+                // SAFETY: the device only reads these pages.
+                let m = unsafe { self.domain.map_span(src, size, true, false) }?;
+                let s = m.iova_of(src);
+                maps.push(m);
+                (s, d)
+            }
+            // Spans sharing a page are mapped once (read and write): a page
+            // cannot sit at two IOVAs of one mapping call, and one pin suffices.
+            (None, None) if s0 < d1 && d0 < s1 => {
+                let lo = s0.min(d0);
+                let len = s1.max(d1) - lo;
+                // SAFETY: the caller guarantees no Rust reference into the
+                // destination; the source is only read by the device.
+                let m = unsafe { self.domain.map_span(lo, len, true, true) }?;
+                let r = (m.iova_of(src), m.iova_of(dst));
+                maps.push(m);
+                r
+            }
+            (None, None) => {
+                // SAFETY: the device only reads these pages.
+                let s = unsafe { self.domain.map_span(src, size, true, false) }?;
+                // SAFETY: as above (the caller's contract on `dst`).
+                let d = unsafe { self.domain.map_span(dst, size, true, true) }?;
+                let r = (s.iova_of(src), d.iova_of(dst));
+                maps.push(s);
+                maps.push(d);
+                r
+            }
         };
         let mut done = 0;
         while done < size {
@@ -112,8 +144,10 @@ impl EduBackend {
                 .map_err(|e| self.dma_error("writing the destination", e))?;
             done += n;
         }
-        drop(dst_map);
-        drop(src_map);
+        // Destination first, as before: the reverse of the mapping order.
+        while let Some(m) = maps.pop() {
+            drop(m);
+        }
         Ok(())
     }
 }
@@ -147,6 +181,48 @@ impl Backend for EduBackend {
     }
 }
 
+/// The variable that tells dmabridge the edu devices' `dma_mask` property.
+pub const DMA_MASK_ENV: &str = "DMABRIDGE_EDU_DMA_MASK";
+
+/// The DMA mask of the machine's edu devices: [`DMA_MASK_ENV`] if set (hex
+/// with `0x`, or decimal), else QEMU's default [`DEFAULT_DMA_MASK`]. edu
+/// cannot report its `dma_mask` property, so whoever starts QEMU with
+/// another (`qemu/run-in-guest --edu-dma-mask M`) says so here. The value
+/// must be `2^n - 1` with `n` from 13 to 64 (at least two pages of bus
+/// addresses); `Err` says what is wrong with it.
+///
+/// No OpenCL function of its own: device discovery (`clGetDeviceIDs`).
+///
+/// ```
+/// use dmabridge::runtime::backend::edu_backend::{dma_mask_from_env, DMA_MASK_ENV};
+/// if std::env::var_os(DMA_MASK_ENV).is_none() {
+///     assert_eq!(dma_mask_from_env(), Ok((1 << 28) - 1));
+/// }
+/// ```
+pub fn dma_mask_from_env() -> Result<u64, String> {
+    match std::env::var(DMA_MASK_ENV) {
+        Err(std::env::VarError::NotPresent) => Ok(DEFAULT_DMA_MASK),
+        Err(e) => Err(format!("{DMA_MASK_ENV}: {e}")),
+        Ok(v) => parse_dma_mask(&v).map_err(|why| format!("{DMA_MASK_ENV}={v:?} is not a usable DMA mask: {why}")),
+    }
+}
+
+fn parse_dma_mask(v: &str) -> Result<u64, String> {
+    let t = v.trim();
+    let m = match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        Some(hex) => u64::from_str_radix(&hex.replace('_', ""), 16),
+        None => t.replace('_', "").parse::<u64>(),
+    }
+    .map_err(|e| format!("{e} (write it in hex with 0x, e.g. 0xffffffffffffffff, or in decimal)"))?;
+    if m & m.wrapping_add(1) != 0 {
+        return Err(format!("{m:#x} is not of the form 2^n - 1 (all low bits set)"));
+    }
+    if m < (1 << 13) - 1 {
+        return Err(format!("{m:#x} leaves fewer than two pages of bus addresses"));
+    }
+    Ok(m)
+}
+
 /// What [`discover`] found.
 #[derive(Debug, Default)]
 pub struct Discovered {
@@ -176,6 +252,14 @@ pub fn discover() -> Discovered {
     if candidates.is_empty() {
         return Discovered { skipped, ..Discovered::default() };
     }
+    let dma_mask = match dma_mask_from_env() {
+        Ok(m) => m,
+        Err(why) => {
+            skipped.extend(candidates.into_iter().map(|a| (a, why.clone())));
+            skipped.sort_by_key(|(a, _)| *a);
+            return Discovered { skipped, ..Discovered::default() };
+        }
+    };
     let container = match Container::open() {
         Ok(c) => c,
         Err(e) => {
@@ -183,7 +267,7 @@ pub fn discover() -> Discovered {
             return Discovered { skipped, ..Discovered::default() };
         }
     };
-    let domain = DmaDomain::new(container, DEFAULT_DMA_MASK);
+    let domain = DmaDomain::new(container, dma_mask);
     let mut opened = Vec::new();
     for address in candidates {
         match EduBackend::open(&domain, address) {
@@ -194,4 +278,20 @@ pub fn discover() -> Discovered {
     skipped.sort_by_key(|(a, _)| *a);
     let domain = (!opened.is_empty()).then_some(domain);
     Discovered { domain, backends: opened, skipped }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_dma_mask;
+
+    #[test]
+    fn dma_masks_parse_in_hex_and_decimal_and_bad_ones_say_why() {
+        assert_eq!(parse_dma_mask("0xffffffffffffffff"), Ok(u64::MAX));
+        assert_eq!(parse_dma_mask("0xfffffff"), Ok((1 << 28) - 1));
+        assert_eq!(parse_dma_mask(" 268435455 "), Ok((1 << 28) - 1));
+        assert!(parse_dma_mask("0x1000").unwrap_err().contains("2^n - 1"));
+        assert!(parse_dma_mask("0xfff").unwrap_err().contains("two pages"));
+        assert!(parse_dma_mask("lots").unwrap_err().contains("hex"));
+        assert!(parse_dma_mask("0x1ffffffffffffffff").is_err());
+    }
 }

@@ -8,6 +8,7 @@
 pub mod domain;
 pub mod edu;
 pub mod edu_backend;
+pub mod residency;
 
 use crate::error::ClResult;
 use crate::sys::pci::PciAddress;

@@ -33,6 +33,10 @@ pub(crate) struct Builtin {
     /// pairs must not overlap, and no other thread may access the bytes the
     /// units of `range` write.
     pub run: unsafe fn(&[KernelArgValue], Range<usize>),
+    /// Runs on the device's DMA engine ([`crate::runtime::backend::device_copy`]
+    /// of argument 1 to argument 0, argument 2 bytes) rather than on CPU
+    /// threads; `run` is then not used.
+    pub engine: bool,
 }
 
 const P: ArgKind = ArgKind::Pointer;
@@ -49,6 +53,7 @@ pub(crate) static CPU_BUILTINS: &[Builtin] = &[
         // One unit: Adler-32 is sequential; the last work-item computes it.
         units: |_| 1,
         run: adler32_units,
+        engine: false,
     },
     Builtin {
         name: "fill_pattern_u32",
@@ -57,6 +62,7 @@ pub(crate) static CPU_BUILTINS: &[Builtin] = &[
         disjoint: &[],
         units: |a| a[1].as_u64().unwrap_or(0) as usize,
         run: fill_units,
+        engine: false,
     },
     Builtin {
         name: "yuyv_to_rgba",
@@ -75,6 +81,7 @@ pub(crate) static CPU_BUILTINS: &[Builtin] = &[
         disjoint: &[(0, 1)],
         units: |a| a[3].as_u32().unwrap_or(0) as usize,
         run: yuyv_units,
+        engine: false,
     },
     Builtin {
         name: "copy_bytes",
@@ -86,8 +93,27 @@ pub(crate) static CPU_BUILTINS: &[Builtin] = &[
         disjoint: &[(0, 1)],
         units: |a| a[2].as_u64().unwrap_or(0) as usize,
         run: copy_units,
+        engine: false,
     },
 ];
+
+/// The built-ins of a device with a DMA engine (edu): `dma_copy(dst, src,
+/// size)` copies `size` bytes from `src` to `dst` by DMA, through the
+/// engine's bus addresses (the resident IOVAs of allocations resident in its
+/// IOMMU domain, per-command mappings for anything else). One transfer per
+/// launch, whatever the global size (0 runs nothing).
+pub(crate) static DMA_BUILTINS: &[Builtin] = &[Builtin {
+    name: "dma_copy",
+    args: &[P, P, U64],
+    extents: |a| {
+        let n = size(a, 2)?;
+        Ok(vec![(0, n), (1, n)])
+    },
+    disjoint: &[(0, 1)],
+    units: |_| 1,
+    run: copy_units,
+    engine: true,
+}];
 
 fn size(a: &[KernelArgValue], i: usize) -> Result<usize, String> {
     let v = a[i].as_u64().ok_or_else(|| format!("argument {i} is not a ulong"))?;

@@ -11,7 +11,11 @@
 use std::sync::Arc;
 
 use crate::cl_err;
-use crate::error::ClResult;
+use crate::error::{code, ClResult};
+use crate::ext::usm;
+use crate::memory::heap::{AllocInfo, AllocKind};
+use crate::runtime::backend::{self, domain::DmaDomain};
+use crate::runtime::context::Context;
 use crate::runtime::event::Event;
 use crate::runtime::queue::{CommandUse, Queue};
 
@@ -69,8 +73,12 @@ pub unsafe fn enqueue_task(queue: &Arc<Queue>, kernel: &Arc<Kernel>, wait_list: 
 ///
 /// The command declares the memory it uses ([`CommandUse`]): the whole
 /// allocation each pointer argument and each `USM_PTRS` entry points into
-/// (or, outside the context's heap, the bytes the built-in accesses), and
-/// everything if an indirect-access flag is set.
+/// (or, outside the context's heap, the bytes the built-in accesses), and,
+/// for each indirect-access flag, every allocation of that type
+/// ([`CommandUse::Kinds`]). On a device with an IOMMU domain (edu) those
+/// USM allocations are made resident there before the kernel runs, and stay
+/// resident until freed; if that fails the event ends with
+/// `CL_OUT_OF_RESOURCES`.
 ///
 /// Errors: `CL_INVALID_CONTEXT` if the queue or a wait-list event belongs to
 /// another context than the kernel; `CL_INVALID_KERNEL` for a native kernel
@@ -134,24 +142,48 @@ fn launch(queue: &Arc<Queue>, kernel: &Arc<Kernel>, global: usize, ty: u32, wait
         }
         Body::Native(_) => Vec::new(),
     };
-    let usage = if state.indirect.iter().any(|&f| f) {
-        CommandUse::All
-    } else {
-        let whole = |p: usize, len: usize| ctx.heap().lookup(p).map_or((p, len), |i| (i.base, i.size));
-        let mut ranges: Vec<(usize, usize)> = Vec::new();
-        for (i, a) in args.iter().enumerate() {
-            if let Some(p) = a.as_ptr().filter(|p| !p.is_null()) {
-                let len = extents.iter().find(|e| e.0 as usize == i).map_or(0, |e| e.1);
-                ranges.push(whole(p as usize, len));
-            }
+    let whole = |p: usize, len: usize| ctx.heap().lookup(p).map_or((p, len), |i| (i.base, i.size));
+    let mut ranges: Vec<(usize, usize)> = Vec::new();
+    for (i, a) in args.iter().enumerate() {
+        if let Some(p) = a.as_ptr().filter(|p| !p.is_null()) {
+            let len = extents.iter().find(|e| e.0 as usize == i).map_or(0, |e| e.1);
+            ranges.push(whole(p as usize, len));
         }
-        ranges.extend(state.usm_ptrs.iter().filter(|&&p| p != 0).map(|&p| whole(p, 0)));
+    }
+    ranges.extend(state.usm_ptrs.iter().filter(|&&p| p != 0).map(|&p| whole(p, 0)));
+    let [host, device, shared] = state.indirect;
+    // On a device with an IOMMU domain (edu), everything the launch may
+    // reach is made resident first, when the command runs.
+    let reach = queue.device().dma_domain().map(|domain| Reach {
+        ctx: ctx.clone(),
+        domain,
+        device: queue.device().index,
+        ranges: ranges.clone(),
+        indirect: state.indirect,
+    });
+    let usage = if host || device || shared {
+        CommandUse::Kinds { host, device, shared, ranges }
+    } else {
         CommandUse::Ranges(ranges)
     };
     let work: Box<dyn FnOnce() -> Result<(), i32> + Send> = match &kernel.body {
         Body::Native(f) => {
             let f = f.clone();
             Box::new(move || f(&args))
+        }
+        Body::Builtin(b) if b.engine => {
+            let device = queue.device().clone();
+            let (dst, src) = (args[0].as_ptr().map_or(0, |p| p as usize), args[1].as_ptr().map_or(0, |p| p as usize));
+            let size = extents.iter().find(|e| e.0 == 0).map_or(0, |e| e.1);
+            Box::new(move || {
+                if global == 0 || size == 0 {
+                    return Ok(());
+                }
+                // SAFETY: the caller of the enqueue keeps both extents valid
+                // until the event completes, and nothing else accesses them;
+                // check_builtin refused NULL and overlapping extents.
+                unsafe { backend::device_copy(&device, dst as *mut u8, src as *const u8, size) }
+            })
         }
         Body::Builtin(b) => {
             let b: &'static Builtin = b;
@@ -166,18 +198,67 @@ fn launch(queue: &Arc<Queue>, kernel: &Arc<Kernel>, global: usize, ty: u32, wait
             })
         }
     };
+    let work = match reach {
+        None => work,
+        Some(reach) => Box::new(move || {
+            reach.make_resident()?;
+            work()
+        }),
+    };
     queue.enqueue_with_use(ty, wait_list, false, usage, work)
+}
+
+/// What a launch on a device with an IOMMU domain may reach, to be made
+/// resident before it runs.
+struct Reach {
+    ctx: Arc<Context>,
+    domain: Arc<DmaDomain>,
+    device: u16,
+    /// The pointer arguments' and `USM_PTRS` entries' allocations.
+    ranges: Vec<(usize, usize)>,
+    /// Indirect host, device and shared access.
+    indirect: [bool; 3],
+}
+
+impl Reach {
+    /// Makes resident the USM allocations of the context that the pointer
+    /// arguments and `USM_PTRS` point into and, for each indirect-access
+    /// flag, every live allocation of that type (device allocations: this
+    /// device's own, the only ones it may access). They stay resident until
+    /// freed. `Err` is the command's status (`CL_OUT_OF_RESOURCES`, the
+    /// reason on stderr).
+    fn make_resident(&self) -> Result<(), i32> {
+        let heap = self.ctx.heap();
+        let mut infos: Vec<AllocInfo> = self.ranges.iter().filter_map(|&(p, _)| heap.lookup(p)).collect();
+        let [host, device, shared] = self.indirect;
+        if host || device || shared {
+            heap.for_each_allocation(|i| {
+                let wanted = match i.meta.kind {
+                    AllocKind::Host => host,
+                    AllocKind::Device => device && i.meta.device == Some(self.device),
+                    AllocKind::Shared => shared,
+                    AllocKind::Svm => false,
+                };
+                if wanted {
+                    infos.push(*i);
+                }
+            });
+        }
+        for info in &infos {
+            if let Err(e) = usm::keep_resident(&self.ctx, &self.domain, info) {
+                eprintln!("dmabridge: kernel launch: making the allocation at {:#x} resident: {e}", info.base);
+                return Err(code::OUT_OF_RESOURCES);
+            }
+        }
+        Ok(())
+    }
 }
 
 /// The extent of every pointer argument, after checking the built-in's
 /// rules: `CL_INVALID_KERNEL_ARGS` for nonsense scalars, a NULL pointer it
 /// would access through, overlapping source and destination, or a range
 /// running past the end of the context allocation it starts in.
-fn check_builtin(
-    ctx: &crate::runtime::context::Context,
-    b: &Builtin,
-    args: &[KernelArgValue],
-) -> ClResult<Vec<(u32, usize)>> {
+fn check_builtin(ctx: &Context, b: &Builtin, args: &[KernelArgValue]) -> ClResult<Vec<(u32, usize)>> {
     let extents = match (b.extents)(args) {
         Ok(e) => e,
         Err(why) => return cl_err!(InvalidKernelArgs, "{}: {why}", b.name),

@@ -17,7 +17,7 @@ use crate::error::ClResult;
 use super::context::Context;
 use super::device::{Device, DeviceType};
 
-use builtin::{Builtin, CPU_BUILTINS};
+use builtin::{Builtin, CPU_BUILTINS, DMA_BUILTINS};
 
 pub use builtin::{adler32, yuv_to_rgb};
 pub use launch::{enqueue_nd_range, enqueue_task};
@@ -156,7 +156,9 @@ impl std::fmt::Debug for Kernel {
 
 /// The built-in kernels of `device` (`CL_DEVICE_BUILT_IN_KERNELS`, as a list).
 /// The CPU device offers `checksum_adler32`, `fill_pattern_u32`,
-/// `yuyv_to_rgba` and `copy_bytes`; other devices none.
+/// `yuyv_to_rgba` and `copy_bytes`; a device with a DMA engine (edu)
+/// offers `dma_copy(dst pointer, src pointer, size ulong)`, which copies by
+/// DMA; other devices none.
 ///
 /// ```
 /// use dmabridge::runtime::{kernel, platform::Platform};
@@ -183,6 +185,7 @@ pub fn builtin_kernels_string(device: &Device) -> String {
 fn builtins_of(device: &Device) -> &'static [Builtin] {
     match device.device_type {
         DeviceType::Cpu => CPU_BUILTINS,
+        DeviceType::Accelerator if device.backend().is_some() => DMA_BUILTINS,
         DeviceType::Accelerator => &[],
     }
 }
@@ -192,7 +195,9 @@ impl Kernel {
     /// then `clCreateKernel`).
     ///
     /// Errors: `CL_INVALID_DEVICE` if `device` is not in `ctx`;
-    /// `CL_INVALID_KERNEL_NAME` if the device has no built-in of that name.
+    /// `CL_INVALID_VALUE` if the device has no built-in of that name (as
+    /// `clCreateProgramWithBuiltInKernels` answers a name no device of its
+    /// list supports), e.g. a CPU built-in on edu or `dma_copy` on the CPU.
     ///
     /// ```
     /// use dmabridge::runtime::{context::Context, kernel::Kernel, platform::Platform};
@@ -208,7 +213,7 @@ impl Kernel {
         }
         let Some(b) = builtins_of(device).iter().find(|b| b.name == name) else {
             return cl_err!(
-                InvalidKernelName,
+                InvalidValue,
                 "device {:?} has no built-in kernel {name:?} (it offers {:?})",
                 device.name,
                 builtin_kernels_string(device)

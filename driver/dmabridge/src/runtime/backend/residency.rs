@@ -1,0 +1,280 @@
+//! Long-lived residency: host ranges that stay pinned and mapped in a
+//! [`DmaDomain`] until they are evicted, so that commands on its devices
+//! use their bus addresses without mapping them per command.
+//!
+//! Each resident range is `{address, length, IOVA, reference count}` and is
+//! mapped (read and write) over the pages it spans. Its IOVA equals its
+//! process address when the devices' DMA mask reaches the last byte and that
+//! IOVA range is free in the domain ("the same pointer works on host and
+//! device"); otherwise it comes from the domain's IOVA allocator. Ranges that
+//! share a page with another resident range are mapped again at a second IOVA
+//! (VFIO pins a page once per mapping), so the identity IOVA goes to the first
+//! of them only; USM device allocations of an edu device own their pages, so
+//! they never share.
+
+use std::collections::BTreeMap;
+
+use super::domain::DmaDomain;
+use crate::error::{ClError, ClErrorKind, ClResult};
+use crate::sys::page_size;
+use crate::sys::vfio::VfioError;
+
+/// One resident range.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Resident {
+    /// Process address of the first byte made resident.
+    pub addr: usize,
+    /// Its length in bytes.
+    pub len: usize,
+    /// Bus address of `addr`.
+    pub iova: u64,
+    /// How many [`DmaDomain::make_resident`] calls it has outlived.
+    pub refs: usize,
+    /// The mapping: first page, and bytes (whole pages).
+    span_start: usize,
+    span_len: u64,
+}
+
+impl Resident {
+    /// True if `[addr, addr + len)` lies inside the range.
+    fn covers(&self, addr: usize, len: usize) -> bool {
+        addr >= self.addr && addr.checked_add(len).is_some_and(|e| e <= self.addr + self.len)
+    }
+
+    fn iova_of(&self, addr: usize) -> u64 {
+        self.iova + (addr - self.addr) as u64
+    }
+}
+
+/// The resident ranges of a domain, by start address.
+#[derive(Debug, Default)]
+pub(crate) struct Registry {
+    ranges: BTreeMap<usize, Resident>,
+}
+
+impl Registry {
+    fn find(&self, addr: usize, len: usize) -> Option<&Resident> {
+        // Ranges may overlap (neighbours sharing pages, sub-ranges made
+        // resident on their own): look at every one starting at or before.
+        self.ranges.range(..=addr).rev().map(|(_, r)| r).find(|r| r.covers(addr, len.max(1)))
+    }
+}
+
+impl DmaDomain {
+    /// Makes `[addr, addr + len)` resident: pins the pages it spans and maps
+    /// them read/write at an IOVA (equal to `addr` when the DMA mask and the
+    /// free IOVA space allow), or, if a range starting at `addr` is already
+    /// resident and at least `len` long, counts one more reference to it.
+    /// Returns the bus address of `addr`.
+    ///
+    /// The residency half of `clEnqueueMakeBuffersResidentAMD` (seed 002) and
+    /// of the device allocations of `clDeviceMemAllocINTEL` (seed 000).
+    ///
+    /// Errors: `CL_INVALID_VALUE` for an empty or wrapping range, one that
+    /// starts where a shorter range is resident, or memory VFIO cannot pin
+    /// (not mapped, or PFN-mapped like a dma-buf's mmap);
+    /// `CL_OUT_OF_RESOURCES` when no IOVA range is free or the kernel refuses
+    /// the mapping (e.g. the memlock limit). A failure leaves nothing mapped.
+    ///
+    /// # Safety
+    /// The devices may write any byte of the spanned pages until the range is
+    /// evicted: no Rust reference may point into them meanwhile.
+    ///
+    /// ```
+    /// use dmabridge::runtime::platform::Platform;
+    /// if let Some(domain) = Platform::get().dma_domain() {
+    ///     let page = vec![0u8; 8192];
+    ///     let addr = page.as_ptr() as usize;
+    ///     // SAFETY: `page` is only read through raw pointers until evicted.
+    ///     let iova = unsafe { domain.make_resident(addr, 4096) }?;
+    ///     assert_eq!(domain.resident_iova(addr + 10, 1), Some(iova + 10));
+    ///     domain.evict(addr)?;
+    /// }
+    /// # Ok::<(), dmabridge::error::ClError>(())
+    /// ```
+    pub unsafe fn make_resident(&self, addr: usize, len: usize) -> ClResult<u64> {
+        let mut reg = self.residency.lock().unwrap();
+        if let Some(r) = reg.ranges.get_mut(&addr) {
+            if r.len < len {
+                return Err(ClError::new(
+                    ClErrorKind::InvalidValue,
+                    format!("{addr:#x} is resident for {} bytes, not {len}: evict it first", r.len),
+                ));
+            }
+            r.refs += 1;
+            return Ok(r.iova);
+        }
+        let page = page_size();
+        let span_start = addr & !(page - 1);
+        let span_end = addr
+            .checked_add(len)
+            .and_then(|e| e.checked_next_multiple_of(page))
+            .filter(|_| len > 0)
+            .ok_or_else(|| ClError::new(ClErrorKind::InvalidValue, format!("bad host range {addr:#x}+{len:#x}")))?;
+        let span_len = (span_end - span_start) as u64;
+        // IOVA == VA when the devices reach it and nothing else sits there.
+        let span_iova = match self.reserve_iova(span_start as u64, span_len) {
+            true => span_start as u64,
+            false => self.alloc_iova(span_len)?,
+        };
+        // SAFETY: forwarded to the caller (no Rust reference into the pages
+        // while the devices may write them).
+        let mapped = unsafe { self.container().map_dma_raw(span_start as u64, span_len, span_iova, true, true) };
+        if let Err(e) = mapped {
+            self.free_iova(span_iova);
+            let kind = match e {
+                VfioError::NotPinnable { .. } => ClErrorKind::InvalidValue,
+                _ => ClErrorKind::OutOfResources,
+            };
+            return Err(ClError::new(kind, format!("making host range {addr:#x}+{len:#x} resident: {e}")));
+        }
+        let iova = span_iova + (addr - span_start) as u64;
+        reg.ranges.insert(addr, Resident { addr, len, iova, refs: 1, span_start, span_len });
+        Ok(iova)
+    }
+
+    /// Makes `[addr, addr + len)` resident unless a resident range already
+    /// covers it (then nothing changes, no reference is counted). Returns
+    /// the bus address of `addr`. Errors and safety as
+    /// [`DmaDomain::make_resident`].
+    ///
+    /// What `clEnqueueMigrateMemINTEL` and a kernel launch on an edu queue do
+    /// to the allocations they reach (seed 000).
+    ///
+    /// # Safety
+    /// As [`DmaDomain::make_resident`].
+    ///
+    /// ```
+    /// use dmabridge::runtime::platform::Platform;
+    /// if let Some(domain) = Platform::get().dma_domain() {
+    ///     let page = vec![0u8; 4096];
+    ///     let addr = page.as_ptr() as usize;
+    ///     // SAFETY: `page` is only read through raw pointers until evicted.
+    ///     let a = unsafe { domain.ensure_resident(addr, 100) }?;
+    ///     // SAFETY: as above.
+    ///     assert_eq!(unsafe { domain.ensure_resident(addr + 1, 10) }?, a + 1);
+    ///     domain.evict(addr)?;
+    /// }
+    /// # Ok::<(), dmabridge::error::ClError>(())
+    /// ```
+    pub unsafe fn ensure_resident(&self, addr: usize, len: usize) -> ClResult<u64> {
+        if let Some(iova) = self.resident_iova(addr, len) {
+            return Ok(iova);
+        }
+        // SAFETY: forwarded to the caller. (A racing caller may have made it
+        // resident meanwhile: then this counts one reference more, which
+        // the eviction at free removes with the rest.)
+        unsafe { self.make_resident(addr, len) }
+    }
+
+    /// Drops one reference to the range made resident at `addr`; at the
+    /// last one, unmaps and unpins its pages and gives its IOVA back.
+    ///
+    /// The eviction that `clMemFreeINTEL` of an edu device allocation does
+    /// (seed 000).
+    ///
+    /// Errors: `CL_INVALID_VALUE` if no range starting at `addr` is resident;
+    /// `CL_OUT_OF_RESOURCES` if VFIO refuses to unmap (the IOVA then stays
+    /// out of circulation).
+    ///
+    /// ```
+    /// use dmabridge::runtime::platform::Platform;
+    /// if let Some(domain) = Platform::get().dma_domain() {
+    ///     assert!(domain.evict(0x1000).is_err());
+    /// }
+    /// # Ok::<(), dmabridge::error::ClError>(())
+    /// ```
+    pub fn evict(&self, addr: usize) -> ClResult<()> {
+        let mut reg = self.residency.lock().unwrap();
+        let Some(r) = reg.ranges.get_mut(&addr) else {
+            return Err(ClError::new(ClErrorKind::InvalidValue, format!("{addr:#x} is not resident")));
+        };
+        r.refs -= 1;
+        if r.refs > 0 {
+            return Ok(());
+        }
+        let r = reg.ranges.remove(&addr).expect("found above");
+        self.unmap_resident(&r)
+    }
+
+    /// Evicts every range that starts inside `[start, start + len)`,
+    /// whatever its reference count: an allocation is being freed (or its
+    /// heap unmapped), so nothing may stay pinned in it. Returns how many
+    /// ranges were evicted.
+    ///
+    /// What `clMemFreeINTEL`, `clMemBlockingFreeINTEL` and releasing a
+    /// context do to resident allocations (seed 000).
+    ///
+    /// ```
+    /// use dmabridge::runtime::platform::Platform;
+    /// if let Some(domain) = Platform::get().dma_domain() {
+    ///     let page = vec![0u8; 4096];
+    ///     let addr = page.as_ptr() as usize;
+    ///     // SAFETY: `page` is only read through raw pointers until evicted.
+    ///     unsafe { domain.make_resident(addr, 64)?; domain.make_resident(addr, 64)? };
+    ///     assert_eq!(domain.evict_within(addr, 4096), 1);
+    ///     assert_eq!(domain.resident_iova(addr, 1), None);
+    /// }
+    /// # Ok::<(), dmabridge::error::ClError>(())
+    /// ```
+    pub fn evict_within(&self, start: usize, len: usize) -> usize {
+        let mut reg = self.residency.lock().unwrap();
+        let keys: Vec<usize> = reg.ranges.range(start..start.saturating_add(len.max(1))).map(|(&k, _)| k).collect();
+        for k in &keys {
+            let r = reg.ranges.remove(k).expect("listed above");
+            if let Err(e) = self.unmap_resident(&r) {
+                eprintln!("dmabridge: {e}");
+            }
+        }
+        keys.len()
+    }
+
+    /// The bus address of `addr` if a resident range covers all of
+    /// `[addr, addr + len)` (an empty range counts as its first byte).
+    ///
+    /// The lookup behind a resident buffer's bus address
+    /// (`clEnqueueMakeBuffersResidentAMD`, seed 002) and behind edu copies
+    /// that need no mapping.
+    ///
+    /// ```
+    /// use dmabridge::runtime::platform::Platform;
+    /// if let Some(domain) = Platform::get().dma_domain() {
+    ///     assert_eq!(domain.resident_iova(0x1000, 16), None);
+    /// }
+    /// # Ok::<(), dmabridge::error::ClError>(())
+    /// ```
+    pub fn resident_iova(&self, addr: usize, len: usize) -> Option<u64> {
+        self.residency.lock().unwrap().find(addr, len).map(|r| r.iova_of(addr))
+    }
+
+    /// Every resident range, by address.
+    ///
+    /// No OpenCL function of its own: for tests and `dmabridge info`.
+    ///
+    /// ```
+    /// use dmabridge::runtime::platform::Platform;
+    /// if let Some(domain) = Platform::get().dma_domain() {
+    ///     for r in domain.residents() {
+    ///         println!("{:#x}+{:#x} at IOVA {:#x}", r.addr, r.len, r.iova);
+    ///     }
+    /// }
+    /// # Ok::<(), dmabridge::error::ClError>(())
+    /// ```
+    pub fn residents(&self) -> Vec<Resident> {
+        self.residency.lock().unwrap().ranges.values().copied().collect()
+    }
+
+    fn unmap_resident(&self, r: &Resident) -> ClResult<()> {
+        let span_iova = r.iova - (r.addr - r.span_start) as u64;
+        match self.container().unmap_dma(span_iova, r.span_len) {
+            Ok(()) => {
+                self.free_iova(span_iova);
+                Ok(())
+            }
+            Err(e) => Err(ClError::new(
+                ClErrorKind::OutOfResources,
+                format!("unmapping resident range {:#x}+{:#x} (IOVA {span_iova:#x}): {e}", r.addr, r.len),
+            )),
+        }
+    }
+}
