@@ -3,6 +3,7 @@
 //! `make test-guest` (with edu 0000:00:10.0 and ivshmem 0000:00:08.0 bound to
 //! vfio-pci, edu 0000:00:11.0 left unbound, and vgem loaded).
 
+mod bar_device;
 mod dma_buf;
 mod drm;
 mod edu_device;

@@ -169,7 +169,9 @@ pub fn host_mem_alloc(
 /// freed, at the IOVA [`device_address`] reports, equal to the pointer when
 /// the DMA mask allows. Fails with `CL_OUT_OF_RESOURCES`, allocating
 /// nothing, when it cannot be made resident (no bus addresses left, the
-/// memlock limit).
+/// memlock limit). On a device with local memory (a BAR device, not
+/// host-unified) it is sub-allocated in that memory: `CL_INVALID_BUFFER_SIZE`
+/// beyond its size, `CL_OUT_OF_RESOURCES` when no free range is left.
 ///
 /// ```
 /// use dmabridge::ext::usm;
@@ -193,6 +195,11 @@ pub fn device_mem_alloc(
     }
     let flags = parse_properties(properties, AllocKind::Device)?;
     let align = check_shape("device", std::iter::once(device), size, alignment)?;
+    if device.local_memory().is_some() {
+        // Not host-unified (a BAR device): the allocation lives in the
+        // device's own memory.
+        return ctx.local_alloc(device, size, align, flags as u8);
+    }
     let meta = AllocMeta { kind: AllocKind::Device, device: Some(device.index), flags: flags as u8 };
     allocate_resident(ctx, device, size, align, meta)
 }
@@ -286,6 +293,10 @@ pub(crate) fn keep_resident(ctx: &Context, domain: &Arc<DmaDomain>, info: &Alloc
 /// # Ok::<(), dmabridge::error::ClError>(())
 /// ```
 pub fn device_address(device: &Device, ptr: *const u8) -> Option<u64> {
+    if let Some(local) = device.local_memory().filter(|m| m.contains(ptr)) {
+        // A BAR device's own memory: its bus address when an engine reaches it.
+        return local.bus_address(ptr);
+    }
     device.dma_domain()?.resident_iova(ptr as usize, 1)
 }
 
@@ -353,6 +364,10 @@ pub fn shared_mem_alloc(
 pub fn mem_free(ctx: &Arc<Context>, ptr: *mut u8) -> ClResult<()> {
     if ptr.is_null() {
         return Ok(());
+    }
+    if let Some(r) = ctx.local_free(ptr as usize) {
+        // In a device's local memory (a BAR device's device allocation).
+        return r.map(drop);
     }
     evict(ctx, ptr as usize);
     match ctx.heap().free(ptr as usize) {
@@ -423,7 +438,7 @@ impl MemAllocInfo {
 /// # Ok::<(), dmabridge::error::ClError>(())
 /// ```
 pub fn get_mem_alloc_info(ctx: &Arc<Context>, ptr: *const u8, param: u32) -> ClResult<MemAllocInfo> {
-    let info = ctx.heap().lookup(ptr as usize);
+    let info = ctx.lookup(ptr as usize);
     let device = |i: u16| Platform::get().devices().get(i as usize).cloned();
     Ok(match param {
         mem_info::ALLOC_TYPE => MemAllocInfo::Type(match info.map(|i| i.meta.kind) {

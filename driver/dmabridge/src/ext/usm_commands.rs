@@ -349,7 +349,7 @@ pub fn mem_blocking_free(ctx: &Arc<Context>, ptr: *mut u8) -> ClResult<()> {
     if ptr.is_null() {
         return Ok(());
     }
-    if let Some(info) = ctx.heap().lookup(ptr as usize).filter(|i| i.base == ptr as usize) {
+    if let Some(info) = ctx.lookup(ptr as usize).filter(|i| i.base == ptr as usize) {
         queue::wait_for_context_commands_using(ctx, |u| u.touches_alloc(info.base, info.size, info.meta.kind));
     }
     usm::mem_free(ctx, ptr)

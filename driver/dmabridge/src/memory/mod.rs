@@ -4,9 +4,11 @@
 //! - `table` (private): lock-free "which allocation holds this pointer";
 //! - [`heap`]: memfd-backed host and shared allocations, pooled, exportable
 //!   as dma-bufs;
-//! - [`iova`]: IOVA allocation under a device's DMA mask.
+//! - [`iova`]: IOVA allocation under a device's DMA mask;
+//! - [`local`]: sub-allocation of a device's local memory (a PCI BAR).
 
 pub mod heap;
 pub mod iova;
+pub mod local;
 pub(crate) mod table;
 pub mod vaspace;

@@ -1,10 +1,12 @@
 //! Contexts: a set of devices and the memory they share.
 
-use std::sync::Arc;
+use std::collections::BTreeMap;
+use std::ptr::NonNull;
+use std::sync::{Arc, RwLock};
 
 use crate::cl_err;
 use crate::error::{ClError, ClErrorKind, ClResult};
-use crate::memory::heap::Heap;
+use crate::memory::heap::{AllocInfo, AllocKind, AllocMeta, Heap};
 
 use super::device::Device;
 
@@ -14,6 +16,19 @@ use super::device::Device;
 pub struct Context {
     devices: Vec<Arc<Device>>,
     heap: Heap,
+    /// USM device allocations that live in a device's local memory (a BAR
+    /// device), by address: which device, size asked for, flags. Local
+    /// memory is per device, shared by every context that has the device;
+    /// this table says which of its allocations are this context's.
+    local: RwLock<BTreeMap<usize, LocalAlloc>>,
+}
+
+/// A USM allocation in a device's local memory.
+#[derive(Debug, Clone)]
+struct LocalAlloc {
+    device: Arc<Device>,
+    size: usize,
+    flags: u8,
 }
 
 impl Context {
@@ -39,7 +54,7 @@ impl Context {
         }
         let heap = Heap::new()
             .map_err(|e| ClError::new(ClErrorKind::OutOfHostMemory, format!("reserving the context's heap: {e}")))?;
-        Ok(Arc::new(Context { devices: list, heap }))
+        Ok(Arc::new(Context { devices: list, heap, local: RwLock::default() }))
     }
 
     /// The context's devices.
@@ -91,5 +106,142 @@ impl Context {
     /// ```
     pub fn heap(&self) -> &Heap {
         &self.heap
+    }
+}
+
+/// USM allocations in devices' local memory (BAR devices), and lookups over
+/// every USM allocation of the context.
+impl Context {
+    /// A USM device allocation of `size` bytes aligned to `align` in
+    /// `device`'s local memory, recorded as this context's with the
+    /// allocation `flags`. `CL_INVALID_OPERATION` if the device has no local
+    /// memory; else the errors of [`LocalMemory::alloc`](super::backend::LocalMemory::alloc)
+    /// (`CL_INVALID_BUFFER_SIZE`, `CL_OUT_OF_RESOURCES`).
+    ///
+    /// `clDeviceMemAllocINTEL` on a device that is not host-unified (seed 000).
+    ///
+    /// ```
+    /// use dmabridge::runtime::{context::Context, platform::Platform};
+    /// let ctx = Context::new(Platform::get().devices())?;
+    /// for d in ctx.devices() {
+    ///     match d.local_memory() {
+    ///         Some(_) => {
+    ///             let p = ctx.local_alloc(d, 100, 0, 0)?;
+    ///             assert_eq!(ctx.lookup(p.as_ptr() as usize + 99).unwrap().base, p.as_ptr() as usize);
+    ///             assert_eq!(ctx.local_free(p.as_ptr() as usize), Some(Ok(100)));
+    ///         }
+    ///         None => assert!(ctx.local_alloc(d, 100, 0, 0).is_err()),
+    ///     }
+    /// }
+    /// # Ok::<(), dmabridge::error::ClError>(())
+    /// ```
+    pub fn local_alloc(&self, device: &Arc<Device>, size: usize, align: usize, flags: u8) -> ClResult<NonNull<u8>> {
+        let Some(memory) = device.local_memory() else {
+            return cl_err!(InvalidOperation, "device {:?} has no local memory (it is host-unified)", device.name);
+        };
+        let p = memory.alloc(size, align)?;
+        let entry = LocalAlloc { device: device.clone(), size, flags };
+        self.local.write().unwrap().insert(p.as_ptr() as usize, entry);
+        Ok(p)
+    }
+
+    /// Frees the local-memory USM allocation that starts at `ptr`: `None`
+    /// if `ptr` is in no device's local memory (then it is the heap's
+    /// business); else its size, or `CL_INVALID_VALUE` (changing nothing)
+    /// for an interior pointer, a freed one, or one that is not this
+    /// context's USM allocation (another context's, or a buffer's storage).
+    ///
+    /// `clMemFreeINTEL` of a device allocation of a BAR device (seed 000).
+    ///
+    /// ```
+    /// use dmabridge::runtime::{context::Context, platform::Platform};
+    /// let ctx = Context::new(Platform::get().devices())?;
+    /// let v = vec![0u8; 16];
+    /// assert_eq!(ctx.local_free(v.as_ptr() as usize), None, "host memory");
+    /// # Ok::<(), dmabridge::error::ClError>(())
+    /// ```
+    pub fn local_free(&self, ptr: usize) -> Option<ClResult<usize>> {
+        let mut table = self.local.write().unwrap();
+        let found = table.range(..=ptr).next_back().map(|(&b, a)| (b, a.clone()));
+        match found {
+            Some((base, a)) if base == ptr => {
+                let memory = a.device.local_memory().expect("recorded for a device with local memory");
+                let r = memory.free(ptr as *const u8);
+                if r.is_ok() {
+                    table.remove(&base);
+                }
+                Some(r)
+            }
+            Some((base, a)) if ptr - base < a.size => Some(cl_err!(
+                InvalidValue,
+                "{ptr:#x} points inside the device allocation at {base:#x} on {:?}; free takes the pointer the allocation function returned",
+                a.device.name
+            )),
+            _ => {
+                let owner = self.devices.iter().find(|d| d.local_memory().is_some_and(|m| m.contains(ptr as *const u8)))?;
+                Some(cl_err!(
+                    InvalidValue,
+                    "{ptr:#x} lies in the memory of {:?} but is not a USM allocation of this context (never allocated here, already freed, or a buffer's storage)",
+                    owner.name
+                ))
+            }
+        }
+    }
+
+    /// The USM or SVM allocation `ptr` points into (any interior byte): the
+    /// heap's (host, shared, SVM, and device allocations of host-unified
+    /// devices), then this context's allocations in its devices' local
+    /// memory, reported as device allocations of their device.
+    ///
+    /// `clGetMemAllocInfoINTEL` and `clMemBlockingFreeINTEL` (seed 000).
+    ///
+    /// ```
+    /// use dmabridge::ext::usm;
+    /// use dmabridge::memory::heap::AllocKind;
+    /// use dmabridge::runtime::{context::Context, platform::Platform};
+    /// let ctx = Context::new(Platform::get().devices())?;
+    /// let p = usm::host_mem_alloc(&ctx, &[], 100, 0)?;
+    /// let info = ctx.lookup(p.as_ptr() as usize + 50).unwrap();
+    /// assert_eq!((info.base, info.size, info.meta.kind), (p.as_ptr() as usize, 100, AllocKind::Host));
+    /// usm::mem_free(&ctx, p.as_ptr())?;
+    /// # Ok::<(), dmabridge::error::ClError>(())
+    /// ```
+    pub fn lookup(&self, ptr: usize) -> Option<AllocInfo> {
+        if let Some(info) = self.heap.lookup(ptr) {
+            return Some(info);
+        }
+        let table = self.local.read().unwrap();
+        let (&base, a) = table.range(..=ptr).next_back()?;
+        (ptr - base < a.size).then(|| AllocInfo {
+            base,
+            size: a.size,
+            meta: AllocMeta { kind: AllocKind::Device, device: Some(a.device.index), flags: a.flags },
+        })
+    }
+
+    /// Number of this context's USM allocations in devices' local memory.
+    ///
+    /// No OpenCL function of its own: for tests and leak checks.
+    ///
+    /// ```
+    /// use dmabridge::runtime::{context::Context, platform::Platform};
+    /// assert_eq!(Context::new(Platform::get().devices())?.local_allocations(), 0);
+    /// # Ok::<(), dmabridge::error::ClError>(())
+    /// ```
+    pub fn local_allocations(&self) -> usize {
+        self.local.read().unwrap().len()
+    }
+}
+
+/// Releasing a context frees what it still holds in devices' local memory:
+/// that memory outlives the context (it is the device's).
+impl Drop for Context {
+    fn drop(&mut self) {
+        let table = std::mem::take(self.local.get_mut().unwrap_or_else(|e| e.into_inner()));
+        for (base, a) in table {
+            if let Some(m) = a.device.local_memory() {
+                let _ = m.free(base as *const u8);
+            }
+        }
     }
 }

@@ -2,9 +2,10 @@
 
 use std::sync::{Arc, Mutex, Weak};
 
+use super::backend::bar::BarBackend;
 use super::backend::domain::DmaDomain;
 use super::backend::edu_backend::EduBackend;
-use super::backend::Backend;
+use super::backend::{Backend, LocalMemory};
 use crate::sys::pci::PciAddress;
 
 /// USM capability bits (`cl_device_unified_shared_memory_capabilities_intel`).
@@ -241,3 +242,90 @@ impl PartialEq for Device {
 }
 
 impl Eq for Device {}
+
+/// Devices with local memory (a PCI BAR): the one kind that is not
+/// host-unified.
+impl Device {
+    /// A PCI BAR as an accelerator named `bar <address>/<index>` (e.g.
+    /// `bar 0000:00:08.0/2`), the device of `DMABRIDGE_BAR_DEVICE`:
+    /// - **not host-unified**: its memory is the BAR, apart from host RAM;
+    /// - USM device allocations: plain access, and they live in the BAR
+    ///   (sub-allocated), so host, device and shared allocations differ
+    ///   physically (seed 000);
+    /// - USM host and shared allocations: plain access. They stay in host
+    ///   memory, and the device's commands reach them either way it copies:
+    ///   the edu engine maps the host pages for each copy, or the CPU copies
+    ///   through the BAR mapping. No atomics, no concurrent access;
+    /// - no shared-system access (an engine reaches only pinnable pages);
+    /// - SVM: coarse-grain buffers only (host memory, reached by copies);
+    /// - the largest allocation is the BAR's size (its global memory);
+    /// - one compute unit: one engine (or the calling CPU thread).
+    ///
+    /// No OpenCL function of its own: device discovery (`clGetDeviceIDs`).
+    ///
+    /// ```no_run
+    /// use dmabridge::runtime::backend::bar::BarBackend;
+    /// use dmabridge::runtime::backend::{domain::DmaDomain, edu::DEFAULT_DMA_MASK};
+    /// use dmabridge::runtime::device::Device;
+    /// use dmabridge::sys::vfio::Container;
+    /// // Needs ivshmem bound to vfio-pci (the guest rig).
+    /// let domain = DmaDomain::new(Container::open()?, DEFAULT_DMA_MASK);
+    /// let backend = BarBackend::open(&domain, &"0000:00:08.0,bar=2".parse()?, None)?;
+    /// let device = Device::bar(1, backend);
+    /// assert!(!device.host_unified_memory);
+    /// assert_eq!(device.name, "bar 0000:00:08.0/2");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn bar(index: u16, backend: Arc<BarBackend>) -> Arc<Device> {
+        let size = backend.memory().size() as u64;
+        let access = usm_caps::ACCESS;
+        let device = Arc::new(Device {
+            index,
+            name: backend.name().to_owned(),
+            device_type: DeviceType::Accelerator,
+            max_mem_alloc_size: size,
+            max_alignment: 128,
+            host_unified_memory: false,
+            usm: UsmCaps {
+                host: access,
+                device: access,
+                single_device_shared: access,
+                cross_device_shared: access,
+                shared_system: 0,
+            },
+            svm: svm_caps::COARSE_GRAIN_BUFFER,
+            compute_units: 1,
+        });
+        Device::attach_backend(&device, backend);
+        device
+    }
+
+    /// The device's own memory, if it has any: `Some` for a BAR device,
+    /// `None` for the CPU and edu devices (host-unified memory).
+    ///
+    /// Where `clDeviceMemAllocINTEL` allocates on this device (seed 000),
+    /// and where the device side of an unlinked buffer lives (seed 003).
+    ///
+    /// ```
+    /// use dmabridge::runtime::platform::Platform;
+    /// for d in Platform::get().devices() {
+    ///     assert_eq!(d.local_memory().is_some(), !d.host_unified_memory);
+    /// }
+    /// ```
+    pub fn local_memory(&self) -> Option<Arc<dyn LocalMemory>> {
+        self.backend()?.local_memory()
+    }
+
+    /// The BAR backend of a BAR device (its configuration, engine and
+    /// memory); `None` for every other device.
+    ///
+    /// No OpenCL function of its own.
+    ///
+    /// ```
+    /// use dmabridge::runtime::platform::Platform;
+    /// assert!(Platform::get().cpu().bar_backend().is_none());
+    /// ```
+    pub fn bar_backend(&self) -> Option<Arc<BarBackend>> {
+        self.backend()?.into_bar()
+    }
+}

@@ -2,7 +2,9 @@
 //!
 //! Device 0 is the CPU device. After it comes one accelerator per PCIe
 //! function that a backend recognises and that is bound to vfio-pci (today:
-//! QEMU's edu), all opened in one process-wide VFIO container. Discovery
+//! QEMU's edu), all opened in one process-wide VFIO container, then one
+//! device per PCI BAR that `DMABRIDGE_BAR_DEVICE` configures
+//! ([`bar::BarConfig`]; never discovered on its own). Discovery
 //! never fails the platform: without VFIO, or when a function cannot be
 //! opened, the platform simply lacks that device, and [`Platform::skipped`]
 //! says why. The platform lives as long as the process, and so do its VFIO
@@ -10,6 +12,7 @@
 
 use std::sync::{Arc, OnceLock};
 
+use super::backend::bar::{self, BarConfig};
 use super::backend::domain::DmaDomain;
 use super::backend::edu_backend;
 use super::device::Device;
@@ -39,10 +42,20 @@ impl Platform {
     fn discover() -> Platform {
         let mut devices = vec![Device::cpu(0)];
         let found = edu_backend::discover();
-        for b in found.backends {
-            devices.push(Device::edu(devices.len() as u16, b));
+        for b in &found.backends {
+            devices.push(Device::edu(devices.len() as u16, b.clone()));
         }
-        Platform { devices, skipped: found.skipped, domain: found.domain }
+        let mut skipped = found.skipped;
+        let mut domain = found.domain;
+        // The configured BAR devices, after the edus (their engines), in
+        // the edus' container, or in one of their own when no edu opened.
+        let bars = bar::discover(BarConfig::from_env(), domain.as_ref(), &found.backends);
+        for b in bars.backends {
+            devices.push(Device::bar(devices.len() as u16, b));
+        }
+        skipped.extend(bars.skipped);
+        domain = domain.or(bars.domain);
+        Platform { devices, skipped, domain }
     }
 
     /// Its devices (`clGetDeviceIDs`); the CPU device is first.
@@ -71,7 +84,9 @@ impl Platform {
     }
 
     /// PCIe functions a backend recognised but the platform does not offer,
-    /// with the reason (not bound to vfio-pci, no VFIO, open failed).
+    /// with the reason (not bound to vfio-pci, no VFIO, open failed), and
+    /// the `DMABRIDGE_BAR_DEVICE` entries that did not open: under their
+    /// address, or [`bar::UNPARSED`] when even that could not be read.
     ///
     /// No OpenCL function of its own: why `clGetDeviceIDs` lacks those devices.
     ///

@@ -4,11 +4,17 @@
 //! on. Today that is [`edu_backend::EduBackend`] (QEMU's edu device over
 //! VFIO, a DMA engine with a 4 KiB staging buffer); real DMA engines plug in
 //! by implementing the same trait and being discovered by the platform.
+//! [`bar::BarBackend`] is a device whose local memory is a PCI BAR (the
+//! rig's ivshmem), reached peer-to-peer by an edu engine or by the CPU.
 
+pub mod bar;
 pub mod domain;
 pub mod edu;
 pub mod edu_backend;
 pub mod residency;
+
+use std::ptr::NonNull;
+use std::sync::Arc;
 
 use crate::error::ClResult;
 use crate::sys::pci::PciAddress;
@@ -41,6 +47,63 @@ pub trait Backend: Send + Sync + std::fmt::Debug {
     /// Rust reference may point into the pages covering `dst` during the
     /// call: the device writes them.
     unsafe fn copy(&self, dst: *mut u8, src: *const u8, size: usize) -> ClResult<()>;
+
+    /// The device's own memory, if it has any (a PCI BAR); `None` for
+    /// engines that work on host memory only (edu).
+    fn local_memory(&self) -> Option<Arc<dyn LocalMemory>> {
+        None
+    }
+
+    /// This backend as a [`bar::BarBackend`], if it is one.
+    fn into_bar(self: Arc<Self>) -> Option<Arc<bar::BarBackend>> {
+        None
+    }
+}
+
+/// Memory that belongs to a device (not host-unified), mapped into the
+/// process so that its bytes have CPU addresses, and sub-allocated: USM
+/// device allocations of the device live here (seed 000), and so will the
+/// device side of unlinked buffer pairs (seed 003).
+///
+/// Every pointer is a CPU address inside the mapping. Reads and writes
+/// through it reach the device memory (uncached MMIO on real hardware), so
+/// Rust references into it must not be formed while a device may write it.
+pub trait LocalMemory: Send + Sync + std::fmt::Debug {
+    /// Its size in bytes (`CL_DEVICE_GLOBAL_MEM_SIZE` of the device).
+    fn size(&self) -> usize;
+
+    /// Bytes held by live allocations (each rounded up to the allocation
+    /// granule).
+    fn allocated(&self) -> usize;
+
+    /// The CPU address of its first byte.
+    fn base(&self) -> NonNull<u8>;
+
+    /// Allocates `size` bytes aligned to `align` (0: the granule, 64 bytes;
+    /// else a power of two). Errors: `CL_INVALID_BUFFER_SIZE` for 0 bytes or
+    /// more than [`LocalMemory::size`]; `CL_INVALID_VALUE` for an alignment
+    /// that is not a power of two; `CL_OUT_OF_RESOURCES` when the size would
+    /// fit but no free range is large enough now (full or fragmented).
+    fn alloc(&self, size: usize, align: usize) -> ClResult<NonNull<u8>>;
+
+    /// Frees the allocation that starts at `ptr`; returns its size.
+    /// `CL_INVALID_VALUE`, changing nothing, for an interior pointer, a
+    /// pointer outside every live allocation (double free) or outside this
+    /// memory.
+    fn free(&self, ptr: *const u8) -> ClResult<usize>;
+
+    /// The live allocation `ptr` points into (any byte of it), as
+    /// `(base address, size)`.
+    fn lookup(&self, ptr: *const u8) -> Option<(usize, usize)>;
+
+    /// True if `ptr` lies in this memory (allocated or not).
+    fn contains(&self, ptr: *const u8) -> bool {
+        (ptr as usize).wrapping_sub(self.base().as_ptr() as usize) < self.size()
+    }
+
+    /// The bus address (IOVA in the platform's DMA domain) of `ptr`, if the
+    /// memory is mapped for peer-to-peer DMA and `ptr` lies in it.
+    fn bus_address(&self, ptr: *const u8) -> Option<u64>;
 }
 
 /// Copies `size` bytes from `src` to `dst` on `device`: by its backend's DMA

@@ -46,6 +46,19 @@ pub struct FunctionReport {
     pub verdict: Option<Verdict>,
     /// How to fix it, when not ok.
     pub hint: Option<String>,
+    /// How to use it, when usable but not used: an ivshmem function bound to
+    /// vfio-pci that `DMABRIDGE_BAR_DEVICE` does not name.
+    pub note: Option<String>,
+}
+
+/// The variable that makes a PCI BAR device memory (read here without
+/// parsing it fully: the probe layer sits below the runtime that does).
+const BAR_DEVICE_ENV: &str = "DMABRIDGE_BAR_DEVICE";
+
+/// True if `DMABRIDGE_BAR_DEVICE` has an entry for `address`.
+fn bar_configured(address: crate::sys::pci::PciAddress) -> bool {
+    std::env::var(BAR_DEVICE_ENV)
+        .is_ok_and(|v| v.split(';').any(|e| e.split(',').next().and_then(|a| a.trim().parse().ok()) == Some(address)))
 }
 
 impl FunctionReport {
@@ -56,7 +69,14 @@ impl FunctionReport {
             IVSHMEM_ID => Some("ivshmem"),
             _ => None,
         };
-        FunctionReport { id: format!("{:04x}:{:04x}", id.0, id.1), known, function, verdict: None, hint: None }
+        FunctionReport {
+            id: format!("{:04x}:{:04x}", id.0, id.1),
+            known,
+            function,
+            verdict: None,
+            hint: None,
+            note: None,
+        }
     }
 
     /// True if VFIO can hand this function to a user-space driver now.
@@ -98,6 +118,12 @@ impl GroupReport {
             if f.function.is_vfio_bound() {
                 f.verdict = verdict;
                 f.hint = hint.clone();
+                if f.known == Some("ivshmem") && verdict == Some(Verdict::Ok) && !bar_configured(f.function.address) {
+                    f.note = Some(format!(
+                        "set {BAR_DEVICE_ENV}={},bar=2 to use its BAR as device memory (add ,engine=EDU-ADDRESS for peer-to-peer copies by an edu)",
+                        f.function.address
+                    ));
+                }
             } else if f.known.is_some() {
                 f.verdict = Some(Verdict::Missing);
                 f.hint = Some(format!("kmod-helpers/dmabridge-kmod bind {}", f.function.address));

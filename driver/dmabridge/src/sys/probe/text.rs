@@ -47,7 +47,11 @@ impl Text<'_, '_> {
         let known = f.known.map(|k| format!(" {k}")).unwrap_or_default();
         let driver = f.function.driver.as_deref().unwrap_or("none");
         let detail = format!("{}{known}, driver {driver}", f.id);
-        self.item(f.verdict, indent, &f.function.address.to_string(), &detail, f.hint.as_deref())
+        self.item(f.verdict, indent, &f.function.address.to_string(), &detail, f.hint.as_deref())?;
+        if let Some(note) = &f.note {
+            writeln!(self.f, "  {:vw$} {:indent$}note: {note}", "", "", vw = Self::VERDICT_WIDTH)?;
+        }
+        Ok(())
     }
 }
 
