@@ -223,8 +223,10 @@ fn child_usm_device_allocations_live_in_the_bar() {
     unsafe {
         cmd::enqueue_memcpy(&cq, true, warm, warm.add(32), 32, &[]).unwrap();
         cmd::enqueue_memcpy(&bq, true, warm, warm.add(32), 32, &[]).unwrap();
-        let ev = cmd::enqueue_mem_fill(&cq, warm, &[1, 2, 3, 4], 1024, &[]).unwrap();
-        dmabridge::runtime::event::Event::wait(&[ev]).unwrap();
+        for q in [&cq, &bq] {
+            let ev = cmd::enqueue_mem_fill(q, warm, &[1, 2, 3, 4], 1024, &[]).unwrap();
+            dmabridge::runtime::event::Event::wait(&[ev]).unwrap();
+        }
     }
     usm::mem_free(&ctx, warm).unwrap();
     usm::mem_free(&ctx, warm2).unwrap();
@@ -247,9 +249,15 @@ fn child_usm_device_allocations_live_in_the_bar() {
     assert!(matches!(q(mem_info::ALLOC_DEVICE), MemAllocInfo::Device(Some(x)) if Arc::ptr_eq(&x, &d)));
     let past = usm::get_mem_alloc_info(&ctx, dev.wrapping_add(8192), mem_info::ALLOC_TYPE).unwrap();
     assert_eq!(past, MemAllocInfo::Type(mem_type::UNKNOWN));
-    // Too large for the BAR device.
+    // Too large for the BAR device; and, as seed 000 counts every device
+    // that supports host USM, for a host allocation of its context too.
     let e = usm::device_mem_alloc(&ctx, &d, &[], MIB4 + 1, 0).unwrap_err();
     assert_eq!(e.kind, ClErrorKind::InvalidBufferSize, "{e}");
+    assert_eq!(err_kind(usm::host_mem_alloc(&ctx, &[], MIB4 + 1, 0)), ClErrorKind::InvalidBufferSize);
+    let cpu_only = Context::new(std::slice::from_ref(p.cpu())).unwrap();
+    let big = usm::host_mem_alloc(&cpu_only, &[], MIB4 + 1, 0).unwrap();
+    usm::mem_free(&cpu_only, big.as_ptr()).unwrap();
+    drop(cpu_only);
 
     // A CPU queue reaches the BAR through the mapping.
     let data = pattern(8192, 1);
@@ -282,6 +290,13 @@ fn child_usm_device_allocations_live_in_the_bar() {
         assert_eq!(std::slice::from_raw_parts(shared, 8192), &expect[..]);
         // BAR -> BAR, inside the device allocation.
         cmd::enqueue_memcpy(&bq, true, dev, dev.add(4096), 4096, &[]).unwrap();
+    }
+    assert_eq!(read_bar(&b, dev, 4096), expect[4096..]);
+    // Migration hints on BAR memory are accepted and change nothing.
+    let (host_flag, undefined) = (cmd::migration::HOST, cmd::migration::CONTENT_UNDEFINED);
+    for flags in [host_flag, undefined, host_flag | undefined] {
+        let ev = cmd::enqueue_migrate_mem(&bq, dev, 8192, flags, &[]).unwrap();
+        dmabridge::runtime::event::Event::wait(&[ev]).unwrap();
     }
     assert_eq!(read_bar(&b, dev, 4096), expect[4096..]);
 

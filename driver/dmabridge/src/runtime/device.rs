@@ -258,7 +258,11 @@ impl Device {
     ///   through the BAR mapping. No atomics, no concurrent access;
     /// - no shared-system access (an engine reaches only pinnable pages);
     /// - SVM: coarse-grain buffers only (host memory, reached by copies);
-    /// - the largest allocation is the BAR's size (its global memory);
+    /// - the largest allocation is the BAR's size (its global memory). As it
+    ///   supports host and shared USM, a context that includes it refuses
+    ///   host (and device-less shared) allocations above that size with
+    ///   `CL_INVALID_BUFFER_SIZE`: seed 000 counts the limit of any
+    ///   supporting device. Leave it out of contexts that need more;
     /// - one compute unit: one engine (or the calling CPU thread).
     ///
     /// No OpenCL function of its own: device discovery (`clGetDeviceIDs`).
