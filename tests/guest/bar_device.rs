@@ -91,6 +91,10 @@ fn child_platform_lists_the_configured_bar_device() {
     let m = d.local_memory().unwrap();
     assert_eq!((m.size(), m.allocated()), (MIB4, 0));
     assert_eq!(d.max_mem_alloc_size, MIB4 as u64);
+    use dmabridge::runtime::info::{self, device_param, InfoValue};
+    assert_eq!(info::device_info(&d, device_param::GLOBAL_MEM_SIZE).unwrap(), InfoValue::U64(MIB4 as u64));
+    assert_eq!(info::device_info(&d, device_param::HOST_UNIFIED_MEMORY).unwrap(), InfoValue::Bool(false));
+    assert_eq!(info::device_info(&d, device_param::NAME).unwrap(), InfoValue::Str(d.name.clone()));
     let a = usm_caps::ACCESS;
     assert_eq!((d.usm.host, d.usm.device, d.usm.single_device_shared, d.usm.cross_device_shared), (a, a, a, a));
     assert_eq!(d.usm.shared_system, 0);

@@ -577,7 +577,8 @@ pub fn device_info(device: &Device, param: u32) -> ClResult<InfoValue> {
         IMAGE_SUPPORT | ERROR_CORRECTION_SUPPORT | COMPILER_AVAILABLE | LINKER_AVAILABLE => InfoValue::Bool(false),
         MAX_PARAMETER_SIZE => InfoValue::Usize(self::MAX_PARAMETER_SIZE),
         MEM_BASE_ADDR_ALIGN => InfoValue::U32(clamp_u32(device.max_alignment as usize * 8)),
-        GLOBAL_MEM_SIZE => InfoValue::U64(mem_total()),
+        // A device with memory of its own (a BAR device) has that much.
+        GLOBAL_MEM_SIZE => InfoValue::U64(device.local_memory().map_or_else(mem_total, |m| m.size() as u64)),
         PROFILING_TIMER_RESOLUTION => InfoValue::Usize(1),
         ENDIAN_LITTLE => InfoValue::Bool(cfg!(target_endian = "little")),
         AVAILABLE => InfoValue::Bool(true),
