@@ -229,10 +229,9 @@ impl BarBackend {
         let (dom, iova) = match &engine {
             None => (None, None),
             Some(_) => {
-                // SAFETY: the BAR mapping is MMIO that Rust only reaches
-                // through raw pointers (no reference into it is ever formed),
-                // so the engine writing it cannot invalidate a reference; it
-                // stays mapped until `BarMemory::drop` evicts it first.
+                // The BAR stays mapped until `BarMemory::drop` evicts it.
+                // SAFETY: Rust reaches the BAR mapping only through raw
+                // pointers, so the engine writing it breaks no reference.
                 let iova = unsafe { domain.make_resident(mapping.as_ptr() as usize, mapping.len()) }
                     .map_err(|e| fail(format!("mapping BAR {} for peer-to-peer DMA: {e}", config.bar)))?;
                 (Some(domain.clone()), Some(iova))
