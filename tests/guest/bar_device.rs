@@ -401,12 +401,17 @@ fn child_edu_engine_copies_peer_to_peer() {
     // SAFETY: as above.
     unsafe { dmabridge::runtime::transfer::copy(host.add(1000), dev.add(100), 3000) };
     let cpu_out = t.elapsed();
+    let t = Instant::now();
+    // SAFETY: disjoint ranges inside `host`.
+    unsafe { dmabridge::runtime::transfer::copy(host.add(4096), host, LEN.min(4096)) };
+    let cpu_host = t.elapsed();
     let rate = |n: usize, t: Duration| n as f64 / t.as_secs_f64() / 1e6;
     println!(
         "host -> BAR {LEN} B: edu P2P {p2p_in:?} ({:.3} MB/s), CPU {cpu_in:?} ({:.1} MB/s); \
-         BAR -> host 3000 B: edu P2P {p2p_out:?}, CPU {cpu_out:?}",
+         BAR -> host 3000 B: edu P2P {p2p_out:?}, CPU {cpu_out:?} ({:.1} MB/s); host -> host 4096 B by CPU: {cpu_host:?}",
         rate(LEN, p2p_in),
-        rate(LEN, cpu_in)
+        rate(LEN, cpu_in),
+        rate(3000, cpu_out)
     );
 
     // Only the BAR stays mapped; no IOVA, fd or mapping leaked.
