@@ -64,13 +64,18 @@ test-rig: guest
 	@mkdir -p $(LOGS)
 	@echo "== rig tests (host side: boot guests, check what crosses the boundary)"
 	@$(CARGO) build -p dmabridge-cli --quiet
+	@$(CARGO) test -p dmabridge-tests --test guest --no-run --quiet 2>/dev/null
 	@set -o pipefail; $(CARGO) test -p dmabridge-tests --test rig --color never -- --test-threads=1 2>&1 | tee $(LOGS)/rig.log
 
 # Benchmarks print the peer's figure (PoCL 3.1 CPU device, libc) from the same
 # run beside ours; bench/peer-deps installs PoCL and the OpenCL headers.
-bench:
+bench: guest
 	@bench/peer-deps
 	@$(CARGO) bench -p dmabridge --bench memory
+	@echo "== buffer map/unmap, linked vs unlinked (in the QEMU guest: the BAR device is ivshmem's BAR 2)"
+	@bin=$$($(CARGO) bench -p dmabridge --bench buffer_map --no-run 2>&1 | sed -n 's/.*Executable .*(\(.*\)).*/\1/p' | tail -1); \
+	test -n "$$bin" || { echo "bench: could not build benches/buffer_map.rs"; exit 1; }; \
+	$(RIG) --ivshmem-size 256M --bind 0000:00:08.0 --env DMABRIDGE_BAR_DEVICE=0000:00:08.0,bar=2 -- $$bin
 
 lint:
 	$(CARGO) fmt --all --check

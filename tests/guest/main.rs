@@ -4,6 +4,7 @@
 //! vfio-pci, edu 0000:00:11.0 left unbound, and vgem loaded).
 
 mod bar_device;
+mod buffer;
 mod dma_buf;
 mod drm;
 mod edu_device;

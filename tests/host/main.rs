@@ -3,6 +3,8 @@
 //! no VFIO. They check what works here and that what is missing is reported
 //! with a way to fix it.
 
+mod buffer;
+mod buffer_commands;
 mod info;
 mod info_queries;
 mod kernels;

@@ -16,6 +16,7 @@ pub mod code {
     pub const PROFILING_INFO_NOT_AVAILABLE: i32 = -7;
     pub const MEM_COPY_OVERLAP: i32 = -8;
     pub const MAP_FAILURE: i32 = -12;
+    pub const MISALIGNED_SUB_BUFFER_OFFSET: i32 = -13;
     pub const EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST: i32 = -14;
     pub const INVALID_VALUE: i32 = -30;
     pub const INVALID_DEVICE_TYPE: i32 = -31;
@@ -83,6 +84,7 @@ kinds! {
     ProfilingInfoNotAvailable = PROFILING_INFO_NOT_AVAILABLE, "CL_PROFILING_INFO_NOT_AVAILABLE";
     MemCopyOverlap = MEM_COPY_OVERLAP, "CL_MEM_COPY_OVERLAP";
     MapFailure = MAP_FAILURE, "CL_MAP_FAILURE";
+    MisalignedSubBufferOffset = MISALIGNED_SUB_BUFFER_OFFSET, "CL_MISALIGNED_SUB_BUFFER_OFFSET";
     ExecStatusErrorForEventsInWaitList = EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST, "CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST";
     InvalidValue = INVALID_VALUE, "CL_INVALID_VALUE";
     InvalidDeviceType = INVALID_DEVICE_TYPE, "CL_INVALID_DEVICE_TYPE";

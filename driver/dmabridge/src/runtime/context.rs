@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 use std::ptr::NonNull;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, OnceLock, RwLock};
 
 use crate::cl_err;
 use crate::error::{ClError, ClErrorKind, ClResult};
@@ -16,6 +16,11 @@ use super::device::Device;
 pub struct Context {
     devices: Vec<Arc<Device>>,
     heap: Heap,
+    /// The host pages of buffer objects: memfd-backed like the USM heap (so
+    /// they can be exported as dma-bufs) but apart from it, so that no USM
+    /// function (`clMemFreeINTEL`, `clGetMemAllocInfoINTEL`) ever sees a
+    /// buffer's storage. Reserved on the first buffer's first use.
+    buffer_heap: OnceLock<Heap>,
     /// USM device allocations that live in a device's local memory (a BAR
     /// device), by address: which device, size asked for, flags. Local
     /// memory is per device, shared by every context that has the device;
@@ -54,7 +59,7 @@ impl Context {
         }
         let heap = Heap::new()
             .map_err(|e| ClError::new(ClErrorKind::OutOfHostMemory, format!("reserving the context's heap: {e}")))?;
-        Ok(Arc::new(Context { devices: list, heap, local: RwLock::default() }))
+        Ok(Arc::new(Context { devices: list, heap, buffer_heap: OnceLock::new(), local: RwLock::default() }))
     }
 
     /// The context's devices.
@@ -106,6 +111,17 @@ impl Context {
     /// ```
     pub fn heap(&self) -> &Heap {
         &self.heap
+    }
+
+    /// The heap of buffer objects' host pages (reserved on first use).
+    pub(crate) fn buffer_heap(&self) -> ClResult<&Heap> {
+        if let Some(h) = self.buffer_heap.get() {
+            return Ok(h);
+        }
+        let heap = Heap::new().map_err(|e| {
+            ClError::new(ClErrorKind::OutOfHostMemory, format!("reserving the context's buffer heap: {e}"))
+        })?;
+        Ok(self.buffer_heap.get_or_init(|| heap))
     }
 }
 

@@ -27,7 +27,7 @@ use super::queue::Queue;
 /// `cl_command_type` values (`CL_EVENT_COMMAND_TYPE`).
 pub mod command_type {
     /// `CL_COMMAND_USER`: a user event.
-    pub const USER: u32 = 0x11F5;
+    pub const USER: u32 = 0x1204;
     /// `CL_COMMAND_MARKER`.
     pub const MARKER: u32 = 0x11FE;
     /// `CL_COMMAND_BARRIER`.
@@ -60,6 +60,25 @@ pub mod command_type {
     /// `CL_COMMAND_NATIVE_KERNEL`.
     pub const NATIVE_KERNEL: u32 = 0x11F2;
 
+    /// `CL_COMMAND_READ_BUFFER`.
+    pub const READ_BUFFER: u32 = 0x11F3;
+    /// `CL_COMMAND_WRITE_BUFFER`.
+    pub const WRITE_BUFFER: u32 = 0x11F4;
+    /// `CL_COMMAND_COPY_BUFFER`.
+    pub const COPY_BUFFER: u32 = 0x11F5;
+    /// `CL_COMMAND_MAP_BUFFER`.
+    pub const MAP_BUFFER: u32 = 0x11FB;
+    /// `CL_COMMAND_UNMAP_MEM_OBJECT`.
+    pub const UNMAP_MEM_OBJECT: u32 = 0x11FD;
+    /// `CL_COMMAND_READ_BUFFER_RECT`.
+    pub const READ_BUFFER_RECT: u32 = 0x1201;
+    /// `CL_COMMAND_WRITE_BUFFER_RECT`.
+    pub const WRITE_BUFFER_RECT: u32 = 0x1202;
+    /// `CL_COMMAND_COPY_BUFFER_RECT`.
+    pub const COPY_BUFFER_RECT: u32 = 0x1203;
+    /// `CL_COMMAND_FILL_BUFFER`.
+    pub const FILL_BUFFER: u32 = 0x1207;
+
     /// The constant's name without the `CL_` prefix, for error messages
     /// (`"command"` for a type this module does not list).
     ///
@@ -89,6 +108,15 @@ pub mod command_type {
             NDRANGE_KERNEL => "COMMAND_NDRANGE_KERNEL",
             TASK => "COMMAND_TASK",
             NATIVE_KERNEL => "COMMAND_NATIVE_KERNEL",
+            READ_BUFFER => "COMMAND_READ_BUFFER",
+            WRITE_BUFFER => "COMMAND_WRITE_BUFFER",
+            COPY_BUFFER => "COMMAND_COPY_BUFFER",
+            MAP_BUFFER => "COMMAND_MAP_BUFFER",
+            UNMAP_MEM_OBJECT => "COMMAND_UNMAP_MEM_OBJECT",
+            READ_BUFFER_RECT => "COMMAND_READ_BUFFER_RECT",
+            WRITE_BUFFER_RECT => "COMMAND_WRITE_BUFFER_RECT",
+            COPY_BUFFER_RECT => "COMMAND_COPY_BUFFER_RECT",
+            FILL_BUFFER => "COMMAND_FILL_BUFFER",
             _ => "command",
         }
     }

@@ -25,6 +25,7 @@ use std::sync::Arc;
 use crate::cl_err;
 use crate::error::{ClError, ClErrorKind, ClResult};
 
+use super::buffer::Buffer;
 use super::context::Context;
 use super::device::{Device, DeviceType};
 use super::event::Event;
@@ -297,6 +298,8 @@ pub enum InfoValue {
     Queue(Option<Arc<Queue>>),
     /// `cl_platform_id` (`CL_DEVICE_PLATFORM`): the one platform of the process.
     Platform(&'static Platform),
+    /// `cl_mem` (`None`: NULL), e.g. `CL_MEM_ASSOCIATED_MEMOBJECT`.
+    Mem(Option<Arc<Buffer>>),
     /// A properties array (`cl_context_properties[]`, `cl_queue_properties[]`:
     /// 8 bytes each on 64-bit Linux), zero-terminated when not empty.
     Properties(Vec<u64>),
@@ -326,6 +329,7 @@ impl PartialEq for InfoValue {
             (Device(a), Device(b)) => same(a, b),
             (Context(a), Context(b)) => Arc::ptr_eq(a, b),
             (Queue(a), Queue(b)) => same(a, b),
+            (Mem(a), Mem(b)) => same(a, b),
             (Platform(a), Platform(b)) => std::ptr::eq(*a, *b),
             (Properties(a), Properties(b)) => a == b,
             _ => false,
@@ -352,7 +356,11 @@ impl InfoValue {
             InfoValue::Usize(_) => size_of::<usize>(),
             InfoValue::Sizes(v) => v.len() * size_of::<usize>(),
             InfoValue::DeviceIds(v) => v.len() * PTR,
-            InfoValue::Device(_) | InfoValue::Context(_) | InfoValue::Queue(_) | InfoValue::Platform(_) => PTR,
+            InfoValue::Device(_)
+            | InfoValue::Context(_)
+            | InfoValue::Queue(_)
+            | InfoValue::Platform(_)
+            | InfoValue::Mem(_) => PTR,
             InfoValue::Properties(v) => v.len() * 8,
         }
     }
@@ -371,6 +379,7 @@ impl InfoValue {
             InfoValue::DeviceIds(v) => !v.is_empty(),
             InfoValue::Device(d) => d.is_some(),
             InfoValue::Queue(q) => q.is_some(),
+            InfoValue::Mem(m) => m.is_some(),
             InfoValue::Context(_) | InfoValue::Platform(_) => true,
             _ => false,
         }
@@ -424,7 +433,7 @@ impl InfoValue {
                 }
             }
             // Only NULL handles and empty lists get here.
-            InfoValue::DeviceIds(_) | InfoValue::Device(_) | InfoValue::Queue(_) => out.fill(0),
+            InfoValue::DeviceIds(_) | InfoValue::Device(_) | InfoValue::Queue(_) | InfoValue::Mem(_) => out.fill(0),
             InfoValue::Context(_) | InfoValue::Platform(_) => unreachable!("refused above"),
         }
         Ok(())
@@ -445,6 +454,7 @@ impl InfoValue {
             InfoValue::Context(_) => "Context (cl_context)",
             InfoValue::Queue(_) => "Queue (cl_command_queue)",
             InfoValue::Platform(_) => "Platform (cl_platform_id)",
+            InfoValue::Mem(_) => "Mem (cl_mem)",
             InfoValue::Properties(_) => "Properties",
         }
     }

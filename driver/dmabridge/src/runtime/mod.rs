@@ -2,6 +2,7 @@
 //! and the device backends that execute commands.
 
 pub mod backend;
+pub mod buffer;
 pub mod context;
 pub mod device;
 pub mod event;

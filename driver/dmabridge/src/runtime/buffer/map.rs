@@ -1,0 +1,241 @@
+//! `clEnqueueMapBuffer` and `clEnqueueUnmapMemObject`: the host's access
+//! to a buffer, and the switch between the two sides of a linked pair.
+//!
+//! Mapping makes the host allocation (at enqueue: the host's first use; for
+//! a buffer whose linked device allocation came first, the host allocation
+//! is obtained by mapping those pages, not allocated) and makes the data
+//! current in the host pages when the command runs: no byte moves when the
+//! data is already there — always, for a buffer used only by host-unified
+//! devices — and a transfer from the device's memory otherwise, unless the
+//! map invalidates the whole buffer. Unmapping after a write makes the host
+//! pages the only current copy.
+
+use std::ptr::NonNull;
+use std::sync::Arc;
+
+use crate::cl_err;
+use crate::error::ClResult;
+use crate::runtime::event::{command_type, Event};
+use crate::runtime::queue::{check_wait_list, CommandUse, Queue};
+
+use super::commands::{check_host_access, check_range, check_target};
+use super::store::Location;
+use super::Buffer;
+
+/// `cl_map_flags`.
+pub mod map_flags {
+    /// `CL_MAP_READ`.
+    pub const READ: u64 = 1 << 0;
+    /// `CL_MAP_WRITE`.
+    pub const WRITE: u64 = 1 << 1;
+    /// `CL_MAP_WRITE_INVALIDATE_REGION`: the mapped bytes will be
+    /// overwritten; their old contents need not be there.
+    pub const WRITE_INVALIDATE_REGION: u64 = 1 << 2;
+}
+
+/// An outstanding map of a buffer object.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct MapRecord {
+    ptr: usize,
+    writes: bool,
+}
+
+impl Buffer {
+    /// `CL_MEM_MAP_COUNT`: maps not yet unmapped (enqueued).
+    ///
+    /// ```
+    /// use dmabridge::runtime::buffer::map::{self, map_flags};
+    /// use dmabridge::runtime::buffer::Buffer;
+    /// use dmabridge::runtime::{context::Context, platform::Platform};
+    /// use dmabridge::runtime::queue::{Queue, QueueProps};
+    /// let cpu = Platform::get().cpu();
+    /// let ctx = Context::new(std::slice::from_ref(cpu))?;
+    /// let queue = Queue::new(&ctx, cpu, QueueProps::default())?;
+    /// // SAFETY: no host pointer.
+    /// let b = unsafe { Buffer::create(&ctx, 0, 64, std::ptr::null_mut()) }?;
+    /// let (p, _) = map::enqueue_map_buffer(&queue, &b, true, map_flags::READ, 0, 64)?;
+    /// assert_eq!(b.map_count(), 1);
+    /// map::enqueue_unmap_mem_object(&queue, &b, p.as_ptr(), &[])?;
+    /// assert_eq!(b.map_count(), 0);
+    /// # Ok::<(), dmabridge::error::ClError>(())
+    /// ```
+    pub fn map_count(&self) -> usize {
+        self.maps.lock().unwrap_or_else(|p| p.into_inner()).len()
+    }
+}
+
+/// `clEnqueueMapBuffer`: maps `size` bytes of `buffer` at `offset` for the
+/// host and returns the host address of the first byte (at once, also for a
+/// non-blocking map: the bytes are there when the event completes) and the
+/// command's event. `map_flags` 0 maps for reading and writing.
+///
+/// Errors: `CL_INVALID_CONTEXT`; `CL_INVALID_VALUE` (range outside the
+/// buffer, size 0, unknown map flags, or `CL_MAP_WRITE_INVALIDATE_REGION`
+/// with `CL_MAP_READ` or `CL_MAP_WRITE`); `CL_INVALID_OPERATION` (reading a
+/// `HOST_WRITE_ONLY`/`HOST_NO_ACCESS` buffer, writing a
+/// `HOST_READ_ONLY`/`HOST_NO_ACCESS` one); `CL_MISALIGNED_SUB_BUFFER_OFFSET`;
+/// `CL_MEM_OBJECT_ALLOCATION_FAILURE` (the host allocation); for a blocking
+/// map after a failed event, `CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST`.
+///
+/// ```
+/// use dmabridge::runtime::buffer::map::{self, map_flags};
+/// use dmabridge::runtime::buffer::{mem_flags, Buffer};
+/// use dmabridge::runtime::event::Event;
+/// use dmabridge::runtime::{context::Context, platform::Platform};
+/// use dmabridge::runtime::queue::{Queue, QueueProps};
+/// let cpu = Platform::get().cpu();
+/// let ctx = Context::new(std::slice::from_ref(cpu))?;
+/// let queue = Queue::new(&ctx, cpu, QueueProps::default())?;
+/// // SAFETY: no host pointer.
+/// let b = unsafe { Buffer::create(&ctx, mem_flags::ALLOC_HOST_PTR, 4096, std::ptr::null_mut()) }?;
+/// let (p, _) = map::enqueue_map_buffer(&queue, &b, true, map_flags::WRITE, 0, 4096)?;
+/// // SAFETY: mapped for writing, 4096 bytes, until unmapped.
+/// unsafe { p.as_ptr().write_bytes(0x5a, 4096) };
+/// assert_eq!(b.map_count(), 1);
+/// Event::wait(&[map::enqueue_unmap_mem_object(&queue, &b, p.as_ptr(), &[])?])?;
+/// assert_eq!(b.map_count(), 0);
+/// # Ok::<(), dmabridge::error::ClError>(())
+/// ```
+pub fn enqueue_map_buffer(
+    queue: &Arc<Queue>,
+    buffer: &Arc<Buffer>,
+    blocking: bool,
+    map_flags: u64,
+    offset: usize,
+    size: usize,
+) -> ClResult<(NonNull<u8>, Event)> {
+    enqueue_map_buffer_after(queue, buffer, blocking, map_flags, offset, size, &[])
+}
+
+/// [`enqueue_map_buffer`] with a wait list (`event_wait_list`).
+///
+/// ```
+/// use dmabridge::runtime::buffer::map::{self, map_flags};
+/// use dmabridge::runtime::buffer::Buffer;
+/// use dmabridge::runtime::event::Event;
+/// use dmabridge::runtime::{context::Context, platform::Platform};
+/// use dmabridge::runtime::queue::{Queue, QueueProps};
+/// let cpu = Platform::get().cpu();
+/// let ctx = Context::new(std::slice::from_ref(cpu))?;
+/// let queue = Queue::new(&ctx, cpu, QueueProps::default())?;
+/// // SAFETY: no host pointer.
+/// let b = unsafe { Buffer::create(&ctx, 0, 64, std::ptr::null_mut()) }?;
+/// let gate = Event::user(&ctx);
+/// let (p, ev) = map::enqueue_map_buffer_after(&queue, &b, false, map_flags::READ, 0, 64, &[gate.clone()])?;
+/// gate.set_user_status(0)?;
+/// Event::wait(&[ev])?;
+/// Event::wait(&[map::enqueue_unmap_mem_object(&queue, &b, p.as_ptr(), &[])?])?;
+/// # Ok::<(), dmabridge::error::ClError>(())
+/// ```
+#[allow(clippy::too_many_arguments)]
+pub fn enqueue_map_buffer_after(
+    queue: &Arc<Queue>,
+    buffer: &Arc<Buffer>,
+    blocking: bool,
+    map_flags: u64,
+    offset: usize,
+    size: usize,
+    wait_list: &[Event],
+) -> ClResult<(NonNull<u8>, Event)> {
+    use map_flags::*;
+    check_target(queue, buffer, "buffer")?;
+    check_wait_list(queue.context(), wait_list)?;
+    check_range(buffer, offset, size, "buffer")?;
+    if map_flags & !(READ | WRITE | WRITE_INVALIDATE_REGION) != 0 {
+        return cl_err!(InvalidValue, "map_flags {map_flags:#x} has unknown bits");
+    }
+    let invalidate = map_flags & WRITE_INVALIDATE_REGION != 0;
+    if invalidate && map_flags & (READ | WRITE) != 0 {
+        return cl_err!(
+            InvalidValue,
+            "map_flags {map_flags:#x}: CL_MAP_WRITE_INVALIDATE_REGION excludes CL_MAP_READ and CL_MAP_WRITE"
+        );
+    }
+    let reads = map_flags & READ != 0 || map_flags == 0;
+    let writes = map_flags & (WRITE | WRITE_INVALIDATE_REGION) != 0 || map_flags == 0;
+    if reads {
+        check_host_access(buffer, true, "clEnqueueMapBuffer with CL_MAP_READ")?;
+    }
+    if writes {
+        check_host_access(buffer, false, "clEnqueueMapBuffer with CL_MAP_WRITE")?;
+    }
+    let store = buffer.store().clone();
+    let base = store.host_alloc()?;
+    let ptr = base + buffer.origin() + offset;
+    let discard = invalidate && buffer.origin() + offset == 0 && size == store.size();
+    let keep = buffer.clone();
+    let work = Box::new(move || {
+        let _alive = &keep;
+        let mut st = store.lock();
+        store.make_current(&mut st, Location::Host, discard)
+    });
+    let usage = CommandUse::Range(ptr, size);
+    let event = queue.enqueue_with_use(command_type::MAP_BUFFER, wait_list, blocking, usage, work)?;
+    buffer.maps.lock().unwrap_or_else(|p| p.into_inner()).push(MapRecord { ptr, writes });
+    Ok((NonNull::new(ptr as *mut u8).expect("host pages are not at address 0"), event))
+}
+
+/// `clEnqueueUnmapMemObject`: ends a map of `buffer` made by
+/// [`enqueue_map_buffer`]. After a map for writing, the host pages become the
+/// only current copy (a device without host-unified memory gets the data
+/// back by a transfer on its next use).
+///
+/// Errors: `CL_INVALID_VALUE` if `mapped_ptr` is not a pointer a map of this
+/// buffer object returned and that is still mapped; `CL_INVALID_CONTEXT`.
+///
+/// ```
+/// use dmabridge::runtime::buffer::map::{self, map_flags};
+/// use dmabridge::runtime::buffer::Buffer;
+/// use dmabridge::runtime::{context::Context, platform::Platform};
+/// use dmabridge::runtime::queue::{Queue, QueueProps};
+/// let cpu = Platform::get().cpu();
+/// let ctx = Context::new(std::slice::from_ref(cpu))?;
+/// let queue = Queue::new(&ctx, cpu, QueueProps::default())?;
+/// // SAFETY: no host pointer.
+/// let b = unsafe { Buffer::create(&ctx, 0, 64, std::ptr::null_mut()) }?;
+/// let (p, _) = map::enqueue_map_buffer(&queue, &b, true, map_flags::READ, 0, 64)?;
+/// map::enqueue_unmap_mem_object(&queue, &b, p.as_ptr(), &[])?;
+/// assert!(map::enqueue_unmap_mem_object(&queue, &b, p.as_ptr(), &[]).is_err()); // not mapped any more
+/// # Ok::<(), dmabridge::error::ClError>(())
+/// ```
+pub fn enqueue_unmap_mem_object(
+    queue: &Arc<Queue>,
+    buffer: &Arc<Buffer>,
+    mapped_ptr: *mut u8,
+    wait_list: &[Event],
+) -> ClResult<Event> {
+    if !Arc::ptr_eq(queue.context(), buffer.context()) {
+        return cl_err!(InvalidContext, "memobj and the command queue belong to different contexts");
+    }
+    check_wait_list(queue.context(), wait_list)?;
+    let record = {
+        let mut maps = buffer.maps.lock().unwrap_or_else(|p| p.into_inner());
+        match maps.iter().position(|m| m.ptr == mapped_ptr as usize) {
+            Some(i) => maps.remove(i),
+            None => {
+                return cl_err!(
+                    InvalidValue,
+                    "mapped_ptr {mapped_ptr:?} is not a pointer a map of this buffer returned (or it was unmapped)"
+                )
+            }
+        }
+    };
+    let store = buffer.store().clone();
+    let keep = buffer.clone();
+    let work = Box::new(move || {
+        let _alive = &keep;
+        if record.writes {
+            let mut st = store.lock();
+            store.wrote(&mut st, Location::Host);
+        }
+        Ok(())
+    });
+    match queue.enqueue_with_use(command_type::UNMAP_MEM_OBJECT, wait_list, false, CommandUse::Nothing, work) {
+        Ok(e) => Ok(e),
+        Err(e) => {
+            // The map is still outstanding: the failed call changes nothing.
+            buffer.maps.lock().unwrap_or_else(|p| p.into_inner()).push(record);
+            Err(e)
+        }
+    }
+}

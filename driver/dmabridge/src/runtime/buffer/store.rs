@@ -1,0 +1,430 @@
+//! The allocations of one buffer and where its data is: DPC++'s linked
+//! allocation commands (seed 003) on dmabridge's devices.
+//!
+//! A buffer (and every sub-buffer of it) has one store. Nothing is
+//! allocated when the buffer is created; the store creates an allocation for
+//! a *location* — the host, or a device — the first time a command uses the
+//! buffer there:
+//!
+//! * **Host pages.** The host allocation and the device allocation of every
+//!   device with host-unified memory are *linked*: they are the same pages.
+//!   The pages are the user's (`CL_MEM_USE_HOST_PTR`: no allocation at all),
+//!   or come from the context's buffer heap (memfd-backed, so they can be
+//!   exported as a dma-buf), allocated by whichever of the linked pair is
+//!   first used. A linked device allocation created after the host one
+//!   reuses its pages (DPC++: "created with `USE_HOST_PTR`"); a host
+//!   allocation created after its linked device allocation is not allocated
+//!   but obtained by mapping the device's pages. Only one side is active at a
+//!   time and the switch is map/unmap, which moves no byte.
+//! * **Local memory.** A device without host-unified memory (a PCI BAR
+//!   device) gets an *unlinked* allocation in its own memory, created without
+//!   a host pointer. Its data is initialised by a separate transfer when the
+//!   first access does not discard it; transfers are reads and writes between
+//!   it and the host pages; a device-to-device transfer goes through the host
+//!   pages (for a linked destination: "map B, read A into it, unmap B").
+//!
+//! Which locations hold the current data is tracked for the whole buffer:
+//! the host pages (and so every linked device), and the set of devices whose
+//! local copy is current. Transfers happen inside the commands, in execution
+//! order, under the store's lock; allocations happen at enqueue, so that an
+//! allocation failure is the enqueue's error.
+//!
+//! Every allocation and every transferred byte is counted per location
+//! ([`LocationStats`]): the tests prove which path of the seed's table ran.
+//!
+//! This follows the seed with one deliberate difference: DPC++ links a host
+//! allocation with at most one device allocation, because one native memory
+//! object owns the pages. Here the pages belong to the store, so every
+//! host-unified device of the context links to the same host pages — the
+//! seed's criterion ("linked if and only if the device has host-unified
+//! memory") holds for each of them.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use crate::cl_err;
+use crate::error::{code, ClError, ClErrorKind, ClResult};
+use crate::memory::heap::AllocMeta;
+use crate::runtime::backend::device_copy;
+use crate::runtime::context::Context;
+use crate::runtime::device::Device;
+use crate::runtime::transfer;
+
+/// Where an allocation of a buffer lives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Location {
+    /// The host (the buffer's host allocation).
+    Host,
+    /// The device with this platform index.
+    Device(u16),
+}
+
+/// What a buffer did at one location: the observable trace of the seed's
+/// table.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LocationStats {
+    /// Allocation commands run here (0 or 1: allocations are made once).
+    pub allocations: u64,
+    /// Fresh memory those allocations took (0 for a host allocation over the
+    /// user's pointer, a linked device allocation reusing the host pages, or
+    /// a host allocation obtained by mapping its linked device allocation).
+    pub bytes_allocated: u64,
+    /// Bytes transferred into this location's memory from another
+    /// allocation of the buffer.
+    pub bytes_in: u64,
+    /// Bytes transferred out of this location's memory into another
+    /// allocation of the buffer.
+    pub bytes_out: u64,
+    /// Host allocations obtained by mapping the linked device allocation
+    /// instead of allocating (host location only).
+    pub obtained_by_mapping: u64,
+}
+
+/// Who owns the host pages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum PagesOwner {
+    /// The application (`CL_MEM_USE_HOST_PTR`).
+    User,
+    /// The buffer heap of the context, allocated for this store.
+    Heap,
+}
+
+/// A device's allocation of the buffer.
+#[derive(Debug)]
+struct DeviceAlloc {
+    device: Arc<Device>,
+    /// `Some(ptr)` for an unlinked allocation in the device's local memory.
+    local: Option<usize>,
+}
+
+/// The mutable state of a store.
+#[derive(Debug, Default)]
+pub(crate) struct State {
+    /// The host pages: (address, owner).
+    pages: Option<(usize, PagesOwner)>,
+    /// The host allocation exists (allocated, the user's, or mapped).
+    host_alloc: bool,
+    devices: Vec<DeviceAlloc>,
+    /// The buffer holds data (initialised, or written once); before that,
+    /// every location is trivially current and nothing is transferred.
+    defined: bool,
+    /// The host pages hold the current data.
+    pages_current: bool,
+    /// Devices whose local allocation holds the current data.
+    local_current: Vec<u16>,
+    stats: Vec<(Location, LocationStats)>,
+}
+
+impl State {
+    fn stats_mut(&mut self, loc: Location) -> &mut LocationStats {
+        match self.stats.iter().position(|(l, _)| *l == loc) {
+            Some(i) => &mut self.stats[i].1,
+            None => {
+                self.stats.push((loc, LocationStats::default()));
+                &mut self.stats.last_mut().expect("just pushed").1
+            }
+        }
+    }
+
+    fn device(&self, index: u16) -> Option<&DeviceAlloc> {
+        self.devices.iter().find(|d| d.device.index == index)
+    }
+}
+
+/// The allocations of a buffer and its sub-buffers.
+#[derive(Debug)]
+pub(crate) struct Store {
+    context: Arc<Context>,
+    size: usize,
+    /// `CL_MEM_USE_HOST_PTR`'s pointer.
+    user_ptr: Option<usize>,
+    state: Mutex<State>,
+}
+
+/// The memory a command works on at its location.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Placed {
+    /// The store's first byte there.
+    pub base: usize,
+    /// The device whose engine moves bytes there (`None`: the CPU).
+    pub local_device: Option<u16>,
+}
+
+impl Store {
+    /// A store of `size` bytes; `user_ptr` for `CL_MEM_USE_HOST_PTR`.
+    pub fn new(context: &Arc<Context>, size: usize, user_ptr: Option<usize>) -> Store {
+        let state = State { defined: user_ptr.is_some(), pages_current: user_ptr.is_some(), ..State::default() };
+        Store { context: context.clone(), size, user_ptr, state: Mutex::new(state) }
+    }
+
+    /// Its size in bytes.
+    pub fn size(&self) -> usize {
+        self.size
+    }
+
+    pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The counters of `loc`.
+    pub fn stats(&self, loc: Location) -> LocationStats {
+        let st = self.lock();
+        st.stats.iter().find(|(l, _)| *l == loc).map_or_else(LocationStats::default, |(_, s)| *s)
+    }
+
+    /// `Some(true)` if `device` has a linked allocation of the buffer,
+    /// `Some(false)` if an unlinked one, `None` if none yet.
+    pub fn linked(&self, device: &Device) -> Option<bool> {
+        self.lock().device(device.index).map(|d| d.local.is_none())
+    }
+
+    /// Allocates the host pages if there are none; returns their address.
+    fn pages(&self, st: &mut State, for_loc: Location) -> ClResult<usize> {
+        if let Some((p, _)) = st.pages {
+            return Ok(p);
+        }
+        if let Some(p) = self.user_ptr {
+            st.pages = Some((p, PagesOwner::User));
+            return Ok(p);
+        }
+        let heap = self.context.buffer_heap()?;
+        let p = heap.alloc(self.size, 0, AllocMeta::HOST).map_err(|e| {
+            ClError::new(
+                ClErrorKind::MemObjectAllocationFailure,
+                format!("allocating the {} bytes of a buffer's host pages: {e}", self.size),
+            )
+        })?;
+        st.pages = Some((p.as_ptr() as usize, PagesOwner::Heap));
+        let s = st.stats_mut(for_loc);
+        s.bytes_allocated += self.size as u64;
+        Ok(p.as_ptr() as usize)
+    }
+
+    /// The host allocation (created on the host's first use): the user's
+    /// pointer, the pages of a linked device allocation (obtained by
+    /// mapping), or fresh pages. Returns the host address of byte 0.
+    pub fn host_alloc(&self) -> ClResult<usize> {
+        let mut st = self.lock();
+        self.host_alloc_locked(&mut st)
+    }
+
+    fn host_alloc_locked(&self, st: &mut State) -> ClResult<usize> {
+        if st.host_alloc {
+            return Ok(st.pages.expect("a host allocation has pages").0);
+        }
+        // Pages of dmabridge's that exist before the host allocation were
+        // allocated by a linked device allocation: the host maps them.
+        let mapped_from_device = matches!(st.pages, Some((_, PagesOwner::Heap)));
+        let p = self.pages(st, Location::Host)?;
+        st.host_alloc = true;
+        let s = st.stats_mut(Location::Host);
+        s.allocations += 1;
+        if mapped_from_device {
+            s.obtained_by_mapping += 1;
+        }
+        Ok(p)
+    }
+
+    /// The allocation of `device` (created on the device's first use):
+    /// linked (the host pages) if it has host-unified memory, else unlinked
+    /// in its local memory.
+    pub fn device_alloc(&self, device: &Arc<Device>) -> ClResult<Placed> {
+        let mut st = self.lock();
+        self.device_alloc_locked(&mut st, device)
+    }
+
+    fn device_alloc_locked(&self, st: &mut State, device: &Arc<Device>) -> ClResult<Placed> {
+        if let Some(d) = st.device(device.index) {
+            return Ok(match d.local {
+                Some(p) => Placed { base: p, local_device: Some(device.index) },
+                None => Placed { base: st.pages.expect("linked allocations have pages").0, local_device: None },
+            });
+        }
+        let loc = Location::Device(device.index);
+        let placed = if device.host_unified_memory {
+            let fresh = st.pages.is_none();
+            let base = self.pages(st, loc)?;
+            if let Some(domain) = device.dma_domain() {
+                // A device behind an IOMMU reaches the linked pages through
+                // its domain: they are made resident (pinned and mapped) for
+                // the life of the allocation.
+                // SAFETY: the pages are only reached through raw pointers
+                // (commands, maps) while resident; no Rust reference into
+                // them is held by dmabridge.
+                if let Err(e) = unsafe { domain.make_resident(base, self.size) } {
+                    if fresh {
+                        self.release_pages(st, loc);
+                    }
+                    return cl_err!(
+                        MemObjectAllocationFailure,
+                        "mapping a buffer's {} host bytes into {:?}'s IOMMU domain: {e}",
+                        self.size,
+                        device.name
+                    );
+                }
+            }
+            Placed { base, local_device: None }
+        } else {
+            let Some(local) = device.local_memory() else {
+                return cl_err!(
+                    MemObjectAllocationFailure,
+                    "device {:?} has neither host-unified nor local memory for a buffer",
+                    device.name
+                );
+            };
+            let p = local.alloc(self.size, device.max_alignment as usize).map_err(|e| {
+                ClError::new(
+                    ClErrorKind::MemObjectAllocationFailure,
+                    format!("allocating {} bytes of {:?}'s memory for a buffer: {e}", self.size, device.name),
+                )
+            })?;
+            st.stats_mut(loc).bytes_allocated += self.size as u64;
+            Placed { base: p.as_ptr() as usize, local_device: Some(device.index) }
+        };
+        st.devices.push(DeviceAlloc { device: device.clone(), local: placed.local_device.map(|_| placed.base) });
+        st.stats_mut(loc).allocations += 1;
+        Ok(placed)
+    }
+
+    /// Makes the data current at `at` (a location whose allocation exists),
+    /// transferring it from where it is unless `discard` (the command
+    /// overwrites the whole buffer). Runs inside a command; the error is the
+    /// command's status.
+    pub fn make_current(&self, st: &mut State, at: Location, discard: bool) -> Result<(), i32> {
+        let local_here = match at {
+            Location::Device(i) => st.device(i).and_then(|d| d.local.map(|p| (d.device.clone(), p))),
+            Location::Host => None,
+        };
+        let current = match &local_here {
+            None => st.pages_current,
+            Some((d, _)) => st.local_current.contains(&d.index),
+        };
+        if !st.defined || discard || current {
+            return Ok(());
+        }
+        if !st.pages_current {
+            // The data is only in some device's local memory: read it into
+            // the host pages (allocated now if no one needed them yet).
+            // Between two unlinked devices, the host allocation is the
+            // intermediary (created now if the host never used the buffer).
+            let from = *st.local_current.first().expect("defined data is somewhere");
+            let pages = match st.pages {
+                Some((p, _)) => p,
+                None => self.host_alloc_locked(st).map_err(|e| status_of(&e))?,
+            };
+            let (dev, src) = {
+                let d = st.device(from).expect("current local allocations exist");
+                (d.device.clone(), d.local.expect("local"))
+            };
+            // SAFETY: `src` is the device's allocation and `pages` the host
+            // pages, both `size` bytes, distinct memory; the store's lock
+            // keeps every other command of this buffer out.
+            unsafe { device_copy(&dev, pages as *mut u8, src as *const u8, self.size) }?;
+            st.stats_mut(Location::Device(from)).bytes_out += self.size as u64;
+            let into = if local_here.is_none() { at } else { Location::Host };
+            st.stats_mut(into).bytes_in += self.size as u64;
+            st.pages_current = true;
+        }
+        if let Some((dev, dst)) = local_here {
+            // Current pages are the user's (USE_HOST_PTR, maybe not yet
+            // recorded) or exist already: `pages` allocates nothing here.
+            let pages = self.pages(st, Location::Host).map_err(|e| status_of(&e))?;
+            // SAFETY: as above, the other way.
+            unsafe { device_copy(&dev, dst as *mut u8, pages as *const u8, self.size) }?;
+            st.stats_mut(at).bytes_in += self.size as u64;
+            st.local_current.push(dev.index);
+        }
+        Ok(())
+    }
+
+    /// Records that a command wrote the buffer at `at`: that location alone
+    /// is current.
+    pub fn wrote(&self, st: &mut State, at: Location) {
+        st.defined = true;
+        let local = match at {
+            Location::Device(i) => st.device(i).and_then(|d| d.local).map(|_| i),
+            Location::Host => None,
+        };
+        st.local_current.clear();
+        match local {
+            Some(i) => {
+                st.local_current.push(i);
+                st.pages_current = false;
+            }
+            None => st.pages_current = true,
+        }
+    }
+
+    /// Initialises the store from `src` (`CL_MEM_COPY_HOST_PTR`): the host
+    /// allocation is made now, as the data must be kept.
+    ///
+    /// # Safety
+    /// `src` must be valid for reads of the store's size.
+    pub unsafe fn init_from(&self, src: *const u8) -> ClResult<()> {
+        let mut st = self.lock();
+        let p = self.host_alloc_locked(&mut st)?;
+        // SAFETY: `p` is the store's fresh host pages (`size` bytes); the
+        // caller guarantees `src`.
+        unsafe { transfer::copy(p as *mut u8, src, self.size) };
+        st.stats_mut(Location::Host).bytes_in += self.size as u64;
+        self.wrote(&mut st, Location::Host);
+        Ok(())
+    }
+}
+
+impl Store {
+    /// Gives back the host pages just allocated for `loc` (undoing a
+    /// failed first allocation there).
+    fn release_pages(&self, st: &mut State, loc: Location) {
+        match st.pages {
+            Some((p, PagesOwner::Heap)) => {
+                if let Ok(heap) = self.context.buffer_heap() {
+                    if let Err(e) = heap.free(p) {
+                        eprintln!("dmabridge: freeing a buffer's host pages: {e}");
+                    }
+                }
+                let s = st.stats_mut(loc);
+                s.bytes_allocated = s.bytes_allocated.saturating_sub(self.size as u64);
+            }
+            Some((_, PagesOwner::User)) | None => {}
+        }
+        st.pages = None;
+    }
+}
+
+impl Drop for Store {
+    fn drop(&mut self) {
+        let st = self.state.get_mut().unwrap_or_else(|p| p.into_inner());
+        let pages = st.pages.map(|(p, _)| p);
+        for d in st.devices.drain(..) {
+            if let (None, Some(domain), Some(p)) = (d.local, d.device.dma_domain(), pages) {
+                if d.device.host_unified_memory {
+                    if let Err(e) = domain.evict(p) {
+                        eprintln!("dmabridge: evicting a buffer's pages from {:?}'s IOMMU domain: {e}", d.device.name);
+                    }
+                }
+            }
+            if let (Some(p), Some(local)) = (d.local, d.device.local_memory()) {
+                if let Err(e) = local.free(p as *const u8) {
+                    eprintln!("dmabridge: freeing a buffer's memory on {:?}: {e}", d.device.name);
+                }
+            }
+        }
+        if let Some((p, PagesOwner::Heap)) = st.pages.take() {
+            if let Ok(heap) = self.context.buffer_heap() {
+                if let Err(e) = heap.free(p) {
+                    eprintln!("dmabridge: freeing a buffer's host pages: {e}");
+                }
+            }
+        }
+    }
+}
+
+/// A command status from an error.
+pub(crate) fn status_of(e: &ClError) -> i32 {
+    let c = e.code();
+    if c < 0 {
+        c
+    } else {
+        code::OUT_OF_RESOURCES
+    }
+}

@@ -1,0 +1,304 @@
+//! Buffer objects on the guest's devices: the linked pairs of the edu device
+//! (host-unified, behind the IOMMU) and the unlinked pairs of the BAR device
+//! (ivshmem's BAR 2: device-local memory), each row of seed 003's table
+//! proven by the buffer's counters, and data that survives every move.
+//!
+//! As in `edu_device.rs`, each test builds the platform in a child process
+//! (the platform keeps its VFIO groups for the life of the process).
+//! edu completes each DMA on a 100 ms timer: the edu buffers are one page.
+
+use std::process::Command;
+use std::ptr::null_mut;
+use std::sync::Arc;
+
+use dmabridge::error::ClErrorKind;
+use dmabridge::runtime::backend::bar::ENV;
+use dmabridge::runtime::buffer::map::{self, map_flags};
+use dmabridge::runtime::buffer::store::{Location, LocationStats};
+use dmabridge::runtime::buffer::{commands, mem_flags, Buffer};
+use dmabridge::runtime::context::Context;
+use dmabridge::runtime::device::{Device, DeviceType};
+use dmabridge::runtime::event::Event;
+use dmabridge::runtime::platform::Platform;
+use dmabridge::runtime::queue::{Queue, QueueProps};
+use dmabridge::sys::mmap::Access;
+use dmabridge::sys::udmabuf::Udmabuf;
+use dmabridge_tests::{err_kind, require_guest, EDU0, IVSHMEM};
+
+/// Runs the ignored test `name` of this module alone in a child process,
+/// with `DMABRIDGE_BAR_DEVICE` set to `bar` (unset if `None`).
+fn in_child(name: &str, bar: Option<&str>) {
+    require_guest();
+    let exe = std::env::current_exe().unwrap();
+    let mut c = Command::new(exe);
+    c.args(["--exact", &format!("buffer::{name}"), "--ignored", "--test-threads=1", "--nocapture"]);
+    match bar {
+        Some(v) => c.env(ENV, v),
+        None => c.env_remove(ENV),
+    };
+    let out = c.output().unwrap();
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    println!("{text}");
+    assert!(out.status.success() && text.contains("1 passed"), "child test {name} failed:\n{text}");
+}
+
+fn pattern(len: usize, seed: u8) -> Vec<u8> {
+    (0..len).map(|i| (i as u8).wrapping_mul(seed).wrapping_add(seed)).collect()
+}
+
+fn edu(p: &Platform) -> Arc<Device> {
+    let edu = p.devices().iter().find(|d| d.device_type == DeviceType::Accelerator && d.host_unified_memory);
+    edu.cloned().unwrap_or_else(|| panic!("no edu device: {:?}, skipped {:?}", p.devices(), p.skipped()))
+}
+
+fn bar(p: &Platform) -> Arc<Device> {
+    let bar = p.devices().iter().find(|d| d.local_memory().is_some());
+    bar.cloned().unwrap_or_else(|| panic!("no BAR device: {:?}, skipped {:?}", p.devices(), p.skipped()))
+}
+
+fn queue(ctx: &Arc<Context>, d: &Arc<Device>) -> Arc<Queue> {
+    Queue::new(ctx, d, QueueProps::default()).unwrap()
+}
+
+fn read(q: &Arc<Queue>, b: &Arc<Buffer>) -> Vec<u8> {
+    let mut out = vec![0u8; b.size()];
+    // SAFETY: blocking read into `out`.
+    unsafe { commands::enqueue_read_buffer(q, b, true, 0, b.size(), out.as_mut_ptr(), &[]).unwrap() };
+    out
+}
+
+fn write(q: &Arc<Queue>, b: &Arc<Buffer>, data: &[u8]) {
+    // SAFETY: blocking write from `data`.
+    unsafe { commands::enqueue_write_buffer(q, b, true, 0, data.len(), data.as_ptr(), &[]).unwrap() };
+}
+
+/// Maps the whole buffer, checks it holds `expect`, writes `new`, unmaps.
+fn map_check_write(q: &Arc<Queue>, b: &Arc<Buffer>, expect: &[u8], new: &[u8]) -> usize {
+    let flags = map_flags::READ | map_flags::WRITE;
+    let (p, _) = map::enqueue_map_buffer(q, b, true, flags, 0, b.size()).unwrap();
+    // SAFETY: mapped for reading and writing, `b.size()` bytes, until unmapped below.
+    let bytes = unsafe { std::slice::from_raw_parts_mut(p.as_ptr(), b.size()) };
+    assert_eq!(bytes, expect);
+    bytes.copy_from_slice(new);
+    Event::wait(&[map::enqueue_unmap_mem_object(q, b, p.as_ptr(), &[]).unwrap()]).unwrap();
+    p.as_ptr() as usize
+}
+
+#[test]
+fn data_moves_cpu_edu_host_and_back_through_linked_allocations() {
+    in_child("child_data_moves_cpu_edu_host_and_back_through_linked_allocations", None);
+}
+
+#[test]
+#[ignore = "run in a child process"]
+fn child_data_moves_cpu_edu_host_and_back_through_linked_allocations() {
+    let p = Platform::get();
+    let (cpu, edu) = (p.cpu().clone(), edu(p));
+    let domain = edu.dma_domain().expect("edu sits in a DMA domain");
+    let ctx = Context::new(&[cpu.clone(), edu.clone()]).unwrap();
+    let (qc, qe) = (queue(&ctx, &cpu), queue(&ctx, &edu));
+    const N: usize = 4096;
+    // SAFETY: no host pointer.
+    let b = unsafe { Buffer::create(&ctx, 0, N, null_mut()) }.unwrap();
+    let (a, bb, c, d) = (pattern(N, 3), pattern(N, 5), pattern(N, 7), pattern(N, 11));
+    // CPU device first: its linked allocation allocates the pages.
+    write(&qc, &b, &a);
+    // The edu device: linked, reuses those pages, made resident in its
+    // domain; its DMA engine reads what the CPU wrote.
+    assert_eq!(read(&qe, &b), a);
+    assert_eq!(b.linked(&edu), Some(true));
+    let e = b.stats(Location::Device(edu.index));
+    assert_eq!((e.allocations, e.bytes_allocated, e.bytes_in, e.bytes_out), (1, 0, 0, 0));
+    // edu writes by DMA; the host maps (the host allocation is obtained by
+    // mapping, no copy) and sees edu's bytes, then writes its own.
+    write(&qe, &b, &bb);
+    let host_ptr = map_check_write(&qc, &b, &bb, &c);
+    assert!(domain.resident_iova(host_ptr, N).is_some(), "the linked pages are resident in edu's domain");
+    let h = b.stats(Location::Host);
+    assert_eq!((h.allocations, h.obtained_by_mapping, h.bytes_allocated, h.bytes_in), (1, 1, 0, 0));
+    // Both devices see the host's write; then back through edu once more.
+    assert_eq!(read(&qe, &b), c);
+    assert_eq!(read(&qc, &b), c);
+    write(&qe, &b, &d);
+    map_check_write(&qe, &b, &d, &a);
+    assert_eq!(read(&qc, &b), a);
+    let total: u64 = [Location::Host, Location::Device(cpu.index), Location::Device(edu.index)]
+        .iter()
+        .map(|l| b.stats(*l).bytes_in + b.stats(*l).bytes_out)
+        .sum();
+    assert_eq!(total, 0, "linked pairs never transfer");
+    drop(b);
+    assert!(domain.resident_iova(host_ptr, N).is_none(), "released: evicted from edu's domain");
+}
+
+/// The unlinked rows of seed 003 on the BAR device (CPU copies through the
+/// BAR mapping).
+#[test]
+fn unlinked_rows_on_the_bar_device() {
+    in_child("child_unlinked_rows_on_the_bar_device", Some(&format!("{IVSHMEM},bar=2")));
+}
+
+#[test]
+#[ignore = "run in a child process"]
+fn child_unlinked_rows_on_the_bar_device() {
+    let p = Platform::get();
+    let (cpu, bar) = (p.cpu().clone(), bar(p));
+    assert!(!bar.host_unified_memory);
+    let ctx = Context::new(&[cpu.clone(), bar.clone()]).unwrap();
+    let (qc, qb) = (queue(&ctx, &cpu), queue(&ctx, &bar));
+    let local = bar.local_memory().unwrap();
+    let in_bar = |ptr: usize| local.contains(ptr as *const u8);
+    const N: usize = 64 << 10;
+    let (bl, hl, cl) = (Location::Device(bar.index), Location::Host, Location::Device(cpu.index));
+
+    // Native creation, unlinked: no host pointer at creation; initialised by
+    // a separate transfer because the first access (a read) does not discard.
+    let mut user = pattern(N, 3);
+    let expect = user.clone();
+    // SAFETY: `user` outlives the buffer and is touched only through maps.
+    let b = unsafe { Buffer::create(&ctx, mem_flags::USE_HOST_PTR, N, user.as_mut_ptr()) }.unwrap();
+    let allocated_before = local.allocated();
+    assert_eq!(read(&qb, &b), expect);
+    assert_eq!(b.linked(&bar), Some(false));
+    assert!(local.allocated() >= allocated_before + N, "the device allocation is in the BAR");
+    let s = b.stats(bl);
+    assert_eq!((s.allocations, s.bytes_allocated, s.bytes_in), (1, N as u64, N as u64), "created, then initialised");
+    // Host allocation skipped: the user's pointer is suitable.
+    let host_ptr = map_check_write(&qc, &b, &expect, &pattern(N, 5));
+    assert_eq!(host_ptr, user.as_ptr() as usize);
+    let h = b.stats(hl);
+    assert_eq!((h.allocations, h.bytes_allocated, h.bytes_in), (1, 0, 0), "the BAR copy was not newer: no transfer");
+    // Memory transfer by read/write: the host's write reaches the BAR on
+    // its next use there, and a BAR write reaches the host on the next map.
+    assert_eq!(read(&qb, &b), pattern(N, 5));
+    assert_eq!(b.stats(bl).bytes_in, 2 * N as u64);
+    write(&qb, &b, &pattern(N, 7));
+    assert_eq!(b.stats(bl).bytes_in, 2 * N as u64, "a whole-buffer write discards: no transfer in");
+    map_check_write(&qc, &b, &pattern(N, 7), &pattern(N, 9));
+    assert_eq!((b.stats(bl).bytes_out, b.stats(hl).bytes_in), (N as u64, N as u64), "BAR → host pages");
+    drop(b);
+    assert_eq!(local.allocated(), allocated_before, "released: the BAR range is free again");
+
+    // Device-to-device between an unlinked allocation (A: the BAR) and a
+    // linked one (B: the CPU device) goes through B's host pages: "map B,
+    // read A into it, unmap B" — one transfer, and no extra host allocation.
+    // SAFETY: no host pointer.
+    let b = unsafe { Buffer::create(&ctx, 0, N, null_mut()) }.unwrap();
+    write(&qb, &b, &pattern(N, 13));
+    assert_eq!(b.stats(bl).bytes_in, 0, "first access discards: no initialisation transfer");
+    assert_eq!(read(&qc, &b), pattern(N, 13));
+    assert_eq!((b.stats(bl).bytes_out, b.stats(cl).bytes_in), (N as u64, N as u64));
+    assert_eq!(b.stats(hl).allocations, 0, "the linked CPU allocation's pages were the intermediary");
+    // And back: the CPU writes, the BAR reads (linked → unlinked).
+    write(&qc, &b, &pattern(N, 17));
+    assert_eq!(read(&qb, &b), pattern(N, 17));
+    assert_eq!(b.stats(bl).bytes_in, N as u64);
+    // A copy between two buffers on the BAR device stays in the BAR.
+    // SAFETY: no host pointer.
+    let c = unsafe { Buffer::create(&ctx, 0, N, null_mut()) }.unwrap();
+    Event::wait(&[commands::enqueue_copy_buffer(&qb, &b, &c, 0, 0, N, &[]).unwrap()]).unwrap();
+    assert_eq!(c.stats(bl).bytes_in, 0, "a whole-buffer copy discards the destination");
+    let (cp, _) = map::enqueue_map_buffer(&qc, &c, true, map_flags::READ, 0, N).unwrap();
+    assert!(!in_bar(cp.as_ptr() as usize), "maps give host pages, not the BAR");
+    // SAFETY: mapped for reading.
+    assert_eq!(unsafe { std::slice::from_raw_parts(cp.as_ptr(), N) }, &pattern(N, 17)[..]);
+    map::enqueue_unmap_mem_object(&qc, &c, cp.as_ptr(), &[]).unwrap();
+    // Fill on the BAR device.
+    Event::wait(&[commands::enqueue_fill_buffer(&qb, &c, &[1, 2, 3, 4], 0, N, &[]).unwrap()]).unwrap();
+    assert!(read(&qc, &c).chunks(4).all(|x| x == [1, 2, 3, 4]));
+    qc.finish().unwrap();
+    qb.finish().unwrap();
+}
+
+#[test]
+fn a_buffer_larger_than_the_bar_fails_to_allocate_there_and_changes_nothing() {
+    in_child(
+        "child_a_buffer_larger_than_the_bar_fails_to_allocate_there_and_changes_nothing",
+        Some(&format!("{IVSHMEM},bar=2")),
+    );
+}
+
+#[test]
+#[ignore = "run in a child process"]
+fn child_a_buffer_larger_than_the_bar_fails_to_allocate_there_and_changes_nothing() {
+    let p = Platform::get();
+    let (cpu, bar) = (p.cpu().clone(), bar(p));
+    let ctx = Context::new(&[cpu.clone(), bar.clone()]).unwrap();
+    let (qc, qb) = (queue(&ctx, &cpu), queue(&ctx, &bar));
+    let size = bar.local_memory().unwrap().size() * 2;
+    // SAFETY: no host pointer.
+    let b = unsafe { Buffer::create(&ctx, 0, size, null_mut()) }.unwrap();
+    Event::wait(&[commands::enqueue_fill_buffer(&qc, &b, &[0x5a], 0, size, &[]).unwrap()]).unwrap();
+    let before = b.stats(Location::Device(bar.index));
+    let mut out = [0u8; 16];
+    // SAFETY: `out` holds 16 bytes; the call fails.
+    let r = unsafe { commands::enqueue_read_buffer(&qb, &b, true, 0, 16, out.as_mut_ptr(), &[]) };
+    assert_eq!(err_kind(r), ClErrorKind::MemObjectAllocationFailure);
+    assert_eq!(b.stats(Location::Device(bar.index)), before);
+    assert_eq!(before, LocationStats::default());
+    assert_eq!(b.linked(&bar), None);
+    // SAFETY: blocking read into `out`.
+    unsafe { commands::enqueue_read_buffer(&qc, &b, true, size - 16, 16, out.as_mut_ptr(), &[]).unwrap() };
+    assert_eq!(out, [0x5a; 16], "contents unchanged");
+}
+
+/// The BAR device with the edu engine: transfers between the host pages and
+/// the BAR run peer-to-peer by edu's DMA.
+#[test]
+fn unlinked_transfers_by_the_edu_engine_peer_to_peer() {
+    in_child(
+        "child_unlinked_transfers_by_the_edu_engine_peer_to_peer",
+        Some(&format!("{IVSHMEM},bar=2,engine={EDU0}")),
+    );
+}
+
+#[test]
+#[ignore = "run in a child process"]
+fn child_unlinked_transfers_by_the_edu_engine_peer_to_peer() {
+    let p = Platform::get();
+    let (cpu, bar) = (p.cpu().clone(), bar(p));
+    let ctx = Context::new(&[cpu.clone(), bar.clone()]).unwrap();
+    let (qc, qb) = (queue(&ctx, &cpu), queue(&ctx, &bar));
+    const N: usize = 4096;
+    // SAFETY: no host pointer.
+    let b = unsafe { Buffer::create(&ctx, mem_flags::ALLOC_HOST_PTR, N, null_mut()) }.unwrap();
+    write(&qc, &b, &pattern(N, 19));
+    // Host pages → BAR by DMA (initialisation), then BAR → user memory.
+    let mut out = vec![0u8; N];
+    // SAFETY: blocking read into `out`.
+    unsafe { commands::enqueue_read_buffer(&qb, &b, true, 0, N, out.as_mut_ptr(), &[]).unwrap() };
+    assert_eq!(out, pattern(N, 19));
+    assert_eq!(b.stats(Location::Device(bar.index)).bytes_in, N as u64);
+    // BAR → host pages by DMA on the next map after a BAR write.
+    write(&qb, &b, &pattern(N, 23));
+    map_check_write(&qc, &b, &pattern(N, 23), &pattern(N, 29));
+    assert_eq!(b.stats(Location::Host).bytes_in, N as u64);
+}
+
+#[test]
+fn alloc_host_ptr_buffers_export_as_dma_bufs() {
+    in_child("child_alloc_host_ptr_buffers_export_as_dma_bufs", None);
+}
+
+#[test]
+#[ignore = "run in a child process"]
+fn child_alloc_host_ptr_buffers_export_as_dma_bufs() {
+    let p = Platform::get();
+    let cpu = p.cpu().clone();
+    let ctx = Context::new(std::slice::from_ref(&cpu)).unwrap();
+    let q = queue(&ctx, &cpu);
+    const N: usize = 1 << 20;
+    // SAFETY: no host pointer.
+    let b = unsafe { Buffer::create(&ctx, mem_flags::ALLOC_HOST_PTR, N, null_mut()) }.unwrap();
+    write(&q, &b, &pattern(N, 31));
+    let udmabuf = Udmabuf::open().unwrap();
+    let dmabuf = b.export_dmabuf(&udmabuf).unwrap();
+    assert_eq!(dmabuf.size().unwrap(), N as u64);
+    let m = dmabuf.map(Access::ReadWrite).unwrap();
+    // SAFETY: the dma-buf mapping is `N` bytes; only read here.
+    assert_eq!(unsafe { std::slice::from_raw_parts(m.as_ptr(), N) }, &pattern(N, 31)[..]);
+    let mut user = [0u8; 64];
+    // SAFETY: `user` outlives the buffer.
+    let u = unsafe { Buffer::create(&ctx, mem_flags::USE_HOST_PTR, 64, user.as_mut_ptr()) }.unwrap();
+    assert_eq!(err_kind(u.export_dmabuf(&udmabuf)), ClErrorKind::InvalidMemObject);
+}
