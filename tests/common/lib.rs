@@ -102,3 +102,29 @@ pub fn cpu_context() -> std::sync::Arc<dmabridge::runtime::context::Context> {
 pub fn err_kind<T: std::fmt::Debug>(r: Result<T, dmabridge::error::ClError>) -> dmabridge::error::ClErrorKind {
     r.expect_err("the call must fail").kind
 }
+
+/// Runs the ignored test `path` (e.g. `"buffer::child_x"`) of the running
+/// test executable alone in a child process and asserts that it passed.
+/// `env` sets (`Some`) or removes (`None`) variables in the child.
+///
+/// Guest tests that build the platform run their bodies this way: the
+/// platform keeps its VFIO groups for the life of the process, and the later
+/// tests that open edu or ivshmem in their own containers must find them
+/// free.
+#[track_caller]
+pub fn run_in_child(path: &str, env: &[(&str, Option<&str>)]) {
+    require_guest();
+    let exe = std::env::current_exe().unwrap();
+    let mut cmd = std::process::Command::new(exe);
+    cmd.args(["--exact", path, "--ignored", "--test-threads=1", "--nocapture"]);
+    for (k, v) in env {
+        match v {
+            Some(v) => cmd.env(k, v),
+            None => cmd.env_remove(k),
+        };
+    }
+    let out = cmd.output().unwrap();
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    println!("{text}");
+    assert!(out.status.success() && text.contains("1 passed"), "child test {path} failed:\n{text}");
+}

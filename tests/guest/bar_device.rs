@@ -24,25 +24,14 @@ use dmabridge::runtime::device::{svm_caps, usm_caps, Device};
 use dmabridge::runtime::platform::Platform;
 use dmabridge::runtime::queue::{Queue, QueueProps};
 use dmabridge::sys::vfio::Container;
-use dmabridge_tests::{addr, dmabridge_bin, err_kind, require_guest, Resources, EDU0, EDU1, IVSHMEM};
+use dmabridge_tests::{addr, dmabridge_bin, err_kind, require_guest, run_in_child, Resources, EDU0, EDU1, IVSHMEM};
 
 const MIB4: usize = 4 << 20;
 
 /// Runs the ignored test `name` of this module alone in a child process
 /// whose `DMABRIDGE_BAR_DEVICE` is `config` (unset if `None`).
 fn in_child(name: &str, config: Option<&str>) {
-    require_guest();
-    let exe = std::env::current_exe().unwrap();
-    let mut c = Command::new(exe);
-    c.args(["--exact", &format!("bar_device::{name}"), "--ignored", "--test-threads=1", "--nocapture"]);
-    match config {
-        Some(v) => c.env(ENV, v),
-        None => c.env_remove(ENV),
-    };
-    let out = c.output().unwrap();
-    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    println!("{text}");
-    assert!(out.status.success() && text.contains("1 passed"), "child test {name} failed:\n{text}");
+    run_in_child(&format!("bar_device::{name}"), &[(ENV, config)]);
 }
 
 fn cpu_config() -> String {

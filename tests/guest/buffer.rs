@@ -7,7 +7,6 @@
 //! (the platform keeps its VFIO groups for the life of the process).
 //! edu completes each DMA on a 100 ms timer: the edu buffers are one page.
 
-use std::process::Command;
 use std::ptr::null_mut;
 use std::sync::Arc;
 
@@ -23,23 +22,12 @@ use dmabridge::runtime::platform::Platform;
 use dmabridge::runtime::queue::{Queue, QueueProps};
 use dmabridge::sys::mmap::Access;
 use dmabridge::sys::udmabuf::Udmabuf;
-use dmabridge_tests::{err_kind, require_guest, EDU0, IVSHMEM};
+use dmabridge_tests::{err_kind, run_in_child, EDU0, IVSHMEM};
 
 /// Runs the ignored test `name` of this module alone in a child process,
 /// with `DMABRIDGE_BAR_DEVICE` set to `bar` (unset if `None`).
 fn in_child(name: &str, bar: Option<&str>) {
-    require_guest();
-    let exe = std::env::current_exe().unwrap();
-    let mut c = Command::new(exe);
-    c.args(["--exact", &format!("buffer::{name}"), "--ignored", "--test-threads=1", "--nocapture"]);
-    match bar {
-        Some(v) => c.env(ENV, v),
-        None => c.env_remove(ENV),
-    };
-    let out = c.output().unwrap();
-    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    println!("{text}");
-    assert!(out.status.success() && text.contains("1 passed"), "child test {name} failed:\n{text}");
+    run_in_child(&format!("buffer::{name}"), &[(ENV, bar)]);
 }
 
 fn pattern(len: usize, seed: u8) -> Vec<u8> {
@@ -301,4 +289,39 @@ fn child_alloc_host_ptr_buffers_export_as_dma_bufs() {
     // SAFETY: `user` outlives the buffer.
     let u = unsafe { Buffer::create(&ctx, mem_flags::USE_HOST_PTR, 64, user.as_mut_ptr()) }.unwrap();
     assert_eq!(err_kind(u.export_dmabuf(&udmabuf)), ClErrorKind::InvalidMemObject);
+}
+
+/// Two unlinked allocations (two BAR devices: the rig's two ivshmems): a
+/// device-to-device transfer goes through a host allocation made for it
+/// (seed 003: "device-to-device transfer is done with a host allocation as an
+/// intermediary"). Needs `qemu/run-in-guest --ivshmem2`: the rig test
+/// `buffer_moves_between_two_device_memories_through_the_host` runs it.
+#[test]
+#[ignore = "run by the rig test buffer_moves_between_two_device_memories_through_the_host"]
+fn child_unlinked_to_unlinked_goes_through_a_host_allocation() {
+    let p = Platform::get();
+    let bars: Vec<Arc<Device>> = p.devices().iter().filter(|d| d.local_memory().is_some()).cloned().collect();
+    assert_eq!(bars.len(), 2, "two BAR devices: {:?}, skipped {:?}", p.devices(), p.skipped());
+    let ctx = Context::new(&bars).unwrap();
+    let (qa, qb) = (queue(&ctx, &bars[0]), queue(&ctx, &bars[1]));
+    let (la, lb, h) = (Location::Device(bars[0].index), Location::Device(bars[1].index), Location::Host);
+    const N: usize = 256 << 10;
+    // SAFETY: no host pointer.
+    let b = unsafe { Buffer::create(&ctx, 0, N, null_mut()) }.unwrap();
+    write(&qa, &b, &pattern(N, 37));
+    assert_eq!(b.stats(h), LocationStats::default(), "no host allocation yet");
+    assert_eq!(read(&qb, &b), pattern(N, 37));
+    assert_eq!((b.linked(&bars[0]), b.linked(&bars[1])), (Some(false), Some(false)));
+    let hs = b.stats(h);
+    assert_eq!((hs.allocations, hs.bytes_allocated, hs.bytes_in), (1, N as u64, N as u64), "the intermediary");
+    assert_eq!(b.stats(la).bytes_out, N as u64);
+    assert_eq!(b.stats(lb).bytes_in, N as u64);
+    // Back the other way: B writes part of it, A reads it all.
+    // SAFETY: blocking write of 16 bytes.
+    unsafe { commands::enqueue_write_buffer(&qb, &b, true, 16, 16, [0xffu8; 16].as_ptr(), &[]).unwrap() };
+    let mut expect = pattern(N, 37);
+    expect[16..32].fill(0xff);
+    assert_eq!(read(&qa, &b), expect);
+    assert_eq!(b.stats(h).allocations, 1, "the host allocation is reused");
+    assert_eq!((b.stats(lb).bytes_out, b.stats(la).bytes_in), (N as u64, N as u64));
 }

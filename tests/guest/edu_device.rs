@@ -6,7 +6,6 @@
 //! with EBUSY. So each test here runs its body (an ignored test) in a child
 //! process of this same executable.
 
-use std::process::Command;
 use std::time::Instant;
 
 use dmabridge::error::code;
@@ -15,25 +14,17 @@ use dmabridge::runtime::backend::device_copy;
 use dmabridge::runtime::context::Context;
 use dmabridge::runtime::device::{svm_caps, usm_caps, Device, DeviceType};
 use dmabridge::runtime::platform::Platform;
-use dmabridge_tests::{addr, require_guest, Resources, EDU0, EDU1};
+use dmabridge_tests::{addr, run_in_child, Resources, EDU0, EDU1};
 
 /// Runs the ignored test `name` of this module alone in a child process.
 fn in_child(name: &str) {
-    in_child_env(name, &[]);
+    run_in_child(&format!("edu_device::{name}"), &[]);
 }
 
 /// As [`in_child`], with extra environment variables.
 fn in_child_env(name: &str, env: &[(&str, &str)]) {
-    require_guest();
-    let exe = std::env::current_exe().unwrap();
-    let out = Command::new(exe)
-        .args(["--exact", &format!("edu_device::{name}"), "--ignored", "--test-threads=1", "--nocapture"])
-        .envs(env.iter().copied())
-        .output()
-        .unwrap();
-    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    println!("{text}");
-    assert!(out.status.success() && text.contains("1 passed"), "child test {name} failed:\n{text}");
+    let env: Vec<(&str, Option<&str>)> = env.iter().map(|&(k, v)| (k, Some(v))).collect();
+    run_in_child(&format!("edu_device::{name}"), &env);
 }
 
 fn edu(p: &Platform) -> std::sync::Arc<Device> {

@@ -126,6 +126,34 @@ fn edu_bus_addresses_equal_pointers_with_a_wide_dma_mask() {
     assert!(out.status.success() && all.contains("1 passed"), "the guest test failed:\n{all}");
 }
 
+/// Two device memories (two ivshmems as BAR devices): a buffer moves from
+/// one to the other through a host allocation, with no data lost.
+#[test]
+fn buffer_moves_between_two_device_memories_through_the_host() {
+    let bin = guest_tests_bin();
+    let out = rig(&[
+        "--edu",
+        "0",
+        "--ivshmem2",
+        "--bind",
+        "0000:00:08.0",
+        "--bind",
+        "0000:00:09.0",
+        "--env",
+        "DMABRIDGE_BAR_DEVICE=0000:00:08.0,bar=2;0000:00:09.0,bar=2",
+        "--",
+        bin.to_str().unwrap(),
+        "--exact",
+        "buffer::child_unlinked_to_unlinked_goes_through_a_host_allocation",
+        "--ignored",
+        "--test-threads=1",
+        "--nocapture",
+    ]);
+    let all = format!("{}{}", text(&out.stdout), text(&out.stderr));
+    println!("{all}");
+    assert!(out.status.success() && all.contains("1 passed"), "the guest test failed:\n{all}");
+}
+
 fn rand_suffix() -> u128 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos()
 }

@@ -37,8 +37,9 @@ pub trait Backend: Send + Sync + std::fmt::Debug {
     /// Copies `size` bytes from `src` to `dst` by DMA and returns once they
     /// have arrived. Errors carry the CL code (`CL_INVALID_VALUE` for memory
     /// the device cannot pin, `CL_OUT_OF_RESOURCES` when mapping or the
-    /// transfer fails) and the reason. Nothing stays mapped afterwards, on
-    /// success or failure.
+    /// transfer fails) and the reason. What the copy mapped for itself is
+    /// unmapped afterwards, on success or failure; ranges that were resident
+    /// before (see [`residency`]) stay resident and are used as they are.
     ///
     /// # Safety
     /// Both ranges must be valid for `size` bytes and must not overlap; they
