@@ -364,3 +364,34 @@ fn a_sub_buffer_misaligned_for_the_queues_device_is_refused_at_enqueue() {
     let aligned = Buffer::create_sub_buffer(&b, 0, BUFFER_CREATE_TYPE_REGION, 4096, 256).unwrap();
     Event::wait(&[commands::enqueue_fill_buffer(&q, &aligned, &[0], 0, 256, &[]).unwrap()]).unwrap();
 }
+
+#[test]
+fn rect_and_unmap_errors_the_other_tests_leave_out() {
+    let (ctx, q) = cpu_context_and_queue();
+    let (other_ctx, other_q) = cpu_context_and_queue();
+    let _ = other_ctx;
+    use mem_flags::*;
+    // SAFETY: no host pointer.
+    let b = unsafe { Buffer::create(&ctx, HOST_WRITE_ONLY, 64, null_mut()) }.unwrap();
+    // SAFETY: no host pointer.
+    let c = unsafe { Buffer::create(&ctx, HOST_READ_ONLY, 64, null_mut()) }.unwrap();
+    let r = HostRect { region: [8, 8, 1], ..Default::default() };
+    let mut out = [0u8; 64];
+    // SAFETY (both calls): `out` holds the 64-byte packed rectangle; they fail before any access.
+    unsafe {
+        let rd = rect::enqueue_read_buffer_rect(&q, &b, true, &r, out.as_mut_ptr(), &[]);
+        assert_eq!(err_kind(rd), ClErrorKind::InvalidOperation, "rect read of a HOST_WRITE_ONLY buffer");
+        let wr = rect::enqueue_write_buffer_rect(&q, &c, true, &r, out.as_ptr(), &[]);
+        assert_eq!(err_kind(wr), ClErrorKind::InvalidOperation, "rect write of a HOST_READ_ONLY buffer");
+        let wr = rect::enqueue_write_buffer_rect(&q, &b, true, &HostRect { region: [8, 9, 1], ..r }, out.as_ptr(), &[]);
+        assert_eq!(err_kind(wr), ClErrorKind::InvalidValue, "rect write past the end");
+    }
+    let cr = CopyRect { region: [8, 8, 1], src_origin: [0, 1, 0], ..Default::default() };
+    assert_eq!(err_kind(rect::enqueue_copy_buffer_rect(&q, &b, &c, &cr, &[])), ClErrorKind::InvalidValue);
+    assert_eq!(b.stats(Location::Device(cpu_device().index)).allocations, 0, "failed calls allocate nothing");
+    // Unmap through a queue of another context.
+    let (p, _) = map::enqueue_map_buffer(&q, &b, true, map_flags::WRITE, 0, 64).unwrap();
+    assert_eq!(err_kind(map::enqueue_unmap_mem_object(&other_q, &b, p.as_ptr(), &[])), ClErrorKind::InvalidContext);
+    assert_eq!(b.map_count(), 1, "the map is still outstanding");
+    Event::wait(&[map::enqueue_unmap_mem_object(&q, &b, p.as_ptr(), &[]).unwrap()]).unwrap();
+}
