@@ -13,11 +13,33 @@ pub struct OsError {
 
 impl OsError {
     /// Pairs an errno with the operation that produced it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use dmabridge::sys::OsError;
+    /// use rustix::io::Errno;
+    ///
+    /// let e = OsError::new("open /dev/udmabuf", Errno::NOENT);
+    /// assert_eq!(e.errno, Errno::NOENT);
+    /// assert!(e.to_string().starts_with("open /dev/udmabuf failed: "));
+    /// assert!(e.to_string().ends_with("(errno 2)"));
+    /// ```
     pub fn new(op: &'static str, errno: Errno) -> Self {
         Self { op, errno }
     }
 
     /// A closure for `map_err` that tags an errno with `op`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use dmabridge::sys::OsError;
+    /// use rustix::io::Errno;
+    ///
+    /// let e = rustix::fs::stat("/no/such/file").map_err(OsError::tag("stat")).unwrap_err();
+    /// assert_eq!(e, OsError::new("stat", Errno::NOENT));
+    /// ```
     pub fn tag(op: &'static str) -> impl Fn(Errno) -> OsError {
         move |errno| OsError { op, errno }
     }

@@ -16,6 +16,18 @@ pub struct EventFd {
 
 impl EventFd {
     /// Creates an eventfd with a zero counter.
+    ///
+    /// Wraps `eventfd(2)` with `EFD_CLOEXEC | EFD_NONBLOCK`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use dmabridge::sys::eventfd::EventFd;
+    ///
+    /// let e = EventFd::new()?;
+    /// assert_eq!(e.try_take()?, None);
+    /// # Ok::<(), dmabridge::sys::OsError>(())
+    /// ```
     pub fn new() -> OsResult<EventFd> {
         let fd = rustix::event::eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK)
             .map_err(OsError::tag("eventfd"))?;
@@ -23,11 +35,41 @@ impl EventFd {
     }
 
     /// Adds `n` to the counter (what a device interrupt does).
+    ///
+    /// Wraps an 8-byte `write(2)` on the eventfd.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use dmabridge::sys::eventfd::EventFd;
+    ///
+    /// let e = EventFd::new()?;
+    /// e.signal(2)?;
+    /// e.signal(3)?;
+    /// // Signals add up until the counter is read.
+    /// assert_eq!(e.try_take()?, Some(5));
+    /// # Ok::<(), dmabridge::sys::OsError>(())
+    /// ```
     pub fn signal(&self, n: u64) -> OsResult<()> {
         rustix::io::write(&self.fd, &n.to_ne_bytes()).map(drop).map_err(OsError::tag("write eventfd"))
     }
 
     /// Reads and clears the counter; `None` if it was zero.
+    ///
+    /// Wraps an 8-byte `read(2)` on the eventfd (`EAGAIN` becomes `None`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use dmabridge::sys::eventfd::EventFd;
+    ///
+    /// let e = EventFd::new()?;
+    /// assert_eq!(e.try_take()?, None);
+    /// e.signal(1)?;
+    /// assert_eq!(e.try_take()?, Some(1));
+    /// assert_eq!(e.try_take()?, None);
+    /// # Ok::<(), dmabridge::sys::OsError>(())
+    /// ```
     pub fn try_take(&self) -> OsResult<Option<u64>> {
         let mut buf = [0u8; 8];
         match rustix::io::read(&self.fd, &mut buf) {

@@ -25,12 +25,39 @@ impl Memfd {
     ///
     /// `name` shows up in `/proc/PID/fd` and `/proc/PID/maps` as
     /// `/memfd:NAME`, which helps when auditing who holds which buffer.
+    ///
+    /// Wraps `memfd_create(2)` (`MFD_CLOEXEC | MFD_ALLOW_SEALING`) and `ftruncate(2)`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use dmabridge::sys::memfd::Memfd;
+    ///
+    /// let m = Memfd::create(c"example", 8192)?;
+    /// assert_eq!(m.size()?, 8192);
+    /// # Ok::<(), dmabridge::sys::OsError>(())
+    /// ```
     pub fn create(name: &CStr, size: u64) -> OsResult<Memfd> {
         Self::create_with(name, size, MemfdFlags::empty())
     }
 
     /// Like [`Memfd::create`], backed by huge pages of the default size
     /// (`MFD_HUGETLB`); `size` must be a multiple of the huge page size.
+    ///
+    /// Wraps `memfd_create(2)` with `MFD_HUGETLB` and `ftruncate(2)`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use dmabridge::sys::memfd::Memfd;
+    ///
+    /// // Huge pages may be absent or of another default size on this machine.
+    /// match Memfd::create_hugetlb(c"huge", 2 << 20) {
+    ///     Ok(m) => assert_eq!(m.size()?, 2 << 20),
+    ///     Err(e) => println!("no 2 MiB huge pages here: {e}"),
+    /// }
+    /// # Ok::<(), dmabridge::sys::OsError>(())
+    /// ```
     pub fn create_hugetlb(name: &CStr, size: u64) -> OsResult<Memfd> {
         Self::create_with(name, size, MemfdFlags::HUGETLB)
     }
@@ -45,37 +72,137 @@ impl Memfd {
 
     /// Takes ownership of an existing memfd (e.g. one received over a socket).
     /// Fails with `EINVAL` if `fd` is not a memfd that supports sealing.
+    ///
+    /// Checks the fd with `fcntl(F_GET_SEALS)`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::os::fd::OwnedFd;
+    /// use dmabridge::sys::memfd::Memfd;
+    ///
+    /// let m = Memfd::create(c"passed", 4096)?;
+    /// let back = Memfd::from_fd(m.into_fd())?;
+    /// assert_eq!(back.size()?, 4096);
+    ///
+    /// // A file that is not a memfd is refused.
+    /// let file: OwnedFd = std::fs::File::open("/proc/self/status").unwrap().into();
+    /// assert_eq!(Memfd::from_fd(file).unwrap_err().errno, rustix::io::Errno::INVAL);
+    /// # Ok::<(), dmabridge::sys::OsError>(())
+    /// ```
     pub fn from_fd(fd: OwnedFd) -> OsResult<Memfd> {
         rustix::fs::fcntl_get_seals(&fd).map_err(OsError::tag("F_GET_SEALS"))?;
         Ok(Memfd { fd })
     }
 
     /// Current size in bytes.
+    ///
+    /// Wraps `fstat(2)` (`st_size`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use dmabridge::sys::memfd::Memfd;
+    ///
+    /// let m = Memfd::create(c"sized", 12288)?;
+    /// assert_eq!(m.size()?, 12288);
+    /// # Ok::<(), dmabridge::sys::OsError>(())
+    /// ```
     pub fn size(&self) -> OsResult<u64> {
         Ok(rustix::fs::fstat(&self.fd).map_err(OsError::tag("fstat memfd"))?.st_size as u64)
     }
 
     /// Grows or shrinks the file (refused with `EPERM` once sealed against it).
+    ///
+    /// Wraps `ftruncate(2)`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use dmabridge::sys::memfd::{Memfd, Seals};
+    ///
+    /// let m = Memfd::create(c"grow", 4096)?;
+    /// m.set_size(16384)?;
+    /// assert_eq!(m.size()?, 16384);
+    /// m.add_seals(Seals::SHRINK)?;
+    /// assert_eq!(m.set_size(4096).unwrap_err().errno, rustix::io::Errno::PERM);
+    /// # Ok::<(), dmabridge::sys::OsError>(())
+    /// ```
     pub fn set_size(&self, size: u64) -> OsResult<()> {
         rustix::fs::ftruncate(&self.fd, size).map_err(OsError::tag("ftruncate memfd"))
     }
 
     /// Adds seals (`F_ADD_SEALS`). Seals can only be added, never removed.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use dmabridge::sys::memfd::{Memfd, Seals};
+    ///
+    /// let m = Memfd::create(c"sealed", 4096)?;
+    /// m.add_seals(Seals::SHRINK | Seals::GROW)?;
+    /// assert!(m.seals()?.contains(Seals::SHRINK | Seals::GROW));
+    /// # Ok::<(), dmabridge::sys::OsError>(())
+    /// ```
     pub fn add_seals(&self, seals: SealFlags) -> OsResult<()> {
         rustix::fs::fcntl_add_seals(&self.fd, seals).map_err(OsError::tag("F_ADD_SEALS"))
     }
 
     /// The seals in force (`F_GET_SEALS`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use dmabridge::sys::memfd::{Memfd, Seals};
+    ///
+    /// let m = Memfd::create(c"fresh", 4096)?;
+    /// assert!(m.seals()?.is_empty());
+    /// m.add_seals(Seals::WRITE)?;
+    /// assert_eq!(m.seals()?, Seals::WRITE);
+    /// # Ok::<(), dmabridge::sys::OsError>(())
+    /// ```
     pub fn seals(&self) -> OsResult<SealFlags> {
         rustix::fs::fcntl_get_seals(&self.fd).map_err(OsError::tag("F_GET_SEALS"))
     }
 
     /// Maps `len` bytes from `offset`, shared.
+    ///
+    /// Wraps `mmap(2)` with `MAP_SHARED`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use dmabridge::sys::memfd::Memfd;
+    /// use dmabridge::sys::mmap::Access;
+    ///
+    /// let m = Memfd::create(c"mapped", 8192)?;
+    /// let whole = m.map(0, 8192, Access::ReadWrite)?;
+    /// whole.write_bytes(4096, b"hi");
+    /// // A second mapping of the second page sees the same bytes.
+    /// let page = m.map(4096, 4096, Access::Read)?;
+    /// let mut out = [0u8; 2];
+    /// page.read_bytes(0, &mut out);
+    /// assert_eq!(&out, b"hi");
+    /// # Ok::<(), dmabridge::sys::OsError>(())
+    /// ```
     pub fn map(&self, offset: u64, len: usize, access: Access) -> OsResult<Mapping> {
         Mapping::shared(self.fd.as_fd(), offset, len, access)
     }
 
     /// Gives up the wrapper, keeping the fd.
+    ///
+    /// No system call: the fd stays open.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use dmabridge::sys::memfd::Memfd;
+    ///
+    /// let m = Memfd::create(c"owned", 4096)?;
+    /// let fd = m.into_fd();
+    /// assert_eq!(rustix::fs::fstat(&fd).unwrap().st_size, 4096);
+    /// # Ok::<(), dmabridge::sys::OsError>(())
+    /// ```
     pub fn into_fd(self) -> OwnedFd {
         self.fd
     }

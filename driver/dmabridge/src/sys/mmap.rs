@@ -31,6 +31,18 @@ impl Access {
     }
 
     /// True if writes are allowed.
+    ///
+    /// No system call: whether the mapping gets `PROT_WRITE`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use dmabridge::sys::mmap::Access;
+    ///
+    /// assert!(!Access::Read.writable());
+    /// assert!(Access::Write.writable());
+    /// assert!(Access::ReadWrite.writable());
+    /// ```
     pub fn writable(self) -> bool {
         !matches!(self, Access::Read)
     }
@@ -56,12 +68,47 @@ unsafe impl Sync for Mapping {}
 
 impl Mapping {
     /// Maps `len` bytes of `fd` from `offset` with `MAP_SHARED`.
+    ///
+    /// Wraps `mmap(2)`; `munmap(2)` on drop.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::os::fd::AsFd;
+    /// use dmabridge::sys::memfd::Memfd;
+    /// use dmabridge::sys::mmap::{Access, Mapping};
+    ///
+    /// let m = Memfd::create(c"shared", 4096)?;
+    /// let a = Mapping::shared(m.as_fd(), 0, 4096, Access::ReadWrite)?;
+    /// let b = Mapping::shared(m.as_fd(), 0, 4096, Access::Read)?;
+    /// a.write_u32(0, 0xdead_beef);
+    /// assert_eq!(b.read_u32(0), 0xdead_beef);
+    /// // Empty mappings are refused.
+    /// assert_eq!(Mapping::shared(m.as_fd(), 0, 0, Access::Read).unwrap_err().errno, rustix::io::Errno::INVAL);
+    /// # Ok::<(), dmabridge::sys::OsError>(())
+    /// ```
     pub fn shared(fd: BorrowedFd<'_>, offset: u64, len: usize, access: Access) -> OsResult<Mapping> {
         Self::with_flags(fd, offset, len, access, MapFlags::SHARED)
     }
 
     /// Like [`Mapping::shared`], with `MAP_POPULATE`: the pages are faulted in
     /// now rather than on first touch.
+    ///
+    /// Wraps `mmap(2)` with `MAP_SHARED | MAP_POPULATE`; `munmap(2)` on drop.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::os::fd::AsFd;
+    /// use dmabridge::sys::memfd::Memfd;
+    /// use dmabridge::sys::mmap::{Access, Mapping};
+    ///
+    /// let m = Memfd::create(c"populated", 8192)?;
+    /// let map = Mapping::shared_populated(m.as_fd(), 0, 8192, Access::Read)?;
+    /// assert_eq!(map.len(), 8192);
+    /// assert_eq!(map.read_u64(4096), 0);
+    /// # Ok::<(), dmabridge::sys::OsError>(())
+    /// ```
     pub fn shared_populated(fd: BorrowedFd<'_>, offset: u64, len: usize, access: Access) -> OsResult<Mapping> {
         Self::with_flags(fd, offset, len, access, MapFlags::SHARED | MapFlags::POPULATE)
     }
@@ -80,21 +127,81 @@ impl Mapping {
     }
 
     /// First byte of the mapping.
+    ///
+    /// No system call: the address `mmap(2)` returned.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use dmabridge::sys::memfd::Memfd;
+    /// use dmabridge::sys::mmap::Access;
+    ///
+    /// let m = Memfd::create(c"ptr", 4096)?;
+    /// let map = m.map(0, 4096, Access::ReadWrite)?;
+    /// map.write_bytes(0, &[7]);
+    /// let p = map.as_ptr();
+    /// assert_eq!(p as usize % dmabridge::sys::page_size(), 0);
+    /// // SAFETY: `p` is the first byte of a live, readable 4096-byte mapping that
+    /// // outlives this read, and no Rust reference points into the mapping.
+    /// let first = unsafe { p.read() };
+    /// assert_eq!(first, 7);
+    /// # Ok::<(), dmabridge::sys::OsError>(())
+    /// ```
     pub fn as_ptr(&self) -> *mut u8 {
         self.ptr.as_ptr()
     }
 
     /// Length in bytes.
+    ///
+    /// No system call.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use dmabridge::sys::memfd::Memfd;
+    /// use dmabridge::sys::mmap::Access;
+    ///
+    /// let m = Memfd::create(c"len", 8192)?;
+    /// assert_eq!(m.map(4096, 4096, Access::Read)?.len(), 4096);
+    /// # Ok::<(), dmabridge::sys::OsError>(())
+    /// ```
     pub fn len(&self) -> usize {
         self.len
     }
 
     /// Never true: empty mappings cannot be made.
+    ///
+    /// No system call.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use dmabridge::sys::memfd::Memfd;
+    /// use dmabridge::sys::mmap::Access;
+    ///
+    /// let m = Memfd::create(c"nonempty", 4096)?;
+    /// assert!(!m.map(0, 4096, Access::Read)?.is_empty());
+    /// # Ok::<(), dmabridge::sys::OsError>(())
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
 
     /// The access the mapping was made with.
+    ///
+    /// No system call.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use dmabridge::sys::memfd::Memfd;
+    /// use dmabridge::sys::mmap::Access;
+    ///
+    /// let m = Memfd::create(c"access", 4096)?;
+    /// assert_eq!(m.map(0, 4096, Access::Read)?.access(), Access::Read);
+    /// assert_eq!(m.map(0, 4096, Access::Write)?.access(), Access::Write);
+    /// # Ok::<(), dmabridge::sys::OsError>(())
+    /// ```
     pub fn access(&self) -> Access {
         self.access
     }
@@ -111,6 +218,22 @@ impl Mapping {
     ///
     /// # Panics
     /// If the range is outside the mapping.
+    ///
+    /// No system call: a copy out of the mapped pages.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use dmabridge::sys::memfd::Memfd;
+    /// use dmabridge::sys::mmap::Access;
+    ///
+    /// let m = Memfd::create(c"read", 4096)?;
+    /// m.map(0, 4096, Access::Write)?.write_bytes(100, b"abc");
+    /// let mut out = [0u8; 3];
+    /// m.map(0, 4096, Access::Read)?.read_bytes(100, &mut out);
+    /// assert_eq!(&out, b"abc");
+    /// # Ok::<(), dmabridge::sys::OsError>(())
+    /// ```
     pub fn read_bytes(&self, offset: usize, out: &mut [u8]) {
         self.check(offset, out.len());
         // SAFETY: the range is inside the mapping (checked above), which is
@@ -123,6 +246,23 @@ impl Mapping {
     ///
     /// # Panics
     /// If the range is outside the mapping or the mapping is read-only.
+    ///
+    /// No system call: a copy into the mapped pages.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use dmabridge::sys::memfd::Memfd;
+    /// use dmabridge::sys::mmap::Access;
+    ///
+    /// let m = Memfd::create(c"write", 4096)?;
+    /// let map = m.map(0, 4096, Access::ReadWrite)?;
+    /// map.write_bytes(4090, b"end");
+    /// let mut out = [0u8; 3];
+    /// map.read_bytes(4090, &mut out);
+    /// assert_eq!(&out, b"end");
+    /// # Ok::<(), dmabridge::sys::OsError>(())
+    /// ```
     pub fn write_bytes(&self, offset: usize, data: &[u8]) {
         assert!(self.access.writable(), "write to a read-only mapping");
         self.check(offset, data.len());
@@ -135,6 +275,21 @@ impl Mapping {
     ///
     /// # Panics
     /// If the offset is out of range or not 4-byte aligned.
+    ///
+    /// No system call: a volatile load from the mapped pages.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use dmabridge::sys::memfd::Memfd;
+    /// use dmabridge::sys::mmap::Access;
+    ///
+    /// let m = Memfd::create(c"r32", 4096)?;
+    /// let map = m.map(0, 4096, Access::ReadWrite)?;
+    /// map.write_bytes(8, &0x1234_5678u32.to_ne_bytes());
+    /// assert_eq!(map.read_u32(8), 0x1234_5678);
+    /// # Ok::<(), dmabridge::sys::OsError>(())
+    /// ```
     pub fn read_u32(&self, offset: usize) -> u32 {
         self.check(offset, 4);
         assert_eq!(offset % 4, 0, "unaligned register offset {offset:#x}");
@@ -147,6 +302,23 @@ impl Mapping {
     ///
     /// # Panics
     /// If the offset is out of range, not aligned, or the mapping is read-only.
+    ///
+    /// No system call: a volatile store to the mapped pages.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use dmabridge::sys::memfd::Memfd;
+    /// use dmabridge::sys::mmap::Access;
+    ///
+    /// let m = Memfd::create(c"w32", 4096)?;
+    /// let map = m.map(0, 4096, Access::ReadWrite)?;
+    /// map.write_u32(12, 0xcafe_f00d);
+    /// let mut out = [0u8; 4];
+    /// map.read_bytes(12, &mut out);
+    /// assert_eq!(u32::from_ne_bytes(out), 0xcafe_f00d);
+    /// # Ok::<(), dmabridge::sys::OsError>(())
+    /// ```
     pub fn write_u32(&self, offset: usize, value: u32) {
         assert!(self.access.writable(), "write to a read-only mapping");
         self.check(offset, 4);
@@ -160,6 +332,21 @@ impl Mapping {
     ///
     /// # Panics
     /// If the offset is out of range or not 8-byte aligned.
+    ///
+    /// No system call: a volatile load from the mapped pages.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use dmabridge::sys::memfd::Memfd;
+    /// use dmabridge::sys::mmap::Access;
+    ///
+    /// let m = Memfd::create(c"r64", 4096)?;
+    /// let map = m.map(0, 4096, Access::ReadWrite)?;
+    /// map.write_bytes(16, &u64::MAX.to_ne_bytes());
+    /// assert_eq!(map.read_u64(16), u64::MAX);
+    /// # Ok::<(), dmabridge::sys::OsError>(())
+    /// ```
     pub fn read_u64(&self, offset: usize) -> u64 {
         self.check(offset, 8);
         assert_eq!(offset % 8, 0, "unaligned register offset {offset:#x}");
@@ -171,6 +358,21 @@ impl Mapping {
     ///
     /// # Panics
     /// If the offset is out of range, not aligned, or the mapping is read-only.
+    ///
+    /// No system call: a volatile store to the mapped pages.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use dmabridge::sys::memfd::Memfd;
+    /// use dmabridge::sys::mmap::Access;
+    ///
+    /// let m = Memfd::create(c"w64", 4096)?;
+    /// let map = m.map(0, 4096, Access::ReadWrite)?;
+    /// map.write_u64(24, 1 << 40);
+    /// assert_eq!(map.read_u64(24), 1 << 40);
+    /// # Ok::<(), dmabridge::sys::OsError>(())
+    /// ```
     pub fn write_u64(&self, offset: usize, value: u64) {
         assert!(self.access.writable(), "write to a read-only mapping");
         self.check(offset, 8);

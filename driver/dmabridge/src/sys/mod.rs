@@ -25,6 +25,16 @@ pub mod vfio;
 pub use error::{OsError, OsResult};
 
 /// The size of a page of the running kernel.
+///
+/// Wraps the kernel's `AT_PAGESZ` (rustix's `page_size`, no system call).
+///
+/// # Examples
+///
+/// ```
+/// let page = dmabridge::sys::page_size();
+/// assert!(page.is_power_of_two());
+/// assert!(page >= 4096);
+/// ```
 pub fn page_size() -> usize {
     rustix::param::page_size()
 }

@@ -92,11 +92,39 @@ fn link_name(path: &Path) -> Option<String> {
 
 impl PciFunction {
     /// The sysfs folder of `address`.
+    ///
+    /// No system call: the path under `/sys/bus/pci/devices`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::path::Path;
+    /// use dmabridge::sys::pci::{PciAddress, PciFunction};
+    ///
+    /// let address: PciAddress = "00:10.0".parse()?;
+    /// assert_eq!(PciFunction::sysfs_path(address), Path::new("/sys/bus/pci/devices/0000:00:10.0"));
+    /// # Ok::<(), dmabridge::sys::pci::BadPciAddress>(())
+    /// ```
     pub fn sysfs_path(address: PciAddress) -> PathBuf {
         Path::new(PCI_DEVICES).join(address.to_string())
     }
 
     /// Reads one function; `None` if it does not exist.
+    ///
+    /// Reads sysfs: `vendor`, `device`, and the `driver` and `iommu_group` links.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use dmabridge::sys::pci::PciFunction;
+    ///
+    /// // Reading a function again gives what the scan of sysfs gave.
+    /// for f in PciFunction::all() {
+    ///     assert_eq!(PciFunction::read(f.address).as_ref(), Some(&f));
+    /// }
+    /// assert_eq!(PciFunction::read("ffff:ff:1f.7".parse()?), None);
+    /// # Ok::<(), dmabridge::sys::pci::BadPciAddress>(())
+    /// ```
     pub fn read(address: PciAddress) -> Option<PciFunction> {
         let dir = Self::sysfs_path(address);
         Some(PciFunction {
@@ -109,6 +137,20 @@ impl PciFunction {
     }
 
     /// Every PCI function of the machine, by address.
+    ///
+    /// Reads sysfs: every entry of `/sys/bus/pci/devices` (empty without sysfs).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use dmabridge::sys::pci::PciFunction;
+    ///
+    /// let functions = PciFunction::all();
+    /// assert!(functions.windows(2).all(|w| w[0].address < w[1].address));
+    /// for f in &functions {
+    ///     println!("{} {:04x}:{:04x} {:?}", f.address, f.vendor, f.device, f.driver);
+    /// }
+    /// ```
     pub fn all() -> Vec<PciFunction> {
         let mut v: Vec<PciFunction> = std::fs::read_dir(PCI_DEVICES)
             .map(|dir| {
@@ -123,11 +165,43 @@ impl PciFunction {
     }
 
     /// Every function with the given vendor:device.
+    ///
+    /// Reads sysfs, as [`PciFunction::all`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use dmabridge::sys::pci::{PciFunction, EDU_ID};
+    ///
+    /// for edu in PciFunction::with_id(EDU_ID) {
+    ///     assert_eq!((edu.vendor, edu.device), (0x1234, 0x11e8));
+    /// }
+    /// ```
     pub fn with_id(id: (u16, u16)) -> Vec<PciFunction> {
         Self::all().into_iter().filter(|f| (f.vendor, f.device) == id).collect()
     }
 
     /// True if vfio-pci drives this function.
+    ///
+    /// No system call: looks at the `driver` link read from sysfs.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use dmabridge::sys::pci::PciFunction;
+    ///
+    /// let mut f = PciFunction {
+    ///     address: "0000:00:04.0".parse()?,
+    ///     vendor: 0x1234,
+    ///     device: 0x11e8,
+    ///     driver: Some("vfio-pci".into()),
+    ///     iommu_group: Some(7),
+    /// };
+    /// assert!(f.is_vfio_bound());
+    /// f.driver = None;
+    /// assert!(!f.is_vfio_bound());
+    /// # Ok::<(), dmabridge::sys::pci::BadPciAddress>(())
+    /// ```
     pub fn is_vfio_bound(&self) -> bool {
         self.driver.as_deref() == Some("vfio-pci")
     }

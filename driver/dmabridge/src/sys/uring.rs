@@ -42,6 +42,24 @@ pub struct Fired {
 
 impl EventWaiter {
     /// Creates a ring with room for `max_fds` eventfds per wait.
+    ///
+    /// Wraps `io_uring_setup(2)` with `2 * max_fds + 2` entries, rounded up to a power of two.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use dmabridge::sys::uring::EventWaiter;
+    ///
+    /// use std::os::fd::AsFd;
+    /// use dmabridge::sys::eventfd::EventFd;
+    ///
+    /// let mut waiter = EventWaiter::new(1)?;
+    /// let e = EventFd::new()?;
+    /// e.signal(1)?;
+    /// // A signal given before the wait is seen at once, even with no timeout.
+    /// assert_eq!(waiter.wait(&[e.as_fd()], None)?.len(), 1);
+    /// # Ok::<(), dmabridge::sys::OsError>(())
+    /// ```
     pub fn new(max_fds: u32) -> OsResult<EventWaiter> {
         let entries = (2 * max_fds + 2).next_power_of_two();
         let ring = IoUring::new(entries).map_err(os("io_uring_setup"))?;
@@ -51,6 +69,30 @@ impl EventWaiter {
     /// Waits until at least one of `fds` is signalled, or `timeout` passes.
     /// Returns the eventfds that fired, their counters consumed; an empty
     /// list means the timeout expired.
+    ///
+    /// Submits one `IORING_OP_READ` per eventfd plus an `IORING_OP_TIMEOUT` and
+    /// sleeps in `io_uring_enter(2)`; the reads still pending are cancelled
+    /// (`IORING_OP_ASYNC_CANCEL`) and reaped before it returns.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::os::fd::AsFd;
+    /// use std::time::Duration;
+    /// use dmabridge::sys::eventfd::EventFd;
+    /// use dmabridge::sys::uring::{EventWaiter, Fired};
+    ///
+    /// let mut waiter = EventWaiter::new(2)?;
+    /// let (a, b) = (EventFd::new()?, EventFd::new()?);
+    /// // Nothing signalled: the timeout expires.
+    /// assert!(waiter.wait(&[a.as_fd(), b.as_fd()], Some(Duration::from_millis(10)))?.is_empty());
+    /// b.signal(3)?;
+    /// let fired = waiter.wait(&[a.as_fd(), b.as_fd()], Some(Duration::from_secs(5)))?;
+    /// assert_eq!(fired, vec![Fired { index: 1, count: 3 }]);
+    /// // The wait consumed the counter.
+    /// assert_eq!(b.try_take()?, None);
+    /// # Ok::<(), dmabridge::sys::OsError>(())
+    /// ```
     pub fn wait(&mut self, fds: &[BorrowedFd<'_>], timeout: Option<Duration>) -> OsResult<Vec<Fired>> {
         let mut bufs = vec![0u64; fds.len()];
         let ts = timeout.map(|t| types::Timespec::new().sec(t.as_secs()).nsec(t.subsec_nanos()));

@@ -80,6 +80,24 @@ impl FunctionReport {
     }
 
     /// True if VFIO can hand this function to a user-space driver now.
+    ///
+    /// No system call: reads the verdict the report gathered.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use dmabridge::sys::probe::VfioReport;
+    ///
+    /// let vfio = VfioReport::gather();
+    /// for group in &vfio.groups {
+    ///     for f in &group.functions {
+    ///         if f.usable() {
+    ///             // Usable means bound to vfio-pci in a viable group whose node opens.
+    ///             assert!(f.function.is_vfio_bound() && group.viable && group.node_accessible);
+    ///         }
+    ///     }
+    /// }
+    /// ```
     pub fn usable(&self) -> bool {
         self.function.is_vfio_bound() && self.verdict == Some(Verdict::Ok)
     }

@@ -32,6 +32,18 @@ fn dir_names(path: &str) -> Vec<String> {
 
 impl IommuReport {
     /// Counts `/sys/kernel/iommu_groups` and lists `/sys/class/iommu`.
+    ///
+    /// Reads sysfs: `/sys/kernel/iommu_groups` and `/sys/class/iommu`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use dmabridge::sys::probe::{IommuReport, Verdict};
+    ///
+    /// let iommu = IommuReport::gather();
+    /// assert_eq!(iommu.on, iommu.groups > 0);
+    /// assert_eq!(iommu.verdict == Verdict::Missing, !iommu.on);
+    /// ```
     pub fn gather() -> IommuReport {
         let groups = dir_names("/sys/kernel/iommu_groups").len();
         let units = dir_names("/sys/class/iommu");

@@ -43,6 +43,18 @@ pub struct IoUringReport {
 
 impl KernelReport {
     /// Reads `uname`.
+    ///
+    /// Wraps `uname(2)`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use dmabridge::sys::probe::KernelReport;
+    ///
+    /// let kernel = KernelReport::gather();
+    /// assert_eq!(kernel.machine, std::env::consts::ARCH);
+    /// assert!(kernel.release.starts_with(|c: char| c.is_ascii_digit()));
+    /// ```
     pub fn gather() -> KernelReport {
         let u = rustix::system::uname();
         let release = u.release().to_string_lossy().into_owned();
@@ -60,6 +72,18 @@ impl KernelReport {
 
 impl IoUringReport {
     /// Sets up and drops a ring of 2 entries.
+    ///
+    /// Wraps `io_uring_setup(2)`; reads `/proc/sys/kernel/io_uring_disabled`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use dmabridge::sys::probe::{IoUringReport, Verdict};
+    ///
+    /// let uring = IoUringReport::gather();
+    /// assert_eq!(uring.works, uring.error.is_none());
+    /// assert_eq!(uring.works, uring.verdict == Verdict::Ok);
+    /// ```
     pub fn gather() -> IoUringReport {
         let disabled_sysctl = std::fs::read_to_string("/proc/sys/kernel/io_uring_disabled")
             .ok()

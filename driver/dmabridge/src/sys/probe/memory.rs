@@ -94,6 +94,18 @@ fn ser_limit<S: serde::Serializer>(v: &Option<u64>, s: S) -> Result<S::Ok, S::Er
 
 impl UdmabufReport {
     /// Checks `/dev/udmabuf` and reads the module's limits.
+    ///
+    /// Wraps `access(2)` on `/dev/udmabuf`; reads `/sys/module/udmabuf/parameters`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use dmabridge::sys::probe::UdmabufReport;
+    ///
+    /// let udmabuf = UdmabufReport::gather();
+    /// assert_eq!(udmabuf.present, std::path::Path::new("/dev/udmabuf").exists());
+    /// assert_eq!(udmabuf.limits.is_some(), udmabuf.present);
+    /// ```
     pub fn gather() -> UdmabufReport {
         let state = node(Udmabuf::PATH, Access::READ_OK | Access::WRITE_OK);
         let (verdict, hint) = match state {
@@ -114,6 +126,19 @@ impl UdmabufReport {
 
 impl HeapsReport {
     /// Lists the heaps and checks that each can be opened.
+    ///
+    /// Lists `/dev/dma_heap` and wraps `access(2)` on each heap node.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use dmabridge::sys::dma_heap;
+    /// use dmabridge::sys::probe::HeapsReport;
+    ///
+    /// let heaps = HeapsReport::gather();
+    /// let names: Vec<String> = heaps.heaps.iter().map(|h| h.name.clone()).collect();
+    /// assert_eq!(names, dma_heap::list());
+    /// ```
     pub fn gather() -> HeapsReport {
         let heaps: Vec<HeapReport> = dma_heap::list()
             .into_iter()
@@ -148,6 +173,19 @@ fn has_capability(cap: u32) -> bool {
 
 impl MemlockReport {
     /// Reads `RLIMIT_MEMLOCK` and whether this process holds `CAP_IPC_LOCK`.
+    ///
+    /// Wraps `getrlimit(RLIMIT_MEMLOCK)`; reads `CapEff` of `/proc/self/status`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use dmabridge::sys::probe::MemlockReport;
+    ///
+    /// let memlock = MemlockReport::gather();
+    /// if let (Some(soft), Some(hard)) = (memlock.soft, memlock.hard) {
+    ///     assert!(soft <= hard);
+    /// }
+    /// ```
     pub fn gather() -> MemlockReport {
         const CAP_IPC_LOCK: u32 = 14;
         let r = rustix::process::getrlimit(Resource::Memlock);

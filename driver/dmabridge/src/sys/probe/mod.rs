@@ -51,6 +51,18 @@ pub enum Verdict {
 
 impl Verdict {
     /// How the text report prints it: `ok`, `WARNING`, `NO ACCESS`, `MISSING`.
+    ///
+    /// No system call.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use dmabridge::sys::probe::Verdict;
+    ///
+    /// assert_eq!(Verdict::Ok.label(), "ok");
+    /// assert_eq!(Verdict::NoAccess.label(), "NO ACCESS");
+    /// assert_eq!(Verdict::Missing.to_string(), Verdict::Missing.label());
+    /// ```
     pub fn label(self) -> &'static str {
         match self {
             Verdict::Ok => "ok",
@@ -156,6 +168,22 @@ fn hint(verdict: Verdict, text: impl Into<String>) -> Option<String> {
 impl Report {
     /// Looks at the machine. Takes a few milliseconds and has no lasting
     /// effect; never fails (what cannot be read is reported as missing).
+    ///
+    /// Reads sysfs and `/proc`, `access(2)` on device nodes, opens
+    /// `/dev/vfio/vfio` and sets up an `io_uring_setup(2)` ring (see the module docs).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use dmabridge::sys::probe::{PathKind, Report};
+    ///
+    /// let report = Report::gather();
+    /// let kinds: Vec<PathKind> = report.overall.paths.iter().map(|p| p.kind).collect();
+    /// assert_eq!(kinds, [PathKind::Udmabuf, PathKind::Heaps, PathKind::Vfio]);
+    /// // The udmabuf path is available exactly when /dev/udmabuf is usable.
+    /// assert_eq!(report.overall.paths[0].available, report.udmabuf.accessible);
+    /// println!("{report}");
+    /// ```
     pub fn gather() -> Report {
         let udmabuf = UdmabufReport::gather();
         let heaps = HeapsReport::gather();

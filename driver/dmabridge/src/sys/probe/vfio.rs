@@ -68,6 +68,20 @@ pub struct ModuleReport {
 impl ContainerReport {
     /// Checks `/dev/vfio/vfio` and, if it can be opened, that a container
     /// offers the type1 v2 IOMMU.
+    ///
+    /// Wraps `access(2)` on `/dev/vfio/vfio`, then `open(2)` and
+    /// `VFIO_GET_API_VERSION` / `VFIO_CHECK_EXTENSION(VFIO_TYPE1v2_IOMMU)` on it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use dmabridge::sys::probe::ContainerReport;
+    ///
+    /// let container = ContainerReport::gather();
+    /// assert_eq!(container.present, std::path::Path::new("/dev/vfio/vfio").exists());
+    /// // type1 v2 is only checked on a container that opened.
+    /// assert!(container.accessible || !container.type1v2);
+    /// ```
     pub fn gather() -> ContainerReport {
         const PATH: &str = "/dev/vfio/vfio";
         let state = node(PATH, Access::READ_OK | Access::WRITE_OK);
@@ -105,6 +119,18 @@ impl ContainerReport {
 
 impl ModuleReport {
     /// Checks `/sys/module/NAME`.
+    ///
+    /// Reads sysfs (`/sys/module/NAME`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use dmabridge::sys::probe::ModuleReport;
+    ///
+    /// let module = ModuleReport::gather("vfio_pci");
+    /// assert_eq!(module.name, "vfio_pci");
+    /// assert_eq!(module.loaded, std::path::Path::new("/sys/module/vfio_pci").exists());
+    /// ```
     pub fn gather(name: &'static str) -> ModuleReport {
         let loaded = Path::new("/sys/module").join(name).is_dir();
         let verdict = if loaded { Verdict::Ok } else { Verdict::Missing };
@@ -115,6 +141,20 @@ impl ModuleReport {
 impl VfioReport {
     /// Checks the container and modules, and sorts the PCI functions by
     /// IOMMU group.
+    ///
+    /// Reads sysfs (`/sys/bus/pci/devices`, `/sys/module`), wraps `access(2)` on
+    /// `/dev/vfio/N` and opens `/dev/vfio/vfio` (never a group).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use dmabridge::sys::pci::PciFunction;
+    /// use dmabridge::sys::probe::VfioReport;
+    ///
+    /// let vfio = VfioReport::gather();
+    /// let listed = vfio.groups.iter().map(|g| g.functions.len()).sum::<usize>() + vfio.ungrouped.len();
+    /// assert_eq!(listed, PciFunction::all().len());
+    /// ```
     pub fn gather() -> VfioReport {
         let container = ContainerReport::gather();
         let modules = vec![ModuleReport::gather("vfio_pci"), ModuleReport::gather("vfio_iommu_type1")];
@@ -161,6 +201,20 @@ impl VfioReport {
 
     /// The functions VFIO can hand out now (bound to vfio-pci, group node
     /// open to this user, group viable).
+    ///
+    /// No system call: filters what [`VfioReport::gather`] found.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use dmabridge::sys::probe::VfioReport;
+    ///
+    /// let vfio = VfioReport::gather();
+    /// for f in vfio.usable_functions() {
+    ///     assert!(f.function.is_vfio_bound());
+    ///     println!("usable through VFIO: {}", f.function.address);
+    /// }
+    /// ```
     pub fn usable_functions(&self) -> impl Iterator<Item = &FunctionReport> {
         all_functions(&self.groups, &self.ungrouped).filter(|f| f.usable())
     }
