@@ -1,0 +1,116 @@
+//! Enqueueing a command ([`Queue`]'s `submit`, behind every `enqueue*`):
+//! the inline path for blocking commands, the order markers and barriers
+//! impose on an out-of-order queue, and the registration of wait-list hooks.
+//! The one place where a command enters the scheduler.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize};
+use std::sync::Arc;
+
+use crate::error::ClResult;
+use crate::runtime::event::{exec_status, status_error, Event};
+
+use super::deps::Deps;
+use super::scheduler::{run_and_complete, Live};
+use super::{check_wait_list, CommandUse, Queue, Work};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Kind {
+    Command,
+    Marker,
+    Barrier,
+}
+
+impl Queue {
+    pub(super) fn submit(
+        self: &Arc<Self>,
+        command_type: u32,
+        wait_list: &[Event],
+        blocking: bool,
+        work: Option<Work>,
+        usage: CommandUse,
+        kind: Kind,
+    ) -> ClResult<Event> {
+        check_wait_list(&self.context, wait_list)?;
+        let shared = &self.shared;
+        let event = Event::for_command(&self.context, command_type, Arc::downgrade(self), self.props.profiling);
+
+        // Has the wait list finished (and did any of it fail)?
+        let mut deps_done = true;
+        let mut deps_failed = false;
+        for e in wait_list {
+            match e.finished() {
+                Some(s) => deps_failed |= s < 0,
+                None => {
+                    deps_done = false;
+                    break;
+                }
+            }
+        }
+
+        let mut st = shared.lock();
+        let seq = st.next_seq;
+        st.next_seq += 1;
+        // Nothing pending: every live command finished (a worker may not have
+        // retired the last one yet).
+        let idle = || st.live.iter().all(|l| l.event.finished().is_some());
+        let inline = blocking
+            && deps_done
+            && ((shared.out_of_order && kind == Kind::Command && !st.pending_barrier()) || idle());
+        if inline {
+            st.live.push_back(Live { seq, event: event.clone(), usage, work: None, deps: None, started: true });
+            st.running += 1;
+            drop(st);
+            run_and_complete(&event, work, deps_failed);
+            let mut st = shared.lock();
+            shared.retire(&mut st, seq);
+            // Commands enqueued meanwhile by other threads queued up behind this one.
+            let spawn = shared.kick(&mut st);
+            drop(st);
+            if spawn {
+                shared.spawn_worker();
+            }
+            return match event.finished() {
+                Some(s) if s < 0 => Err(status_error(command_type, s)),
+                _ => Ok(event),
+            };
+        }
+
+        // Out of order, order comes from barriers and from markers and
+        // barriers without a wait list; it does not carry errors.
+        let mut after: Vec<Event> = Vec::new();
+        if shared.out_of_order {
+            if st.pending_barrier() {
+                after.extend(st.barrier.clone());
+            } else {
+                st.barrier = None;
+            }
+            if kind != Kind::Command && wait_list.is_empty() {
+                after.extend(st.live.iter().map(|l| l.event.clone()));
+            }
+            if kind == Kind::Barrier {
+                st.barrier = Some(event.clone());
+            }
+        }
+        let deps =
+            Arc::new(Deps { seq, event: event.clone(), pending: AtomicUsize::new(1), failed: AtomicBool::new(false) });
+        st.live.push_back(Live { seq, event: event.clone(), usage, work, deps: Some(deps.clone()), started: false });
+        drop(st);
+        for e in wait_list {
+            deps.add(e, true, shared);
+        }
+        for e in &after {
+            deps.add(e, false, shared);
+        }
+        drop(after);
+        deps.resolve(exec_status::COMPLETE, false, shared);
+        drop(deps);
+
+        if blocking {
+            let s = event.wait_done();
+            if s < 0 {
+                return Err(status_error(command_type, s));
+            }
+        }
+        Ok(event)
+    }
+}

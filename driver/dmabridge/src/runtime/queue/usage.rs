@@ -1,0 +1,96 @@
+//! [`CommandUse`]: the memory a command declares it may access, and the
+//! overlap tests `clMemBlockingFreeINTEL` waits on. A plain value type, apart
+//! from the scheduler that stores it with each live command.
+
+/// The memory a command may access, so that freeing an allocation can wait
+/// for the commands that use it (`clMemBlockingFreeINTEL`). Ranges are
+/// `(start address, length in bytes)`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CommandUse {
+    /// No memory (markers, barriers).
+    Nothing,
+    /// One range (a fill, a map, an advice).
+    Range(usize, usize),
+    /// Two ranges (a copy's destination and source).
+    Pair([(usize, usize); 2]),
+    /// Any number of ranges (a migration, a kernel's pointer arguments).
+    Ranges(Vec<(usize, usize)>),
+    /// Every USM allocation of the flagged types, plus explicit ranges (a
+    /// kernel with indirect access: its pointer arguments and `USM_PTRS`).
+    /// SVM allocations count as shared ones (`clGetMemAllocInfoINTEL`
+    /// reports them as `CL_MEM_TYPE_SHARED_INTEL`).
+    Kinds {
+        /// `CL_KERNEL_EXEC_INFO_INDIRECT_HOST_ACCESS_INTEL`.
+        host: bool,
+        /// `CL_KERNEL_EXEC_INFO_INDIRECT_DEVICE_ACCESS_INTEL`.
+        device: bool,
+        /// `CL_KERNEL_EXEC_INFO_INDIRECT_SHARED_ACCESS_INTEL` (and SVM).
+        shared: bool,
+        /// Ranges used besides.
+        ranges: Vec<(usize, usize)>,
+    },
+    /// Any memory (work that did not say).
+    All,
+}
+
+impl CommandUse {
+    /// True if the command may access a byte of `[start, start + len)`
+    /// (an empty range counts as its first byte).
+    ///
+    /// The test behind `clMemBlockingFreeINTEL` (seed 000).
+    ///
+    /// ```
+    /// use dmabridge::runtime::queue::CommandUse;
+    /// let copy = CommandUse::Pair([(0x1000, 16), (0x2000, 16)]);
+    /// assert!(copy.touches(0x100f, 1));
+    /// assert!(!copy.touches(0x1010, 0x100));
+    /// assert!(!CommandUse::Nothing.touches(0x1000, 16));
+    /// assert!(CommandUse::All.touches(0, 1));
+    /// # Ok::<(), dmabridge::error::ClError>(())
+    /// ```
+    pub fn touches(&self, start: usize, len: usize) -> bool {
+        let end = start.saturating_add(len.max(1));
+        let hit = |&(s, l): &(usize, usize)| s < end && start < s.saturating_add(l.max(1));
+        match self {
+            CommandUse::Nothing => false,
+            CommandUse::Range(s, l) => hit(&(*s, *l)),
+            CommandUse::Pair(r) => r.iter().any(hit),
+            CommandUse::Ranges(r) => r.iter().any(hit),
+            // The type of the memory is unknown here: any flag may cover it.
+            CommandUse::Kinds { host, device, shared, ranges } => *host || *device || *shared || ranges.iter().any(hit),
+            CommandUse::All => true,
+        }
+    }
+
+    /// True if the command may access a byte of the allocation
+    /// `[start, start + len)` of type `kind`: as [`CommandUse::touches`],
+    /// except that [`CommandUse::Kinds`] covers only allocations of its types.
+    ///
+    /// The test behind `clMemBlockingFreeINTEL` (seed 000): a kernel with
+    /// indirect access counts as using all allocations of its types.
+    ///
+    /// ```
+    /// use dmabridge::memory::heap::AllocKind;
+    /// use dmabridge::runtime::queue::CommandUse;
+    /// let k = CommandUse::Kinds { host: true, device: false, shared: false, ranges: vec![(0x9000, 8)] };
+    /// assert!(k.touches_alloc(0x1000, 64, AllocKind::Host));
+    /// assert!(!k.touches_alloc(0x1000, 64, AllocKind::Device));
+    /// assert!(k.touches_alloc(0x9000, 64, AllocKind::Device), "an explicit range");
+    /// assert!(CommandUse::Range(0x1000, 1).touches_alloc(0x1000, 64, AllocKind::Svm));
+    /// # Ok::<(), dmabridge::error::ClError>(())
+    /// ```
+    pub fn touches_alloc(&self, start: usize, len: usize, kind: crate::memory::heap::AllocKind) -> bool {
+        use crate::memory::heap::AllocKind;
+        match self {
+            CommandUse::Kinds { host, device, shared, ranges } => {
+                let by_kind = match kind {
+                    AllocKind::Host => *host,
+                    AllocKind::Device => *device,
+                    AllocKind::Shared | AllocKind::Svm => *shared,
+                };
+                by_kind || ranges.iter().any(|&(s, l)| CommandUse::Range(s, l).touches(start, len))
+            }
+            other => other.touches(start, len),
+        }
+    }
+}
