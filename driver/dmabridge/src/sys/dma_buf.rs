@@ -70,6 +70,32 @@ pub struct DmaBuf {
 impl DmaBuf {
     /// Takes ownership of `fd` after checking that it is a dma-buf; any other
     /// fd is refused with `EBADF` (op `"fstatfs dma-buf"`).
+    ///
+    /// Checks the fd with `fstatfs(2)` (`f_type == DMA_BUF_MAGIC`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::os::fd::AsFd;
+    /// use dmabridge::sys::dma_buf::DmaBuf;
+    /// use dmabridge::sys::memfd::{Memfd, Seals};
+    /// use dmabridge::sys::udmabuf::Udmabuf;
+    ///
+    /// let memfd = Memfd::create(c"pages", 4096)?;
+    /// memfd.add_seals(Seals::SHRINK)?;
+    /// // Another owner's dma-buf fd, here one made through udmabuf, is accepted.
+    /// match Udmabuf::open() {
+    ///     Ok(u) => {
+    ///         let fd = u.create(memfd.as_fd(), 0, 4096)?.into_fd();
+    ///         assert_eq!(DmaBuf::from_fd(fd)?.size()?, 4096);
+    ///     }
+    ///     Err(e) => println!("{e}"),
+    /// }
+    /// // A memfd is not a dma-buf.
+    /// let err = DmaBuf::from_fd(memfd.into_fd()).unwrap_err();
+    /// assert_eq!((err.op, err.errno), ("fstatfs dma-buf", rustix::io::Errno::BADF));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn from_fd(fd: OwnedFd) -> OsResult<DmaBuf> {
         let st = rustix::fs::fstatfs(&fd).map_err(OsError::tag("fstatfs dma-buf"))?;
         if st.f_type as i64 != DMA_BUF_MAGIC {
@@ -84,6 +110,28 @@ impl DmaBuf {
     }
 
     /// Size in bytes (a dma-buf answers `lseek(SEEK_END)` with its size).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::os::fd::AsFd;
+    /// use dmabridge::sys::memfd::{Memfd, Seals};
+    /// use dmabridge::sys::udmabuf::Udmabuf;
+    ///
+    /// // A dma-buf of memfd pages through udmabuf, where this machine has it.
+    /// let memfd = Memfd::create(c"frame", 8192)?;
+    /// memfd.add_seals(Seals::SHRINK)?;
+    /// let udmabuf = match Udmabuf::open() {
+    ///     Ok(u) => u,
+    ///     Err(e) => {
+    ///         println!("{e}");
+    ///         return Ok(());
+    ///     }
+    /// };
+    /// let buf = udmabuf.create(memfd.as_fd(), 0, 8192)?;
+    /// assert_eq!(buf.size()?, 8192);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn size(&self) -> OsResult<u64> {
         let size = rustix::fs::seek(&self.fd, SeekFrom::End(0)).map_err(OsError::tag("lseek dma-buf"))?;
         rustix::fs::seek(&self.fd, SeekFrom::Start(0)).map_err(OsError::tag("lseek dma-buf"))?;
@@ -92,28 +140,174 @@ impl DmaBuf {
 
     /// The dma-buf's inode number: the same buffer has the same inode through
     /// every fd that refers to it (dup, SCM_RIGHTS, /proc/PID/fdinfo).
+    ///
+    /// Wraps `fstat(2)` (`st_ino`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::os::fd::AsFd;
+    /// use dmabridge::sys::memfd::{Memfd, Seals};
+    /// use dmabridge::sys::udmabuf::Udmabuf;
+    ///
+    /// // A dma-buf of memfd pages through udmabuf, where this machine has it.
+    /// let memfd = Memfd::create(c"frame", 8192)?;
+    /// memfd.add_seals(Seals::SHRINK)?;
+    /// let udmabuf = match Udmabuf::open() {
+    ///     Ok(u) => u,
+    ///     Err(e) => {
+    ///         println!("{e}");
+    ///         return Ok(());
+    ///     }
+    /// };
+    /// let buf = udmabuf.create(memfd.as_fd(), 0, 8192)?;
+    /// let dup = buf.try_clone()?;
+    /// assert_eq!(buf.inode()?, dup.inode()?);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn inode(&self) -> OsResult<u64> {
         Ok(rustix::fs::fstat(&self.fd).map_err(OsError::tag("fstat dma-buf"))?.st_ino)
     }
 
     /// True if `self` and `other` are the same kernel buffer.
+    ///
+    /// Wraps `fstat(2)` on both fds.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::os::fd::AsFd;
+    /// use dmabridge::sys::memfd::{Memfd, Seals};
+    /// use dmabridge::sys::udmabuf::Udmabuf;
+    ///
+    /// // A dma-buf of memfd pages through udmabuf, where this machine has it.
+    /// let memfd = Memfd::create(c"frame", 8192)?;
+    /// memfd.add_seals(Seals::SHRINK)?;
+    /// let udmabuf = match Udmabuf::open() {
+    ///     Ok(u) => u,
+    ///     Err(e) => {
+    ///         println!("{e}");
+    ///         return Ok(());
+    ///     }
+    /// };
+    /// let buf = udmabuf.create(memfd.as_fd(), 0, 8192)?;
+    /// assert!(buf.same_buffer(&buf.try_clone()?)?);
+    /// // The same pages exported again make a second, distinct dma-buf.
+    /// let other = udmabuf.create(memfd.as_fd(), 0, 8192)?;
+    /// assert!(!buf.same_buffer(&other)?);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn same_buffer(&self, other: &DmaBuf) -> OsResult<bool> {
         Ok(self.inode()? == other.inode()?)
     }
 
     /// Maps the whole buffer, shared.
+    ///
+    /// Wraps `lseek(2)` for the size, then `mmap(2)` with `MAP_SHARED`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::os::fd::AsFd;
+    /// use dmabridge::sys::memfd::{Memfd, Seals};
+    /// use dmabridge::sys::udmabuf::Udmabuf;
+    /// use dmabridge::sys::dma_buf::SyncDir;
+    /// use dmabridge::sys::mmap::Access;
+    ///
+    /// // A dma-buf of memfd pages through udmabuf, where this machine has it.
+    /// let memfd = Memfd::create(c"frame", 8192)?;
+    /// memfd.add_seals(Seals::SHRINK)?;
+    /// let udmabuf = match Udmabuf::open() {
+    ///     Ok(u) => u,
+    ///     Err(e) => {
+    ///         println!("{e}");
+    ///         return Ok(());
+    ///     }
+    /// };
+    /// let buf = udmabuf.create(memfd.as_fd(), 0, 8192)?;
+    /// memfd.map(0, 8192, Access::Write)?.write_bytes(0, b"pixels");
+    /// let map = buf.map(Access::Read)?;
+    /// assert_eq!(map.len(), 8192);
+    /// let access = buf.cpu_access(SyncDir::Read)?;
+    /// let mut out = [0u8; 6];
+    /// map.read_bytes(0, &mut out);
+    /// access.end()?;
+    /// assert_eq!(&out, b"pixels");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn map(&self, access: Access) -> OsResult<Mapping> {
         let size = self.size()?;
         Mapping::shared(self.fd.as_fd(), 0, size as usize, access)
     }
 
     /// Maps `len` bytes from `offset`.
+    ///
+    /// Wraps `mmap(2)` with `MAP_SHARED`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::os::fd::AsFd;
+    /// use dmabridge::sys::memfd::{Memfd, Seals};
+    /// use dmabridge::sys::udmabuf::Udmabuf;
+    /// use dmabridge::sys::dma_buf::SyncDir;
+    /// use dmabridge::sys::mmap::Access;
+    ///
+    /// // A dma-buf of memfd pages through udmabuf, where this machine has it.
+    /// let memfd = Memfd::create(c"frame", 8192)?;
+    /// memfd.add_seals(Seals::SHRINK)?;
+    /// let udmabuf = match Udmabuf::open() {
+    ///     Ok(u) => u,
+    ///     Err(e) => {
+    ///         println!("{e}");
+    ///         return Ok(());
+    ///     }
+    /// };
+    /// let buf = udmabuf.create(memfd.as_fd(), 0, 8192)?;
+    /// let second_page = buf.map_range(4096, 4096, Access::ReadWrite)?;
+    /// let access = buf.cpu_access(SyncDir::Write)?;
+    /// second_page.write_u32(0, 42);
+    /// access.end()?;
+    /// assert_eq!(memfd.map(4096, 4096, Access::Read)?.read_u32(0), 42);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn map_range(&self, offset: u64, len: usize, access: Access) -> OsResult<Mapping> {
         Mapping::shared(self.fd.as_fd(), offset, len, access)
     }
 
     /// Begins CPU access (`DMA_BUF_IOCTL_SYNC` start); the guard ends it when
     /// dropped or on [`CpuAccess::end`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::os::fd::AsFd;
+    /// use dmabridge::sys::memfd::{Memfd, Seals};
+    /// use dmabridge::sys::udmabuf::Udmabuf;
+    /// use dmabridge::sys::dma_buf::SyncDir;
+    /// use dmabridge::sys::mmap::Access;
+    ///
+    /// // A dma-buf of memfd pages through udmabuf, where this machine has it.
+    /// let memfd = Memfd::create(c"frame", 8192)?;
+    /// memfd.add_seals(Seals::SHRINK)?;
+    /// let udmabuf = match Udmabuf::open() {
+    ///     Ok(u) => u,
+    ///     Err(e) => {
+    ///         println!("{e}");
+    ///         return Ok(());
+    ///     }
+    /// };
+    /// let buf = udmabuf.create(memfd.as_fd(), 0, 8192)?;
+    /// let map = buf.map(Access::ReadWrite)?;
+    /// {
+    ///     let _access = buf.cpu_access(SyncDir::Write)?;
+    ///     map.write_bytes(0, b"frame 1");
+    /// } // DMA_BUF_IOCTL_SYNC end is issued here.
+    /// let mut out = [0u8; 7];
+    /// memfd.map(0, 4096, Access::Read)?.read_bytes(0, &mut out);
+    /// assert_eq!(&out, b"frame 1");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn cpu_access(&self, dir: SyncDir) -> OsResult<CpuAccess<'_>> {
         self.sync(SYNC_START | dir.bits())?;
         Ok(CpuAccess { buf: self, dir, ended: false })
@@ -131,6 +325,34 @@ impl DmaBuf {
     /// Exports the buffer's implicit fences as a sync_file
     /// (`DMA_BUF_IOCTL_EXPORT_SYNC_FILE`): `Read` waits for writers, `Write`
     /// for every user.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::os::fd::AsFd;
+    /// use dmabridge::sys::memfd::{Memfd, Seals};
+    /// use dmabridge::sys::udmabuf::Udmabuf;
+    /// use dmabridge::sys::dma_buf::SyncDir;
+    ///
+    /// // A dma-buf of memfd pages through udmabuf, where this machine has it.
+    /// let memfd = Memfd::create(c"frame", 8192)?;
+    /// memfd.add_seals(Seals::SHRINK)?;
+    /// let udmabuf = match Udmabuf::open() {
+    ///     Ok(u) => u,
+    ///     Err(e) => {
+    ///         println!("{e}");
+    ///         return Ok(());
+    ///     }
+    /// };
+    /// let buf = udmabuf.create(memfd.as_fd(), 0, 8192)?;
+    /// // Kernels before 6.0 lack the ioctl (ENOTTY).
+    /// match buf.export_sync_file(SyncDir::Write) {
+    ///     // No device uses the buffer: its fences are all signalled.
+    ///     Ok(fence) => assert!(fence.is_signaled()?),
+    ///     Err(e) => println!("{e}"),
+    /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn export_sync_file(&self, dir: SyncDir) -> OsResult<SyncFile> {
         let mut arg = DmaBufSyncFile { flags: dir.bits() as u32, fd: -1 };
         // SAFETY: the ioctl reads `flags` and writes a new fd into `fd` of a
@@ -145,6 +367,36 @@ impl DmaBuf {
 
     /// Adds `fence` to the buffer's implicit fences
     /// (`DMA_BUF_IOCTL_IMPORT_SYNC_FILE`): `Write` makes later users wait for it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::os::fd::AsFd;
+    /// use dmabridge::sys::memfd::{Memfd, Seals};
+    /// use dmabridge::sys::udmabuf::Udmabuf;
+    /// use dmabridge::sys::dma_buf::SyncDir;
+    ///
+    /// // A dma-buf of memfd pages through udmabuf, where this machine has it.
+    /// let memfd = Memfd::create(c"frame", 8192)?;
+    /// memfd.add_seals(Seals::SHRINK)?;
+    /// let udmabuf = match Udmabuf::open() {
+    ///     Ok(u) => u,
+    ///     Err(e) => {
+    ///         println!("{e}");
+    ///         return Ok(());
+    ///     }
+    /// };
+    /// let buf = udmabuf.create(memfd.as_fd(), 0, 8192)?;
+    /// // Kernels before 6.0 lack the ioctls (ENOTTY).
+    /// match buf.export_sync_file(SyncDir::Read) {
+    ///     Ok(fence) => {
+    ///         buf.import_sync_file(&fence, SyncDir::Write)?;
+    ///         assert!(buf.export_sync_file(SyncDir::Write)?.is_signaled()?);
+    ///     }
+    ///     Err(e) => println!("{e}"),
+    /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn import_sync_file(&self, fence: &SyncFile, dir: SyncDir) -> OsResult<()> {
         use std::os::fd::AsRawFd;
         let mut arg = DmaBufSyncFile { flags: dir.bits() as u32, fd: fence.fd.as_raw_fd() };
@@ -156,11 +408,63 @@ impl DmaBuf {
     }
 
     /// Gives up the wrapper, keeping the fd.
+    ///
+    /// No system call: the fd stays open.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::os::fd::AsFd;
+    /// use dmabridge::sys::memfd::{Memfd, Seals};
+    /// use dmabridge::sys::udmabuf::Udmabuf;
+    /// use dmabridge::sys::dma_buf::DmaBuf;
+    ///
+    /// // A dma-buf of memfd pages through udmabuf, where this machine has it.
+    /// let memfd = Memfd::create(c"frame", 8192)?;
+    /// memfd.add_seals(Seals::SHRINK)?;
+    /// let udmabuf = match Udmabuf::open() {
+    ///     Ok(u) => u,
+    ///     Err(e) => {
+    ///         println!("{e}");
+    ///         return Ok(());
+    ///     }
+    /// };
+    /// let buf = udmabuf.create(memfd.as_fd(), 0, 8192)?;
+    /// let fd = buf.into_fd();
+    /// // The fd is still a dma-buf, e.g. to pass to another process.
+    /// assert_eq!(DmaBuf::from_fd(fd)?.size()?, 8192);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn into_fd(self) -> OwnedFd {
         self.fd
     }
 
     /// A second fd for the same buffer (`F_DUPFD_CLOEXEC`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::os::fd::AsFd;
+    /// use dmabridge::sys::memfd::{Memfd, Seals};
+    /// use dmabridge::sys::udmabuf::Udmabuf;
+    /// use std::os::fd::AsRawFd;
+    ///
+    /// // A dma-buf of memfd pages through udmabuf, where this machine has it.
+    /// let memfd = Memfd::create(c"frame", 8192)?;
+    /// memfd.add_seals(Seals::SHRINK)?;
+    /// let udmabuf = match Udmabuf::open() {
+    ///     Ok(u) => u,
+    ///     Err(e) => {
+    ///         println!("{e}");
+    ///         return Ok(());
+    ///     }
+    /// };
+    /// let buf = udmabuf.create(memfd.as_fd(), 0, 8192)?;
+    /// let dup = buf.try_clone()?;
+    /// assert_ne!(dup.as_fd().as_raw_fd(), buf.as_fd().as_raw_fd());
+    /// assert!(dup.same_buffer(&buf)?);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn try_clone(&self) -> OsResult<DmaBuf> {
         Ok(DmaBuf {
             fd: self
@@ -187,6 +491,36 @@ pub struct CpuAccess<'a> {
 
 impl CpuAccess<'_> {
     /// Ends the access now and reports the kernel's answer (drop ignores it).
+    ///
+    /// Wraps `DMA_BUF_IOCTL_SYNC` with `DMA_BUF_SYNC_END`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::os::fd::AsFd;
+    /// use dmabridge::sys::memfd::{Memfd, Seals};
+    /// use dmabridge::sys::udmabuf::Udmabuf;
+    /// use dmabridge::sys::dma_buf::SyncDir;
+    /// use dmabridge::sys::mmap::Access;
+    ///
+    /// // A dma-buf of memfd pages through udmabuf, where this machine has it.
+    /// let memfd = Memfd::create(c"frame", 8192)?;
+    /// memfd.add_seals(Seals::SHRINK)?;
+    /// let udmabuf = match Udmabuf::open() {
+    ///     Ok(u) => u,
+    ///     Err(e) => {
+    ///         println!("{e}");
+    ///         return Ok(());
+    ///     }
+    /// };
+    /// let buf = udmabuf.create(memfd.as_fd(), 0, 8192)?;
+    /// let map = buf.map(Access::ReadWrite)?;
+    /// let access = buf.cpu_access(SyncDir::ReadWrite)?;
+    /// map.write_u64(0, 7);
+    /// assert_eq!(map.read_u64(0), 7);
+    /// access.end()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn end(mut self) -> OsResult<()> {
         self.ended = true;
         self.buf.sync(SYNC_END | self.dir.bits())
@@ -209,11 +543,74 @@ pub struct SyncFile {
 
 impl SyncFile {
     /// Takes ownership of a sync_file fd.
+    ///
+    /// No system call: the fd is not checked.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::os::fd::AsFd;
+    /// use dmabridge::sys::memfd::{Memfd, Seals};
+    /// use dmabridge::sys::udmabuf::Udmabuf;
+    /// use dmabridge::sys::dma_buf::{SyncDir, SyncFile};
+    ///
+    /// // A dma-buf of memfd pages through udmabuf, where this machine has it.
+    /// let memfd = Memfd::create(c"frame", 8192)?;
+    /// memfd.add_seals(Seals::SHRINK)?;
+    /// let udmabuf = match Udmabuf::open() {
+    ///     Ok(u) => u,
+    ///     Err(e) => {
+    ///         println!("{e}");
+    ///         return Ok(());
+    ///     }
+    /// };
+    /// let buf = udmabuf.create(memfd.as_fd(), 0, 8192)?;
+    /// // Kernels before 6.0 cannot export fences (ENOTTY).
+    /// match buf.export_sync_file(SyncDir::Write) {
+    ///     Ok(fence) => {
+    ///         // E.g. a fence fd received from another process.
+    ///         let received = SyncFile::from_fd(fence.as_fd().try_clone_to_owned()?);
+    ///         assert!(received.is_signaled()?);
+    ///     }
+    ///     Err(e) => println!("{e}"),
+    /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn from_fd(fd: OwnedFd) -> SyncFile {
         SyncFile { fd }
     }
 
     /// Waits up to `timeout` for the fence; true if it signalled.
+    ///
+    /// Wraps `poll(2)` for `POLLIN`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::os::fd::AsFd;
+    /// use dmabridge::sys::memfd::{Memfd, Seals};
+    /// use dmabridge::sys::udmabuf::Udmabuf;
+    /// use std::time::Duration;
+    /// use dmabridge::sys::dma_buf::SyncDir;
+    ///
+    /// // A dma-buf of memfd pages through udmabuf, where this machine has it.
+    /// let memfd = Memfd::create(c"frame", 8192)?;
+    /// memfd.add_seals(Seals::SHRINK)?;
+    /// let udmabuf = match Udmabuf::open() {
+    ///     Ok(u) => u,
+    ///     Err(e) => {
+    ///         println!("{e}");
+    ///         return Ok(());
+    ///     }
+    /// };
+    /// let buf = udmabuf.create(memfd.as_fd(), 0, 8192)?;
+    /// // Kernels before 6.0 cannot export fences (ENOTTY).
+    /// match buf.export_sync_file(SyncDir::Read) {
+    ///     Ok(fence) => assert!(fence.wait(Duration::from_secs(1))?),
+    ///     Err(e) => println!("{e}"),
+    /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn wait(&self, timeout: Duration) -> OsResult<bool> {
         use rustix::event::{poll, PollFd, PollFlags, Timespec};
         let mut fds = [PollFd::new(&self.fd, PollFlags::IN)];
@@ -223,6 +620,36 @@ impl SyncFile {
     }
 
     /// True if the fence has signalled.
+    ///
+    /// Wraps `poll(2)` with a zero timeout.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::os::fd::AsFd;
+    /// use dmabridge::sys::memfd::{Memfd, Seals};
+    /// use dmabridge::sys::udmabuf::Udmabuf;
+    /// use dmabridge::sys::dma_buf::SyncDir;
+    ///
+    /// // A dma-buf of memfd pages through udmabuf, where this machine has it.
+    /// let memfd = Memfd::create(c"frame", 8192)?;
+    /// memfd.add_seals(Seals::SHRINK)?;
+    /// let udmabuf = match Udmabuf::open() {
+    ///     Ok(u) => u,
+    ///     Err(e) => {
+    ///         println!("{e}");
+    ///         return Ok(());
+    ///     }
+    /// };
+    /// let buf = udmabuf.create(memfd.as_fd(), 0, 8192)?;
+    /// // Kernels before 6.0 cannot export fences (ENOTTY).
+    /// match buf.export_sync_file(SyncDir::Write) {
+    ///     // Nothing but the CPU uses the buffer, so nothing is pending.
+    ///     Ok(fence) => assert!(fence.is_signaled()?),
+    ///     Err(e) => println!("{e}"),
+    /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn is_signaled(&self) -> OsResult<bool> {
         self.wait(Duration::ZERO)
     }

@@ -55,6 +55,23 @@ pub enum HeapError {
 }
 
 /// Names of the heaps this kernel offers (empty if there is no heap folder).
+///
+/// Reads the folder `/dev/dma_heap`.
+///
+/// # Examples
+///
+/// ```
+/// use dmabridge::sys::dma_heap::{self, DmaHeap};
+///
+/// let heaps = dma_heap::list();
+/// assert!(heaps.windows(2).all(|w| w[0] < w[1]));
+/// for name in &heaps {
+///     match DmaHeap::open(name) {
+///         Ok(heap) => println!("heap {}", heap.name()),
+///         Err(e) => println!("{e}"),
+///     }
+/// }
+/// ```
 pub fn list() -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(HEAP_DIR)
         .map(|dir| dir.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).collect())
@@ -72,6 +89,22 @@ pub struct DmaHeap {
 
 impl DmaHeap {
     /// Opens `/dev/dma_heap/NAME` (e.g. `"system"`).
+    ///
+    /// Wraps `open(2)` of `/dev/dma_heap/NAME` (`O_RDONLY | O_CLOEXEC`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use dmabridge::sys::dma_heap::{DmaHeap, HeapError};
+    ///
+    /// match DmaHeap::open("system") {
+    ///     Ok(heap) => assert_eq!(heap.name(), "system"),
+    ///     Err(e) => println!("{e}"),
+    /// }
+    /// assert_eq!(DmaHeap::open("no-such-heap").unwrap_err(), HeapError::NoHeap("no-such-heap".into()));
+    /// // Names are names, not paths.
+    /// assert_eq!(DmaHeap::open("../null").unwrap_err(), HeapError::NoHeap("../null".into()));
+    /// ```
     pub fn open(name: &str) -> Result<DmaHeap, HeapError> {
         if name.is_empty() || name.contains('/') {
             return Err(HeapError::NoHeap(name.to_owned()));
@@ -86,17 +119,79 @@ impl DmaHeap {
     }
 
     /// The heap's name.
+    ///
+    /// No system call.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use dmabridge::sys::dma_heap::{DmaHeap, HeapError};
+    ///
+    /// let heap = match DmaHeap::open("system") {
+    ///     Ok(h) => h,
+    ///     Err(e) => {
+    ///         println!("{e}");
+    ///         return Ok(());
+    ///     }
+    /// };
+    /// assert_eq!(heap.name(), "system");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn name(&self) -> &str {
         &self.name
     }
 
     /// Allocates `len` bytes as a read-write, close-on-exec dma-buf.
+    ///
+    /// Wraps `DMA_HEAP_IOCTL_ALLOC` on the heap node.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use dmabridge::sys::dma_heap::{DmaHeap, HeapError};
+    ///
+    /// let heap = match DmaHeap::open("system") {
+    ///     Ok(h) => h,
+    ///     Err(e) => {
+    ///         println!("{e}");
+    ///         return Ok(());
+    ///     }
+    /// };
+    /// let buf = heap.alloc(1 << 20)?;
+    /// assert_eq!(buf.size()?, 1 << 20);
+    /// assert_eq!(heap.alloc(0).unwrap_err(), HeapError::ZeroLength);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn alloc(&self, len: u64) -> Result<DmaBuf, HeapError> {
         self.alloc_with_flags(len, (OFlags::RDWR | OFlags::CLOEXEC).bits(), 0)
     }
 
     /// Allocates with explicit fd flags and heap flags, as the ioctl takes
     /// them; the kernel judges the flags.
+    ///
+    /// Wraps `DMA_HEAP_IOCTL_ALLOC` on the heap node.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use rustix::fs::OFlags;
+    /// use dmabridge::sys::dma_heap::{DmaHeap, HeapError};
+    ///
+    /// let heap = match DmaHeap::open("system") {
+    ///     Ok(h) => h,
+    ///     Err(e) => {
+    ///         println!("{e}");
+    ///         return Ok(());
+    ///     }
+    /// };
+    /// let fd_flags = (OFlags::RDWR | OFlags::CLOEXEC).bits();
+    /// let buf = heap.alloc_with_flags(4096, fd_flags, 0)?;
+    /// assert_eq!(buf.size()?, 4096);
+    /// // No heap flags are defined.
+    /// let err = heap.alloc_with_flags(4096, fd_flags, 1).unwrap_err();
+    /// assert_eq!(err, HeapError::InvalidFlags { fd_flags, heap_flags: 1 });
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn alloc_with_flags(&self, len: u64, fd_flags: u32, heap_flags: u64) -> Result<DmaBuf, HeapError> {
         let mut arg = DmaHeapAllocationData { len, fd: 0, fd_flags, heap_flags };
         // SAFETY: DMA_HEAP_IOCTL_ALLOC reads and writes one

@@ -115,6 +115,18 @@ pub struct Limits {
 impl Limits {
     /// Reads the limits of the running kernel (the kernel defaults when the
     /// parameters are not exported).
+    ///
+    /// Reads `size_limit_mb` and `list_limit` in `/sys/module/udmabuf/parameters`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use dmabridge::sys::udmabuf::Limits;
+    ///
+    /// let limits = Limits::read();
+    /// assert!(limits.size_limit >= 1 << 20);
+    /// assert!(limits.list_limit >= 1);
+    /// ```
     pub fn read() -> Limits {
         let param = |name: &str, default: u64| {
             std::fs::read_to_string(Path::new("/sys/module/udmabuf/parameters").join(name))
@@ -149,6 +161,22 @@ impl Udmabuf {
     pub const PATH: &'static str = "/dev/udmabuf";
 
     /// Opens `/dev/udmabuf` and reads the module's limits.
+    ///
+    /// Wraps `open(2)` of `/dev/udmabuf` (`O_RDWR | O_CLOEXEC`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use dmabridge::sys::udmabuf::{Udmabuf, UdmabufError};
+    ///
+    /// match Udmabuf::open() {
+    ///     Ok(u) => println!("udmabuf makes dma-bufs of up to {} bytes", u.limits().size_limit),
+    ///     Err(e) => println!("{e}"),
+    /// }
+    /// if !std::path::Path::new(Udmabuf::PATH).exists() {
+    ///     assert_eq!(Udmabuf::open().unwrap_err(), UdmabufError::NoDevice);
+    /// }
+    /// ```
     pub fn open() -> Result<Udmabuf, UdmabufError> {
         let dev = rustix::fs::open(Self::PATH, OFlags::RDWR | OFlags::CLOEXEC, Mode::empty()).map_err(|e| match e {
             Errno::NOENT => UdmabufError::NoDevice,
@@ -159,18 +187,78 @@ impl Udmabuf {
     }
 
     /// The module's limits.
+    ///
+    /// No system call: read by [`Udmabuf::open`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use dmabridge::sys::udmabuf::{Limits, Udmabuf};
+    ///
+    /// match Udmabuf::open() {
+    ///     Ok(u) => assert_eq!(u.limits(), Limits::read()),
+    ///     Err(e) => println!("{e}"),
+    /// }
+    /// ```
     pub fn limits(&self) -> Limits {
         self.limits
     }
 
     /// Makes a dma-buf of `size` bytes of `memfd` from `offset`
     /// (`UDMABUF_CREATE`, close-on-exec), after checking the kernel's rules.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::os::fd::AsFd;
+    /// use dmabridge::sys::memfd::{Memfd, Seals};
+    /// use dmabridge::sys::udmabuf::{Udmabuf, UdmabufError};
+    ///
+    /// let udmabuf = match Udmabuf::open() {
+    ///     Ok(u) => u,
+    ///     Err(e) => {
+    ///         println!("{e}");
+    ///         return Ok(());
+    ///     }
+    /// };
+    /// let memfd = Memfd::create(c"pages", 8192)?;
+    /// // udmabuf pins the pages, so the file must not be able to shrink.
+    /// assert_eq!(udmabuf.create(memfd.as_fd(), 0, 8192).unwrap_err(), UdmabufError::MissingShrinkSeal);
+    /// memfd.add_seals(Seals::SHRINK)?;
+    /// assert!(matches!(udmabuf.create(memfd.as_fd(), 1, 4096), Err(UdmabufError::Unaligned { .. })));
+    /// let buf = udmabuf.create(memfd.as_fd(), 0, 8192)?;
+    /// assert_eq!(buf.size()?, 8192);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn create(&self, memfd: BorrowedFd<'_>, offset: u64, size: u64) -> Result<DmaBuf, UdmabufError> {
         self.check(&[Range { memfd, offset, size }])?;
         self.create_unchecked(memfd, offset, size)
     }
 
     /// `UDMABUF_CREATE` without the up-front checks: the kernel's own answer.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::os::fd::AsFd;
+    /// use dmabridge::sys::memfd::Memfd;
+    /// use dmabridge::sys::udmabuf::{Udmabuf, UdmabufError};
+    ///
+    /// let udmabuf = match Udmabuf::open() {
+    ///     Ok(u) => u,
+    ///     Err(e) => {
+    ///         println!("{e}");
+    ///         return Ok(());
+    ///     }
+    /// };
+    /// // No F_SEAL_SHRINK: the kernel itself refuses with EINVAL.
+    /// let memfd = Memfd::create(c"unsealed", 4096)?;
+    /// match udmabuf.create_unchecked(memfd.as_fd(), 0, 4096) {
+    ///     Err(UdmabufError::Os(e)) => assert_eq!(e.errno, rustix::io::Errno::INVAL),
+    ///     other => panic!("expected EINVAL, got {other:?}"),
+    /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn create_unchecked(&self, memfd: BorrowedFd<'_>, offset: u64, size: u64) -> Result<DmaBuf, UdmabufError> {
         let mut arg = UdmabufCreate { memfd: memfd.as_raw_fd() as u32, flags: UDMABUF_FLAGS_CLOEXEC, offset, size };
         // SAFETY: UDMABUF_CREATE reads one `struct udmabuf_create`, mirrored
@@ -183,12 +271,68 @@ impl Udmabuf {
 
     /// Makes one dma-buf from several memfd ranges (`UDMABUF_CREATE_LIST`),
     /// after checking the kernel's rules for each range and for the total.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::os::fd::AsFd;
+    /// use dmabridge::sys::memfd::{Memfd, Seals};
+    /// use dmabridge::sys::udmabuf::{Range, Udmabuf, UdmabufError};
+    ///
+    /// let udmabuf = match Udmabuf::open() {
+    ///     Ok(u) => u,
+    ///     Err(e) => {
+    ///         println!("{e}");
+    ///         return Ok(());
+    ///     }
+    /// };
+    /// let (a, b) = (Memfd::create(c"a", 8192)?, Memfd::create(c"b", 4096)?);
+    /// a.add_seals(Seals::SHRINK)?;
+    /// b.add_seals(Seals::SHRINK)?;
+    /// let ranges = [
+    ///     Range { memfd: a.as_fd(), offset: 4096, size: 4096 },
+    ///     Range { memfd: b.as_fd(), offset: 0, size: 4096 },
+    /// ];
+    /// assert_eq!(udmabuf.create_list(&ranges)?.size()?, 8192);
+    /// assert!(matches!(udmabuf.create_list(&[]), Err(UdmabufError::BadRangeCount { count: 0, .. })));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn create_list(&self, ranges: &[Range<'_>]) -> Result<DmaBuf, UdmabufError> {
         self.check(ranges)?;
         self.create_list_unchecked(ranges)
     }
 
     /// `UDMABUF_CREATE_LIST` without the up-front checks.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::os::fd::AsFd;
+    /// use dmabridge::sys::memfd::{Memfd, Seals};
+    /// use dmabridge::sys::udmabuf::{Range, Udmabuf, UdmabufError};
+    ///
+    /// let udmabuf = match Udmabuf::open() {
+    ///     Ok(u) => u,
+    ///     Err(e) => {
+    ///         println!("{e}");
+    ///         return Ok(());
+    ///     }
+    /// };
+    /// let memfd = Memfd::create(c"list", 8192)?;
+    /// memfd.add_seals(Seals::SHRINK)?;
+    /// let ranges = [
+    ///     Range { memfd: memfd.as_fd(), offset: 0, size: 4096 },
+    ///     Range { memfd: memfd.as_fd(), offset: 4096, size: 4096 },
+    /// ];
+    /// assert_eq!(udmabuf.create_list_unchecked(&ranges)?.size()?, 8192);
+    /// // A range past the end of the file: the kernel's own EINVAL.
+    /// let past = [Range { memfd: memfd.as_fd(), offset: 8192, size: 4096 }];
+    /// match udmabuf.create_list_unchecked(&past) {
+    ///     Err(UdmabufError::Os(e)) => assert_eq!(e.errno, rustix::io::Errno::INVAL),
+    ///     other => panic!("expected EINVAL, got {other:?}"),
+    /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn create_list_unchecked(&self, ranges: &[Range<'_>]) -> Result<DmaBuf, UdmabufError> {
         // The kernel reads a header followed by `count` items: lay them out in
         // one u64-aligned buffer (both structs have 8-byte alignment needs at
