@@ -169,11 +169,36 @@ impl PrimeFlags {
     pub const RDWR: PrimeFlags = PrimeFlags(OFlags::RDWR.bits());
 
     /// The raw flag bits.
+    ///
+    /// No system call: the `flags` of `struct drm_prime_handle`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use dmabridge::sys::drm::PrimeFlags;
+    ///
+    /// assert_eq!(PrimeFlags::NONE.bits(), 0);
+    /// // DRM_CLOEXEC and DRM_RDWR are O_CLOEXEC and O_RDWR.
+    /// assert_eq!((PrimeFlags::CLOEXEC | PrimeFlags::RDWR).bits(), 0o2000002);
+    /// ```
     pub fn bits(self) -> u32 {
         self.0
     }
 
     /// True if every flag of `other` is set.
+    ///
+    /// No system call.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use dmabridge::sys::drm::PrimeFlags;
+    ///
+    /// let flags = PrimeFlags::CLOEXEC | PrimeFlags::RDWR;
+    /// assert!(flags.contains(PrimeFlags::RDWR));
+    /// assert!(flags.contains(PrimeFlags::NONE));
+    /// assert!(!PrimeFlags::CLOEXEC.contains(PrimeFlags::RDWR));
+    /// ```
     pub fn contains(self, other: PrimeFlags) -> bool {
         self.0 & other.0 == other.0
     }
@@ -204,6 +229,20 @@ pub struct DriverVersion {
 
 /// The DRM nodes in `/dev/dri`: primary nodes (`cardN`) first, then render
 /// nodes (`renderDN`), each in numeric order. Empty if there is no DRM.
+///
+/// Reads the folder `/dev/dri`.
+///
+/// # Examples
+///
+/// ```
+/// use dmabridge::sys::drm::{nodes, DRI_DIR};
+///
+/// let nodes = nodes();
+/// assert!(nodes.iter().all(|n| n.starts_with(DRI_DIR)));
+/// // Primary nodes come first.
+/// let first_render = nodes.iter().position(|n| n.to_string_lossy().contains("renderD")).unwrap_or(nodes.len());
+/// assert!(nodes[first_render..].iter().all(|n| n.to_string_lossy().contains("renderD")));
+/// ```
 pub fn nodes() -> Vec<PathBuf> {
     let mut found: Vec<(u8, u32, PathBuf)> = std::fs::read_dir(DRI_DIR)
         .map(|dir| {
@@ -249,6 +288,26 @@ pub struct DrmDevice {
 
 impl DrmDevice {
     /// Opens a DRM node read-write and asks for its driver.
+    ///
+    /// Wraps `open(2)` (`O_RDWR | O_CLOEXEC`), `DRM_IOCTL_VERSION` and `fstat(2)`
+    /// (render nodes have minors from 128).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use dmabridge::sys::drm::{nodes, DrmDevice, DrmError};
+    ///
+    /// for node in nodes() {
+    ///     match DrmDevice::open(&node) {
+    ///         Ok(dev) => println!("{}: {}", node.display(), dev.driver()),
+    ///         Err(e) => println!("{e}"),
+    ///     }
+    /// }
+    /// let missing = "/dev/dri/no-such-node";
+    /// assert_eq!(DrmDevice::open(missing).unwrap_err(), DrmError::NoDevice(missing.into()));
+    /// // /dev/null does not know DRM_IOCTL_VERSION.
+    /// assert_eq!(DrmDevice::open("/dev/null").unwrap_err(), DrmError::NotDrm("/dev/null".into()));
+    /// ```
     pub fn open(path: impl AsRef<Path>) -> Result<DrmDevice, DrmError> {
         let path = path.as_ref();
         let fd = rustix::fs::open(path, OFlags::RDWR | OFlags::CLOEXEC, Mode::empty()).map_err(|e| match e {
@@ -272,6 +331,20 @@ impl DrmDevice {
     /// Nodes this user may not open are skipped; if one of them is vgem's by
     /// sysfs and no other vgem node opens, its [`DrmError::NoAccess`] is
     /// returned instead of [`DrmError::NoVgem`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use dmabridge::sys::drm::{nodes, DrmDevice, DrmError, VGEM_DRIVER};
+    ///
+    /// match DrmDevice::open_vgem() {
+    ///     Ok(dev) => assert_eq!(dev.driver(), VGEM_DRIVER),
+    ///     Err(e) => println!("{e}"),
+    /// }
+    /// if nodes().is_empty() {
+    ///     assert_eq!(DrmDevice::open_vgem().unwrap_err(), DrmError::NoVgem);
+    /// }
+    /// ```
     pub fn open_vgem() -> Result<DrmDevice, DrmError> {
         let mut denied = None;
         for node in nodes() {
@@ -286,21 +359,100 @@ impl DrmDevice {
     }
 
     /// The node's path.
+    ///
+    /// No system call.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use dmabridge::sys::drm::DrmDevice;
+    ///
+    /// // vgem, the virtual GEM driver, where this machine has it.
+    /// let dev = match DrmDevice::open_vgem() {
+    ///     Ok(d) => d,
+    ///     Err(e) => {
+    ///         println!("{e}");
+    ///         return Ok(());
+    ///     }
+    /// };
+    /// assert!(dev.path().starts_with(dmabridge::sys::drm::DRI_DIR));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn path(&self) -> &Path {
         &self.path
     }
 
     /// The driver's name, e.g. `"vgem"`.
+    ///
+    /// No system call: the name `DRM_IOCTL_VERSION` gave at open.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use dmabridge::sys::drm::DrmDevice;
+    ///
+    /// // vgem, the virtual GEM driver, where this machine has it.
+    /// let dev = match DrmDevice::open_vgem() {
+    ///     Ok(d) => d,
+    ///     Err(e) => {
+    ///         println!("{e}");
+    ///         return Ok(());
+    ///     }
+    /// };
+    /// assert_eq!(dev.driver(), "vgem");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn driver(&self) -> &str {
         &self.version.name
     }
 
     /// The driver's name, description and version.
+    ///
+    /// No system call: what `DRM_IOCTL_VERSION` gave at open.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use dmabridge::sys::drm::DrmDevice;
+    ///
+    /// // vgem, the virtual GEM driver, where this machine has it.
+    /// let dev = match DrmDevice::open_vgem() {
+    ///     Ok(d) => d,
+    ///     Err(e) => {
+    ///         println!("{e}");
+    ///         return Ok(());
+    ///     }
+    /// };
+    /// let v = dev.version();
+    /// assert_eq!(v.name, dev.driver());
+    /// println!("{} {}.{}.{}: {}", v.name, v.major, v.minor, v.patchlevel, v.desc);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn version(&self) -> &DriverVersion {
         &self.version
     }
 
     /// True for a render node (`renderDN`), false for a primary node (`cardN`).
+    ///
+    /// No system call: decided at open from the node's minor (`fstat(2)`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use dmabridge::sys::drm::DrmDevice;
+    ///
+    /// // vgem, the virtual GEM driver, where this machine has it.
+    /// let dev = match DrmDevice::open_vgem() {
+    ///     Ok(d) => d,
+    ///     Err(e) => {
+    ///         println!("{e}");
+    ///         return Ok(());
+    ///     }
+    /// };
+    /// let name = dev.path().file_name().unwrap().to_string_lossy().into_owned();
+    /// assert_eq!(dev.is_render_node(), name.starts_with("renderD"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn is_render_node(&self) -> bool {
         self.render
     }
@@ -308,6 +460,30 @@ impl DrmDevice {
     /// Creates a dumb buffer of `width` × `height` pixels of `bpp` bits
     /// (`DRM_IOCTL_MODE_CREATE_DUMB`), after checking the kernel's geometry
     /// rules. It is closed when dropped (and no import shares its handle).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use dmabridge::sys::drm::DrmError;
+    /// use dmabridge::sys::drm::DrmDevice;
+    ///
+    /// // vgem, the virtual GEM driver, where this machine has it.
+    /// let dev = match DrmDevice::open_vgem() {
+    ///     Ok(d) => d,
+    ///     Err(e) => {
+    ///         println!("{e}");
+    ///         return Ok(());
+    ///     }
+    /// };
+    /// // Geometry the kernel would refuse is refused up front.
+    /// let err = dev.create_dumb(0, 48, 32).unwrap_err();
+    /// assert_eq!(err, DrmError::BadDumbGeometry { width: 0, height: 48, bpp: 32 });
+    /// match dev.create_dumb(64, 48, 32) {
+    ///     Ok(buf) => assert!(buf.size() >= 64 * 48 * 4),
+    ///     Err(e) => println!("{e}"),
+    /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn create_dumb(&self, width: u32, height: u32, bpp: u32) -> Result<DumbBuffer<'_>, DrmError> {
         if !dumb_geometry_ok(width, height, bpp) {
             return Err(DrmError::BadDumbGeometry { width, height, bpp });
@@ -317,6 +493,31 @@ impl DrmDevice {
 
     /// `DRM_IOCTL_MODE_CREATE_DUMB` without the up-front checks: the kernel's
     /// own answer.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use dmabridge::sys::drm::DrmError;
+    /// use dmabridge::sys::drm::DrmDevice;
+    ///
+    /// // vgem, the virtual GEM driver, where this machine has it.
+    /// let dev = match DrmDevice::open_vgem() {
+    ///     Ok(d) => d,
+    ///     Err(e) => {
+    ///         println!("{e}");
+    ///         return Ok(());
+    ///     }
+    /// };
+    /// // The kernel's own answers: render nodes refuse dumb buffers, primary nodes
+    /// // refuse a zero width.
+    /// let err = dev.create_dumb_unchecked(0, 48, 32).unwrap_err();
+    /// if dev.is_render_node() {
+    ///     assert_eq!(err, DrmError::RenderNode(dev.path().to_owned()));
+    /// } else {
+    ///     assert_eq!(err, DrmError::BadDumbGeometry { width: 0, height: 48, bpp: 32 });
+    /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn create_dumb_unchecked(&self, width: u32, height: u32, bpp: u32) -> Result<DumbBuffer<'_>, DrmError> {
         let mut arg = DrmModeCreateDumb { height, width, bpp, flags: 0, handle: 0, pitch: 0, size: 0 };
         // SAFETY: DRM_IOCTL_MODE_CREATE_DUMB reads and writes one
@@ -337,6 +538,39 @@ impl DrmDevice {
     /// Use `PrimeFlags::CLOEXEC | PrimeFlags::RDWR` for a buffer the CPU will
     /// write through a mapping. Exporting the same buffer again gives another
     /// fd for the same dma-buf.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use dmabridge::sys::dma_buf::SyncDir;
+    /// use dmabridge::sys::drm::PrimeFlags;
+    /// use dmabridge::sys::mmap::Access;
+    /// use dmabridge::sys::drm::DrmDevice;
+    ///
+    /// // vgem, the virtual GEM driver, where this machine has it.
+    /// let dev = match DrmDevice::open_vgem() {
+    ///     Ok(d) => d,
+    ///     Err(e) => {
+    ///         println!("{e}");
+    ///         return Ok(());
+    ///     }
+    /// };
+    /// // Dumb buffers need the primary node (cardN).
+    /// let buf = match dev.create_dumb(64, 48, 32) {
+    ///     Ok(b) => b,
+    ///     Err(e) => {
+    ///         println!("{e}");
+    ///         return Ok(());
+    ///     }
+    /// };
+    /// let dma_buf = dev.export(&buf, PrimeFlags::CLOEXEC | PrimeFlags::RDWR)?;
+    /// assert_eq!(dma_buf.size()?, buf.size());
+    /// let map = dma_buf.map(Access::ReadWrite)?;
+    /// let access = dma_buf.cpu_access(SyncDir::Write)?;
+    /// map.write_u32(0, 0xff00_00ff);
+    /// access.end()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn export(&self, buf: &DumbBuffer<'_>, flags: PrimeFlags) -> Result<DmaBuf, DrmError> {
         if !std::ptr::eq(buf.dev, self) {
             return Err(DrmError::ForeignBuffer);
@@ -357,6 +591,35 @@ impl DrmDevice {
     /// imported before), that same handle is returned and shared: it is
     /// closed only when every [`DumbBuffer`] and [`GemHandle`] holding it is
     /// gone.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use dmabridge::sys::drm::PrimeFlags;
+    /// use dmabridge::sys::drm::DrmDevice;
+    ///
+    /// // vgem, the virtual GEM driver, where this machine has it.
+    /// let dev = match DrmDevice::open_vgem() {
+    ///     Ok(d) => d,
+    ///     Err(e) => {
+    ///         println!("{e}");
+    ///         return Ok(());
+    ///     }
+    /// };
+    /// // Dumb buffers need the primary node (cardN).
+    /// let buf = match dev.create_dumb(64, 48, 32) {
+    ///     Ok(b) => b,
+    ///     Err(e) => {
+    ///         println!("{e}");
+    ///         return Ok(());
+    ///     }
+    /// };
+    /// let dma_buf = dev.export(&buf, PrimeFlags::CLOEXEC)?;
+    /// // The buffer already has a handle on this device: the import shares it.
+    /// let gem = dev.import(&dma_buf)?;
+    /// assert_eq!(gem.handle(), buf.handle());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn import(&self, buf: &DmaBuf) -> Result<GemHandle<'_>, DrmError> {
         let mut arg = DrmPrimeHandle { handle: 0, flags: 0, fd: buf.as_fd().as_raw_fd() };
         // SAFETY: DRM_IOCTL_PRIME_FD_TO_HANDLE reads `fd` and writes `handle`
@@ -467,37 +730,228 @@ pub struct DumbBuffer<'dev> {
 
 impl DumbBuffer<'_> {
     /// The GEM handle (valid on its device's open file only).
+    ///
+    /// No system call.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use dmabridge::sys::drm::DrmDevice;
+    ///
+    /// // vgem, the virtual GEM driver, where this machine has it.
+    /// let dev = match DrmDevice::open_vgem() {
+    ///     Ok(d) => d,
+    ///     Err(e) => {
+    ///         println!("{e}");
+    ///         return Ok(());
+    ///     }
+    /// };
+    /// // Dumb buffers need the primary node (cardN).
+    /// let buf = match dev.create_dumb(64, 48, 32) {
+    ///     Ok(b) => b,
+    ///     Err(e) => {
+    ///         println!("{e}");
+    ///         return Ok(());
+    ///     }
+    /// };
+    /// // GEM handles start at 1.
+    /// assert_ne!(buf.handle(), 0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn handle(&self) -> u32 {
         self.handle
     }
 
     /// Width in pixels.
+    ///
+    /// No system call.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use dmabridge::sys::drm::DrmDevice;
+    ///
+    /// // vgem, the virtual GEM driver, where this machine has it.
+    /// let dev = match DrmDevice::open_vgem() {
+    ///     Ok(d) => d,
+    ///     Err(e) => {
+    ///         println!("{e}");
+    ///         return Ok(());
+    ///     }
+    /// };
+    /// // Dumb buffers need the primary node (cardN).
+    /// let buf = match dev.create_dumb(64, 48, 32) {
+    ///     Ok(b) => b,
+    ///     Err(e) => {
+    ///         println!("{e}");
+    ///         return Ok(());
+    ///     }
+    /// };
+    /// assert_eq!(buf.width(), 64);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn width(&self) -> u32 {
         self.width
     }
 
     /// Height in pixels.
+    ///
+    /// No system call.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use dmabridge::sys::drm::DrmDevice;
+    ///
+    /// // vgem, the virtual GEM driver, where this machine has it.
+    /// let dev = match DrmDevice::open_vgem() {
+    ///     Ok(d) => d,
+    ///     Err(e) => {
+    ///         println!("{e}");
+    ///         return Ok(());
+    ///     }
+    /// };
+    /// // Dumb buffers need the primary node (cardN).
+    /// let buf = match dev.create_dumb(64, 48, 32) {
+    ///     Ok(b) => b,
+    ///     Err(e) => {
+    ///         println!("{e}");
+    ///         return Ok(());
+    ///     }
+    /// };
+    /// assert_eq!(buf.height(), 48);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn height(&self) -> u32 {
         self.height
     }
 
     /// Bits per pixel.
+    ///
+    /// No system call.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use dmabridge::sys::drm::DrmDevice;
+    ///
+    /// // vgem, the virtual GEM driver, where this machine has it.
+    /// let dev = match DrmDevice::open_vgem() {
+    ///     Ok(d) => d,
+    ///     Err(e) => {
+    ///         println!("{e}");
+    ///         return Ok(());
+    ///     }
+    /// };
+    /// // Dumb buffers need the primary node (cardN).
+    /// let buf = match dev.create_dumb(64, 48, 32) {
+    ///     Ok(b) => b,
+    ///     Err(e) => {
+    ///         println!("{e}");
+    ///         return Ok(());
+    ///     }
+    /// };
+    /// assert_eq!(buf.bpp(), 32);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn bpp(&self) -> u32 {
         self.bpp
     }
 
     /// Bytes per row, as the driver chose it.
+    ///
+    /// No system call: the pitch `DRM_IOCTL_MODE_CREATE_DUMB` returned.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use dmabridge::sys::drm::DrmDevice;
+    ///
+    /// // vgem, the virtual GEM driver, where this machine has it.
+    /// let dev = match DrmDevice::open_vgem() {
+    ///     Ok(d) => d,
+    ///     Err(e) => {
+    ///         println!("{e}");
+    ///         return Ok(());
+    ///     }
+    /// };
+    /// // Dumb buffers need the primary node (cardN).
+    /// let buf = match dev.create_dumb(64, 48, 32) {
+    ///     Ok(b) => b,
+    ///     Err(e) => {
+    ///         println!("{e}");
+    ///         return Ok(());
+    ///     }
+    /// };
+    /// assert!(buf.pitch() >= buf.width() * 4);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn pitch(&self) -> u32 {
         self.pitch
     }
 
     /// Size in bytes, as the driver allocated it (at least `pitch × height`,
     /// rounded up to a page).
+    ///
+    /// No system call: the size `DRM_IOCTL_MODE_CREATE_DUMB` returned.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use dmabridge::sys::drm::DrmDevice;
+    ///
+    /// // vgem, the virtual GEM driver, where this machine has it.
+    /// let dev = match DrmDevice::open_vgem() {
+    ///     Ok(d) => d,
+    ///     Err(e) => {
+    ///         println!("{e}");
+    ///         return Ok(());
+    ///     }
+    /// };
+    /// // Dumb buffers need the primary node (cardN).
+    /// let buf = match dev.create_dumb(64, 48, 32) {
+    ///     Ok(b) => b,
+    ///     Err(e) => {
+    ///         println!("{e}");
+    ///         return Ok(());
+    ///     }
+    /// };
+    /// assert!(buf.size() >= u64::from(buf.pitch()) * u64::from(buf.height()));
+    /// assert_eq!(buf.size() % dmabridge::sys::page_size() as u64, 0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn size(&self) -> u64 {
         self.size
     }
 
     /// The device it lives on.
+    ///
+    /// No system call.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use dmabridge::sys::drm::DrmDevice;
+    ///
+    /// // vgem, the virtual GEM driver, where this machine has it.
+    /// let dev = match DrmDevice::open_vgem() {
+    ///     Ok(d) => d,
+    ///     Err(e) => {
+    ///         println!("{e}");
+    ///         return Ok(());
+    ///     }
+    /// };
+    /// // Dumb buffers need the primary node (cardN).
+    /// let buf = match dev.create_dumb(64, 48, 32) {
+    ///     Ok(b) => b,
+    ///     Err(e) => {
+    ///         println!("{e}");
+    ///         return Ok(());
+    ///     }
+    /// };
+    /// assert!(std::ptr::eq(buf.device(), &dev));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn device(&self) -> &DrmDevice {
         self.dev
     }
@@ -521,11 +975,69 @@ pub struct GemHandle<'dev> {
 
 impl GemHandle<'_> {
     /// The handle number (valid on its device's open file only).
+    ///
+    /// No system call.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use dmabridge::sys::drm::PrimeFlags;
+    /// use dmabridge::sys::drm::DrmDevice;
+    ///
+    /// // vgem, the virtual GEM driver, where this machine has it.
+    /// let dev = match DrmDevice::open_vgem() {
+    ///     Ok(d) => d,
+    ///     Err(e) => {
+    ///         println!("{e}");
+    ///         return Ok(());
+    ///     }
+    /// };
+    /// // Dumb buffers need the primary node (cardN).
+    /// let buf = match dev.create_dumb(64, 48, 32) {
+    ///     Ok(b) => b,
+    ///     Err(e) => {
+    ///         println!("{e}");
+    ///         return Ok(());
+    ///     }
+    /// };
+    /// let gem = dev.import(&dev.export(&buf, PrimeFlags::CLOEXEC)?)?;
+    /// assert_eq!(gem.handle(), buf.handle());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn handle(&self) -> u32 {
         self.handle
     }
 
     /// The device it lives on.
+    ///
+    /// No system call.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use dmabridge::sys::drm::PrimeFlags;
+    /// use dmabridge::sys::drm::DrmDevice;
+    ///
+    /// // vgem, the virtual GEM driver, where this machine has it.
+    /// let dev = match DrmDevice::open_vgem() {
+    ///     Ok(d) => d,
+    ///     Err(e) => {
+    ///         println!("{e}");
+    ///         return Ok(());
+    ///     }
+    /// };
+    /// // Dumb buffers need the primary node (cardN).
+    /// let buf = match dev.create_dumb(64, 48, 32) {
+    ///     Ok(b) => b,
+    ///     Err(e) => {
+    ///         println!("{e}");
+    ///         return Ok(());
+    ///     }
+    /// };
+    /// let gem = dev.import(&dev.export(&buf, PrimeFlags::CLOEXEC)?)?;
+    /// assert!(std::ptr::eq(gem.device(), &dev));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn device(&self) -> &DrmDevice {
         self.dev
     }
