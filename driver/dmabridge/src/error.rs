@@ -58,6 +58,16 @@ macro_rules! kinds {
             pub const ALL: &'static [ClErrorKind] = &[$(ClErrorKind::$variant,)+];
 
             /// The CL error code.
+            ///
+            /// No OpenCL function of its own: the `cl_int` that every
+            /// OpenCL function returns or stores in `errcode_ret`.
+            ///
+            /// ```
+            /// use dmabridge::error::{code, ClErrorKind};
+            /// assert_eq!(ClErrorKind::InvalidValue.code(), code::INVALID_VALUE);
+            /// assert_eq!(ClErrorKind::InvalidValue.code(), -30);
+            /// assert!(ClErrorKind::ALL.iter().all(|k| k.code() < 0));
+            /// ```
             pub fn code(self) -> i32 {
                 match self {
                     $(ClErrorKind::$variant => code::$code,)+
@@ -65,6 +75,15 @@ macro_rules! kinds {
             }
 
             /// The code's name, e.g. `CL_INVALID_VALUE`.
+            ///
+            /// No OpenCL function of its own: how errors are printed (the
+            /// CLI, logs, [`ClError`]'s `Display`).
+            ///
+            /// ```
+            /// use dmabridge::error::ClErrorKind;
+            /// assert_eq!(ClErrorKind::MemCopyOverlap.name(), "CL_MEM_COPY_OVERLAP");
+            /// assert!(ClErrorKind::ALL.iter().all(|k| k.name().starts_with("CL_")));
+            /// ```
             pub fn name(self) -> &'static str {
                 match self {
                     $(ClErrorKind::$variant => $name,)+
@@ -112,6 +131,19 @@ kinds! {
 
 impl ClErrorKind {
     /// The kind of a CL error code, if it is one dmabridge knows.
+    ///
+    /// No OpenCL function of its own: the inverse of [`ClErrorKind::code`],
+    /// for codes that come back from the C face or a command's execution
+    /// status.
+    ///
+    /// ```
+    /// use dmabridge::error::{code, ClErrorKind};
+    /// assert_eq!(ClErrorKind::from_code(code::INVALID_HOST_PTR), Some(ClErrorKind::InvalidHostPtr));
+    /// assert_eq!(ClErrorKind::from_code(code::SUCCESS), None, "success is not an error");
+    /// for &k in ClErrorKind::ALL {
+    ///     assert_eq!(ClErrorKind::from_code(k.code()), Some(k));
+    /// }
+    /// ```
     pub fn from_code(code: i32) -> Option<ClErrorKind> {
         ClErrorKind::ALL.iter().copied().find(|k| k.code() == code)
     }
@@ -129,11 +161,30 @@ pub struct ClError {
 
 impl ClError {
     /// An error of `kind` with a message.
+    ///
+    /// No OpenCL function of its own: how every function of the Rust API
+    /// reports a failure (the C face returns its [`code`](ClError::code)).
+    ///
+    /// ```
+    /// use dmabridge::error::{ClError, ClErrorKind};
+    /// let e = ClError::new(ClErrorKind::InvalidValue, "alignment 24 is not zero or a power of two");
+    /// assert_eq!(e.kind, ClErrorKind::InvalidValue);
+    /// assert_eq!(e.to_string(), "CL_INVALID_VALUE: alignment 24 is not zero or a power of two");
+    /// ```
     pub fn new(kind: ClErrorKind, message: impl Into<String>) -> ClError {
         ClError { kind, message: message.into() }
     }
 
     /// The CL error code.
+    ///
+    /// No OpenCL function of its own: what the C face returns (or stores in
+    /// `errcode_ret`) for this error.
+    ///
+    /// ```
+    /// use dmabridge::error::{code, ClError, ClErrorKind};
+    /// let e = ClError::new(ClErrorKind::InvalidBufferSize, "size 0");
+    /// assert_eq!(e.code(), code::INVALID_BUFFER_SIZE);
+    /// ```
     pub fn code(&self) -> i32 {
         self.kind.code()
     }

@@ -101,6 +101,18 @@ pub fn svm_alloc(ctx: &Arc<Context>, svm_flags: u64, size: usize, alignment: u32
 /// `clSVMFree`: frees an SVM allocation. NULL is ignored. `clSVMFree`
 /// returns nothing, so a pointer that is not an SVM allocation of the
 /// context is ignored too and reported here as `false`.
+///
+/// ```
+/// use dmabridge::ext::svm::{self, flags};
+/// use dmabridge::runtime::{context::Context, platform::Platform};
+/// let ctx = Context::new(std::slice::from_ref(Platform::get().cpu()))?;
+/// let p = svm::svm_alloc(&ctx, flags::READ_WRITE, 256, 0)?.as_ptr();
+/// assert!(!svm::svm_free(&ctx, p.wrapping_add(8)), "an interior pointer is ignored");
+/// assert!(svm::svm_free(&ctx, p));
+/// assert!(!svm::svm_free(&ctx, p), "a second free is ignored");
+/// assert!(!svm::svm_free(&ctx, std::ptr::null_mut()));
+/// # Ok::<(), dmabridge::error::ClError>(())
+/// ```
 pub fn svm_free(ctx: &Arc<Context>, ptr: *mut u8) -> bool {
     if ptr.is_null() {
         return false;
@@ -112,6 +124,23 @@ pub fn svm_free(ctx: &Arc<Context>, ptr: *mut u8) -> bool {
 }
 
 /// The SVM flags of the SVM allocation `ptr` points into, if it is one.
+///
+/// No OpenCL function of its own: the `flags` given to `clSVMAlloc`, which
+/// decide whether the memory is SVM at all (e.g. for `clSVMFree` and
+/// `CL_MEM_USE_HOST_PTR` buffers over SVM).
+///
+/// ```
+/// use dmabridge::ext::{svm::{self, flags}, usm};
+/// use dmabridge::runtime::{context::Context, platform::Platform};
+/// let ctx = Context::new(std::slice::from_ref(Platform::get().cpu()))?;
+/// let p = svm::svm_alloc(&ctx, flags::READ_ONLY, 1000, 0)?.as_ptr();
+/// assert_eq!(svm::svm_flags(&ctx, p.wrapping_add(999)), Some(flags::READ_ONLY), "any interior pointer");
+/// let h = usm::host_mem_alloc(&ctx, &[], 1000, 0)?.as_ptr();
+/// assert_eq!(svm::svm_flags(&ctx, h), None, "USM is not SVM");
+/// # svm::svm_free(&ctx, p);
+/// # usm::mem_free(&ctx, h)?;
+/// # Ok::<(), dmabridge::error::ClError>(())
+/// ```
 pub fn svm_flags(ctx: &Arc<Context>, ptr: *const u8) -> Option<u64> {
     ctx.heap().lookup(ptr as usize).filter(|i| i.meta.kind == AllocKind::Svm).map(|i| unpack(i.meta.flags))
 }
@@ -120,6 +149,21 @@ pub fn svm_flags(ctx: &Arc<Context>, ptr: *const u8) -> Option<u64> {
 /// buffer of `size` bytes at `ptr` must fit in the SVM allocation, else
 /// `CL_INVALID_BUFFER_SIZE`. Pointers that are not SVM are left to the
 /// buffer's own rules (`Ok`).
+///
+/// ```
+/// use dmabridge::error::ClErrorKind;
+/// use dmabridge::ext::svm::{self, flags};
+/// use dmabridge::runtime::{context::Context, platform::Platform};
+/// let ctx = Context::new(std::slice::from_ref(Platform::get().cpu()))?;
+/// let p = svm::svm_alloc(&ctx, flags::READ_WRITE, 1000, 0)?.as_ptr();
+/// svm::check_use_host_ptr(&ctx, p.wrapping_add(500), 500)?;
+/// let e = svm::check_use_host_ptr(&ctx, p.wrapping_add(500), 501).unwrap_err();
+/// assert_eq!(e.kind, ClErrorKind::InvalidBufferSize);
+/// let mine = [0u8; 64];
+/// svm::check_use_host_ptr(&ctx, mine.as_ptr(), 1 << 20)?; // not SVM: not this rule's business
+/// # svm::svm_free(&ctx, p);
+/// # Ok::<(), dmabridge::error::ClError>(())
+/// ```
 pub fn check_use_host_ptr(ctx: &Arc<Context>, ptr: *const u8, size: usize) -> ClResult<()> {
     match ctx.heap().lookup(ptr as usize).filter(|i| i.meta.kind == AllocKind::Svm) {
         Some(i) if (ptr as usize - i.base).checked_add(size).is_none_or(|end| end > i.size) => cl_err!(

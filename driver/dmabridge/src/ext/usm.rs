@@ -412,6 +412,16 @@ pub enum MemAllocInfo {
 
 impl MemAllocInfo {
     /// Size of the C return type (what `param_value_size_ret` reports).
+    ///
+    /// Serves `clGetMemAllocInfoINTEL`: the size of the answer it writes.
+    ///
+    /// ```
+    /// use dmabridge::ext::usm::{mem_type, MemAllocInfo};
+    /// assert_eq!(MemAllocInfo::Type(mem_type::HOST).size(), 4, "cl_unified_shared_memory_type_intel");
+    /// assert_eq!(MemAllocInfo::BasePtr(0).size(), std::mem::size_of::<*const u8>());
+    /// assert_eq!(MemAllocInfo::Device(None).size(), std::mem::size_of::<usize>(), "cl_device_id");
+    /// assert_eq!(MemAllocInfo::Flags(0).size(), 8, "cl_mem_alloc_flags_intel");
+    /// ```
     pub fn size(&self) -> usize {
         match self {
             MemAllocInfo::Type(_) => 4,
@@ -465,6 +475,17 @@ pub fn get_mem_alloc_info(ctx: &Arc<Context>, ptr: *const u8, param: u32) -> ClR
 
 /// The five USM capability queries of a device (`clGetDeviceInfo` with
 /// `CL_DEVICE_*_MEM_CAPABILITIES_INTEL`).
+///
+/// ```
+/// use dmabridge::ext::usm;
+/// use dmabridge::runtime::{device::usm_caps, platform::Platform};
+/// let caps = usm::device_usm_capabilities(Platform::get().cpu());
+/// assert_eq!(caps.host, usm_caps::ALL);
+/// assert_eq!(caps.shared_system, usm_caps::ALL, "the CPU reaches any pointer of the process");
+/// for d in Platform::get().devices() {
+///     assert_eq!(usm::device_usm_capabilities(d), d.usm);
+/// }
+/// ```
 pub fn device_usm_capabilities(device: &Device) -> UsmCaps {
     device.usm
 }

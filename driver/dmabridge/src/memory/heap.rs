@@ -96,6 +96,17 @@ pub struct AllocInfo {
 
 impl AllocInfo {
     /// True if `ptr` points into the allocation.
+    ///
+    /// No OpenCL function of its own: the interior-pointer rule of
+    /// `clGetMemAllocInfoINTEL` (seed 000), where any byte of an allocation
+    /// names it.
+    ///
+    /// ```
+    /// use dmabridge::memory::heap::{AllocInfo, AllocMeta};
+    /// let a = AllocInfo { base: 0x1000, size: 100, meta: AllocMeta::HOST };
+    /// assert!(a.contains(0x1000) && a.contains(0x1000 + 99));
+    /// assert!(!a.contains(0x1000 + 100) && !a.contains(0xfff));
+    /// ```
     pub fn contains(&self, ptr: usize) -> bool {
         ptr.wrapping_sub(self.base) < self.size
     }
@@ -256,11 +267,36 @@ impl std::fmt::Debug for Heap {
 
 impl Heap {
     /// A heap with the default 64 GiB reservation.
+    ///
+    /// No OpenCL function of its own: each context has one
+    /// (`clCreateContext`), and its USM and SVM allocations live in it.
+    ///
+    /// ```
+    /// use dmabridge::memory::heap::{AllocMeta, Heap, DEFAULT_GRANULES};
+    /// use dmabridge::memory::vaspace::GRANULE;
+    /// let heap = Heap::new()?;
+    /// assert_eq!(heap.stats().live, 0);
+    /// let p = heap.alloc(64, 0, AllocMeta::HOST)?.as_ptr() as usize;
+    /// assert!(heap.owns_range(p));
+    /// assert_eq!(DEFAULT_GRANULES * GRANULE, 64 << 30);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn new() -> Result<Heap, OsError> {
         Self::with_granules(DEFAULT_GRANULES)
     }
 
     /// A heap whose reservation holds `granules` × 2 MiB.
+    ///
+    /// No OpenCL function of its own: a smaller heap than a context's, for
+    /// tests and benchmarks.
+    ///
+    /// ```
+    /// use dmabridge::memory::heap::{AllocError, AllocMeta, Heap};
+    /// let heap = Heap::with_granules(2)?;
+    /// let e = heap.alloc(8 << 20, 0, AllocMeta::HOST).unwrap_err();
+    /// assert!(matches!(e, AllocError::OutOfAddressSpace { reserved, .. } if reserved == 4 << 20));
+    /// # Ok::<(), dmabridge::sys::OsError>(())
+    /// ```
     pub fn with_granules(granules: usize) -> Result<Heap, OsError> {
         let va = VaSpace::reserve(granules)?;
         Ok(Heap {
@@ -278,6 +314,9 @@ impl Heap {
     /// `key` is already registered (then `hook` is dropped unused). Used to
     /// unpin allocations that are still resident in an IOMMU domain when a
     /// context goes away with live allocations.
+    ///
+    /// No OpenCL function of its own: the part of `clReleaseContext` that
+    /// unpins a context's still-resident USM from an IOMMU domain.
     ///
     /// ```
     /// use std::sync::{atomic::{AtomicUsize, Ordering}, Arc};
@@ -304,6 +343,10 @@ impl Heap {
     /// chunks' slot words and the large allocations, under each class's lock
     /// in turn; lookups are never blocked. `f` must not allocate or free in
     /// this heap (it runs under those locks).
+    ///
+    /// Serves `clSetKernelExecInfo`'s `CL_KERNEL_EXEC_INFO_INDIRECT_*_ACCESS_INTEL`
+    /// (seed 000): a kernel launched with them reaches every live allocation
+    /// of those types.
     ///
     /// ```
     /// use dmabridge::memory::heap::{AllocKind, AllocMeta, Heap};
@@ -349,11 +392,43 @@ impl Heap {
     }
 
     /// True if `ptr` lies in this heap's reservation (allocated or not).
+    ///
+    /// No OpenCL function of its own: tells the context's memory from the
+    /// application's and from a device's local memory, e.g. before a
+    /// lookup.
+    ///
+    /// ```
+    /// use dmabridge::memory::heap::{AllocMeta, Heap};
+    /// let heap = Heap::with_granules(4)?;
+    /// let p = heap.alloc(100, 0, AllocMeta::HOST).unwrap().as_ptr() as usize;
+    /// assert!(heap.owns_range(p));
+    /// heap.free(p).unwrap();
+    /// assert!(heap.owns_range(p), "freed, but still the heap's address");
+    /// let mine = [0u8; 8];
+    /// assert!(!heap.owns_range(mine.as_ptr() as usize));
+    /// # Ok::<(), dmabridge::sys::OsError>(())
+    /// ```
     pub fn owns_range(&self, ptr: usize) -> bool {
         self.va.granule_of(ptr).is_some()
     }
 
     /// Allocates `size` bytes aligned to `align` (0: the heap's minimum, 64).
+    ///
+    /// Serves `clHostMemAllocINTEL`, `clSharedMemAllocINTEL` and (on
+    /// host-unified devices) `clDeviceMemAllocINTEL` of seed 000, and
+    /// `clSVMAlloc` of seed 001: `meta` says which.
+    ///
+    /// ```
+    /// use dmabridge::memory::heap::{AllocError, AllocKind, AllocMeta, Heap, MIN_CLASS};
+    /// let heap = Heap::with_granules(4)?;
+    /// let shared = AllocMeta { kind: AllocKind::Shared, device: Some(0), flags: 0 };
+    /// let p = heap.alloc(1000, 256, shared)?;
+    /// assert_eq!(p.as_ptr() as usize % 256, 0);
+    /// assert_eq!(heap.alloc(1, 0, AllocMeta::HOST)?.as_ptr() as usize % MIN_CLASS, 0);
+    /// assert_eq!(heap.alloc(0, 0, AllocMeta::HOST), Err(AllocError::ZeroSize));
+    /// assert_eq!(heap.alloc(8, 24, AllocMeta::HOST), Err(AllocError::BadAlignment(24)));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn alloc(&self, size: usize, align: usize, meta: AllocMeta) -> Result<NonNull<u8>, AllocError> {
         if size == 0 {
             return Err(AllocError::ZeroSize);
@@ -441,6 +516,18 @@ impl Heap {
 
     /// The allocation that `ptr` points into, if any. Lock-free: a few
     /// atomic loads.
+    ///
+    /// Serves `clGetMemAllocInfoINTEL` (seed 000), and every USM and SVM
+    /// command that takes a pointer into an allocation.
+    ///
+    /// ```
+    /// use dmabridge::memory::heap::{AllocInfo, AllocMeta, Heap};
+    /// let heap = Heap::with_granules(4)?;
+    /// let p = heap.alloc(1000, 0, AllocMeta::HOST)?.as_ptr() as usize;
+    /// assert_eq!(heap.lookup(p + 999), Some(AllocInfo { base: p, size: 1000, meta: AllocMeta::HOST }));
+    /// assert_eq!(heap.lookup(p + 1000), None, "past its end");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     #[inline]
     pub fn lookup(&self, ptr: usize) -> Option<AllocInfo> {
         let g = self.va.granule_of(ptr)?;
@@ -474,6 +561,20 @@ impl Heap {
     /// Frees the allocation that starts at `ptr`; returns what it was.
     /// Interior pointers, unknown pointers and double frees are refused and
     /// change nothing.
+    ///
+    /// Serves `clMemFreeINTEL` / `clMemBlockingFreeINTEL` (seed 000) and
+    /// `clSVMFree` (seed 001).
+    ///
+    /// ```
+    /// use dmabridge::memory::heap::{AllocMeta, FreeError, Heap};
+    /// let heap = Heap::with_granules(4)?;
+    /// let p = heap.alloc(1000, 0, AllocMeta::HOST)?.as_ptr() as usize;
+    /// assert_eq!(heap.free(p + 8), Err(FreeError::Interior { ptr: p + 8, base: p }));
+    /// assert_eq!(heap.free(p)?.size, 1000);
+    /// assert!(heap.free(p).is_err(), "double free");
+    /// assert_eq!(heap.lookup(p), None);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn free(&self, ptr: usize) -> Result<AllocInfo, FreeError> {
         let info = self.lookup(ptr).ok_or(FreeError::Unknown(ptr))?;
         if info.base != ptr {
@@ -556,6 +657,20 @@ impl Heap {
     }
 
     /// Gives every empty pool chunk back to the system.
+    ///
+    /// No OpenCL function of its own: returns the memory the pools keep for
+    /// reuse (e.g. when the application frees everything).
+    ///
+    /// ```
+    /// use dmabridge::memory::heap::{AllocMeta, Heap};
+    /// let heap = Heap::with_granules(4)?;
+    /// let p = heap.alloc(100, 0, AllocMeta::HOST)?.as_ptr() as usize;
+    /// heap.free(p)?;
+    /// assert_eq!(heap.stats().chunks, 1, "the last chunk of a class is kept");
+    /// heap.trim();
+    /// assert_eq!(heap.stats().chunks, 0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn trim(&self) {
         for cls in self.classes.iter() {
             let mut cls = cls.lock().unwrap();
@@ -574,6 +689,24 @@ impl Heap {
     /// Exports the pages that the allocation holding `ptr` spans as a
     /// dma-buf (udmabuf). For a pooled allocation the pages may also hold
     /// neighbouring allocations of the same chunk.
+    ///
+    /// No OpenCL function of its own: what makes USM, SVM and
+    /// `CL_MEM_ALLOC_HOST_PTR` memory shareable with other drivers as a
+    /// dma-buf (zero-copy).
+    ///
+    /// ```
+    /// use dmabridge::memory::heap::{AllocMeta, ExportError, Heap};
+    /// use dmabridge::sys::udmabuf::Udmabuf;
+    /// let heap = Heap::with_granules(4)?;
+    /// let p = heap.alloc(3 << 20, 0, AllocMeta::HOST)?.as_ptr() as usize;
+    /// // Only where /dev/udmabuf exists.
+    /// if let Ok(udmabuf) = Udmabuf::open() {
+    ///     let dmabuf = heap.export_dmabuf(&udmabuf, p + 1)?;
+    ///     assert_eq!(dmabuf.size()?, 3 << 20, "the pages it spans");
+    ///     assert!(matches!(heap.export_dmabuf(&udmabuf, 8), Err(ExportError::Unknown(8))));
+    /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn export_dmabuf(&self, udmabuf: &Udmabuf, ptr: usize) -> Result<DmaBuf, ExportError> {
         let info = self.lookup(ptr).ok_or(ExportError::Unknown(ptr))?;
         let g = self.va.granule_of(info.base).ok_or(ExportError::Unknown(ptr))?;
@@ -596,6 +729,22 @@ impl Heap {
     }
 
     /// Counters.
+    ///
+    /// No OpenCL function of its own: for `dmabridge info` and tests.
+    ///
+    /// ```
+    /// use dmabridge::memory::heap::{AllocMeta, Heap};
+    /// let heap = Heap::with_granules(8)?;
+    /// let small = heap.alloc(100, 0, AllocMeta::HOST)?.as_ptr();
+    /// let large = heap.alloc(3 << 20, 0, AllocMeta::HOST)?.as_ptr();
+    /// // SAFETY: `large` is a live 3 MiB allocation, and nothing else refers to it.
+    /// unsafe { large.write_bytes(1, 3 << 20) };
+    /// let s = heap.stats();
+    /// assert_eq!((s.live, s.chunks, s.large), (2, 1, 1));
+    /// assert!(s.resident_bytes >= 3 << 20, "the pages written are held");
+    /// # let _ = small;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn stats(&self) -> HeapStats {
         let mut s = HeapStats::default();
         for cls in self.classes.iter() {

@@ -70,12 +70,32 @@ impl IovaAllocator {
     /// An allocator for a device that drives addresses up to `dma_mask`
     /// (e.g. `(1 << 28) - 1` for edu), with pages of `page` bytes. The first
     /// page is never handed out.
+    ///
+    /// No OpenCL function of its own: the bus addresses of a DMA domain,
+    /// behind `clEnqueueMakeBuffersResidentAMD` (seed 002) and every copy
+    /// a DMA engine makes.
+    ///
+    /// ```
+    /// use dmabridge::memory::iova::IovaAllocator;
+    /// let mut a = IovaAllocator::new((1 << 28) - 1, 4096);
+    /// assert_eq!(a.alloc(4096, 0)?, 4096, "page 0 is never handed out");
+    /// # Ok::<(), dmabridge::memory::iova::IovaError>(())
+    /// ```
     pub fn new(dma_mask: u64, page: u64) -> IovaAllocator {
         assert!(page.is_power_of_two(), "page size must be a power of two");
         IovaAllocator { start: page, mask: dma_mask, page, used: BTreeMap::new(), holes: BTreeMap::new() }
     }
 
     /// The highest address the device can drive.
+    ///
+    /// No OpenCL function of its own: bounds `CL_DEVICE_MAX_MEM_ALLOC_SIZE`
+    /// of a DMA device (its bus address window).
+    ///
+    /// ```
+    /// use dmabridge::memory::iova::IovaAllocator;
+    /// let a = IovaAllocator::new((1 << 28) - 1, 4096);
+    /// assert_eq!(a.dma_mask(), 0x0fff_ffff);
+    /// ```
     pub fn dma_mask(&self) -> u64 {
         self.mask
     }
@@ -83,6 +103,20 @@ impl IovaAllocator {
     /// Keeps only the parts of the window inside `ranges` (inclusive
     /// `(start, end)` pairs, as VFIO reports the IOMMU's usable ranges):
     /// everything between them becomes a hole.
+    ///
+    /// No OpenCL function of its own: keeps bus addresses out of the
+    /// IOMMU's reserved regions (e.g. the x86 MSI window).
+    ///
+    /// ```
+    /// use dmabridge::memory::iova::{IovaAllocator, IovaError};
+    /// let mut a = IovaAllocator::new((1 << 28) - 1, 4096);
+    /// a.restrict_to(&[(0, 0x7fff), (0x10_0000, 0x10_ffff)]);
+    /// assert_eq!(a.alloc(0x4000, 0)?, 0x1000);
+    /// assert_eq!(a.alloc(0x8000, 0)?, 0x10_0000, "the gap between the ranges is a hole");
+    /// assert!(matches!(a.reserve(0x20_0000, 0x1000), Err(IovaError::Overlap { .. })));
+    /// assert_eq!(a.allocated_bytes(), 0xc000, "holes are not counted");
+    /// # Ok::<(), IovaError>(())
+    /// ```
     pub fn restrict_to(&mut self, ranges: &[(u64, u64)]) {
         if ranges.is_empty() {
             return;
@@ -131,6 +165,20 @@ impl IovaAllocator {
     }
 
     /// Hands out `size` bytes aligned to `align` (at least a page).
+    ///
+    /// No OpenCL function of its own: the bus address of a range a copy
+    /// maps for itself, or of a resident range whose own address the
+    /// device cannot reach (`clEnqueueMakeBuffersResidentAMD`, seed 002).
+    ///
+    /// ```
+    /// use dmabridge::memory::iova::{IovaAllocator, IovaError};
+    /// let mut a = IovaAllocator::new((1 << 28) - 1, 4096);
+    /// let big = a.alloc(1 << 21, 1 << 21)?;
+    /// assert_eq!(big % (1 << 21), 0);
+    /// assert!(matches!(a.alloc(100, 0), Err(IovaError::Unaligned { .. })), "not a page multiple");
+    /// assert!(matches!(a.alloc(1 << 28, 0), Err(IovaError::Exhausted { .. })));
+    /// # Ok::<(), IovaError>(())
+    /// ```
     pub fn alloc(&mut self, size: u64, align: u64) -> Result<u64, IovaError> {
         let align = align.max(self.page);
         self.check_shape(0, size, align)?;
@@ -152,6 +200,20 @@ impl IovaAllocator {
 
     /// Claims exactly `[iova, iova + size)`, e.g. to make a buffer's IOVA
     /// equal to its host address.
+    ///
+    /// No OpenCL function of its own: lets the bus address that
+    /// `clEnqueueMakeBuffersResidentAMD` (seed 002) reports equal the host
+    /// address where the device reaches it.
+    ///
+    /// ```
+    /// use dmabridge::memory::iova::{IovaAllocator, IovaError};
+    /// let mut a = IovaAllocator::new((1 << 28) - 1, 4096);
+    /// a.reserve(0x10_0000, 0x2000)?;
+    /// assert_eq!(a.reserve(0x10_1000, 0x1000), Err(IovaError::Overlap { iova: 0x10_1000, size: 0x1000 }));
+    /// assert!(matches!(a.reserve(1 << 28, 0x1000), Err(IovaError::BeyondMask { .. })));
+    /// assert!(matches!(a.reserve(0, 0x1000), Err(IovaError::BeyondMask { .. })), "page 0 is never handed out");
+    /// # Ok::<(), IovaError>(())
+    /// ```
     pub fn reserve(&mut self, iova: u64, size: u64) -> Result<(), IovaError> {
         self.check_shape(iova, size, self.page)?;
         if iova < self.start || iova.checked_add(size - 1).is_none_or(|last| last > self.mask) {
@@ -165,6 +227,19 @@ impl IovaAllocator {
     }
 
     /// Gives back the range that starts at `iova`; returns its size.
+    ///
+    /// No OpenCL function of its own: the end of a copy's mapping, or an
+    /// eviction of a resident range.
+    ///
+    /// ```
+    /// use dmabridge::memory::iova::{IovaAllocator, IovaError};
+    /// let mut a = IovaAllocator::new((1 << 28) - 1, 4096);
+    /// let x = a.alloc(0x3000, 0)?;
+    /// assert_eq!(a.free(x)?, 0x3000);
+    /// assert_eq!(a.free(x), Err(IovaError::NotAllocated(x)));
+    /// assert_eq!(a.alloc(0x1000, 0)?, x, "first fit reuses it");
+    /// # Ok::<(), IovaError>(())
+    /// ```
     pub fn free(&mut self, iova: u64) -> Result<u64, IovaError> {
         if self.holes.contains_key(&iova) {
             return Err(IovaError::NotAllocated(iova));
@@ -173,6 +248,20 @@ impl IovaAllocator {
     }
 
     /// Bytes handed out (holes not counted).
+    ///
+    /// No OpenCL function of its own: shows that copies give their bus
+    /// addresses back (tests).
+    ///
+    /// ```
+    /// use dmabridge::memory::iova::{IovaAllocator, IovaError};
+    /// let mut a = IovaAllocator::new((1 << 28) - 1, 4096);
+    /// let x = a.alloc(0x2000, 0)?;
+    /// a.reserve(0x10_0000, 0x1000)?;
+    /// assert_eq!(a.allocated_bytes(), 0x3000);
+    /// a.free(x)?;
+    /// assert_eq!(a.allocated_bytes(), 0x1000);
+    /// # Ok::<(), IovaError>(())
+    /// ```
     pub fn allocated_bytes(&self) -> u64 {
         self.used.values().sum::<u64>() - self.holes.values().sum::<u64>()
     }

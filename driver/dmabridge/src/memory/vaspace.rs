@@ -43,6 +43,18 @@ unsafe impl Sync for VaSpace {}
 impl VaSpace {
     /// Creates a sparse memfd of `granules` granules and maps it shared at a
     /// granule-aligned address.
+    ///
+    /// No OpenCL function of its own: the address range of a context's
+    /// heap (`clCreateContext`), in which every USM and SVM allocation
+    /// lives.
+    ///
+    /// ```
+    /// use dmabridge::memory::vaspace::{VaSpace, GRANULE};
+    /// let va = VaSpace::reserve(2)?;
+    /// assert_eq!(va.base() % GRANULE, 0);
+    /// assert_eq!(va.len(), 2 * GRANULE);
+    /// # Ok::<(), dmabridge::sys::OsError>(())
+    /// ```
     pub fn reserve(granules: usize) -> OsResult<VaSpace> {
         let len = granules * GRANULE;
         let memfd = Memfd::create(c"dmabridge-heap", len as u64)?;
@@ -88,26 +100,75 @@ impl VaSpace {
     }
 
     /// First byte of the range.
+    ///
+    /// No OpenCL function of its own: where the heap's allocations start.
+    ///
+    /// ```
+    /// use dmabridge::memory::vaspace::{VaSpace, GRANULE};
+    /// let va = VaSpace::reserve(1)?;
+    /// assert_eq!(va.base() % GRANULE, 0, "granule-aligned");
+    /// // SAFETY: the range is mapped read-write and nothing else refers to it.
+    /// unsafe { (va.base() as *mut u8).write(7) };
+    /// # Ok::<(), dmabridge::sys::OsError>(())
+    /// ```
     pub fn base(&self) -> usize {
         self.base.as_ptr() as usize
     }
 
     /// Size of the range in bytes.
+    ///
+    /// No OpenCL function of its own: the most a context's heap can hold.
+    ///
+    /// ```
+    /// use dmabridge::memory::vaspace::{VaSpace, GRANULE};
+    /// assert_eq!(VaSpace::reserve(3)?.len(), 3 * GRANULE);
+    /// # Ok::<(), dmabridge::sys::OsError>(())
+    /// ```
     pub fn len(&self) -> usize {
         self.len
     }
 
     /// Never true.
+    ///
+    /// No OpenCL function of its own: the companion of [`VaSpace::len`].
+    ///
+    /// ```
+    /// use dmabridge::memory::vaspace::VaSpace;
+    /// assert!(!VaSpace::reserve(1)?.is_empty());
+    /// # Ok::<(), dmabridge::sys::OsError>(())
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
 
     /// Number of granules.
+    ///
+    /// No OpenCL function of its own: the size of the heap's allocation
+    /// table (one record per granule).
+    ///
+    /// ```
+    /// use dmabridge::memory::vaspace::VaSpace;
+    /// assert_eq!(VaSpace::reserve(4)?.granules(), 4);
+    /// # Ok::<(), dmabridge::sys::OsError>(())
+    /// ```
     pub fn granules(&self) -> usize {
         self.len / GRANULE
     }
 
     /// The granule index of `addr`, if it lies in the range.
+    ///
+    /// No OpenCL function of its own: the first step of every interior
+    /// pointer lookup (`clGetMemAllocInfoINTEL`, seed 000).
+    ///
+    /// ```
+    /// use dmabridge::memory::vaspace::{VaSpace, GRANULE};
+    /// let va = VaSpace::reserve(2)?;
+    /// assert_eq!(va.granule_of(va.base()), Some(0));
+    /// assert_eq!(va.granule_of(va.base() + GRANULE + 5), Some(1));
+    /// assert_eq!(va.granule_of(va.base() + 2 * GRANULE), None);
+    /// assert_eq!(va.granule_of(va.base() - 1), None);
+    /// # Ok::<(), dmabridge::sys::OsError>(())
+    /// ```
     #[inline]
     pub fn granule_of(&self, addr: usize) -> Option<usize> {
         let off = addr.wrapping_sub(self.base());
@@ -115,6 +176,17 @@ impl VaSpace {
     }
 
     /// Address of granule `g`.
+    ///
+    /// No OpenCL function of its own: where a pool chunk or a large
+    /// allocation of the heap starts.
+    ///
+    /// ```
+    /// use dmabridge::memory::vaspace::{VaSpace, GRANULE};
+    /// let va = VaSpace::reserve(2)?;
+    /// assert_eq!(va.granule_addr(1), va.base() + GRANULE);
+    /// assert_eq!(va.granule_of(va.granule_addr(1)), Some(1));
+    /// # Ok::<(), dmabridge::sys::OsError>(())
+    /// ```
     #[inline]
     pub fn granule_addr(&self, g: usize) -> usize {
         self.base() + g * GRANULE
@@ -122,11 +194,38 @@ impl VaSpace {
 
     /// The memfd behind the range: byte `x` of the range is byte
     /// `x - base()` of the memfd.
+    ///
+    /// No OpenCL function of its own: what udmabuf exports as a dma-buf
+    /// (the heap's `export_dmabuf`).
+    ///
+    /// ```
+    /// use dmabridge::memory::vaspace::VaSpace;
+    /// let va = VaSpace::reserve(1)?;
+    /// // SAFETY: the range is mapped read-write and nothing else refers to it.
+    /// unsafe { (va.base() as *mut u8).add(10).write(42) };
+    /// let mut byte = [0u8; 1];
+    /// rustix::io::pread(va.memfd(), &mut byte, 10).unwrap();
+    /// assert_eq!(byte, [42], "the same pages");
+    /// # Ok::<(), dmabridge::sys::OsError>(())
+    /// ```
     pub fn memfd(&self) -> BorrowedFd<'_> {
         self.memfd.as_fd()
     }
 
     /// Bytes of memory the memfd holds (pages touched and not handed back).
+    ///
+    /// No OpenCL function of its own: the heap's
+    /// [`HeapStats::resident_bytes`](crate::memory::heap::HeapStats::resident_bytes).
+    ///
+    /// ```
+    /// use dmabridge::memory::vaspace::VaSpace;
+    /// let va = VaSpace::reserve(1)?;
+    /// assert_eq!(va.resident_bytes()?, 0, "nothing touched yet");
+    /// // SAFETY: the range is mapped read-write and nothing else refers to it.
+    /// unsafe { (va.base() as *mut u8).write_bytes(1, 1 << 20) };
+    /// assert!(va.resident_bytes()? >= 1 << 20);
+    /// # Ok::<(), dmabridge::sys::OsError>(())
+    /// ```
     pub fn resident_bytes(&self) -> OsResult<u64> {
         Ok(rustix::fs::fstat(&self.memfd).map_err(OsError::tag("fstat heap memfd"))?.st_blocks as u64 * 512)
     }

@@ -158,6 +158,25 @@ impl Device {
     ///   bus address window (its DMA mask) minus the page at IOVA 0 that is
     ///   never handed out;
     /// - one compute unit: one DMA channel.
+    ///
+    /// Serves `clGetDeviceIDs` (an edu device of the platform) and
+    /// `clGetDeviceInfo` (the values above).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use dmabridge::runtime::backend::edu_backend;
+    /// use dmabridge::runtime::device::{svm_caps, usm_caps, Device, DeviceType};
+    /// // Only where an edu is bound to vfio-pci (the guest rig).
+    /// for b in edu_backend::discover().backends {
+    ///     let d = Device::edu(9, b.clone());
+    ///     assert_eq!(d.device_type, DeviceType::Accelerator);
+    ///     assert_eq!(d.name, format!("edu {}", b.edu().address()));
+    ///     assert_eq!((d.usm.device, d.usm.shared_system), (usm_caps::ACCESS, 0));
+    ///     assert_eq!(d.svm, svm_caps::COARSE_GRAIN_BUFFER);
+    ///     assert!(Arc::ptr_eq(&d.dma_domain().unwrap(), b.domain()));
+    ///     assert_eq!(d.pci_address(), Some(b.edu().address()));
+    /// }
+    /// ```
     pub fn edu(index: u16, backend: Arc<EduBackend>) -> Arc<Device> {
         let window = backend.domain().dma_mask().saturating_add(1) - crate::sys::page_size() as u64;
         let name = backend.name().to_owned();
@@ -211,6 +230,41 @@ impl Device {
     }
 
     /// Gives `device` a backend (replacing any). The CPU device never has one.
+    ///
+    /// No OpenCL function of its own: how a DMA engine becomes a device
+    /// that `clGetDeviceIDs` reports and whose commands it runs.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use dmabridge::error::ClResult;
+    /// use dmabridge::runtime::backend::Backend;
+    /// use dmabridge::runtime::device::{Device, DeviceType, UsmCaps};
+    /// use dmabridge::sys::pci::PciAddress;
+    ///
+    /// /// An "engine" that copies with the CPU.
+    /// #[derive(Debug)]
+    /// struct Memcpy;
+    /// impl Backend for Memcpy {
+    ///     fn name(&self) -> &str { "memcpy" }
+    ///     fn pci_address(&self) -> Option<PciAddress> { "0000:00:10.0".parse().ok() }
+    ///     fn max_transfer(&self) -> usize { 4096 }
+    ///     unsafe fn copy(&self, dst: *mut u8, src: *const u8, size: usize) -> ClResult<()> {
+    ///         // SAFETY: forwarded to the caller.
+    ///         unsafe { std::ptr::copy_nonoverlapping(src, dst, size) };
+    ///         Ok(())
+    ///     }
+    /// }
+    ///
+    /// let no_usm = UsmCaps { host: 0, device: 0, single_device_shared: 0, cross_device_shared: 0, shared_system: 0 };
+    /// let device = Arc::new(Device {
+    ///     index: 9, name: "memcpy".into(), device_type: DeviceType::Accelerator,
+    ///     max_mem_alloc_size: 1 << 20, max_alignment: 128, host_unified_memory: true,
+    ///     usm: no_usm, svm: 0, compute_units: 1,
+    /// });
+    /// assert!(device.backend().is_none());
+    /// Device::attach_backend(&device, Arc::new(Memcpy));
+    /// assert_eq!(device.backend().unwrap().name(), "memcpy");
+    /// ```
     pub fn attach_backend(device: &Arc<Device>, backend: Arc<dyn Backend>) {
         assert!(device.device_type != DeviceType::Cpu, "the CPU device copies on the CPU");
         let mut reg = BACKENDS.lock().unwrap();
@@ -220,6 +274,18 @@ impl Device {
 
     /// The engine that executes this device's commands; `None` for the CPU
     /// device (and any device without one), whose commands run on the CPU.
+    ///
+    /// No OpenCL function of its own: where the commands enqueued on the
+    /// device (`clEnqueue*`) run.
+    ///
+    /// ```
+    /// use dmabridge::runtime::platform::Platform;
+    /// assert!(Platform::get().cpu().backend().is_none(), "the CPU device copies on the CPU");
+    /// // The accelerators (none on the development host) each have one.
+    /// for d in &Platform::get().devices()[1..] {
+    ///     assert_eq!(d.backend().expect("an engine").name(), d.name);
+    /// }
+    /// ```
     pub fn backend(&self) -> Option<Arc<dyn Backend>> {
         if self.device_type == DeviceType::Cpu {
             return None;
@@ -229,6 +295,19 @@ impl Device {
     }
 
     /// The PCIe function behind the device, if any.
+    ///
+    /// No OpenCL function of its own: which PCIe function each accelerator
+    /// of `clGetDeviceIDs` is (to match a device with its rig address, or
+    /// with [`Platform::skipped`](crate::runtime::platform::Platform::skipped)).
+    ///
+    /// ```
+    /// use dmabridge::runtime::platform::Platform;
+    /// assert_eq!(Platform::get().cpu().pci_address(), None);
+    /// // The accelerators (none on the development host) are PCIe functions.
+    /// for d in &Platform::get().devices()[1..] {
+    ///     assert!(d.pci_address().is_some(), "{}", d.name);
+    /// }
+    /// ```
     pub fn pci_address(&self) -> Option<PciAddress> {
         self.backend()?.pci_address()
     }

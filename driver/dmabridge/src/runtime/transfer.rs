@@ -15,14 +15,38 @@ pub const MAX_PATTERN: usize = 128;
 const STREAM_THRESHOLD: usize = 1 << 20;
 
 /// True if `[a, a + size)` and `[b, b + size)` overlap.
+///
+/// No OpenCL function of its own: the `CL_MEM_COPY_OVERLAP` check of
+/// `clEnqueueCopyBuffer`, `clEnqueueMemcpyINTEL` and `clEnqueueSVMMemcpy`.
+///
+/// ```
+/// use dmabridge::runtime::transfer::overlaps;
+/// assert!(overlaps(100, 150, 64));
+/// assert!(!overlaps(100, 164, 64), "adjacent ranges do not overlap");
+/// assert!(!overlaps(100, 100, 0), "empty ranges never do");
+/// assert!(overlaps(usize::MAX - 8, usize::MAX - 4, 16), "no overflow at the top");
+/// ```
 pub fn overlaps(a: usize, b: usize, size: usize) -> bool {
     size != 0 && a < b.saturating_add(size) && b < a.saturating_add(size)
 }
 
 /// Copies `size` bytes from `src` to `dst`.
 ///
+/// No OpenCL function of its own: the CPU device's copy engine, behind
+/// `clEnqueueMemcpyINTEL`, `clEnqueueSVMMemcpy`, `clEnqueueCopyBuffer` and
+/// the reads and writes of buffers.
+///
 /// # Safety
 /// Both ranges must be valid for `size` bytes and must not overlap.
+///
+/// ```
+/// use dmabridge::runtime::transfer;
+/// let src = *b"zero-copy";
+/// let mut dst = [0u8; 9];
+/// // SAFETY: both arrays hold 9 bytes and are distinct.
+/// unsafe { transfer::copy(dst.as_mut_ptr(), src.as_ptr(), 9) };
+/// assert_eq!(&dst, b"zero-copy");
+/// ```
 pub unsafe fn copy(dst: *mut u8, src: *const u8, size: usize) {
     // SAFETY: forwarded to the caller.
     unsafe { std::ptr::copy_nonoverlapping(src, dst, size) }
@@ -34,8 +58,23 @@ pub unsafe fn copy(dst: *mut u8, src: *const u8, size: usize) {
 /// aligned to it and `size` a multiple of it (the callers check these and
 /// return `CL_INVALID_VALUE`); this function asserts them.
 ///
+/// No OpenCL function of its own: the CPU device's fill engine, behind
+/// `clEnqueueMemFillINTEL`, `clEnqueueSVMMemFill` and
+/// `clEnqueueFillBuffer`.
+///
 /// # Safety
 /// `dst` must be valid for writes of `size` bytes.
+///
+/// ```
+/// use dmabridge::runtime::transfer;
+/// let mut dst = [0u32; 64]; // 4-byte aligned
+/// // SAFETY: `dst` holds 256 bytes.
+/// unsafe { transfer::fill(dst.as_mut_ptr().cast(), &[1, 2, 3, 4], 256) };
+/// assert!(dst.iter().all(|&w| w == u32::from_ne_bytes([1, 2, 3, 4])));
+/// // SAFETY: as above; one repeated byte takes `memset`'s path.
+/// unsafe { transfer::fill(dst.as_mut_ptr().cast(), &[9, 9], 8) };
+/// assert_eq!(dst[..3], [0x0909_0909, 0x0909_0909, u32::from_ne_bytes([1, 2, 3, 4])]);
+/// ```
 pub unsafe fn fill(dst: *mut u8, pattern: &[u8], size: usize) {
     let p = pattern.len();
     assert!(p.is_power_of_two() && p <= MAX_PATTERN, "pattern size {p}");

@@ -39,21 +39,81 @@ impl std::fmt::Debug for DmaDomain {
 impl DmaDomain {
     /// A domain over `container` whose devices drive addresses up to
     /// `dma_mask`.
+    ///
+    /// No OpenCL function of its own: made once by device discovery
+    /// (`clGetDeviceIDs`) for the accelerators that share a container.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use dmabridge::runtime::backend::{domain::DmaDomain, edu::DEFAULT_DMA_MASK};
+    /// use dmabridge::sys::vfio::Container;
+    /// // Only where VFIO is available (/dev/vfio/vfio).
+    /// if let Ok(container) = Container::open() {
+    ///     let domain = DmaDomain::new(container.clone(), DEFAULT_DMA_MASK);
+    ///     assert!(Arc::ptr_eq(domain.container(), &container));
+    ///     assert_eq!(domain.dma_mask(), DEFAULT_DMA_MASK);
+    ///     assert_eq!(domain.iova_allocated_bytes(), 0, "IOVAs are handed out per operation");
+    /// }
+    /// ```
     pub fn new(container: Arc<Container>, dma_mask: u64) -> Arc<DmaDomain> {
         Arc::new(DmaDomain { container, dma_mask, iova: Mutex::new(None), residency: Mutex::new(Registry::default()) })
     }
 
     /// The container.
+    ///
+    /// No OpenCL function of its own: where the platform's accelerators
+    /// are opened and their DMA mappings made.
+    ///
+    /// ```
+    /// use dmabridge::runtime::platform::Platform;
+    /// // Only with accelerators (VFIO); the host has none.
+    /// if let Some(domain) = Platform::get().dma_domain() {
+    ///     assert!(domain.container().iommu_info().is_ok(), "a group is attached");
+    /// }
+    /// ```
     pub fn container(&self) -> &Arc<Container> {
         &self.container
     }
 
     /// The highest IOVA handed out.
+    ///
+    /// No OpenCL function of its own: bounds `CL_DEVICE_MAX_MEM_ALLOC_SIZE`
+    /// of the domain's devices (`clGetDeviceInfo`).
+    ///
+    /// ```
+    /// use dmabridge::runtime::platform::Platform;
+    /// // Only with accelerators (VFIO); the host has none.
+    /// if let Some(domain) = Platform::get().dma_domain() {
+    ///     for d in &Platform::get().devices()[1..] {
+    ///         if d.dma_domain().is_some() {
+    ///             assert!(d.max_mem_alloc_size <= domain.dma_mask());
+    ///         }
+    ///     }
+    /// }
+    /// ```
     pub fn dma_mask(&self) -> u64 {
         self.dma_mask
     }
 
     /// IOVA bytes handed out now (0 when no operation is under way).
+    ///
+    /// No OpenCL function of its own: shows that commands give their bus
+    /// addresses back (tests).
+    ///
+    /// ```
+    /// use dmabridge::runtime::platform::Platform;
+    /// // Only with accelerators (VFIO); the host has none.
+    /// if let Some(domain) = Platform::get().dma_domain() {
+    ///     let buf = vec![1u8; 4096];
+    ///     let before = domain.iova_allocated_bytes();
+    ///     // SAFETY: the device may only read `buf`.
+    ///     let span = unsafe { domain.map_span(buf.as_ptr() as usize, buf.len(), true, false) }?;
+    ///     assert!(domain.iova_allocated_bytes() > before);
+    ///     drop(span);
+    ///     assert_eq!(domain.iova_allocated_bytes(), before);
+    /// }
+    /// # Ok::<(), dmabridge::error::ClError>(())
+    /// ```
     pub fn iova_allocated_bytes(&self) -> u64 {
         self.iova.lock().unwrap().as_ref().map_or(0, IovaAllocator::allocated_bytes)
     }
@@ -95,6 +155,27 @@ impl DmaDomain {
     /// # Safety
     /// With `write`, the devices may change any byte of the covering pages
     /// while the guard lives: no Rust reference may point into them.
+    ///
+    /// No OpenCL function of its own: how a DMA engine reaches host memory
+    /// that is not resident for one command (`clEnqueueMemcpyINTEL`,
+    /// `clEnqueueCopyBuffer`, `clEnqueueSVMMemcpy` on an edu device).
+    ///
+    /// ```
+    /// use dmabridge::error::ClErrorKind;
+    /// use dmabridge::runtime::platform::Platform;
+    /// // Only with accelerators (VFIO); the host has none.
+    /// if let Some(domain) = Platform::get().dma_domain() {
+    ///     let buf = vec![1u8; 3 * 4096];
+    ///     let addr = buf.as_ptr() as usize + 100;
+    ///     // SAFETY: the device may only read `buf`.
+    ///     let span = unsafe { domain.map_span(addr, 5000, true, false) }?;
+    ///     assert!(span.iova_of(addr + 4999) <= domain.dma_mask());
+    ///     // SAFETY: as above (and nothing is mapped).
+    ///     let empty = unsafe { domain.map_span(addr, 0, true, false) };
+    ///     assert_eq!(empty.unwrap_err().kind, ClErrorKind::InvalidValue);
+    /// }
+    /// # Ok::<(), dmabridge::error::ClError>(())
+    /// ```
     pub unsafe fn map_span(&self, addr: usize, len: usize, read: bool, write: bool) -> ClResult<SpanMap<'_>> {
         let page = page_size();
         let start = addr & !(page - 1);
@@ -132,6 +213,23 @@ pub struct SpanMap<'a> {
 impl SpanMap<'_> {
     /// The bus address of the process address `addr`, which must lie in the
     /// mapped pages.
+    ///
+    /// No OpenCL function of its own: the address a DMA engine is given
+    /// for host memory during one command.
+    ///
+    /// ```
+    /// use dmabridge::runtime::platform::Platform;
+    /// // Only with accelerators (VFIO); the host has none.
+    /// if let Some(domain) = Platform::get().dma_domain() {
+    ///     let buf = vec![1u8; 2 * 4096];
+    ///     let addr = buf.as_ptr() as usize;
+    ///     // SAFETY: the device may only read `buf`.
+    ///     let span = unsafe { domain.map_span(addr, buf.len(), true, false) }?;
+    ///     assert_eq!(span.iova_of(addr + 4096) - span.iova_of(addr), 4096, "contiguous on the bus");
+    ///     assert_eq!(span.iova_of(addr) % 4096, addr as u64 % 4096, "same offset in the page");
+    /// }
+    /// # Ok::<(), dmabridge::error::ClError>(())
+    /// ```
     pub fn iova_of(&self, addr: usize) -> u64 {
         debug_assert!(addr >= self.start && ((addr - self.start) as u64) < self.size);
         self.iova + (addr - self.start) as u64

@@ -124,23 +124,80 @@ impl std::fmt::Debug for Edu {
 
 impl Edu {
     /// The edu functions of this machine.
+    ///
+    /// No OpenCL function of its own: the candidates of device discovery
+    /// (`clGetDeviceIDs`).
+    ///
+    /// ```
+    /// use dmabridge::runtime::backend::edu::Edu;
+    /// use dmabridge::sys::pci::EDU_ID;
+    /// // Empty on the development host; the guest rig has some.
+    /// for f in Edu::find() {
+    ///     assert_eq!((f.vendor, f.device), EDU_ID);
+    ///     println!("{}: {}", f.address, f.driver.as_deref().unwrap_or("no driver"));
+    /// }
+    /// ```
     pub fn find() -> Vec<PciFunction> {
         PciFunction::with_id(EDU_ID)
     }
 
     /// Opens the edu at `address` in `container` with QEMU's default DMA mask.
+    ///
+    /// No OpenCL function of its own: the engine under an edu device of
+    /// `clGetDeviceIDs`.
+    ///
+    /// ```
+    /// use dmabridge::runtime::backend::edu::{Edu, EduError, DEFAULT_DMA_MASK};
+    /// use dmabridge::sys::vfio::Container;
+    /// // Only where an edu is bound to vfio-pci (the guest rig).
+    /// for f in Edu::find().into_iter().filter(|f| f.is_vfio_bound()) {
+    ///     let edu = Edu::open(&Container::open()?, f.address)?;
+    ///     assert_eq!(edu.address(), f.address);
+    ///     assert_eq!(edu.dma_mask(), DEFAULT_DMA_MASK);
+    /// }
+    /// # Ok::<(), EduError>(())
+    /// ```
     pub fn open(container: &Arc<Container>, address: PciAddress) -> Result<Edu, EduError> {
         Self::open_with_mask(container, address, DEFAULT_DMA_MASK)
     }
 
     /// Opens the edu at `address`, whose `dma_mask` property is `dma_mask`;
     /// completions arrive by MSI when the device offers it, else by INTx.
+    ///
+    /// No OpenCL function of its own: the engine under an edu device of
+    /// `clGetDeviceIDs` when QEMU gave edu a wider DMA mask
+    /// (`DMABRIDGE_EDU_DMA_MASK`).
+    ///
+    /// ```
+    /// use dmabridge::runtime::backend::edu::{Edu, EduError};
+    /// use dmabridge::sys::vfio::Container;
+    /// // Only where an edu is bound to vfio-pci (the guest rig).
+    /// for f in Edu::find().into_iter().filter(|f| f.is_vfio_bound()) {
+    ///     let edu = Edu::open_with_mask(&Container::open()?, f.address, (1 << 32) - 1)?;
+    ///     assert_eq!(edu.dma_mask(), (1 << 32) - 1, "what the caller says: edu cannot report it");
+    /// }
+    /// # Ok::<(), EduError>(())
+    /// ```
     pub fn open_with_mask(container: &Arc<Container>, address: PciAddress, dma_mask: u64) -> Result<Edu, EduError> {
         Self::open_with(container, address, dma_mask, None)
     }
 
     /// Opens the edu at `address` with completions on `irq` (`None`: MSI if
     /// offered, else INTx).
+    ///
+    /// No OpenCL function of its own: lets tests drive edu's completions
+    /// over INTx as well as MSI.
+    ///
+    /// ```
+    /// use dmabridge::runtime::backend::edu::{Edu, EduError, DEFAULT_DMA_MASK};
+    /// use dmabridge::sys::vfio::{Container, IrqKind};
+    /// // Only where an edu is bound to vfio-pci (the guest rig).
+    /// for f in Edu::find().into_iter().filter(|f| f.is_vfio_bound()) {
+    ///     let edu = Edu::open_with(&Container::open()?, f.address, DEFAULT_DMA_MASK, Some(IrqKind::Intx))?;
+    ///     assert_eq!(edu.irq_kind(), IrqKind::Intx);
+    /// }
+    /// # Ok::<(), EduError>(())
+    /// ```
     pub fn open_with(
         container: &Arc<Container>,
         address: PciAddress,
@@ -168,26 +225,82 @@ impl Edu {
     }
 
     /// The function's address.
+    ///
+    /// No OpenCL function of its own: names the device (`CL_DEVICE_NAME`
+    /// is `edu <address>`).
+    ///
+    /// ```
+    /// use dmabridge::runtime::backend::{edu_backend, Backend};
+    /// // Only where an edu is bound to vfio-pci (the guest rig).
+    /// for b in edu_backend::discover().backends {
+    ///     assert_eq!(b.name(), format!("edu {}", b.edu().address()));
+    /// }
+    /// ```
     pub fn address(&self) -> PciAddress {
         self.device.address()
     }
 
     /// The VFIO device.
+    ///
+    /// No OpenCL function of its own: edu's regions and interrupts, for
+    /// tests and diagnostics.
+    ///
+    /// ```
+    /// use dmabridge::runtime::backend::edu_backend;
+    /// // Only where an edu is bound to vfio-pci (the guest rig).
+    /// for b in edu_backend::discover().backends {
+    ///     assert_eq!(b.edu().device().address(), b.edu().address());
+    /// }
+    /// ```
     pub fn device(&self) -> &Device {
         &self.device
     }
 
     /// The highest bus address the device can drive.
+    ///
+    /// No OpenCL function of its own: bounds `CL_DEVICE_MAX_MEM_ALLOC_SIZE`
+    /// of the edu device (`clGetDeviceInfo`).
+    ///
+    /// ```
+    /// use dmabridge::runtime::backend::edu_backend;
+    /// // Only where an edu is bound to vfio-pci (the guest rig).
+    /// for b in edu_backend::discover().backends {
+    ///     assert_eq!(b.edu().dma_mask(), b.domain().dma_mask(), "the domain never hands out more");
+    /// }
+    /// ```
     pub fn dma_mask(&self) -> u64 {
         self.dma_mask
     }
 
     /// Which interrupt carries completions.
+    ///
+    /// No OpenCL function of its own: how a command on edu learns that it
+    /// completed (`CL_COMPLETE`).
+    ///
+    /// ```
+    /// use dmabridge::runtime::backend::edu_backend;
+    /// use dmabridge::sys::vfio::IrqKind;
+    /// // Only where an edu is bound to vfio-pci (the guest rig).
+    /// for b in edu_backend::discover().backends {
+    ///     assert!(matches!(b.edu().irq_kind(), IrqKind::Msi | IrqKind::Intx), "edu has no MSI-X");
+    /// }
+    /// ```
     pub fn irq_kind(&self) -> IrqKind {
         self.irq.lock().unwrap().kind
     }
 
     /// The liveness register: returns the bitwise NOT of `value`.
+    ///
+    /// No OpenCL function of its own: a check that the device answers
+    /// (tests).
+    ///
+    /// ```
+    /// use dmabridge::runtime::backend::edu_backend;
+    /// // Only where an edu is bound to vfio-pci (the guest rig).
+    /// for b in edu_backend::discover().backends {
+    ///     assert_eq!(b.edu().liveness(0x1234_5678), !0x1234_5678);
+    /// }
+    /// ```
     pub fn liveness(&self, value: u32) -> u32 {
         self.bar0.write_u32(reg::LIVENESS, value);
         self.bar0.read_u32(reg::LIVENESS)
@@ -195,6 +308,32 @@ impl Edu {
 
     /// Copies `len` bytes between the bus address `iova` and edu's buffer at
     /// `offset`, and waits (up to `timeout`) for the completion interrupt.
+    ///
+    /// No OpenCL function of its own: one transfer of the copies an edu
+    /// device runs (`clEnqueueMemcpyINTEL`, `clEnqueueCopyBuffer`, the
+    /// `dma_copy` built-in kernel).
+    ///
+    /// ```
+    /// use dmabridge::runtime::backend::edu::{Direction, EduError};
+    /// use dmabridge::runtime::backend::edu_backend::{self, TRANSFER_TIMEOUT};
+    /// // Only where an edu is bound to vfio-pci (the guest rig).
+    /// for b in edu_backend::discover().backends {
+    ///     let (edu, domain) = (b.edu(), b.domain());
+    ///     let src = vec![7u8; 64];
+    ///     let mut dst = vec![0u8; 64];
+    ///     // SAFETY: the device only reads `src`.
+    ///     let s = unsafe { domain.map_span(src.as_ptr() as usize, 64, true, false) }?;
+    ///     // SAFETY: no reference into `dst` is used while the device writes it.
+    ///     let d = unsafe { domain.map_span(dst.as_mut_ptr() as usize, 64, true, true) }?;
+    ///     edu.dma(Direction::ToDevice, s.iova_of(src.as_ptr() as usize), 0, 64, TRANSFER_TIMEOUT)?;
+    ///     edu.dma(Direction::FromDevice, d.iova_of(dst.as_ptr() as usize), 0, 64, TRANSFER_TIMEOUT)?;
+    ///     drop((s, d));
+    ///     assert_eq!(dst, src);
+    ///     let outside = edu.dma(Direction::ToDevice, 0x1000, 4000, 200, TRANSFER_TIMEOUT);
+    ///     assert!(matches!(outside, Err(EduError::OutsideBuffer { .. })), "refused before QEMU sees it");
+    /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn dma(&self, dir: Direction, iova: u64, offset: usize, len: usize, timeout: Duration) -> Result<(), EduError> {
         if len == 0 || offset.checked_add(len).is_none_or(|end| end > BUFFER_SIZE) {
             return Err(EduError::OutsideBuffer { offset, len });
@@ -226,6 +365,19 @@ impl Edu {
 
     /// Raises edu's interrupt by hand (`value` lands in the status register)
     /// and waits for it on the eventfd; true if it arrived within `timeout`.
+    ///
+    /// No OpenCL function of its own: a check that completions can arrive
+    /// (tests).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use dmabridge::runtime::backend::edu_backend;
+    /// // Only where an edu is bound to vfio-pci (the guest rig).
+    /// for b in edu_backend::discover().backends {
+    ///     assert!(b.edu().raise_and_wait_irq(0x100, Duration::from_secs(5))?);
+    /// }
+    /// # Ok::<(), dmabridge::runtime::backend::edu::EduError>(())
+    /// ```
     pub fn raise_and_wait_irq(&self, value: u32, timeout: Duration) -> Result<bool, EduError> {
         let mut irq = self.irq.lock().unwrap();
         let _ = irq.fd.try_take()?;

@@ -68,11 +68,37 @@ impl EduBackend {
     }
 
     /// The edu device.
+    ///
+    /// No OpenCL function of its own: the engine's registers and
+    /// interrupts, for tests and diagnostics.
+    ///
+    /// ```
+    /// use dmabridge::runtime::backend::{edu_backend, Backend};
+    /// // Only where an edu is bound to vfio-pci (the guest rig).
+    /// for b in edu_backend::discover().backends {
+    ///     assert_eq!(b.pci_address(), Some(b.edu().address()));
+    ///     assert_eq!(b.edu().liveness(1), !1);
+    /// }
+    /// ```
     pub fn edu(&self) -> &Edu {
         &self.edu
     }
 
     /// Its DMA domain.
+    ///
+    /// No OpenCL function of its own: where the edu device's memory is made
+    /// resident (`clDeviceMemAllocINTEL`, `clEnqueueMigrateMemINTEL`) and
+    /// its copies are mapped.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use dmabridge::runtime::backend::edu_backend;
+    /// // Only where an edu is bound to vfio-pci (the guest rig).
+    /// let found = edu_backend::discover();
+    /// for b in &found.backends {
+    ///     assert!(Arc::ptr_eq(b.domain(), found.domain.as_ref().unwrap()), "one container for all");
+    /// }
+    /// ```
     pub fn domain(&self) -> &Arc<DmaDomain> {
         &self.domain
     }
@@ -238,6 +264,19 @@ pub struct Discovered {
 /// container: those bound to vfio-pci that open, and, for every other edu
 /// function, why it is not used. No container is opened when no edu is
 /// bound; the container closes again if none opens.
+///
+/// No OpenCL function of its own: the edu half of device discovery
+/// (`clGetDeviceIDs`), which the platform runs once.
+///
+/// ```
+/// use dmabridge::runtime::backend::edu_backend;
+/// let found = edu_backend::discover();
+/// // The development host has no edu: nothing opens and no container stays.
+/// assert_eq!(found.domain.is_some(), !found.backends.is_empty());
+/// for (pci, why) in &found.skipped {
+///     println!("{pci}: {why}");
+/// }
+/// ```
 pub fn discover() -> Discovered {
     let mut skipped = Vec::new();
     let mut candidates = Vec::new();

@@ -112,8 +112,25 @@ pub trait LocalMemory: Send + Sync + std::fmt::Debug {
 /// command's execution status: on failure, the CL error code (the reason is
 /// written to stderr, prefixed `dmabridge:`).
 ///
+/// No OpenCL function of its own: the copy behind the copy commands of a
+/// device's queue (`clEnqueueMemcpyINTEL`, `clEnqueueSVMMemcpy`,
+/// `clEnqueueCopyBuffer`, the `dma_copy` built-in kernel).
+///
 /// # Safety
 /// As [`Backend::copy`].
+///
+/// ```
+/// use dmabridge::runtime::{backend, platform::Platform};
+/// let src = vec![5u8; 10_000];
+/// let mut dst = vec![0u8; 10_000];
+/// for d in Platform::get().devices() {
+///     dst.fill(0);
+///     // SAFETY: both vectors hold 10 000 bytes, are distinct, and no
+///     // reference into `dst` is used during the copy.
+///     unsafe { backend::device_copy(d, dst.as_mut_ptr(), src.as_ptr(), dst.len()) }.unwrap();
+///     assert_eq!(dst, src, "on {}", d.name);
+/// }
+/// ```
 pub unsafe fn device_copy(device: &Device, dst: *mut u8, src: *const u8, size: usize) -> Result<(), i32> {
     match device.backend() {
         None => {

@@ -126,6 +126,17 @@ fn ptr(a: &[KernelArgValue], i: usize) -> usize {
 
 /// Adler-32 (RFC 1950) of `data`, summing in blocks of 5552 bytes, the most
 /// that cannot overflow a `u32` before the modulo.
+///
+/// Serves the `checksum_adler32` built-in kernel of the CPU device
+/// (`clCreateProgramWithBuiltInKernels`, `clEnqueueNDRangeKernel`), and
+/// lets the host check its result.
+///
+/// ```
+/// use dmabridge::runtime::kernel::adler32;
+/// assert_eq!(adler32(b"Wikipedia"), 0x11E6_0398);
+/// assert_eq!(adler32(&[]), 1);
+/// assert_eq!(adler32(&vec![0xff; 1 << 20]), 0x8e88_ef11, "no overflow past 5552 bytes");
+/// ```
 pub fn adler32(data: &[u8]) -> u32 {
     const MOD: u32 = 65521;
     let (mut a, mut b) = (1u32, 0u32);
@@ -172,6 +183,17 @@ unsafe fn copy_units(a: &[KernelArgValue], units: Range<usize>) {
 
 /// One BT.601 limited-range YUV sample to RGB (the integer form of
 /// ITU-R BT.601: 8-bit fixed point, rounded).
+///
+/// Serves the `yuyv_to_rgba` built-in kernel of the CPU device
+/// (`clCreateProgramWithBuiltInKernels`, `clEnqueueNDRangeKernel`), and
+/// lets the host check its result.
+///
+/// ```
+/// use dmabridge::runtime::kernel::yuv_to_rgb;
+/// assert_eq!(yuv_to_rgb(16, 128, 128), [0, 0, 0], "limited-range black");
+/// assert_eq!(yuv_to_rgb(235, 128, 128), [255, 255, 255], "limited-range white");
+/// assert_eq!(yuv_to_rgb(81, 90, 240), [255, 0, 0], "red");
+/// ```
 pub fn yuv_to_rgb(y: u8, u: u8, v: u8) -> [u8; 3] {
     let (c, d, e) = (298 * (y as i32 - 16), u as i32 - 128, v as i32 - 128);
     let clamp = |x: i32| (x >> 8).clamp(0, 255) as u8;
