@@ -74,6 +74,23 @@ impl std::fmt::Debug for Container {
 
 impl Container {
     /// Opens a new container and checks the API version and type1 v2 support.
+    ///
+    /// Wraps `open(2)` of `/dev/vfio/vfio`, `VFIO_GET_API_VERSION` and
+    /// `VFIO_CHECK_EXTENSION(VFIO_TYPE1v2_IOMMU)`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use dmabridge::sys::vfio::{Container, VfioError};
+    ///
+    /// match Container::open() {
+    ///     Ok(container) => assert!(container.mappings().is_empty()),
+    ///     Err(e) => println!("{e}"),
+    /// }
+    /// if !std::path::Path::new("/dev/vfio/vfio").exists() {
+    ///     assert_eq!(Container::open().unwrap_err(), VfioError::NoVfio);
+    /// }
+    /// ```
     pub fn open() -> Result<Arc<Container>, VfioError> {
         let fd =
             rustix::fs::open("/dev/vfio/vfio", OFlags::RDWR | OFlags::CLOEXEC, Mode::empty()).map_err(|e| match e {
@@ -97,11 +114,68 @@ impl Container {
 
     /// The group of `address`, opened and attached to this container (or the
     /// one already attached).
+    ///
+    /// Reads sysfs, then `open(2)` of `/dev/vfio/N`, `VFIO_GROUP_GET_STATUS`,
+    /// `VFIO_GROUP_SET_CONTAINER` and, for the first group, `VFIO_SET_IOMMU`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use dmabridge::sys::pci::PciFunction;
+    /// use dmabridge::sys::vfio::Container;
+    ///
+    /// // A function bound to vfio-pci, where this machine has one.
+    /// let Some(f) = PciFunction::all().into_iter().find(|f| f.is_vfio_bound()) else { return Ok(()) };
+    /// let container = match Container::open() {
+    ///     Ok(c) => c,
+    ///     Err(e) => {
+    ///         println!("{e}");
+    ///         return Ok(());
+    ///     }
+    /// };
+    /// let group = match container.group_of(f.address) {
+    ///     Ok(g) => g,
+    ///     Err(e) => {
+    ///         println!("{e}");
+    ///         return Ok(());
+    ///     }
+    /// };
+    /// assert_eq!(Some(group.number()), f.iommu_group);
+    /// // The group stays attached while it is held: asking again gives the same one.
+    /// assert!(Arc::ptr_eq(&group, &container.group_of(f.address)?));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn group_of(self: &Arc<Self>, address: PciAddress) -> Result<Arc<Group>, VfioError> {
         Group::for_device(self, address)
     }
 
     /// Opens the device at `address`: its group is opened and attached first.
+    ///
+    /// As [`Container::group_of`], then `VFIO_GROUP_GET_DEVICE_FD` and
+    /// `VFIO_DEVICE_GET_INFO`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use dmabridge::sys::pci::PciFunction;
+    /// use dmabridge::sys::vfio::Container;
+    ///
+    /// // A function bound to vfio-pci, where this machine has one.
+    /// let Some(f) = PciFunction::all().into_iter().find(|f| f.is_vfio_bound()) else { return Ok(()) };
+    /// let container = match Container::open() {
+    ///     Ok(c) => c,
+    ///     Err(e) => {
+    ///         println!("{e}");
+    ///         return Ok(());
+    ///     }
+    /// };
+    /// match container.device(f.address) {
+    ///     Ok(device) => assert_eq!(device.address(), f.address),
+    ///     Err(e) => println!("{e}"),
+    /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn device(self: &Arc<Self>, address: PciAddress) -> Result<super::Device, VfioError> {
         self.group_of(address)?.device(address)
     }
@@ -136,6 +210,29 @@ impl Container {
     }
 
     /// Page sizes and usable IOVA ranges (needs at least one attached group).
+    ///
+    /// Wraps `VFIO_IOMMU_GET_INFO` (with the IOVA-range capability).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use dmabridge::sys::pci::PciFunction;
+    /// # use dmabridge::sys::vfio::{Container, Device};
+    /// # fn vfio_device() -> Option<Device> {
+    /// #     let f = PciFunction::all().into_iter().find(|f| f.is_vfio_bound())?;
+    /// #     Container::open().and_then(|c| c.device(f.address)).map_err(|e| println!("{e}")).ok()
+    /// # }
+    /// // A function bound to vfio-pci, opened as `Container::device` shows, where
+    /// // this machine has one and lets us open it.
+    /// let Some(device) = vfio_device() else { return Ok(()) };
+    /// let info = device.group().container().iommu_info()?;
+    /// // The IOMMU maps at least the CPU's page size.
+    /// assert_ne!(info.page_sizes & dmabridge::sys::page_size() as u64, 0);
+    /// for (start, end) in info.iova_ranges {
+    ///     assert!(start <= end);
+    /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn iommu_info(&self) -> Result<IommuInfo, VfioError> {
         // A 4 KiB, 8-byte aligned buffer: the fixed struct plus capabilities.
         let mut buf = vec![0u64; 512];
@@ -174,6 +271,40 @@ impl Container {
     /// Maps `size` bytes of `mapping` from `offset` at `iova` for the devices
     /// of this container (`VFIO_IOMMU_MAP_DMA`): the pages are pinned and
     /// counted against the memlock limit.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use dmabridge::sys::memfd::Memfd;
+    /// use dmabridge::sys::mmap::Access;
+    /// use dmabridge::sys::pci::PciFunction;
+    /// use dmabridge::sys::vfio::Container;
+    ///
+    /// // A function bound to vfio-pci, where this machine has one.
+    /// let Some(f) = PciFunction::all().into_iter().find(|f| f.is_vfio_bound()) else { return Ok(()) };
+    /// let container = match Container::open() {
+    ///     Ok(c) => c,
+    ///     Err(e) => {
+    ///         println!("{e}");
+    ///         return Ok(());
+    ///     }
+    /// };
+    /// // DMA mappings need a group in the container.
+    /// let _device = match container.device(f.address) {
+    ///     Ok(d) => d,
+    ///     Err(e) => {
+    ///         println!("{e}");
+    ///         return Ok(());
+    ///     }
+    /// };
+    /// let memfd = Memfd::create(c"dma", 1 << 16)?;
+    /// let map = memfd.map(0, 1 << 16, Access::ReadWrite)?;
+    /// let m = container.map_dma(&map, 0, 1 << 16, 0x10_0000, true, true)?;
+    /// assert_eq!(m.vaddr, map.as_ptr() as u64);
+    /// assert_eq!(container.mappings(), vec![m]);
+    /// container.unmap_dma(0x10_0000, 1 << 16)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn map_dma(
         &self,
         mapping: &Mapping,
@@ -197,6 +328,49 @@ impl Container {
     /// # Safety
     /// With `write`, the device may change those bytes at any time: no Rust
     /// reference may point into the range while it is mapped.
+    ///
+    /// Wraps `VFIO_IOMMU_MAP_DMA`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use dmabridge::sys::vfio::VfioError;
+    /// use dmabridge::sys::memfd::Memfd;
+    /// use dmabridge::sys::mmap::Access;
+    /// use dmabridge::sys::pci::PciFunction;
+    /// use dmabridge::sys::vfio::Container;
+    ///
+    /// // A function bound to vfio-pci, where this machine has one.
+    /// let Some(f) = PciFunction::all().into_iter().find(|f| f.is_vfio_bound()) else { return Ok(()) };
+    /// let container = match Container::open() {
+    ///     Ok(c) => c,
+    ///     Err(e) => {
+    ///         println!("{e}");
+    ///         return Ok(());
+    ///     }
+    /// };
+    /// // DMA mappings need a group in the container.
+    /// let _device = match container.device(f.address) {
+    ///     Ok(d) => d,
+    ///     Err(e) => {
+    ///         println!("{e}");
+    ///         return Ok(());
+    ///     }
+    /// };
+    /// // Unaligned ranges are refused before the kernel is asked.
+    /// // SAFETY: the call fails its alignment check and maps nothing.
+    /// let err = unsafe { container.map_dma_raw(1, 4096, 0x10_0000, true, false) }.unwrap_err();
+    /// assert_eq!(err, VfioError::Unaligned { vaddr: 1, iova: 0x10_0000, size: 4096 });
+    ///
+    /// let memfd = Memfd::create(c"dma", 4096)?;
+    /// let map = memfd.map(0, 4096, Access::ReadWrite)?;
+    /// // SAFETY: the range is a shared mapping that outlives the DMA mapping (it
+    /// // is unmapped below, before `map` drops), and Rust reaches its bytes only
+    /// // through `Mapping`'s raw accesses, never through a reference.
+    /// unsafe { container.map_dma_raw(map.as_ptr() as u64, 4096, 0x10_0000, true, true) }?;
+    /// container.unmap_dma(0x10_0000, 4096)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub unsafe fn map_dma_raw(
         &self,
         vaddr: u64,
@@ -244,6 +418,42 @@ impl Container {
     /// Removes the mapping that starts at `iova` and is `size` long
     /// (`VFIO_IOMMU_UNMAP_DMA`). Unmapping what was never mapped is an
     /// error, not a silent no-op.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use dmabridge::sys::vfio::VfioError;
+    /// use dmabridge::sys::memfd::Memfd;
+    /// use dmabridge::sys::mmap::Access;
+    /// use dmabridge::sys::pci::PciFunction;
+    /// use dmabridge::sys::vfio::Container;
+    ///
+    /// // A function bound to vfio-pci, where this machine has one.
+    /// let Some(f) = PciFunction::all().into_iter().find(|f| f.is_vfio_bound()) else { return Ok(()) };
+    /// let container = match Container::open() {
+    ///     Ok(c) => c,
+    ///     Err(e) => {
+    ///         println!("{e}");
+    ///         return Ok(());
+    ///     }
+    /// };
+    /// // DMA mappings need a group in the container.
+    /// let _device = match container.device(f.address) {
+    ///     Ok(d) => d,
+    ///     Err(e) => {
+    ///         println!("{e}");
+    ///         return Ok(());
+    ///     }
+    /// };
+    /// let memfd = Memfd::create(c"dma", 8192)?;
+    /// let map = memfd.map(0, 8192, Access::Read)?;
+    /// container.map_dma(&map, 0, 8192, 0x20_0000, true, false)?;
+    /// container.unmap_dma(0x20_0000, 8192)?;
+    /// assert!(container.mappings().is_empty());
+    /// let err = container.unmap_dma(0x20_0000, 8192).unwrap_err();
+    /// assert_eq!(err, VfioError::NotMapped { iova: 0x20_0000, size: 8192 });
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn unmap_dma(&self, iova: u64, size: u64) -> Result<(), VfioError> {
         let mut st = self.state.lock().unwrap();
         match st.maps.get(&iova) {
@@ -261,6 +471,41 @@ impl Container {
     /// `VFIO_IOMMU_UNMAP_DMA` straight to the kernel, bypassing the
     /// container's own table; returns the bytes the kernel unmapped. For
     /// diagnostics and for tests that compare the table with the kernel.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use dmabridge::sys::memfd::Memfd;
+    /// use dmabridge::sys::mmap::Access;
+    /// use dmabridge::sys::pci::PciFunction;
+    /// use dmabridge::sys::vfio::Container;
+    ///
+    /// // A function bound to vfio-pci, where this machine has one.
+    /// let Some(f) = PciFunction::all().into_iter().find(|f| f.is_vfio_bound()) else { return Ok(()) };
+    /// let container = match Container::open() {
+    ///     Ok(c) => c,
+    ///     Err(e) => {
+    ///         println!("{e}");
+    ///         return Ok(());
+    ///     }
+    /// };
+    /// // DMA mappings need a group in the container.
+    /// let _device = match container.device(f.address) {
+    ///     Ok(d) => d,
+    ///     Err(e) => {
+    ///         println!("{e}");
+    ///         return Ok(());
+    ///     }
+    /// };
+    /// let memfd = Memfd::create(c"dma", 8192)?;
+    /// let map = memfd.map(0, 8192, Access::Read)?;
+    /// container.map_dma(&map, 0, 4096, 0x30_0000, true, false)?;
+    /// container.map_dma(&map, 4096, 4096, 0x30_1000, true, false)?;
+    /// // One call over both mappings: the kernel reports what it unmapped.
+    /// assert_eq!(container.unmap_dma_unchecked(0x30_0000, 8192)?, 8192);
+    /// assert!(container.mappings().is_empty());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn unmap_dma_unchecked(&self, iova: u64, size: u64) -> Result<u64, VfioError> {
         let mut st = self.state.lock().unwrap();
         let unmapped = self.kernel_unmap(iova, size)?;
@@ -285,6 +530,43 @@ impl Container {
     }
 
     /// The mappings in force, by IOVA.
+    ///
+    /// No system call: the container's own table.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use dmabridge::sys::memfd::Memfd;
+    /// use dmabridge::sys::mmap::Access;
+    /// use dmabridge::sys::pci::PciFunction;
+    /// use dmabridge::sys::vfio::Container;
+    ///
+    /// // A function bound to vfio-pci, where this machine has one.
+    /// let Some(f) = PciFunction::all().into_iter().find(|f| f.is_vfio_bound()) else { return Ok(()) };
+    /// let container = match Container::open() {
+    ///     Ok(c) => c,
+    ///     Err(e) => {
+    ///         println!("{e}");
+    ///         return Ok(());
+    ///     }
+    /// };
+    /// // DMA mappings need a group in the container.
+    /// let _device = match container.device(f.address) {
+    ///     Ok(d) => d,
+    ///     Err(e) => {
+    ///         println!("{e}");
+    ///         return Ok(());
+    ///     }
+    /// };
+    /// let memfd = Memfd::create(c"dma", 8192)?;
+    /// let map = memfd.map(0, 8192, Access::Read)?;
+    /// let high = container.map_dma(&map, 4096, 4096, 0x50_0000, true, false)?;
+    /// let low = container.map_dma(&map, 0, 4096, 0x40_0000, true, false)?;
+    /// assert_eq!(container.mappings(), vec![low, high]);
+    /// container.unmap_dma(0x40_0000, 4096)?;
+    /// container.unmap_dma(0x50_0000, 4096)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn mappings(&self) -> Vec<DmaMapping> {
         self.state.lock().unwrap().maps.values().copied().collect()
     }

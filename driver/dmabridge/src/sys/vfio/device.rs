@@ -39,6 +39,21 @@ pub struct RegionInfo {
 
 impl RegionInfo {
     /// True if the region may be mmapped.
+    ///
+    /// No system call: tests `VFIO_REGION_INFO_FLAG_MMAP` in what
+    /// `VFIO_DEVICE_GET_REGION_INFO` returned.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use dmabridge::sys::vfio::RegionInfo;
+    ///
+    /// // VFIO_REGION_INFO_FLAG_READ | _WRITE | _MMAP
+    /// let bar = RegionInfo { index: 0, flags: 0b111, size: 4096, offset: 0 };
+    /// assert!(bar.mappable());
+    /// let config = RegionInfo { index: 7, flags: 0b011, size: 256, offset: 7 << 40 };
+    /// assert!(!config.mappable());
+    /// ```
     pub fn mappable(&self) -> bool {
         self.flags & uapi::VFIO_REGION_INFO_FLAG_MMAP != 0
     }
@@ -116,16 +131,75 @@ impl Device {
     }
 
     /// The function's PCI address.
+    ///
+    /// No system call.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use dmabridge::sys::pci::PciFunction;
+    /// # use dmabridge::sys::vfio::{Container, Device};
+    /// # fn vfio_device() -> Option<Device> {
+    /// #     let f = PciFunction::all().into_iter().find(|f| f.is_vfio_bound())?;
+    /// #     Container::open().and_then(|c| c.device(f.address)).map_err(|e| println!("{e}")).ok()
+    /// # }
+    /// // A function bound to vfio-pci, opened as `Container::device` shows, where
+    /// // this machine has one and lets us open it.
+    /// let Some(device) = vfio_device() else { return Ok(()) };
+    /// let function = PciFunction::read(device.address()).expect("the function exists");
+    /// assert!(function.is_vfio_bound());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn address(&self) -> PciAddress {
         self.address
     }
 
     /// The group the device belongs to.
+    ///
+    /// No system call.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use dmabridge::sys::pci::PciFunction;
+    /// # use dmabridge::sys::vfio::{Container, Device};
+    /// # fn vfio_device() -> Option<Device> {
+    /// #     let f = PciFunction::all().into_iter().find(|f| f.is_vfio_bound())?;
+    /// #     Container::open().and_then(|c| c.device(f.address)).map_err(|e| println!("{e}")).ok()
+    /// # }
+    /// // A function bound to vfio-pci, opened as `Container::device` shows, where
+    /// // this machine has one and lets us open it.
+    /// let Some(device) = vfio_device() else { return Ok(()) };
+    /// let sysfs_group = PciFunction::read(device.address()).and_then(|f| f.iommu_group);
+    /// assert_eq!(Some(device.group().number()), sysfs_group);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn group(&self) -> &Arc<Group> {
         &self.group
     }
 
     /// Describes region `index`.
+    ///
+    /// Wraps `VFIO_DEVICE_GET_REGION_INFO`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use dmabridge::sys::vfio::VfioError;
+    /// # use dmabridge::sys::pci::PciFunction;
+    /// # use dmabridge::sys::vfio::{Container, Device};
+    /// # fn vfio_device() -> Option<Device> {
+    /// #     let f = PciFunction::all().into_iter().find(|f| f.is_vfio_bound())?;
+    /// #     Container::open().and_then(|c| c.device(f.address)).map_err(|e| println!("{e}")).ok()
+    /// # }
+    /// // A function bound to vfio-pci, opened as `Container::device` shows, where
+    /// // this machine has one and lets us open it.
+    /// let Some(device) = vfio_device() else { return Ok(()) };
+    /// // Region 7 is PCI config space: at least the 256-byte header.
+    /// assert!(device.region(7)?.size >= 256);
+    /// assert_eq!(device.region(1000).unwrap_err(), VfioError::NoRegion(1000));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn region(&self, index: u32) -> Result<RegionInfo, VfioError> {
         if index >= self.num_regions {
             return Err(VfioError::NoRegion(index));
@@ -155,6 +229,28 @@ impl Device {
 
     /// Reads `buf.len()` bytes of region `index` at `offset` (pread on the
     /// device fd: works for regions that cannot be mmapped, like config).
+    ///
+    /// Wraps `pread(2)` on the device fd.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use dmabridge::sys::pci::PciFunction;
+    /// # use dmabridge::sys::vfio::{Container, Device};
+    /// # fn vfio_device() -> Option<Device> {
+    /// #     let f = PciFunction::all().into_iter().find(|f| f.is_vfio_bound())?;
+    /// #     Container::open().and_then(|c| c.device(f.address)).map_err(|e| println!("{e}")).ok()
+    /// # }
+    /// // A function bound to vfio-pci, opened as `Container::device` shows, where
+    /// // this machine has one and lets us open it.
+    /// let Some(device) = vfio_device() else { return Ok(()) };
+    /// // The vendor id, at offset 0 of config space (region 7).
+    /// let mut id = [0u8; 2];
+    /// device.read_region(7, 0, &mut id)?;
+    /// let function = PciFunction::read(device.address()).expect("the function exists");
+    /// assert_eq!(u16::from_le_bytes(id), function.vendor);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn read_region(&self, index: u32, offset: u64, buf: &mut [u8]) -> Result<(), VfioError> {
         let r = self.bounds(index, offset, buf.len())?;
         let n = rustix::io::pread(&self.fd, &mut *buf, r.offset + offset).map_err(OsError::tag("pread vfio region"))?;
@@ -165,6 +261,28 @@ impl Device {
     }
 
     /// Writes `data` to region `index` at `offset` (pwrite on the device fd).
+    ///
+    /// Wraps `pwrite(2)` on the device fd.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use dmabridge::sys::pci::PciFunction;
+    /// # use dmabridge::sys::vfio::{Container, Device};
+    /// # fn vfio_device() -> Option<Device> {
+    /// #     let f = PciFunction::all().into_iter().find(|f| f.is_vfio_bound())?;
+    /// #     Container::open().and_then(|c| c.device(f.address)).map_err(|e| println!("{e}")).ok()
+    /// # }
+    /// // A function bound to vfio-pci, opened as `Container::device` shows, where
+    /// // this machine has one and lets us open it.
+    /// let Some(device) = vfio_device() else { return Ok(()) };
+    /// // PCI_COMMAND (config space, region 7, offset 4), written back unchanged.
+    /// let mut command = [0u8; 2];
+    /// device.read_region(7, 4, &mut command)?;
+    /// device.write_region(7, 4, &command)?;
+    /// assert_eq!(device.config_read_u16(4)?, u16::from_le_bytes(command));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn write_region(&self, index: u32, offset: u64, data: &[u8]) -> Result<(), VfioError> {
         let r = self.bounds(index, offset, data.len())?;
         let n = rustix::io::pwrite(&self.fd, data, r.offset + offset).map_err(OsError::tag("pwrite vfio region"))?;
@@ -175,6 +293,32 @@ impl Device {
     }
 
     /// Maps the whole of region `index` (a BAR) into the process.
+    ///
+    /// Wraps `VFIO_DEVICE_GET_REGION_INFO`, then `mmap(2)` of the device fd.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use dmabridge::sys::vfio::VfioError;
+    /// # use dmabridge::sys::pci::PciFunction;
+    /// # use dmabridge::sys::vfio::{Container, Device};
+    /// # fn vfio_device() -> Option<Device> {
+    /// #     let f = PciFunction::all().into_iter().find(|f| f.is_vfio_bound())?;
+    /// #     Container::open().and_then(|c| c.device(f.address)).map_err(|e| println!("{e}")).ok()
+    /// # }
+    /// // A function bound to vfio-pci, opened as `Container::device` shows, where
+    /// // this machine has one and lets us open it.
+    /// let Some(device) = vfio_device() else { return Ok(()) };
+    /// for bar in 0..6 {
+    ///     let region = device.region(bar)?;
+    ///     if region.size > 0 && region.mappable() {
+    ///         assert_eq!(device.map_region(bar)?.len() as u64, region.size);
+    ///     }
+    /// }
+    /// // Config space is read and written, never mapped.
+    /// assert_eq!(device.map_region(7).unwrap_err(), VfioError::RegionNotMappable(7));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn map_region(&self, index: u32) -> Result<Mapping, VfioError> {
         let r = self.region(index)?;
         if !r.mappable() {
@@ -185,6 +329,26 @@ impl Device {
     }
 
     /// Reads a 16-bit config-space register.
+    ///
+    /// Wraps `pread(2)` of the config region.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use dmabridge::sys::pci::PciFunction;
+    /// # use dmabridge::sys::vfio::{Container, Device};
+    /// # fn vfio_device() -> Option<Device> {
+    /// #     let f = PciFunction::all().into_iter().find(|f| f.is_vfio_bound())?;
+    /// #     Container::open().and_then(|c| c.device(f.address)).map_err(|e| println!("{e}")).ok()
+    /// # }
+    /// // A function bound to vfio-pci, opened as `Container::device` shows, where
+    /// // this machine has one and lets us open it.
+    /// let Some(device) = vfio_device() else { return Ok(()) };
+    /// let function = PciFunction::read(device.address()).expect("the function exists");
+    /// assert_eq!(device.config_read_u16(0)?, function.vendor);
+    /// assert_eq!(device.config_read_u16(2)?, function.device);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn config_read_u16(&self, offset: u64) -> Result<u16, VfioError> {
         let mut b = [0u8; 2];
         self.read_region(CONFIG_REGION, offset, &mut b)?;
@@ -192,11 +356,52 @@ impl Device {
     }
 
     /// Writes a 16-bit config-space register.
+    ///
+    /// Wraps `pwrite(2)` of the config region.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use dmabridge::sys::pci::PciFunction;
+    /// # use dmabridge::sys::vfio::{Container, Device};
+    /// # fn vfio_device() -> Option<Device> {
+    /// #     let f = PciFunction::all().into_iter().find(|f| f.is_vfio_bound())?;
+    /// #     Container::open().and_then(|c| c.device(f.address)).map_err(|e| println!("{e}")).ok()
+    /// # }
+    /// // A function bound to vfio-pci, opened as `Container::device` shows, where
+    /// // this machine has one and lets us open it.
+    /// let Some(device) = vfio_device() else { return Ok(()) };
+    /// // PCI_COMMAND, written back unchanged.
+    /// let command = device.config_read_u16(4)?;
+    /// device.config_write_u16(4, command)?;
+    /// assert_eq!(device.config_read_u16(4)?, command);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn config_write_u16(&self, offset: u64, value: u16) -> Result<(), VfioError> {
         self.write_region(CONFIG_REGION, offset, &value.to_le_bytes())
     }
 
     /// Reads a 32-bit config-space register.
+    ///
+    /// Wraps `pread(2)` of the config region.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use dmabridge::sys::pci::PciFunction;
+    /// # use dmabridge::sys::vfio::{Container, Device};
+    /// # fn vfio_device() -> Option<Device> {
+    /// #     let f = PciFunction::all().into_iter().find(|f| f.is_vfio_bound())?;
+    /// #     Container::open().and_then(|c| c.device(f.address)).map_err(|e| println!("{e}")).ok()
+    /// # }
+    /// // A function bound to vfio-pci, opened as `Container::device` shows, where
+    /// // this machine has one and lets us open it.
+    /// let Some(device) = vfio_device() else { return Ok(()) };
+    /// let function = PciFunction::read(device.address()).expect("the function exists");
+    /// let id = device.config_read_u32(0)?;
+    /// assert_eq!(id, u32::from(function.device) << 16 | u32::from(function.vendor));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn config_read_u32(&self, offset: u64) -> Result<u32, VfioError> {
         let mut b = [0u8; 4];
         self.read_region(CONFIG_REGION, offset, &mut b)?;
@@ -205,6 +410,26 @@ impl Device {
 
     /// Sets Bus Master Enable in PCI_COMMAND. vfio-pci leaves it off when it
     /// opens a device, and a device without it cannot DMA.
+    ///
+    /// Read-modify-write of `PCI_COMMAND` with `pread(2)` and `pwrite(2)` of the
+    /// config region.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use dmabridge::sys::pci::PciFunction;
+    /// # use dmabridge::sys::vfio::{Container, Device};
+    /// # fn vfio_device() -> Option<Device> {
+    /// #     let f = PciFunction::all().into_iter().find(|f| f.is_vfio_bound())?;
+    /// #     Container::open().and_then(|c| c.device(f.address)).map_err(|e| println!("{e}")).ok()
+    /// # }
+    /// // A function bound to vfio-pci, opened as `Container::device` shows, where
+    /// // this machine has one and lets us open it.
+    /// let Some(device) = vfio_device() else { return Ok(()) };
+    /// device.enable_bus_master()?;
+    /// assert!(device.bus_master_enabled()?);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn enable_bus_master(&self) -> Result<(), VfioError> {
         let cmd = self.config_read_u16(PCI_COMMAND)?;
         if cmd & PCI_COMMAND_MASTER == 0 {
@@ -217,11 +442,54 @@ impl Device {
     }
 
     /// True if Bus Master Enable is set.
+    ///
+    /// Wraps `pread(2)` of `PCI_COMMAND` in the config region.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use dmabridge::sys::pci::PciFunction;
+    /// # use dmabridge::sys::vfio::{Container, Device};
+    /// # fn vfio_device() -> Option<Device> {
+    /// #     let f = PciFunction::all().into_iter().find(|f| f.is_vfio_bound())?;
+    /// #     Container::open().and_then(|c| c.device(f.address)).map_err(|e| println!("{e}")).ok()
+    /// # }
+    /// // A function bound to vfio-pci, opened as `Container::device` shows, where
+    /// // this machine has one and lets us open it.
+    /// let Some(device) = vfio_device() else { return Ok(()) };
+    /// // Bus Master Enable is bit 2 of PCI_COMMAND.
+    /// assert_eq!(device.bus_master_enabled()?, device.config_read_u16(4)? & (1 << 2) != 0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn bus_master_enabled(&self) -> Result<bool, VfioError> {
         Ok(self.config_read_u16(PCI_COMMAND)? & PCI_COMMAND_MASTER != 0)
     }
 
     /// Describes an interrupt kind.
+    ///
+    /// Wraps `VFIO_DEVICE_GET_IRQ_INFO`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use dmabridge::sys::vfio::IrqKind;
+    /// # use dmabridge::sys::pci::PciFunction;
+    /// # use dmabridge::sys::vfio::{Container, Device};
+    /// # fn vfio_device() -> Option<Device> {
+    /// #     let f = PciFunction::all().into_iter().find(|f| f.is_vfio_bound())?;
+    /// #     Container::open().and_then(|c| c.device(f.address)).map_err(|e| println!("{e}")).ok()
+    /// # }
+    /// // A function bound to vfio-pci, opened as `Container::device` shows, where
+    /// // this machine has one and lets us open it.
+    /// let Some(device) = vfio_device() else { return Ok(()) };
+    /// for kind in [IrqKind::Intx, IrqKind::Msi, IrqKind::Msix] {
+    ///     match device.irq_info(kind) {
+    ///         Ok(info) => println!("{kind}: {} vectors", info.count),
+    ///         Err(e) => println!("{e}"),
+    ///     }
+    /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn irq_info(&self, kind: IrqKind) -> Result<IrqInfo, VfioError> {
         let index = kind.index();
         if index >= self.num_irqs {
@@ -240,6 +508,36 @@ impl Device {
 
     /// Routes vectors `0..fds.len()` of `kind` to the eventfds (enables
     /// MSI/MSI-X in the device as a side effect).
+    ///
+    /// Wraps `VFIO_DEVICE_SET_IRQS` (`DATA_EVENTFD | ACTION_TRIGGER`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::os::fd::AsFd;
+    /// use dmabridge::sys::eventfd::EventFd;
+    /// use dmabridge::sys::vfio::{IrqKind, VfioError};
+    /// # use dmabridge::sys::pci::PciFunction;
+    /// # use dmabridge::sys::vfio::{Container, Device};
+    /// # fn vfio_device() -> Option<Device> {
+    /// #     let f = PciFunction::all().into_iter().find(|f| f.is_vfio_bound())?;
+    /// #     Container::open().and_then(|c| c.device(f.address)).map_err(|e| println!("{e}")).ok()
+    /// # }
+    /// // A function bound to vfio-pci, opened as `Container::device` shows, where
+    /// // this machine has one and lets us open it.
+    /// let Some(device) = vfio_device() else { return Ok(()) };
+    /// let efd = EventFd::new()?;
+    /// match device.irq_info(IrqKind::Msi) {
+    ///     Ok(info) if info.count >= 1 => {
+    ///         device.set_irq_eventfds(IrqKind::Msi, &[efd.as_fd()])?;
+    ///         device.disable_irq(IrqKind::Msi)?;
+    ///     }
+    ///     _ => println!("no MSI on {}", device.address()),
+    /// }
+    /// // At least one eventfd is needed.
+    /// assert!(matches!(device.set_irq_eventfds(IrqKind::Msi, &[]), Err(VfioError::NoIrq { count: 0, .. })));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn set_irq_eventfds(&self, kind: IrqKind, fds: &[BorrowedFd<'_>]) -> Result<(), VfioError> {
         let info = self.irq_info(kind)?;
         if fds.is_empty() || fds.len() > info.count as usize {
@@ -255,11 +553,64 @@ impl Device {
     }
 
     /// Disables every vector of `kind` (and MSI/MSI-X in the device).
+    ///
+    /// Wraps `VFIO_DEVICE_SET_IRQS` (`DATA_NONE | ACTION_TRIGGER`, count 0).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::os::fd::AsFd;
+    /// use dmabridge::sys::eventfd::EventFd;
+    /// use dmabridge::sys::vfio::IrqKind;
+    /// # use dmabridge::sys::pci::PciFunction;
+    /// # use dmabridge::sys::vfio::{Container, Device};
+    /// # fn vfio_device() -> Option<Device> {
+    /// #     let f = PciFunction::all().into_iter().find(|f| f.is_vfio_bound())?;
+    /// #     Container::open().and_then(|c| c.device(f.address)).map_err(|e| println!("{e}")).ok()
+    /// # }
+    /// // A function bound to vfio-pci, opened as `Container::device` shows, where
+    /// // this machine has one and lets us open it.
+    /// let Some(device) = vfio_device() else { return Ok(()) };
+    /// let vectors = device.irq_info(IrqKind::Msix).map(|i| i.count).unwrap_or(0);
+    /// if vectors >= 2 {
+    ///     let (a, b) = (EventFd::new()?, EventFd::new()?);
+    ///     device.set_irq_eventfds(IrqKind::Msix, &[a.as_fd(), b.as_fd()])?;
+    ///     device.disable_irq(IrqKind::Msix)?;
+    /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn disable_irq(&self, kind: IrqKind) -> Result<(), VfioError> {
         self.set_irqs(kind.index(), uapi::VFIO_IRQ_SET_DATA_NONE | uapi::VFIO_IRQ_SET_ACTION_TRIGGER, 0, &[])
     }
 
     /// Unmasks INTx after the device's interrupt was acknowledged.
+    ///
+    /// Wraps `VFIO_DEVICE_SET_IRQS` (`DATA_NONE | ACTION_UNMASK`) on the INTx index.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::os::fd::AsFd;
+    /// use dmabridge::sys::eventfd::EventFd;
+    /// use dmabridge::sys::vfio::IrqKind;
+    /// # use dmabridge::sys::pci::PciFunction;
+    /// # use dmabridge::sys::vfio::{Container, Device};
+    /// # fn vfio_device() -> Option<Device> {
+    /// #     let f = PciFunction::all().into_iter().find(|f| f.is_vfio_bound())?;
+    /// #     Container::open().and_then(|c| c.device(f.address)).map_err(|e| println!("{e}")).ok()
+    /// # }
+    /// // A function bound to vfio-pci, opened as `Container::device` shows, where
+    /// // this machine has one and lets us open it.
+    /// let Some(device) = vfio_device() else { return Ok(()) };
+    /// if device.irq_info(IrqKind::Intx).is_ok_and(|i| i.count == 1) {
+    ///     let efd = EventFd::new()?;
+    ///     device.set_irq_eventfds(IrqKind::Intx, &[efd.as_fd()])?;
+    ///     // After the driver acknowledged an interrupt in the device:
+    ///     device.unmask_intx()?;
+    ///     device.disable_irq(IrqKind::Intx)?;
+    /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn unmask_intx(&self) -> Result<(), VfioError> {
         self.set_irqs(
             uapi::VFIO_PCI_INTX_IRQ_INDEX,
@@ -292,11 +643,50 @@ impl Device {
 
     /// True if vfio-pci can reset the function (`VFIO_DEVICE_FLAGS_RESET`:
     /// it has FLR, a PM reset, or a bus it can reset alone).
+    ///
+    /// No system call: the flag `VFIO_DEVICE_GET_INFO` gave at open.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use dmabridge::sys::pci::PciFunction;
+    /// # use dmabridge::sys::vfio::{Container, Device};
+    /// # fn vfio_device() -> Option<Device> {
+    /// #     let f = PciFunction::all().into_iter().find(|f| f.is_vfio_bound())?;
+    /// #     Container::open().and_then(|c| c.device(f.address)).map_err(|e| println!("{e}")).ok()
+    /// # }
+    /// // A function bound to vfio-pci, opened as `Container::device` shows, where
+    /// // this machine has one and lets us open it.
+    /// let Some(device) = vfio_device() else { return Ok(()) };
+    /// println!("{} can be reset: {}", device.address(), device.supports_reset());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn supports_reset(&self) -> bool {
         self.flags & uapi::VFIO_DEVICE_FLAGS_RESET != 0
     }
 
     /// Resets the function (`VFIO_DEVICE_RESET`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use dmabridge::sys::vfio::VfioError;
+    /// # use dmabridge::sys::pci::PciFunction;
+    /// # use dmabridge::sys::vfio::{Container, Device};
+    /// # fn vfio_device() -> Option<Device> {
+    /// #     let f = PciFunction::all().into_iter().find(|f| f.is_vfio_bound())?;
+    /// #     Container::open().and_then(|c| c.device(f.address)).map_err(|e| println!("{e}")).ok()
+    /// # }
+    /// // A function bound to vfio-pci, opened as `Container::device` shows, where
+    /// // this machine has one and lets us open it.
+    /// let Some(device) = vfio_device() else { return Ok(()) };
+    /// if device.supports_reset() {
+    ///     device.reset()?;
+    /// } else {
+    ///     assert_eq!(device.reset().unwrap_err(), VfioError::ResetUnsupported(device.address()));
+    /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn reset(&self) -> Result<(), VfioError> {
         if !self.supports_reset() {
             return Err(VfioError::ResetUnsupported(self.address));

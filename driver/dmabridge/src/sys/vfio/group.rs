@@ -36,6 +36,36 @@ impl Group {
     /// Opens the group of the function at `address` and attaches it to
     /// `container`; a group already attached there is reused. The function
     /// must exist, sit in an IOMMU group and be bound to vfio-pci.
+    ///
+    /// Reads sysfs, then `open(2)` of `/dev/vfio/N`, `VFIO_GROUP_GET_STATUS`,
+    /// `VFIO_GROUP_SET_CONTAINER` and, for a container's first group, `VFIO_SET_IOMMU`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use dmabridge::sys::vfio::{Group, VfioError};
+    /// use dmabridge::sys::pci::PciFunction;
+    /// use dmabridge::sys::vfio::Container;
+    ///
+    /// // A function bound to vfio-pci, where this machine has one.
+    /// let Some(f) = PciFunction::all().into_iter().find(|f| f.is_vfio_bound()) else { return Ok(()) };
+    /// let container = match Container::open() {
+    ///     Ok(c) => c,
+    ///     Err(e) => {
+    ///         println!("{e}");
+    ///         return Ok(());
+    ///     }
+    /// };
+    /// match Group::for_device(&container, f.address) {
+    ///     Ok(group) => assert_eq!(Some(group.number()), f.iommu_group),
+    ///     Err(e) => println!("{e}"),
+    /// }
+    /// // A function not bound to vfio-pci is refused with the reason.
+    /// if let Some(other) = PciFunction::all().into_iter().find(|f| !f.is_vfio_bound() && f.iommu_group.is_some()) {
+    ///     assert!(matches!(Group::for_device(&container, other.address), Err(VfioError::NotBoundToVfio { .. })));
+    /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn for_device(container: &Arc<Container>, address: PciAddress) -> Result<Arc<Group>, VfioError> {
         let f = PciFunction::read(address).ok_or(VfioError::NoDevice(address))?;
         let number = f.iommu_group.ok_or(VfioError::NoIommuGroup(address))?;
@@ -72,16 +102,85 @@ impl Group {
     }
 
     /// The group number (`/dev/vfio/N`).
+    ///
+    /// No system call.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use dmabridge::sys::pci::PciFunction;
+    /// # use dmabridge::sys::vfio::{Container, Device};
+    /// # fn vfio_device() -> Option<Device> {
+    /// #     let f = PciFunction::all().into_iter().find(|f| f.is_vfio_bound())?;
+    /// #     Container::open().and_then(|c| c.device(f.address)).map_err(|e| println!("{e}")).ok()
+    /// # }
+    /// // A function bound to vfio-pci, opened as `Container::device` shows, where
+    /// // this machine has one and lets us open it.
+    /// let Some(device) = vfio_device() else { return Ok(()) };
+    /// let group = device.group();
+    /// assert!(std::path::Path::new(&format!("/dev/vfio/{}", group.number())).exists());
+    /// assert_eq!(PciFunction::read(device.address()).and_then(|f| f.iommu_group), Some(group.number()));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn number(&self) -> u32 {
         self.number
     }
 
     /// The container the group is attached to.
+    ///
+    /// No system call.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use dmabridge::sys::pci::PciFunction;
+    /// # use dmabridge::sys::vfio::{Container, Device};
+    /// # fn vfio_device() -> Option<Device> {
+    /// #     let f = PciFunction::all().into_iter().find(|f| f.is_vfio_bound())?;
+    /// #     Container::open().and_then(|c| c.device(f.address)).map_err(|e| println!("{e}")).ok()
+    /// # }
+    /// // A function bound to vfio-pci, opened as `Container::device` shows, where
+    /// // this machine has one and lets us open it.
+    /// let Some(device) = vfio_device() else { return Ok(()) };
+    /// let container = device.group().container();
+    /// // The container's IOMMU is set up once a group is attached.
+    /// assert_ne!(container.iommu_info()?.page_sizes, 0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn container(&self) -> &Arc<Container> {
         &self.container
     }
 
     /// Opens the device at `address` in this group.
+    ///
+    /// Wraps `VFIO_GROUP_GET_DEVICE_FD`, then `VFIO_DEVICE_GET_INFO`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use dmabridge::sys::pci::PciFunction;
+    /// use dmabridge::sys::vfio::Container;
+    ///
+    /// // A function bound to vfio-pci, where this machine has one.
+    /// let Some(f) = PciFunction::all().into_iter().find(|f| f.is_vfio_bound()) else { return Ok(()) };
+    /// let container = match Container::open() {
+    ///     Ok(c) => c,
+    ///     Err(e) => {
+    ///         println!("{e}");
+    ///         return Ok(());
+    ///     }
+    /// };
+    /// let group = match container.group_of(f.address) {
+    ///     Ok(g) => g,
+    ///     Err(e) => {
+    ///         println!("{e}");
+    ///         return Ok(());
+    ///     }
+    /// };
+    /// let device = group.device(f.address)?;
+    /// assert_eq!(device.address(), f.address);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn device(self: &Arc<Self>, address: PciAddress) -> Result<Device, VfioError> {
         let name = CString::new(address.to_string()).expect("addresses have no NUL");
         // SAFETY: VFIO_GROUP_GET_DEVICE_FD reads a NUL-terminated name, which
