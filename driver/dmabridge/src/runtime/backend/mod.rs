@@ -130,6 +130,31 @@ pub trait LocalMemory: Send + Sync + std::fmt::Debug {
 ///     unsafe { backend::device_copy(d, dst.as_mut_ptr(), src.as_ptr(), dst.len()) }.unwrap();
 ///     assert_eq!(dst, src, "on {}", d.name);
 /// }
+///
+/// // A device whose engine fails: the command's status is the error's code.
+/// # use std::sync::Arc;
+/// # use dmabridge::error::{code, ClError, ClErrorKind, ClResult};
+/// # use dmabridge::runtime::backend::Backend;
+/// # use dmabridge::runtime::device::{Device, DeviceType};
+/// # #[derive(Debug)]
+/// # struct Broken;
+/// # impl Backend for Broken {
+/// #     fn name(&self) -> &str { "broken" }
+/// #     fn pci_address(&self) -> Option<dmabridge::sys::pci::PciAddress> { None }
+/// #     fn max_transfer(&self) -> usize { 4096 }
+/// #     unsafe fn copy(&self, _: *mut u8, _: *const u8, _: usize) -> ClResult<()> {
+/// #         Err(ClError::new(ClErrorKind::OutOfResources, "the engine is broken"))
+/// #     }
+/// # }
+/// let broken = Arc::new(Device {
+///     index: 9, name: "broken".into(), device_type: DeviceType::Accelerator,
+///     max_mem_alloc_size: 1 << 20, max_alignment: 128, host_unified_memory: true,
+///     usm: Platform::get().cpu().usm, svm: 0, compute_units: 1,
+/// });
+/// Device::attach_backend(&broken, Arc::new(Broken));
+/// // SAFETY: as above.
+/// let status = unsafe { backend::device_copy(&broken, dst.as_mut_ptr(), src.as_ptr(), dst.len()) };
+/// assert_eq!(status, Err(code::OUT_OF_RESOURCES));
 /// ```
 pub unsafe fn device_copy(device: &Device, dst: *mut u8, src: *const u8, size: usize) -> Result<(), i32> {
     match device.backend() {
