@@ -175,11 +175,12 @@ impl Memfd {
     /// use dmabridge::sys::memfd::Memfd;
     /// use dmabridge::sys::mmap::Access;
     ///
-    /// let m = Memfd::create(c"mapped", 8192)?;
-    /// let whole = m.map(0, 8192, Access::ReadWrite)?;
-    /// whole.write_bytes(4096, b"hi");
-    /// // A second mapping of the second page sees the same bytes.
-    /// let page = m.map(4096, 4096, Access::Read)?;
+    /// let page_size = dmabridge::sys::page_size();
+    /// let m = Memfd::create(c"mapped", 2 * page_size as u64)?;
+    /// let whole = m.map(0, 2 * page_size, Access::ReadWrite)?;
+    /// whole.write_bytes(page_size, b"hi");
+    /// // A second mapping, of the second page only, sees the same bytes.
+    /// let page = m.map(page_size as u64, page_size, Access::Read)?;
     /// let mut out = [0u8; 2];
     /// page.read_bytes(0, &mut out);
     /// assert_eq!(&out, b"hi");

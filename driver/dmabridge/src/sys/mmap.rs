@@ -161,8 +161,9 @@ impl Mapping {
     /// use dmabridge::sys::memfd::Memfd;
     /// use dmabridge::sys::mmap::Access;
     ///
-    /// let m = Memfd::create(c"len", 8192)?;
-    /// assert_eq!(m.map(4096, 4096, Access::Read)?.len(), 4096);
+    /// let page = dmabridge::sys::page_size();
+    /// let m = Memfd::create(c"len", 3 * page as u64)?;
+    /// assert_eq!(m.map(page as u64, 2 * page, Access::Read)?.len(), 2 * page);
     /// # Ok::<(), dmabridge::sys::OsError>(())
     /// ```
     pub fn len(&self) -> usize {
