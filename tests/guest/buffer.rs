@@ -325,3 +325,86 @@ fn child_unlinked_to_unlinked_goes_through_a_host_allocation() {
     assert_eq!(b.stats(h).allocations, 1, "the host allocation is reused");
     assert_eq!((b.stats(lb).bytes_out, b.stats(la).bytes_in), (N as u64, N as u64));
 }
+
+/// Seed 000's issues 20-23 for USM device allocations that live in the BAR
+/// (the context's lookup, not only its heap, must know them); and a copy
+/// whose destination cannot be allocated on the BAR undoes the source's
+/// fresh allocation there.
+#[test]
+fn bar_usm_pointers_and_failed_copies_change_nothing() {
+    in_child("child_bar_usm_pointers_and_failed_copies_change_nothing", Some(&format!("{IVSHMEM},bar=2")));
+}
+
+#[test]
+#[ignore = "run in a child process"]
+fn child_bar_usm_pointers_and_failed_copies_change_nothing() {
+    use dmabridge::ext::usm;
+    let p = Platform::get();
+    let (cpu, bar) = (p.cpu().clone(), bar(p));
+    let ctx = Context::new(&[cpu.clone(), bar.clone()]).unwrap();
+    let (qc, qb) = (queue(&ctx, &cpu), queue(&ctx, &bar));
+    let dev = usm::device_mem_alloc(&ctx, &bar, &[], 4096, 0).unwrap().as_ptr();
+    assert!(bar.local_memory().unwrap().contains(dev));
+    // SAFETY (all calls): `dev` holds 4096 bytes; every call here fails before touching it,
+    // or (the BAR queue's own device allocation) is a blocking read of 64 bytes.
+    unsafe {
+        assert_eq!(err_kind(Buffer::create(&ctx, mem_flags::USE_HOST_PTR, 64, dev)), ClErrorKind::InvalidHostPtr);
+        assert_eq!(err_kind(Buffer::create(&ctx, mem_flags::COPY_HOST_PTR, 64, dev)), ClErrorKind::InvalidHostPtr);
+        let b = Buffer::create(&ctx, 0, 64, null_mut()).unwrap();
+        let r = commands::enqueue_read_buffer(&qc, &b, true, 0, 64, dev, &[]);
+        assert_eq!(err_kind(r), ClErrorKind::InvalidHostPtr, "a device allocation of another device than the queue's");
+        let pattern = std::slice::from_raw_parts(dev, 4);
+        assert_eq!(err_kind(commands::enqueue_fill_buffer(&qc, &b, pattern, 0, 64, &[])), ClErrorKind::InvalidHostPtr);
+        commands::enqueue_read_buffer(&qb, &b, true, 0, 64, dev, &[]).unwrap();
+    }
+    usm::mem_free(&ctx, dev).unwrap();
+
+    let local = bar.local_memory().unwrap();
+    // SAFETY: no host pointers.
+    let (small, big) = unsafe {
+        (
+            Buffer::create(&ctx, 0, 4096, null_mut()).unwrap(),
+            Buffer::create(&ctx, 0, local.size() * 2, null_mut()).unwrap(),
+        )
+    };
+    let used = local.allocated();
+    let r = commands::enqueue_copy_buffer(&qb, &small, &big, 0, 0, 4096, &[]);
+    assert_eq!(err_kind(r), ClErrorKind::MemObjectAllocationFailure);
+    assert_eq!(local.allocated(), used, "the source's fresh BAR allocation was undone");
+    assert_eq!(small.linked(&bar), None);
+    assert_eq!(small.stats(Location::Device(bar.index)), LocationStats::default());
+}
+
+/// A sub-page ALLOC_HOST_PTR buffer exports as a dma-buf that starts with its
+/// bytes and holds nothing of any other buffer; data written by the BAR
+/// device is moved to the host pages before the export.
+#[test]
+fn small_buffers_export_whole_pages_of_their_own() {
+    in_child("child_small_buffers_export_whole_pages_of_their_own", Some(&format!("{IVSHMEM},bar=2")));
+}
+
+#[test]
+#[ignore = "run in a child process"]
+fn child_small_buffers_export_whole_pages_of_their_own() {
+    let p = Platform::get();
+    let (cpu, bar) = (p.cpu().clone(), bar(p));
+    let ctx = Context::new(&[cpu.clone(), bar.clone()]).unwrap();
+    let (qc, qb) = (queue(&ctx, &cpu), queue(&ctx, &bar));
+    let udmabuf = Udmabuf::open().unwrap();
+    // SAFETY: no host pointers.
+    let (a, b) = unsafe {
+        (
+            Buffer::create(&ctx, mem_flags::ALLOC_HOST_PTR, 100, null_mut()).unwrap(),
+            Buffer::create(&ctx, mem_flags::ALLOC_HOST_PTR, 100, null_mut()).unwrap(),
+        )
+    };
+    write(&qc, &b, &[0xbb; 100]);
+    write(&qb, &a, &pattern(100, 41)); // current only in the BAR
+    let dmabuf = a.export_dmabuf(&udmabuf).unwrap();
+    assert_eq!(dmabuf.size().unwrap(), 4096, "one whole page");
+    let m = dmabuf.map(Access::Read).unwrap();
+    // SAFETY: the mapping is 4096 bytes; only read.
+    let bytes = unsafe { std::slice::from_raw_parts(m.as_ptr(), 4096) };
+    assert_eq!(&bytes[..100], &pattern(100, 41)[..], "the BAR's data was moved to the host pages first");
+    assert!(bytes[100..].iter().all(|&x| x != 0xbb), "no byte of the other buffer");
+}

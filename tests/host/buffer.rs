@@ -108,7 +108,8 @@ fn queries_answer_what_clgetmemobjectinfo_says() {
     assert_eq!(b.info(ASSOCIATED_MEMOBJECT).unwrap(), InfoValue::Mem(None));
     assert_eq!(b.info(OFFSET).unwrap(), InfoValue::Usize(0));
     assert_eq!(b.info(USES_SVM_POINTER).unwrap(), InfoValue::Bool(false));
-    assert_eq!(err_kind(b.info(0x110A)), ClErrorKind::InvalidValue);
+    assert_eq!(b.info(PROPERTIES).unwrap(), InfoValue::Properties(Vec::new()), "none for clCreateBuffer");
+    assert_eq!(err_kind(b.info(0x110B)), ClErrorKind::InvalidValue);
     let sub = Buffer::create_sub_buffer(&b, 0, BUFFER_CREATE_TYPE_REGION, 128, 64).unwrap();
     assert_eq!(sub.info(ASSOCIATED_MEMOBJECT).unwrap(), InfoValue::Mem(Some(b.clone())));
     assert_eq!(sub.info(OFFSET).unwrap(), InfoValue::Usize(128));

@@ -395,3 +395,71 @@ fn rect_and_unmap_errors_the_other_tests_leave_out() {
     assert_eq!(b.map_count(), 1, "the map is still outstanding");
     Event::wait(&[map::enqueue_unmap_mem_object(&q, &b, p.as_ptr(), &[]).unwrap()]).unwrap();
 }
+
+/// OpenCL allows a read or write that names a USE_HOST_PTR buffer's own
+/// memory (`host_ptr + offset`): on the host-unified CPU device that is the
+/// buffer itself, so nothing moves (and no non-overlapping copy is made of
+/// one range onto itself).
+#[test]
+fn reading_a_use_host_ptr_buffer_into_its_own_memory_is_a_no_op() {
+    let (ctx, q) = cpu_context_and_queue();
+    let mut data: Vec<u8> = (0..4096u32).map(|i| (i * 3) as u8).collect();
+    let expect = data.clone();
+    let p = data.as_mut_ptr();
+    // SAFETY: `data` outlives the buffer; it is only touched through the buffer.
+    let b = unsafe { Buffer::create(&ctx, mem_flags::USE_HOST_PTR, 4096, p) }.unwrap();
+    // SAFETY: blocking; the ranges are the buffer's own memory.
+    unsafe {
+        commands::enqueue_read_buffer(&q, &b, true, 100, 1000, p.add(100), &[]).unwrap();
+        commands::enqueue_write_buffer(&q, &b, true, 0, 4096, p, &[]).unwrap();
+        // Overlapping but not equal: moved as memmove would.
+        commands::enqueue_read_buffer(&q, &b, true, 0, 8, p.add(4), &[]).unwrap();
+    }
+    drop(b);
+    assert_eq!(&data[..4], &expect[..4]);
+    assert_eq!(&data[4..12], &expect[..8]);
+    assert_eq!(&data[12..], &expect[12..]);
+}
+
+#[test]
+fn map_flags_zero_and_rect_pitch_rules_follow_opencl() {
+    let (ctx, q) = cpu_context_and_queue();
+    // SAFETY: no host pointer.
+    let b = unsafe { Buffer::create(&ctx, mem_flags::HOST_READ_ONLY, 256, null_mut()) }.unwrap();
+    // Flags 0 name neither CL_MAP_READ nor CL_MAP_WRITE: no host-access rule applies.
+    let (p, _) = map::enqueue_map_buffer(&q, &b, true, 0, 0, 256).unwrap();
+    map::enqueue_unmap_mem_object(&q, &b, p.as_ptr(), &[]).unwrap();
+    // Same buffer, one pitch differing: allowed (only both differing is an error).
+    let r = CopyRect {
+        src_origin: [0, 0, 0],
+        dst_origin: [0, 0, 2],
+        region: [8, 2, 1],
+        src_row_pitch: 8,
+        dst_row_pitch: 8,
+        src_slice_pitch: 32,
+        dst_slice_pitch: 64,
+    };
+    Event::wait(&[rect::enqueue_copy_buffer_rect(&q, &b, &b, &r, &[]).unwrap()]).unwrap();
+    let both = CopyRect { dst_row_pitch: 16, ..r };
+    assert_eq!(err_kind(rect::enqueue_copy_buffer_rect(&q, &b, &b, &both, &[])), ClErrorKind::InvalidValue);
+}
+
+#[test]
+fn a_map_that_fails_on_its_wait_list_leaves_no_host_allocation() {
+    let (ctx, q) = cpu_context_and_queue();
+    // SAFETY: no host pointer.
+    let b = unsafe { Buffer::create(&ctx, 0, 4096, null_mut()) }.unwrap();
+    let gate = Event::user(&ctx);
+    gate.set_user_status(-5).unwrap();
+    let m = map::enqueue_map_buffer_after(&q, &b, true, map_flags::READ, 0, 4096, std::slice::from_ref(&gate));
+    assert_eq!(err_kind(m), ClErrorKind::ExecStatusErrorForEventsInWaitList);
+    assert_eq!(b.stats(Location::Host), Default::default(), "the host allocation was undone");
+    assert_eq!(b.map_count(), 0);
+    let mut out = [0u8; 16];
+    // SAFETY: `out` holds 16 bytes; the call fails.
+    let r =
+        unsafe { commands::enqueue_read_buffer(&q, &b, true, 0, 16, out.as_mut_ptr(), std::slice::from_ref(&gate)) };
+    assert_eq!(err_kind(r), ClErrorKind::ExecStatusErrorForEventsInWaitList);
+    assert_eq!(b.linked(&cpu_device()), None, "the device allocation was undone");
+    assert_eq!(b.stats(Location::Device(cpu_device().index)), Default::default());
+}

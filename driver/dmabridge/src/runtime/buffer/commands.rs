@@ -81,7 +81,7 @@ pub(crate) fn check_user_ptr(queue: &Queue, ptr: *const u8, name: &str) -> ClRes
     if ptr.is_null() {
         return cl_err!(InvalidValue, "{name} is NULL");
     }
-    if let Some(a) = queue.context().heap().lookup(ptr as usize) {
+    if let Some(a) = queue.context().lookup(ptr as usize) {
         match a.meta.kind {
             AllocKind::Shared => {
                 return cl_err!(
@@ -108,12 +108,48 @@ pub(crate) struct Target {
     pub buffer: Arc<Buffer>,
     pub placed: Placed,
     pub loc: Location,
+    undo: Undo,
+}
+
+/// What undoes the allocation a [`Target`] made, if the call fails later.
+#[derive(Clone)]
+pub(crate) struct Undo {
+    store: Arc<Store>,
+    device: Arc<Device>,
+    fresh: bool,
+}
+
+impl Undo {
+    /// Gives back the allocation if this call made it.
+    pub(crate) fn run(&self) {
+        self.store.undo_device_alloc(&self.device, self.fresh);
+    }
 }
 
 impl Target {
     pub(crate) fn new(queue: &Queue, buffer: &Arc<Buffer>) -> ClResult<Target> {
-        let placed = buffer.store().device_alloc(queue.device())?;
-        Ok(Target { buffer: buffer.clone(), placed, loc: Buffer::location(queue.device()) })
+        let (placed, fresh) = buffer.store().device_alloc(queue.device())?;
+        let undo = Undo { store: buffer.store().clone(), device: queue.device().clone(), fresh };
+        Ok(Target { buffer: buffer.clone(), placed, loc: Buffer::location(queue.device()), undo })
+    }
+
+    /// Both sides of a copy: if the second allocation fails, the first is
+    /// undone.
+    pub(crate) fn pair(queue: &Queue, src: &Arc<Buffer>, dst: &Arc<Buffer>) -> ClResult<(Target, Target)> {
+        let s = Target::new(queue, src)?;
+        match Target::new(queue, dst) {
+            Ok(d) => Ok((s, d)),
+            Err(e) => {
+                s.undo.run();
+                Err(e)
+            }
+        }
+    }
+
+    /// The undo of this target's allocation (kept when the target moves into
+    /// the command).
+    pub(crate) fn undo(&self) -> Undo {
+        self.undo.clone()
     }
 
     /// The address of byte `offset` of the buffer object at this location.
@@ -155,8 +191,22 @@ fn host_transfer(
 /// Copies by `device`'s engine, as a command status.
 ///
 /// # Safety
-/// As [`device_copy`].
+/// As [`device_copy`], except that the ranges may be the same or overlap.
 pub(crate) unsafe fn engine_copy(device: &Device, dst: usize, src: usize, size: usize) -> Result<(), i32> {
+    // OpenCL lets a read or write name the buffer's own memory (a
+    // USE_HOST_PTR buffer's `host_ptr + offset` on a host-unified device):
+    // nothing to move. Overlapping ranges (buffers over overlapping host
+    // memory) have undefined contents in OpenCL; on the CPU they are moved
+    // as memmove does, never with a non-overlapping copy.
+    if dst == src || size == 0 {
+        return Ok(());
+    }
+    if transfer::overlaps(dst, src, size) && device.backend().is_none() {
+        // SAFETY: both ranges are valid for `size` bytes (the caller);
+        // `ptr::copy` allows overlap.
+        unsafe { std::ptr::copy(src as *const u8, dst as *mut u8, size) };
+        return Ok(());
+    }
     // SAFETY: forwarded to the caller.
     unsafe { device_copy(device, dst as *mut u8, src as *const u8, size) }
 }
@@ -204,6 +254,7 @@ pub unsafe fn enqueue_read_buffer(
     wait_list: &[Event],
 ) -> ClResult<Event> {
     let t = host_transfer(queue, buffer, offset, size, ptr, true, wait_list)?;
+    let undo = [t.undo()];
     let (device, dst) = (queue.device().clone(), ptr as usize);
     let work = Box::new(move || {
         let mut st = t.store().lock();
@@ -213,7 +264,9 @@ pub unsafe fn enqueue_read_buffer(
         // unshared; the store's lock keeps other commands of the buffer out.
         unsafe { engine_copy(&device, dst, t.addr(offset), size) }
     });
-    queue.enqueue_with_use(command_type::READ_BUFFER, wait_list, blocking, CommandUse::Range(dst, size), work)
+    queue
+        .enqueue_with_use(command_type::READ_BUFFER, wait_list, blocking, CommandUse::Range(dst, size), work)
+        .inspect_err(|_| undo.iter().for_each(Undo::run))
 }
 
 /// `clEnqueueWriteBuffer`: copies `size` bytes from `ptr` into `buffer` at
@@ -251,16 +304,21 @@ pub unsafe fn enqueue_write_buffer(
     wait_list: &[Event],
 ) -> ClResult<Event> {
     let t = host_transfer(queue, buffer, offset, size, ptr, false, wait_list)?;
+    let undo = [t.undo()];
     let (device, src) = (queue.device().clone(), ptr as usize);
     let work = Box::new(move || {
         let mut st = t.store().lock();
         t.store().make_current(&mut st, t.loc, t.covers_store(offset, size))?;
         // SAFETY: as in `enqueue_read_buffer`, the other way.
-        unsafe { engine_copy(&device, t.addr(offset), src, size) }?;
+        let r = unsafe { engine_copy(&device, t.addr(offset), src, size) };
+        // Even a failed copy may have landed bytes: this location alone is
+        // current, so every device sees the same (undefined) contents.
         t.store().wrote(&mut st, t.loc);
-        Ok(())
+        r
     });
-    queue.enqueue_with_use(command_type::WRITE_BUFFER, wait_list, blocking, CommandUse::Range(src, size), work)
+    queue
+        .enqueue_with_use(command_type::WRITE_BUFFER, wait_list, blocking, CommandUse::Range(src, size), work)
+        .inspect_err(|_| undo.iter().for_each(Undo::run))
 }
 
 /// `clEnqueueCopyBuffer`: copies `size` bytes of `src` at `src_offset` to
@@ -312,7 +370,8 @@ pub fn enqueue_copy_buffer(
             dst.origin() + dst_offset
         );
     }
-    let (s, d) = (Target::new(queue, src)?, Target::new(queue, dst)?);
+    let (s, d) = Target::pair(queue, src, dst)?;
+    let undo = [s.undo(), d.undo()];
     let device = queue.device().clone();
     let work = Box::new(move || {
         let discard = d.covers_store(dst_offset, size);
@@ -321,9 +380,9 @@ pub fn enqueue_copy_buffer(
             s.store().make_current(&mut st, s.loc, false)?;
             // SAFETY: both ranges lie in the allocation (checked at enqueue)
             // and do not overlap; the lock keeps other commands out.
-            unsafe { engine_copy(&device, d.addr(dst_offset), s.addr(src_offset), size) }?;
+            let r = unsafe { engine_copy(&device, d.addr(dst_offset), s.addr(src_offset), size) };
             s.store().wrote(&mut st, s.loc);
-            return Ok(());
+            return r;
         }
         // Two stores: lock in address order, so that two copies in opposite
         // directions cannot deadlock.
@@ -338,11 +397,13 @@ pub fn enqueue_copy_buffer(
         s.store().make_current(sst, s.loc, false)?;
         d.store().make_current(dst_st, d.loc, discard)?;
         // SAFETY: two distinct allocations, ranges checked at enqueue.
-        unsafe { engine_copy(&device, d.addr(dst_offset), s.addr(src_offset), size) }?;
+        let r = unsafe { engine_copy(&device, d.addr(dst_offset), s.addr(src_offset), size) };
         d.store().wrote(dst_st, d.loc);
-        Ok(())
+        r
     });
-    queue.enqueue_with_use(command_type::COPY_BUFFER, wait_list, false, CommandUse::Nothing, work)
+    queue
+        .enqueue_with_use(command_type::COPY_BUFFER, wait_list, false, CommandUse::Nothing, work)
+        .inspect_err(|_| undo.iter().for_each(Undo::run))
 }
 
 /// `clEnqueueFillBuffer`: fills `size` bytes of `buffer` at `offset` with
@@ -386,7 +447,7 @@ pub fn enqueue_fill_buffer(
             transfer::MAX_PATTERN
         );
     }
-    if let Some(a) = queue.context().heap().lookup(pattern.as_ptr() as usize) {
+    if let Some(a) = queue.context().lookup(pattern.as_ptr() as usize) {
         if matches!(a.meta.kind, AllocKind::Device | AllocKind::Shared) {
             return cl_err!(
                 InvalidHostPtr,
@@ -400,23 +461,27 @@ pub fn enqueue_fill_buffer(
     }
     check_range(buffer, offset, size, "buffer")?;
     let t = Target::new(queue, buffer)?;
+    let undo = [t.undo()];
     let (device, pattern) = (queue.device().clone(), pattern.to_vec());
     let work = Box::new(move || {
         let mut st = t.store().lock();
         t.store().make_current(&mut st, t.loc, t.covers_store(offset, size))?;
         let dst = t.addr(offset);
-        if device.device_type == DeviceType::Cpu && t.placed.local_device.is_none() && dst % p == 0 {
+        let r = if device.device_type == DeviceType::Cpu && t.placed.local_device.is_none() && dst % p == 0 {
             // SAFETY: the range lies in the host pages (checked at enqueue),
             // aligned to the pattern; the lock keeps other commands out.
             unsafe { transfer::fill(dst as *mut u8, &pattern, size) };
+            Ok(())
         } else {
             // A device engine copies: stage the pattern in host memory.
             let staged: Vec<u8> = pattern.iter().copied().cycle().take(size).collect();
             // SAFETY: `staged` is ours; the destination as above.
-            unsafe { engine_copy(&device, dst, staged.as_ptr() as usize, size) }?;
-        }
+            unsafe { engine_copy(&device, dst, staged.as_ptr() as usize, size) }
+        };
         t.store().wrote(&mut st, t.loc);
-        Ok(())
+        r
     });
-    queue.enqueue_with_use(command_type::FILL_BUFFER, wait_list, false, CommandUse::Nothing, work)
+    queue
+        .enqueue_with_use(command_type::FILL_BUFFER, wait_list, false, CommandUse::Nothing, work)
+        .inspect_err(|_| undo.iter().for_each(Undo::run))
 }

@@ -67,7 +67,8 @@ impl Buffer {
 /// `clEnqueueMapBuffer`: maps `size` bytes of `buffer` at `offset` for the
 /// host and returns the host address of the first byte (at once, also for a
 /// non-blocking map: the bytes are there when the event completes) and the
-/// command's event. `map_flags` 0 maps for reading and writing.
+/// command's event. `map_flags` 0 is accepted (no host-access rule applies)
+/// and treated as reading and writing.
 ///
 /// Errors: `CL_INVALID_CONTEXT`; `CL_INVALID_VALUE` (range outside the
 /// buffer, size 0, unknown map flags, or `CL_MAP_WRITE_INVALIDATE_REGION`
@@ -151,16 +152,18 @@ pub fn enqueue_map_buffer_after(
             "map_flags {map_flags:#x}: CL_MAP_WRITE_INVALIDATE_REGION excludes CL_MAP_READ and CL_MAP_WRITE"
         );
     }
-    let reads = map_flags & READ != 0 || map_flags == 0;
-    let writes = map_flags & (WRITE | WRITE_INVALIDATE_REGION) != 0 || map_flags == 0;
-    if reads {
+    if map_flags & READ != 0 {
         check_host_access(buffer, true, "clEnqueueMapBuffer with CL_MAP_READ")?;
     }
-    if writes {
+    if map_flags & (WRITE | WRITE_INVALIDATE_REGION) != 0 {
         check_host_access(buffer, false, "clEnqueueMapBuffer with CL_MAP_WRITE")?;
     }
+    // Flags 0 name no access (no host-access rule applies); the unmap still
+    // counts it as a write, the safe assumption for whatever the host did.
+    let writes = map_flags & (WRITE | WRITE_INVALIDATE_REGION) != 0 || map_flags == 0;
     let store = buffer.store().clone();
-    let base = store.host_alloc()?;
+    let store_for_undo = store.clone();
+    let (base, fresh) = store.host_alloc()?;
     let ptr = base + buffer.origin() + offset;
     let discard = invalidate && buffer.origin() + offset == 0 && size == store.size();
     let keep = buffer.clone();
@@ -170,7 +173,10 @@ pub fn enqueue_map_buffer_after(
         store.make_current(&mut st, Location::Host, discard)
     });
     let usage = CommandUse::Range(ptr, size);
-    let event = queue.enqueue_with_use(command_type::MAP_BUFFER, wait_list, blocking, usage, work)?;
+    let undo = store_for_undo.clone();
+    let event = queue
+        .enqueue_with_use(command_type::MAP_BUFFER, wait_list, blocking, usage, work)
+        .inspect_err(|_| undo.undo_host_alloc(fresh))?;
     buffer.maps.lock().unwrap_or_else(|p| p.into_inner()).push(MapRecord { ptr, writes });
     Ok((NonNull::new(ptr as *mut u8).expect("host pages are not at address 0"), event))
 }

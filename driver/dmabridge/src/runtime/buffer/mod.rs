@@ -80,6 +80,9 @@ pub mod mem_info {
     pub const OFFSET: u32 = 0x1108;
     /// `CL_MEM_USES_SVM_POINTER`.
     pub const USES_SVM_POINTER: u32 = 0x1109;
+    /// `CL_MEM_PROPERTIES` (OpenCL 3.0): the properties given at creation;
+    /// none for `clCreateBuffer`.
+    pub const PROPERTIES: u32 = 0x110A;
 }
 
 /// `CL_MEM_OBJECT_BUFFER` (the `CL_MEM_TYPE` of a buffer).
@@ -161,8 +164,11 @@ impl Buffer {
     /// # Safety
     /// With `USE_HOST_PTR`, `host_ptr` must stay valid for reads and writes
     /// of `size` bytes for the buffer's life, and the application may touch
-    /// it only while the buffer is mapped for that (OpenCL's rule). With
-    /// `COPY_HOST_PTR` it must be valid for reads of `size` bytes now.
+    /// it only while the buffer is mapped for that (OpenCL's rule); on a
+    /// device behind an IOMMU the pages it spans are mapped for the device
+    /// while the buffer lives there, so they must hold no Rust reference that
+    /// a device write could invalidate. With `COPY_HOST_PTR` it must be valid
+    /// for reads of `size` bytes now.
     ///
     /// ```
     /// use dmabridge::runtime::buffer::{mem_flags, Buffer};
@@ -204,7 +210,7 @@ impl Buffer {
         }
         let mut uses_svm = false;
         if !host_ptr.is_null() {
-            if let Some(a) = ctx.heap().lookup(host_ptr as usize) {
+            if let Some(a) = ctx.lookup(host_ptr as usize) {
                 match a.meta.kind {
                     AllocKind::Svm => {
                         crate::ext::svm::check_use_host_ptr(ctx, host_ptr, size)?;
@@ -480,6 +486,14 @@ impl Buffer {
     /// (`CL_MEM_ALLOC_HOST_PTR`, or no host pointer flag); a
     /// `CL_MEM_USE_HOST_PTR` buffer's pages are the application's.
     ///
+    /// The host pages are whole, page-aligned pages of their own, so the
+    /// dma-buf holds this buffer's bytes from offset 0 and nothing else. The
+    /// data is made current in them first (a transfer from a device's memory
+    /// if needed). The dma-buf shows the host pages: after writing through
+    /// it, map and unmap the buffer for writing so that devices without
+    /// host-unified memory get the new bytes; and keep the buffer alive as
+    /// long as the dma-buf is used — its pages go back to the heap with it.
+    ///
     /// No OpenCL function of its own: the reason `ALLOC_HOST_PTR` is
     /// memfd-backed.
     ///
@@ -505,7 +519,8 @@ impl Buffer {
                  buffer with CL_MEM_ALLOC_HOST_PTR"
             );
         }
-        let base = self.store.host_alloc()?;
+        let (base, _) = self.store.host_alloc()?;
+        self.store.make_host_current()?;
         let heap = self.context.buffer_heap()?;
         heap.export_dmabuf(udmabuf, base).map_err(|e| {
             ClError::new(ClErrorKind::OutOfResources, format!("exporting a buffer's host pages as a dma-buf: {e}"))
@@ -565,7 +580,8 @@ impl Buffer {
             ASSOCIATED_MEMOBJECT => InfoValue::Mem(self.parent.clone()),
             OFFSET => InfoValue::Usize(self.origin),
             USES_SVM_POINTER => InfoValue::Bool(self.uses_svm),
-            _ => return cl_err!(InvalidValue, "{param:#x} is not a cl_mem_info of a buffer (0x1100..=0x1109)"),
+            PROPERTIES => InfoValue::Properties(Vec::new()),
+            _ => return cl_err!(InvalidValue, "{param:#x} is not a cl_mem_info of a buffer (0x1100..=0x110A)"),
         })
     }
 

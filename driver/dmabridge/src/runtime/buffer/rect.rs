@@ -12,7 +12,7 @@ use crate::error::{ClError, ClErrorKind, ClResult};
 use crate::runtime::event::{command_type, Event};
 use crate::runtime::queue::{check_wait_list, CommandUse, Queue};
 
-use super::commands::{check_host_access, check_target, check_user_ptr, engine_copy, Target};
+use super::commands::{check_host_access, check_target, check_user_ptr, engine_copy, Target, Undo};
 use super::Buffer;
 
 /// The geometry of a read or write rectangle (`buffer_origin`,
@@ -117,6 +117,10 @@ impl Side {
     }
 }
 
+/// Rows compared one by one at most; past that, the rectangles' whole spans
+/// are compared (which may refuse a copy whose rows only interleave).
+const MAX_ROWS_COMPARED: usize = 1 << 16;
+
 /// True if any row of `a` overlaps any row of `b` (both `width` bytes).
 fn rows_overlap(a: impl Iterator<Item = usize>, b: impl Iterator<Item = usize>, width: usize) -> bool {
     let mut all: Vec<(usize, bool)> = a.map(|s| (s, false)).chain(b.map(|s| (s, true))).collect();
@@ -189,6 +193,7 @@ pub unsafe fn enqueue_read_buffer_rect(
     wait_list: &[Event],
 ) -> ClResult<Event> {
     let (b, h, host_end, t) = host_rect(queue, buffer, rect, ptr, true, wait_list)?;
+    let undo = [t.undo()];
     let (device, base, region) = (queue.device().clone(), ptr as usize, rect.region);
     let work = Box::new(move || {
         let mut st = t.buffer.store().lock();
@@ -201,7 +206,9 @@ pub unsafe fn enqueue_read_buffer_rect(
         Ok(())
     });
     let usage = CommandUse::Range(base, host_end);
-    queue.enqueue_with_use(command_type::READ_BUFFER_RECT, wait_list, blocking, usage, work)
+    queue
+        .enqueue_with_use(command_type::READ_BUFFER_RECT, wait_list, blocking, usage, work)
+        .inspect_err(|_| undo.iter().for_each(Undo::run))
 }
 
 /// `clEnqueueWriteBufferRect`: copies a rectangle of host memory at `ptr`
@@ -239,19 +246,23 @@ pub unsafe fn enqueue_write_buffer_rect(
     wait_list: &[Event],
 ) -> ClResult<Event> {
     let (b, h, host_end, t) = host_rect(queue, buffer, rect, ptr, false, wait_list)?;
+    let undo = [t.undo()];
     let (device, base, region) = (queue.device().clone(), ptr as usize, rect.region);
     let work = Box::new(move || {
         let mut st = t.buffer.store().lock();
         t.buffer.store().make_current(&mut st, t.loc, false)?;
-        for (bo, ho) in b.rows(region).zip(h.rows(region)) {
+        let r = b.rows(region).zip(h.rows(region)).try_for_each(|(bo, ho)| {
             // SAFETY: as in `enqueue_read_buffer_rect`, the other way.
-            unsafe { engine_copy(&device, t.addr(bo), base + ho, region[0]) }?;
-        }
+            unsafe { engine_copy(&device, t.addr(bo), base + ho, region[0]) }
+        });
+        // Rows may have landed before a failure: this location alone is current.
         t.buffer.store().wrote(&mut st, t.loc);
-        Ok(())
+        r
     });
     let usage = CommandUse::Range(base, host_end);
-    queue.enqueue_with_use(command_type::WRITE_BUFFER_RECT, wait_list, blocking, usage, work)
+    queue
+        .enqueue_with_use(command_type::WRITE_BUFFER_RECT, wait_list, blocking, usage, work)
+        .inspect_err(|_| undo.iter().for_each(Undo::run))
 }
 
 /// `clEnqueueCopyBufferRect`: copies a rectangle of `src` into `dst`.
@@ -295,16 +306,23 @@ pub fn enqueue_copy_buffer_rect(
     d.check_inside(rect.region, dst.size(), "dst_buffer")?;
     let region = rect.region;
     let same = Arc::ptr_eq(src.store(), dst.store());
-    if Arc::ptr_eq(src, dst) && (s.row_pitch != d.row_pitch || s.slice_pitch != d.slice_pitch) {
-        return cl_err!(InvalidValue, "src_buffer and dst_buffer are the same buffer but their pitches differ");
+    if Arc::ptr_eq(src, dst) && s.row_pitch != d.row_pitch && s.slice_pitch != d.slice_pitch {
+        return cl_err!(InvalidValue, "src_buffer and dst_buffer are the same buffer but both their pitches differ");
     }
     if same {
         let (so, dof) = (src.origin(), dst.origin());
-        if rows_overlap(s.rows(region).map(|r| r + so), d.rows(region).map(|r| r + dof), region[0]) {
+        let overlap = if region[1].saturating_mul(region[2]) <= MAX_ROWS_COMPARED {
+            rows_overlap(s.rows(region).map(|r| r + so), d.rows(region).map(|r| r + dof), region[0])
+        } else {
+            let (s_end, d_end) = (s.end(region).unwrap_or(usize::MAX), d.end(region).unwrap_or(usize::MAX));
+            s.start + so < d_end + dof && d.start + dof < s_end + so
+        };
+        if overlap {
             return cl_err!(MemCopyOverlap, "the source and destination rectangles overlap in the same buffer");
         }
     }
-    let (ts, td) = (Target::new(queue, src)?, Target::new(queue, dst)?);
+    let (ts, td) = Target::pair(queue, src, dst)?;
+    let undo = [ts.undo(), td.undo()];
     let device = queue.device().clone();
     let work = Box::new(move || {
         let copy_rows = || -> Result<(), i32> {
@@ -318,9 +336,9 @@ pub fn enqueue_copy_buffer_rect(
         if same {
             let mut st = ts.buffer.store().lock();
             ts.buffer.store().make_current(&mut st, ts.loc, false)?;
-            copy_rows()?;
+            let r = copy_rows();
             ts.buffer.store().wrote(&mut st, ts.loc);
-            return Ok(());
+            return r;
         }
         let (a, b) = (ts.buffer.store(), td.buffer.store());
         let src_first = Arc::as_ptr(a) < Arc::as_ptr(b);
@@ -333,11 +351,13 @@ pub fn enqueue_copy_buffer_rect(
         };
         a.make_current(&mut ga, ts.loc, false)?;
         b.make_current(&mut gb, td.loc, false)?;
-        copy_rows()?;
+        let r = copy_rows();
         b.wrote(&mut gb, td.loc);
-        Ok(())
+        r
     });
-    queue.enqueue_with_use(command_type::COPY_BUFFER_RECT, wait_list, false, CommandUse::Nothing, work)
+    queue
+        .enqueue_with_use(command_type::COPY_BUFFER_RECT, wait_list, false, CommandUse::Nothing, work)
+        .inspect_err(|_| undo.iter().for_each(Undo::run))
 }
 
 #[cfg(test)]

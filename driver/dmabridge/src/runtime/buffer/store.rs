@@ -125,6 +125,12 @@ impl State {
         }
     }
 
+    /// True if the host pages hold the only current copy of defined data
+    /// (then they must stay).
+    fn pages_current_matters(&self) -> bool {
+        self.defined && self.pages_current && self.local_current.is_empty()
+    }
+
     fn device(&self, index: u16) -> Option<&DeviceAlloc> {
         self.devices.iter().find(|d| d.device.index == index)
     }
@@ -186,8 +192,13 @@ impl Store {
             st.pages = Some((p, PagesOwner::User));
             return Ok(p);
         }
+        // Whole pages, page-aligned: the pages are exported as a dma-buf and
+        // mapped into IOMMU domains whole, so they must hold nothing else
+        // (the alignment also covers every device's
+        // CL_DEVICE_MEM_BASE_ADDR_ALIGN).
         let heap = self.context.buffer_heap()?;
-        let p = heap.alloc(self.size, 0, AllocMeta::HOST).map_err(|e| {
+        let page = crate::sys::page_size();
+        let p = heap.alloc(self.size.next_multiple_of(page), page, AllocMeta::HOST).map_err(|e| {
             ClError::new(
                 ClErrorKind::MemObjectAllocationFailure,
                 format!("allocating the {} bytes of a buffer's host pages: {e}", self.size),
@@ -202,9 +213,27 @@ impl Store {
     /// The host allocation (created on the host's first use): the user's
     /// pointer, the pages of a linked device allocation (obtained by
     /// mapping), or fresh pages. Returns the host address of byte 0.
-    pub fn host_alloc(&self) -> ClResult<usize> {
+    ///
+    /// Also says whether this call made it (`true`), for
+    /// [`undo_host_alloc`](Self::undo_host_alloc).
+    pub fn host_alloc(&self) -> ClResult<(usize, bool)> {
         let mut st = self.lock();
-        self.host_alloc_locked(&mut st)
+        let fresh = !st.host_alloc;
+        Ok((self.host_alloc_locked(&mut st)?, fresh))
+    }
+
+    /// Undoes the host allocation `host_alloc` just made (`fresh`), for a
+    /// map whose enqueue failed: pages that only it used are given back.
+    pub fn undo_host_alloc(&self, fresh: bool) {
+        if !fresh {
+            return;
+        }
+        let mut st = self.lock();
+        st.host_alloc = false;
+        if !st.devices.iter().any(|d| d.local.is_none()) && !st.pages_current_matters() {
+            self.release_pages(&mut st, Location::Host);
+        }
+        st.stats.retain(|(l, _)| *l != Location::Host);
     }
 
     fn host_alloc_locked(&self, st: &mut State) -> ClResult<usize> {
@@ -227,9 +256,13 @@ impl Store {
     /// The allocation of `device` (created on the device's first use):
     /// linked (the host pages) if it has host-unified memory, else unlinked
     /// in its local memory.
-    pub fn device_alloc(&self, device: &Arc<Device>) -> ClResult<Placed> {
+    ///
+    /// Also says whether this call made it (`true`), for
+    /// [`undo_device_alloc`](Self::undo_device_alloc).
+    pub fn device_alloc(&self, device: &Arc<Device>) -> ClResult<(Placed, bool)> {
         let mut st = self.lock();
-        self.device_alloc_locked(&mut st, device)
+        let fresh = st.device(device.index).is_none();
+        Ok((self.device_alloc_locked(&mut st, device)?, fresh))
     }
 
     fn device_alloc_locked(&self, st: &mut State, device: &Arc<Device>) -> ClResult<Placed> {
@@ -285,6 +318,46 @@ impl Store {
         Ok(placed)
     }
 
+    /// Undoes the allocation `device_alloc` just made for `device` (a call
+    /// that fails after it must leave the buffer as it was): frees its local
+    /// memory, evicts linked pages from the device's IOMMU domain, gives back
+    /// host pages that only it used, and forgets its counters. Does nothing
+    /// if the allocation existed before (`fresh` false).
+    pub fn undo_device_alloc(&self, device: &Arc<Device>, fresh: bool) {
+        if !fresh {
+            return;
+        }
+        let mut st = self.lock();
+        let Some(i) = st.devices.iter().position(|d| Arc::ptr_eq(&d.device, device)) else {
+            return;
+        };
+        // A command that ran (and failed) may have made this allocation the
+        // holder of current data: then it stays.
+        if st.devices[i].local.is_some() && st.local_current.contains(&device.index) {
+            return;
+        }
+        let d = st.devices.remove(i);
+        match (d.local, d.device.local_memory()) {
+            (Some(p), Some(local)) => {
+                if let Err(e) = local.free(p as *const u8) {
+                    eprintln!("dmabridge: undoing a buffer's allocation on {:?}: {e}", device.name);
+                }
+            }
+            _ => {
+                if let (Some(domain), Some((p, _))) = (device.dma_domain(), st.pages) {
+                    if let Err(e) = domain.evict(p) {
+                        eprintln!("dmabridge: undoing a buffer's residency on {:?}: {e}", device.name);
+                    }
+                }
+                let others_linked = st.devices.iter().any(|d| d.local.is_none());
+                if !st.host_alloc && !others_linked && !st.pages_current_matters() {
+                    self.release_pages(&mut st, Location::Device(device.index));
+                }
+            }
+        }
+        st.stats.retain(|(l, _)| *l != Location::Device(device.index));
+    }
+
     /// Makes the data current at `at` (a location whose allocation exists),
     /// transferring it from where it is unless `discard` (the command
     /// overwrites the whole buffer). Runs inside a command; the error is the
@@ -336,6 +409,18 @@ impl Store {
         Ok(())
     }
 
+    /// Makes the data current in the host pages now, on the calling thread
+    /// (for an export). The host allocation must exist.
+    pub fn make_host_current(&self) -> ClResult<()> {
+        let mut st = self.lock();
+        self.make_current(&mut st, Location::Host, false).map_err(|c| {
+            ClError::new(
+                ClErrorKind::from_code(c).unwrap_or(ClErrorKind::OutOfResources),
+                "moving a buffer's data into its host pages failed",
+            )
+        })
+    }
+
     /// Records that a command wrote the buffer at `at`: that location alone
     /// is current.
     pub fn wrote(&self, st: &mut State, at: Location) {
@@ -384,6 +469,9 @@ impl Store {
                 }
                 let s = st.stats_mut(loc);
                 s.bytes_allocated = s.bytes_allocated.saturating_sub(self.size as u64);
+                // Gone pages hold nothing current (callers only release them
+                // when another copy is current, or none is defined).
+                st.pages_current = false;
             }
             Some((_, PagesOwner::User)) | None => {}
         }
