@@ -463,3 +463,80 @@ fn a_map_that_fails_on_its_wait_list_leaves_no_host_allocation() {
     assert_eq!(b.linked(&cpu_device()), None, "the device allocation was undone");
     assert_eq!(b.stats(Location::Device(cpu_device().index)), Default::default());
 }
+
+/// The remaining error rules of buffer creation, sub-buffers and commands,
+/// one line each.
+#[test]
+fn the_remaining_error_rules_one_by_one() {
+    use mem_flags::*;
+    let (ctx, q) = cpu_context_and_queue();
+    let (_other, other_q) = cpu_context_and_queue();
+    let create = |flags| {
+        // SAFETY: no host pointer.
+        err_kind(unsafe { Buffer::create(&ctx, flags, 64, null_mut()) })
+    };
+    assert_eq!(create(READ_WRITE | WRITE_ONLY), ClErrorKind::InvalidValue);
+    assert_eq!(create(HOST_WRITE_ONLY | HOST_READ_ONLY), ClErrorKind::InvalidValue);
+    assert_eq!(create(HOST_WRITE_ONLY | HOST_NO_ACCESS), ClErrorKind::InvalidValue);
+    let sub_err = |parent_flags, flags| {
+        // SAFETY: no host pointer.
+        let p = unsafe { Buffer::create(&ctx, parent_flags, 4096, null_mut()) }.unwrap();
+        err_kind(Buffer::create_sub_buffer(&p, flags, BUFFER_CREATE_TYPE_REGION, 0, 64))
+    };
+    assert_eq!(sub_err(READ_ONLY, WRITE_ONLY), ClErrorKind::InvalidValue);
+    assert_eq!(sub_err(READ_ONLY, READ_WRITE), ClErrorKind::InvalidValue);
+    assert_eq!(sub_err(HOST_WRITE_ONLY, HOST_READ_ONLY), ClErrorKind::InvalidValue);
+    assert_eq!(sub_err(HOST_NO_ACCESS, HOST_READ_ONLY), ClErrorKind::InvalidValue);
+    assert_eq!(sub_err(HOST_NO_ACCESS, HOST_WRITE_ONLY), ClErrorKind::InvalidValue);
+    assert_eq!(sub_err(0, ALLOC_HOST_PTR), ClErrorKind::InvalidValue);
+    assert_eq!(sub_err(0, COPY_HOST_PTR), ClErrorKind::InvalidValue);
+    assert_eq!(sub_err(0, 1 << 12), ClErrorKind::InvalidValue);
+    assert_eq!(sub_err(0, READ_ONLY | WRITE_ONLY), ClErrorKind::InvalidValue);
+
+    let (b, data) = filled(&ctx, 1024);
+    let mut out = [0u8; 64];
+    // SAFETY (every call below): `out` holds 64 bytes; each call fails before using it, or blocks.
+    unsafe {
+        let w = commands::enqueue_write_buffer(&other_q, &b, true, 0, 16, out.as_ptr(), &[]);
+        assert_eq!(err_kind(w), ClErrorKind::InvalidContext, "write through another context's queue");
+        let r = HostRect { region: [8, 2, 1], host_row_pitch: 4, ..Default::default() };
+        let rr = rect::enqueue_read_buffer_rect(&q, &b, true, &r, out.as_mut_ptr(), &[]);
+        assert_eq!(err_kind(rr), ClErrorKind::InvalidValue, "host_row_pitch below the row");
+        let r = HostRect { region: [8, 2, 1], ..Default::default() };
+        let rr = rect::enqueue_read_buffer_rect(&other_q, &b, true, &r, out.as_mut_ptr(), &[]);
+        assert_eq!(err_kind(rr), ClErrorKind::InvalidContext);
+        let gate = Event::user(&ctx);
+        gate.set_user_status(-1).unwrap();
+        let w = commands::enqueue_write_buffer(&q, &b, true, 0, 16, out.as_ptr(), std::slice::from_ref(&gate));
+        assert_eq!(err_kind(w), ClErrorKind::ExecStatusErrorForEventsInWaitList);
+    }
+    let shared = dmabridge::ext::usm::shared_mem_alloc(&ctx, None, &[], 64, 0).unwrap().as_ptr();
+    // SAFETY: `shared` holds 64 bytes; the fill refuses it before reading.
+    let pattern = unsafe { std::slice::from_raw_parts(shared, 4) };
+    assert_eq!(err_kind(commands::enqueue_fill_buffer(&q, &b, pattern, 0, 64, &[])), ClErrorKind::InvalidHostPtr);
+    usm::mem_free(&ctx, shared).unwrap();
+    assert_eq!(err_kind(commands::enqueue_copy_buffer(&q, &b, &b, 1000, 0, 100, &[])), ClErrorKind::InvalidValue);
+    // Adjacent ranges in one buffer do not overlap.
+    Event::wait(&[commands::enqueue_copy_buffer(&q, &b, &b, 0, 100, 100, &[]).unwrap()]).unwrap();
+    let cr = CopyRect { region: [8, 2, 1], src_slice_pitch: 12, ..Default::default() };
+    assert_eq!(
+        err_kind(rect::enqueue_copy_buffer_rect(&q, &b, &b, &cr, &[])),
+        ClErrorKind::InvalidValue,
+        "slice pitch"
+    );
+    let cr = CopyRect { region: [8, 2, 1], dst_origin: [0, 0, 64], ..Default::default() };
+    assert_eq!(
+        err_kind(rect::enqueue_copy_buffer_rect(&q, &b, &b, &cr, &[])),
+        ClErrorKind::InvalidValue,
+        "dst past the end"
+    );
+    // A sub-buffer's mapping is not the parent's to unmap.
+    let s = Buffer::create_sub_buffer(&b, 0, BUFFER_CREATE_TYPE_REGION, 512, 256).unwrap();
+    let (p, _) = map::enqueue_map_buffer(&q, &s, true, map_flags::READ, 0, 256).unwrap();
+    assert_eq!(err_kind(map::enqueue_unmap_mem_object(&q, &b, p.as_ptr(), &[])), ClErrorKind::InvalidValue);
+    map::enqueue_unmap_mem_object(&q, &s, p.as_ptr(), &[]).unwrap();
+    q.finish().unwrap();
+    let now = read_all(&q, &b);
+    assert_eq!(&now[100..200], &data[..100]);
+    assert_eq!(&now[200..], &data[200..]);
+}
