@@ -102,56 +102,52 @@ fn guest_tests_bin() -> PathBuf {
 /// works: the guest test asserts it.
 #[test]
 fn edu_bus_addresses_equal_pointers_with_a_wide_dma_mask() {
-    let bin = guest_tests_bin();
-    let out = rig(&[
-        "--no-ivshmem",
-        "--edu",
-        "1",
-        "--edu-dma-mask",
-        "0xffffffffffffffff",
-        "--bind",
-        "0000:00:10.0",
-        "--env",
-        "DMABRIDGE_EDU_DMA_MASK=0xffffffffffffffff",
-        "--",
-        bin.to_str().unwrap(),
-        "--exact",
+    run_guest_test(
+        &[
+            "--no-ivshmem",
+            "--edu",
+            "1",
+            "--edu-dma-mask",
+            "0xffffffffffffffff",
+            "--bind",
+            "0000:00:10.0",
+            "--env",
+            "DMABRIDGE_EDU_DMA_MASK=0xffffffffffffffff",
+        ],
         "edu_device::child_bus_address_equals_the_pointer_with_a_wide_mask",
-        "--ignored",
-        "--test-threads=1",
-        "--nocapture",
-    ]);
-    let all = format!("{}{}", text(&out.stdout), text(&out.stderr));
-    println!("{all}");
-    assert!(out.status.success() && all.contains("1 passed"), "the guest test failed:\n{all}");
+    );
 }
 
 /// Two device memories (two ivshmems as BAR devices): a buffer moves from
 /// one to the other through a host allocation, with no data lost.
 #[test]
 fn buffer_moves_between_two_device_memories_through_the_host() {
-    let bin = guest_tests_bin();
-    let out = rig(&[
-        "--edu",
-        "0",
-        "--ivshmem2",
-        "--bind",
-        "0000:00:08.0",
-        "--bind",
-        "0000:00:09.0",
-        "--env",
-        "DMABRIDGE_BAR_DEVICE=0000:00:08.0,bar=2;0000:00:09.0,bar=2",
-        "--",
-        bin.to_str().unwrap(),
-        "--exact",
+    run_guest_test(
+        &[
+            "--edu",
+            "0",
+            "--ivshmem2",
+            "--bind",
+            "0000:00:08.0",
+            "--bind",
+            "0000:00:09.0",
+            "--env",
+            "DMABRIDGE_BAR_DEVICE=0000:00:08.0,bar=2;0000:00:09.0,bar=2",
+        ],
         "buffer::child_unlinked_to_unlinked_goes_through_a_host_allocation",
-        "--ignored",
-        "--test-threads=1",
-        "--nocapture",
-    ]);
+    );
+}
+
+/// Boots a guest with `rig_args` and runs the ignored guest test `path`
+/// alone in it; asserts that it passed.
+fn run_guest_test(rig_args: &[&str], path: &str) {
+    let bin = guest_tests_bin();
+    let mut args = rig_args.to_vec();
+    args.extend(["--", bin.to_str().unwrap(), "--exact", path, "--ignored", "--test-threads=1", "--nocapture"]);
+    let out = rig(&args);
     let all = format!("{}{}", text(&out.stdout), text(&out.stderr));
     println!("{all}");
-    assert!(out.status.success() && all.contains("1 passed"), "the guest test failed:\n{all}");
+    assert!(out.status.success() && all.contains("1 passed"), "the guest test {path} failed:\n{all}");
 }
 
 fn rand_suffix() -> u128 {

@@ -220,10 +220,9 @@ fn allocate_resident(
         return allocate(ctx, size, align, meta);
     };
     let p = allocate(ctx, size, align.max(crate::sys::page_size()), meta)?;
-    // SAFETY: the allocation is fresh and only handed out as a raw pointer;
-    // the device writes it only through commands the application enqueues,
-    // under the USM rule that the host does not access it meanwhile. It is
-    // evicted before its pages are freed or unmapped (mem_free, heap drop).
+    // SAFETY: a fresh allocation, handed out only as a raw pointer; devices
+    // write it only through enqueued commands (USM: the host keeps off
+    // meanwhile), and it is evicted before its pages are freed (free, drop).
     match unsafe { domain.make_resident(p.as_ptr() as usize, size) } {
         Ok(_) => {
             evict_on_heap_drop(ctx, &domain);
@@ -259,10 +258,9 @@ pub(crate) fn keep_resident(ctx: &Context, domain: &Arc<DmaDomain>, info: &Alloc
     if info.meta.kind == AllocKind::Svm {
         return Ok(None);
     }
-    // SAFETY: a live USM allocation, reached only through raw pointers; the
-    // device writes it only through commands the application enqueues, under
-    // the USM rule that the host does not access it meanwhile. It is evicted
-    // before its pages are freed or unmapped (mem_free, heap drop).
+    // SAFETY: a live USM allocation, reached only through raw pointers;
+    // devices write it only through enqueued commands (USM: the host keeps
+    // off meanwhile), and it is evicted before its pages are freed.
     let iova = unsafe { domain.ensure_resident(info.base, info.size) }?;
     evict_on_heap_drop(ctx, domain);
     Ok(Some(iova))

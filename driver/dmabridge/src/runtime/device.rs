@@ -179,25 +179,7 @@ impl Device {
     /// ```
     pub fn edu(index: u16, backend: Arc<EduBackend>) -> Arc<Device> {
         let window = backend.domain().dma_mask().saturating_add(1) - crate::sys::page_size() as u64;
-        let name = backend.name().to_owned();
-        let access = usm_caps::ACCESS;
-        let device = Arc::new(Device {
-            index,
-            name,
-            device_type: DeviceType::Accelerator,
-            max_mem_alloc_size: host_alloc_limit().min(window),
-            max_alignment: 128,
-            host_unified_memory: true,
-            usm: UsmCaps {
-                host: access,
-                device: access,
-                single_device_shared: access,
-                cross_device_shared: access,
-                shared_system: 0,
-            },
-            svm: svm_caps::COARSE_GRAIN_BUFFER,
-            compute_units: 1,
-        });
+        let device = Device::dma_engine(index, backend.name(), host_alloc_limit().min(window), true);
         let domain = backend.domain().clone();
         Device::attach_backend(&device, backend);
         let mut reg = DOMAINS.lock().unwrap();
@@ -360,15 +342,24 @@ impl Device {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn bar(index: u16, backend: Arc<BarBackend>) -> Arc<Device> {
-        let size = backend.memory().size() as u64;
+        let device = Device::dma_engine(index, backend.name(), backend.memory().size() as u64, false);
+        Device::attach_backend(&device, backend);
+        device
+    }
+
+    /// An accelerator driven by one DMA engine (edu, a BAR device): plain
+    /// USM access of every type, no shared-system access, coarse-grain SVM,
+    /// one compute unit; what differs is its largest allocation and whether
+    /// its memory is the host's.
+    fn dma_engine(index: u16, name: &str, max_mem_alloc_size: u64, host_unified_memory: bool) -> Arc<Device> {
         let access = usm_caps::ACCESS;
-        let device = Arc::new(Device {
+        Arc::new(Device {
             index,
-            name: backend.name().to_owned(),
+            name: name.to_owned(),
             device_type: DeviceType::Accelerator,
-            max_mem_alloc_size: size,
+            max_mem_alloc_size,
             max_alignment: 128,
-            host_unified_memory: false,
+            host_unified_memory,
             usm: UsmCaps {
                 host: access,
                 device: access,
@@ -378,9 +369,7 @@ impl Device {
             },
             svm: svm_caps::COARSE_GRAIN_BUFFER,
             compute_units: 1,
-        });
-        Device::attach_backend(&device, backend);
-        device
+        })
     }
 
     /// The device's own memory, if it has any: `Some` for a BAR device,
