@@ -27,7 +27,10 @@
 //! the host pages (and so every linked device), and the set of devices whose
 //! local copy is current. Transfers happen inside the commands, in execution
 //! order, under the store's lock; allocations happen at enqueue, so that an
-//! allocation failure is the enqueue's error.
+//! allocation failure is the enqueue's error — except the host allocation a
+//! transfer between two unlinked devices needs as its intermediary, made
+//! when that transfer runs (its failure is the command's status). A call
+//! that fails after allocating undoes what it allocated.
 //!
 //! Every allocation and every transferred byte is counted per location
 //! ([`LocationStats`]): the tests prove which path of the seed's table ran.
