@@ -46,7 +46,9 @@ fn unpack(b: u8) -> u64 {
 /// ```
 /// use dmabridge::ext::svm::{self, flags};
 /// use dmabridge::runtime::{context::Context, platform::Platform};
-/// let ctx = Context::new(Platform::get().devices())?;
+/// // Fine grain needs every device of the context to support it: the CPU
+/// // device does (an edu or BAR device does not).
+/// let ctx = Context::new(std::slice::from_ref(Platform::get().cpu()))?;
 /// let p = svm::svm_alloc(&ctx, flags::READ_WRITE | flags::FINE_GRAIN_BUFFER, 4096, 0)?;
 /// assert_eq!(svm::svm_flags(&ctx, p.as_ptr()), Some(flags::READ_WRITE | flags::FINE_GRAIN_BUFFER));
 /// svm::svm_free(&ctx, p.as_ptr());
