@@ -73,6 +73,8 @@ pub struct LocalAllocator {
 impl LocalAllocator {
     /// An allocator over `size` bytes (rounded down to the granule).
     ///
+    /// No OpenCL function of its own: the sub-allocator behind `clDeviceMemAllocINTEL` on a BAR device.
+    ///
     /// ```
     /// use dmabridge::memory::local::LocalAllocator;
     /// let a = LocalAllocator::new(4 << 20);
@@ -84,6 +86,8 @@ impl LocalAllocator {
 
     /// The region's size.
     ///
+    /// No OpenCL function of its own: `CL_DEVICE_GLOBAL_MEM_SIZE` of a BAR device.
+    ///
     /// ```
     /// use dmabridge::memory::local::{LocalAllocator, GRANULE};
     /// assert_eq!(LocalAllocator::new(GRANULE * 3 + 5).size(), GRANULE * 3);
@@ -93,6 +97,8 @@ impl LocalAllocator {
     }
 
     /// Bytes reserved by live allocations (each rounded up to the granule).
+    ///
+    /// No OpenCL function of its own: what the device's USM allocations and buffers hold.
     ///
     /// ```
     /// use dmabridge::memory::local::{LocalAllocator, GRANULE};
@@ -106,6 +112,8 @@ impl LocalAllocator {
     }
 
     /// Number of live allocations.
+    ///
+    /// No OpenCL function of its own: how many allocations are live.
     ///
     /// ```
     /// use dmabridge::memory::local::LocalAllocator;

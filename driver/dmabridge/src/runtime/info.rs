@@ -341,6 +341,8 @@ impl InfoValue {
     /// Size in bytes of the C value (what `param_value_size_ret` reports),
     /// including the NUL of a string.
     ///
+    /// The `param_value_size_ret` of every `clGet*Info`.
+    ///
     /// ```
     /// use dmabridge::runtime::info::InfoValue;
     /// assert_eq!(InfoValue::Str("abc".into()).size(), 4); // with the NUL
@@ -367,6 +369,8 @@ impl InfoValue {
 
     /// True for a value that holds a non-null object handle, which only the
     /// C face can write (it owns the handle mapping).
+    ///
+    /// No OpenCL function of its own: which `clGet*Info` answers the C face writes itself.
     ///
     /// ```
     /// use dmabridge::runtime::info::InfoValue;

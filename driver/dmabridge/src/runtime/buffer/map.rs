@@ -110,6 +110,8 @@ pub fn enqueue_map_buffer(
 
 /// [`enqueue_map_buffer`] with a wait list (`event_wait_list`).
 ///
+/// `clEnqueueMapBuffer` with its `event_wait_list`.
+///
 /// ```
 /// use dmabridge::runtime::buffer::map::{self, map_flags};
 /// use dmabridge::runtime::buffer::Buffer;

@@ -191,6 +191,8 @@ impl Event {
 
     /// True if both are the same event (the same `cl_event` handle).
     ///
+    /// No OpenCL function of its own: handle identity, as the C face compares `cl_event`s.
+    ///
     /// ```
     /// use dmabridge::runtime::{context::Context, event::Event, platform::Platform};
     /// let ctx = Context::new(Platform::get().devices())?;
@@ -204,6 +206,8 @@ impl Event {
     }
 
     /// The `cl_event` handle: the address of the shared event.
+    ///
+    /// No OpenCL function of its own: the identity the C face maps to a `cl_event`.
     ///
     /// ```
     /// use dmabridge::runtime::{context::Context, event::Event, platform::Platform};

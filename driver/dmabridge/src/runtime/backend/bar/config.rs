@@ -121,6 +121,8 @@ impl BarConfig {
 
     /// The entry as [`ENV`] takes it.
     ///
+    /// No OpenCL function of its own: device discovery (`clGetDeviceIDs`) configuration.
+    ///
     /// ```
     /// use dmabridge::runtime::backend::bar::BarConfig;
     /// let c: BarConfig = "00:08.0, bar=2".parse()?;
