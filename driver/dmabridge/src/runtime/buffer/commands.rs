@@ -163,9 +163,44 @@ impl Target {
         self.buffer.origin() + offset == 0 && size == self.buffer.store().size()
     }
 
-    fn store(&self) -> &Arc<Store> {
+    pub(crate) fn store(&self) -> &Arc<Store> {
         self.buffer.store()
     }
+}
+
+/// Runs `copy` from `s` to `d` (two views on one device): makes the source
+/// current there (and the destination, unless `discard`), copies, and records
+/// the destination as written. One lock when both are views of one buffer;
+/// else both, taken in address order so that two copies in opposite
+/// directions cannot deadlock.
+pub(crate) fn copy_between(
+    s: &Target,
+    d: &Target,
+    discard: bool,
+    copy: impl FnOnce() -> Result<(), i32>,
+) -> Result<(), i32> {
+    let (ss, ds) = (s.store(), d.store());
+    if Arc::ptr_eq(ss, ds) {
+        let mut st = ss.lock();
+        ss.make_current(&mut st, s.loc, false)?;
+        let r = copy();
+        ss.wrote(&mut st, d.loc);
+        return r;
+    }
+    let (mut gs, mut gd) = if Arc::as_ptr(ss) < Arc::as_ptr(ds) {
+        let gs = ss.lock();
+        (gs, ds.lock())
+    } else {
+        let gd = ds.lock();
+        (ss.lock(), gd)
+    };
+    ss.make_current(&mut gs, s.loc, false)?;
+    ds.make_current(&mut gd, d.loc, discard)?;
+    // Even a failed copy may have landed bytes: the destination alone is
+    // current, so every device sees the same (undefined) contents.
+    let r = copy();
+    ds.wrote(&mut gd, d.loc);
+    r
 }
 
 /// The checks of a read (`read`) or write between `buffer` and the
@@ -374,32 +409,12 @@ pub fn enqueue_copy_buffer(
     let undo = [s.undo(), d.undo()];
     let device = queue.device().clone();
     let work = Box::new(move || {
-        let discard = d.covers_store(dst_offset, size);
-        if same {
-            let mut st = s.store().lock();
-            s.store().make_current(&mut st, s.loc, false)?;
-            // SAFETY: both ranges lie in the allocation (checked at enqueue)
-            // and do not overlap; the lock keeps other commands out.
-            let r = unsafe { engine_copy(&device, d.addr(dst_offset), s.addr(src_offset), size) };
-            s.store().wrote(&mut st, s.loc);
-            return r;
-        }
-        // Two stores: lock in address order, so that two copies in opposite
-        // directions cannot deadlock.
-        let (first, second) = if Arc::as_ptr(s.store()) < Arc::as_ptr(d.store()) {
-            (s.store(), d.store())
-        } else {
-            (d.store(), s.store())
-        };
-        let mut g1 = first.lock();
-        let mut g2 = second.lock();
-        let (sst, dst_st) = if Arc::ptr_eq(first, s.store()) { (&mut g1, &mut g2) } else { (&mut g2, &mut g1) };
-        s.store().make_current(sst, s.loc, false)?;
-        d.store().make_current(dst_st, d.loc, discard)?;
-        // SAFETY: two distinct allocations, ranges checked at enqueue.
-        let r = unsafe { engine_copy(&device, d.addr(dst_offset), s.addr(src_offset), size) };
-        d.store().wrote(dst_st, d.loc);
-        r
+        copy_between(&s, &d, d.covers_store(dst_offset, size), || {
+            // SAFETY: both ranges lie in their allocations (checked at
+            // enqueue) and do not overlap (checked for one buffer; distinct
+            // allocations otherwise); the stores' locks are held.
+            unsafe { engine_copy(&device, d.addr(dst_offset), s.addr(src_offset), size) }
+        })
     });
     queue
         .enqueue_with_use(command_type::COPY_BUFFER, wait_list, false, CommandUse::Nothing, work)

@@ -12,7 +12,7 @@ use crate::error::{ClError, ClErrorKind, ClResult};
 use crate::runtime::event::{command_type, Event};
 use crate::runtime::queue::{check_wait_list, CommandUse, Queue};
 
-use super::commands::{check_host_access, check_target, check_user_ptr, engine_copy, Target, Undo};
+use super::commands::{check_host_access, check_target, check_user_ptr, copy_between, engine_copy, Target, Undo};
 use super::Buffer;
 
 /// The geometry of a read or write rectangle (`buffer_origin`,
@@ -325,36 +325,15 @@ pub fn enqueue_copy_buffer_rect(
     let undo = [ts.undo(), td.undo()];
     let device = queue.device().clone();
     let work = Box::new(move || {
-        let copy_rows = || -> Result<(), i32> {
-            for (so, dof) in s.rows(region).zip(d.rows(region)) {
+        copy_between(&ts, &td, false, || {
+            s.rows(region).zip(d.rows(region)).try_for_each(|(so, dof)| {
                 // SAFETY: rows inside both buffers (checked at enqueue), not
                 // overlapping each other; the stores' locks are held.
-                unsafe { engine_copy(&device, td.addr(dof), ts.addr(so), region[0]) }?;
-            }
-            Ok(())
-        };
-        if same {
-            let mut st = ts.buffer.store().lock();
-            ts.buffer.store().make_current(&mut st, ts.loc, false)?;
-            let r = copy_rows();
-            ts.buffer.store().wrote(&mut st, ts.loc);
-            return r;
-        }
-        let (a, b) = (ts.buffer.store(), td.buffer.store());
-        let src_first = Arc::as_ptr(a) < Arc::as_ptr(b);
-        let (mut ga, mut gb) = if src_first {
-            let ga = a.lock();
-            (ga, b.lock())
-        } else {
-            let gb = b.lock();
-            (a.lock(), gb)
-        };
-        a.make_current(&mut ga, ts.loc, false)?;
-        b.make_current(&mut gb, td.loc, false)?;
-        let r = copy_rows();
-        b.wrote(&mut gb, td.loc);
-        r
+                unsafe { engine_copy(&device, td.addr(dof), ts.addr(so), region[0]) }
+            })
+        })
     });
+
     queue
         .enqueue_with_use(command_type::COPY_BUFFER_RECT, wait_list, false, CommandUse::Nothing, work)
         .inspect_err(|_| undo.iter().for_each(Undo::run))
