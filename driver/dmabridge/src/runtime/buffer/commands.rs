@@ -130,7 +130,7 @@ impl Target {
     pub(crate) fn new(queue: &Queue, buffer: &Arc<Buffer>) -> ClResult<Target> {
         let (placed, fresh) = buffer.store().device_alloc(queue.device())?;
         let undo = Undo { store: buffer.store().clone(), device: queue.device().clone(), fresh };
-        Ok(Target { buffer: buffer.clone(), placed, loc: Buffer::location(queue.device()), undo })
+        Ok(Target { buffer: buffer.clone(), placed, loc: Location::Device(queue.device().index), undo })
     }
 
     /// Both sides of a copy: if the second allocation fails, the first is

@@ -584,11 +584,6 @@ impl Buffer {
             _ => return cl_err!(InvalidValue, "{param:#x} is not a cl_mem_info of a buffer (0x1100..=0x110A)"),
         })
     }
-
-    /// The location a command on `device` works at.
-    pub(crate) fn location(device: &Device) -> Location {
-        Location::Device(device.index)
-    }
 }
 
 impl Drop for Buffer {

@@ -45,7 +45,7 @@
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::cl_err;
-use crate::error::{code, ClError, ClErrorKind, ClResult};
+use crate::error::{ClError, ClErrorKind, ClResult};
 use crate::memory::heap::AllocMeta;
 use crate::runtime::backend::device_copy;
 use crate::runtime::context::Context;
@@ -385,7 +385,7 @@ impl Store {
             let from = *st.local_current.first().expect("defined data is somewhere");
             let pages = match st.pages {
                 Some((p, _)) => p,
-                None => self.host_alloc_locked(st).map_err(|e| status_of(&e))?,
+                None => self.host_alloc_locked(st).map_err(|e| e.code())?,
             };
             let (dev, src) = {
                 let d = st.device(from).expect("current local allocations exist");
@@ -403,7 +403,7 @@ impl Store {
         if let Some((dev, dst)) = local_here {
             // Current pages are the user's (USE_HOST_PTR, maybe not yet
             // recorded) or exist already: `pages` allocates nothing here.
-            let pages = self.pages(st, Location::Host).map_err(|e| status_of(&e))?;
+            let pages = self.pages(st, Location::Host).map_err(|e| e.code())?;
             // SAFETY: as above, the other way.
             unsafe { device_copy(&dev, dst as *mut u8, pages as *const u8, self.size) }?;
             st.stats_mut(at).bytes_in += self.size as u64;
@@ -507,15 +507,5 @@ impl Drop for Store {
                 }
             }
         }
-    }
-}
-
-/// A command status from an error.
-pub(crate) fn status_of(e: &ClError) -> i32 {
-    let c = e.code();
-    if c < 0 {
-        c
-    } else {
-        code::OUT_OF_RESOURCES
     }
 }
