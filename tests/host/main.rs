@@ -5,10 +5,12 @@
 
 mod buffer;
 mod buffer_commands;
+mod cli;
 mod info;
 mod info_queries;
 mod kernels;
 mod kmod;
+mod logging;
 mod missing;
 mod svm;
 mod svm_commands;

@@ -3,6 +3,8 @@
 use std::io::Write;
 use std::process::ExitCode;
 
+use anyhow::Context as _;
+
 use dmabridge::sys::probe::Report;
 
 use crate::Outcome;
@@ -42,7 +44,7 @@ pub fn run(args: Args) -> Outcome {
         Ok(()) => Ok(ExitCode::SUCCESS),
         // The reader left (`dmabridge info | head`): fail, but quietly.
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(ExitCode::FAILURE),
-        Err(e) => Err(format!("cannot write the report: {e}").into()),
+        Err(e) => Err(e).context("writing the report to stdout"),
     }
 }
 

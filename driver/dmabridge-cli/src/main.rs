@@ -6,14 +6,18 @@
 
 use std::process::ExitCode;
 
+use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 
 mod info;
 mod proof;
 
 /// What a subcommand returns: its exit status, or an error that `main`
-/// prints as `dmabridge: ERROR` before exiting with status 1.
-pub type Outcome = Result<ExitCode, Box<dyn std::error::Error>>;
+/// prints with its whole chain of causes, `dmabridge: WHAT WAS BEING DONE:
+/// ...: CAUSE`, before exiting with status 1. Each fallible step adds the
+/// step it was as [`anyhow::Context`]; the library's typed errors are the
+/// causes at the end of the chain.
+pub type Outcome = anyhow::Result<ExitCode>;
 
 /// The command line.
 #[derive(Debug, Parser)]
@@ -33,7 +37,9 @@ for each missing piece, one line saying how to fix it. Setting a machine up
 (loading modules, binding devices to vfio-pci, raising the memlock limit) is
 the job of kmod-helpers/dmabridge-kmod; `make demo` runs everything in a QEMU
 guest that has all of it.",
-    after_help = "Exit status: 0 on success, 1 if the command failed, 2 for a usage error."
+    after_help = "Exit status: 0 on success, 1 if the command failed, 2 for a usage error.\n\
+                  Errors are printed as `dmabridge: STEP: ...: CAUSE`. Warnings of the library go to stderr; \
+                  RUST_LOG sets their level (default warn)."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -55,13 +61,19 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // The library reports what it cannot return (failed undo and release
+    // paths, the reason behind a failed command's status) through the `log`
+    // facade; show those records on stderr. RUST_LOG chooses the level
+    // (e.g. RUST_LOG=debug, RUST_LOG=dmabridge=info); the default is warn.
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
     let cli = Cli::parse();
     let outcome = match cli.command {
-        Command::Info(args) => info::run(args),
-        Command::Proof(args) => proof::run(&args).map(|()| ExitCode::SUCCESS).map_err(Into::into),
+        Command::Info(args) => info::run(args).context("info"),
+        Command::Proof(args) => proof::run(&args).map(|()| ExitCode::SUCCESS).context("proof"),
     };
     outcome.unwrap_or_else(|e| {
-        eprintln!("dmabridge: {e}");
+        // `{:#}`: every context, then the cause, separated by ": ".
+        eprintln!("dmabridge: {e:#}");
         ExitCode::FAILURE
     })
 }

@@ -9,6 +9,8 @@ use std::os::fd::AsFd;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use anyhow::{bail, ensure, Context as _};
+
 use dmabridge::memory::iova::IovaAllocator;
 use dmabridge::runtime::backend::edu::{self, Direction, Edu};
 use dmabridge::sys::dma_buf::SyncDir;
@@ -63,61 +65,68 @@ fn ms(d: Duration) -> String {
     format!("{:.1} ms", d.as_secs_f64() * 1e3)
 }
 
-/// Runs the proof; `Err` carries a message that says what failed.
-pub fn run(args: &ProofArgs) -> Result<(), String> {
+/// Runs the proof. An error names the step that failed, then its cause.
+pub fn run(args: &ProofArgs) -> anyhow::Result<()> {
     const PAGE: u64 = 4096;
-    let edu_addr = args.edu.or_else(|| first_bound(EDU_ID)).ok_or(
-        "no edu function bound to vfio-pci: bind one with kmod-helpers/dmabridge-kmod bind 1234:11e8, \
-         or run `make demo`, which boots the QEMU guest",
-    )?;
-    let container = Container::open().map_err(|e| e.to_string())?;
-    let e = Edu::open(&container, edu_addr).map_err(|e| format!("opening edu {edu_addr}: {e}"))?;
+    let edu_addr = match args.edu.or_else(|| first_bound(EDU_ID)) {
+        Some(a) => a,
+        None => bail!(
+            "no edu function bound to vfio-pci: bind one with kmod-helpers/dmabridge-kmod bind 1234:11e8, \
+             or run `make demo`, which boots the QEMU guest"
+        ),
+    };
+    let container = Container::open().context("opening the VFIO container")?;
+    let e = Edu::open(&container, edu_addr).with_context(|| format!("opening edu {edu_addr}"))?;
     println!(
         "[1/5] edu {edu_addr}: VFIO group {}, bus mastering on, completion interrupt {} -> eventfd -> io_uring",
         e.device().group().number(),
         e.irq_kind()
     );
 
-    let memfd = Memfd::create(c"dmabridge-proof", 2 * PAGE).map_err(|e| e.to_string())?;
-    memfd.add_seals(Seals::SHRINK).map_err(|e| e.to_string())?;
-    let buf =
-        Udmabuf::open().map_err(|e| e.to_string())?.create(memfd.as_fd(), 0, 2 * PAGE).map_err(|e| e.to_string())?;
-    let view = buf.map(Access::ReadWrite).map_err(|e| e.to_string())?;
-    let host = memfd.map(0, 2 * PAGE as usize, Access::ReadWrite).map_err(|e| e.to_string())?;
+    let memfd = Memfd::create(c"dmabridge-proof", 2 * PAGE).context("creating the 8 KiB memfd")?;
+    memfd.add_seals(Seals::SHRINK).context("sealing the memfd against shrinking")?;
+    let buf = Udmabuf::open()
+        .context("opening /dev/udmabuf")?
+        .create(memfd.as_fd(), 0, 2 * PAGE)
+        .context("exporting the memfd as a udmabuf dma-buf")?;
+    let view = buf.map(Access::ReadWrite).context("mapping the dma-buf")?;
+    let host = memfd.map(0, 2 * PAGE as usize, Access::ReadWrite).context("mapping the memfd")?;
     println!(
         "[2/5] memfd 'dmabridge-proof' (8 KiB, F_SEAL_SHRINK) -> udmabuf dma-buf inode {} ({} bytes)",
-        buf.inode().map_err(|e| e.to_string())?,
-        buf.size().map_err(|e| e.to_string())?
+        buf.inode().context("reading the dma-buf's inode")?,
+        buf.size().context("reading the dma-buf's size")?
     );
 
     let mut iovas = IovaAllocator::new(e.dma_mask(), PAGE);
-    iovas.restrict_to(&container.iommu_info().map_err(|e| e.to_string())?.iova_ranges);
-    let iova = iovas.alloc(2 * PAGE, PAGE).map_err(|e| e.to_string())?;
-    container.map_dma(&host, 0, 2 * PAGE, iova, true, true).map_err(|e| e.to_string())?;
+    iovas.restrict_to(&container.iommu_info().context("reading the IOMMU's usable IOVA ranges")?.iova_ranges);
+    let iova = iovas.alloc(2 * PAGE, PAGE).context("choosing an IOVA for the memfd pages")?;
+    container
+        .map_dma(&host, 0, 2 * PAGE, iova, true, true)
+        .with_context(|| format!("mapping the memfd pages into the IOMMU domain at IOVA {iova:#x}"))?;
     println!("[3/5] the memfd pages mapped into the IOMMU domain at IOVA {iova:#x} (edu DMA mask {:#x})", e.dma_mask());
 
     let data = pattern(b"dmabridge round trip", 7);
     {
-        let cpu = buf.cpu_access(SyncDir::Write).map_err(|e| e.to_string())?;
+        let cpu = buf.cpu_access(SyncDir::Write).context("starting CPU write access to the dma-buf")?;
         view.write_bytes(0, &data);
         view.write_bytes(PAGE as usize, &[0u8; PAGE as usize]);
-        cpu.end().map_err(|e| e.to_string())?;
+        cpu.end().context("ending CPU write access to the dma-buf")?;
     }
     let t = Instant::now();
-    e.dma(Direction::ToDevice, iova, 0, edu::BUFFER_SIZE, TIMEOUT).map_err(|e| e.to_string())?;
+    e.dma(Direction::ToDevice, iova, 0, edu::BUFFER_SIZE, TIMEOUT)
+        .with_context(|| format!("edu DMA from IOVA {iova:#x} into its buffer"))?;
     let to_dev = t.elapsed();
     let t = Instant::now();
-    e.dma(Direction::FromDevice, iova + PAGE, 0, edu::BUFFER_SIZE, TIMEOUT).map_err(|e| e.to_string())?;
+    e.dma(Direction::FromDevice, iova + PAGE, 0, edu::BUFFER_SIZE, TIMEOUT)
+        .with_context(|| format!("edu DMA from its buffer to IOVA {:#x}", iova + PAGE))?;
     let from_dev = t.elapsed();
     let mut out = vec![0u8; PAGE as usize];
     {
-        let cpu = buf.cpu_access(SyncDir::Read).map_err(|e| e.to_string())?;
+        let cpu = buf.cpu_access(SyncDir::Read).context("starting CPU read access to the dma-buf")?;
         view.read_bytes(PAGE as usize, &mut out);
-        cpu.end().map_err(|e| e.to_string())?;
+        cpu.end().context("ending CPU read access to the dma-buf")?;
     }
-    if out != data {
-        return Err("round trip: the bytes read through the dma-buf differ from those written".into());
-    }
+    ensure!(out == data, "round trip: the bytes read through the dma-buf differ from those written");
     println!(
         "[4/5] edu DMA: IOVA {iova:#x} -> edu buffer 0x{:x} ({} B, {}), edu buffer -> IOVA {:#x} ({} B, {}); \
          the dma-buf view (inside DMA_BUF_IOCTL_SYNC) shows page 1 == page 0: {} bytes match",
@@ -129,11 +138,13 @@ pub fn run(args: &ProofArgs) -> Result<(), String> {
         ms(from_dev),
         out.len()
     );
-    container.unmap_dma(iova, 2 * PAGE).map_err(|e| e.to_string())?;
+    container.unmap_dma(iova, 2 * PAGE).with_context(|| format!("unmapping IOVA {iova:#x}"))?;
 
     match args.ivshmem.or_else(|| first_bound(IVSHMEM_ID)) {
         None => println!("[5/5] skipped: no ivshmem function bound to vfio-pci (peer-to-peer step)"),
-        Some(addr) => p2p(&container, &e, &mut iovas, addr, args)?,
+        Some(addr) => {
+            p2p(&container, &e, &mut iovas, addr, args).with_context(|| format!("peer-to-peer into {addr}"))?
+        }
     }
     println!("proof: ok");
     Ok(())
@@ -145,30 +156,30 @@ fn p2p(
     iovas: &mut IovaAllocator,
     addr: PciAddress,
     args: &ProofArgs,
-) -> Result<(), String> {
+) -> anyhow::Result<()> {
     const PAGE: u64 = 4096;
-    let dev = container.device(addr).map_err(|e| format!("opening ivshmem {addr}: {e}"))?;
-    let bar2 = dev.map_region(2).map_err(|e| format!("mapping BAR2 of {addr}: {e}"))?;
+    let dev = container.device(addr).with_context(|| format!("opening ivshmem {addr}"))?;
+    let bar2 = dev.map_region(2).with_context(|| format!("mapping BAR2 of {addr}"))?;
     let size = bar2.len() as u64;
-    if args.bar_offset % PAGE != 0 || args.bar_offset + PAGE > size {
-        return Err(format!("--bar-offset {:#x} must be page aligned and inside BAR2 ({size} bytes)", args.bar_offset));
-    }
-    let src_mem = Memfd::create(c"dmabridge-proof-p2p", PAGE).map_err(|e| e.to_string())?;
-    let src = src_mem.map(0, PAGE as usize, Access::ReadWrite).map_err(|e| e.to_string())?;
-    let src_iova = iovas.alloc(PAGE, PAGE).map_err(|e| e.to_string())?;
-    let bar_iova = iovas.alloc(size, size.next_power_of_two()).map_err(|e| e.to_string())?;
-    container.map_dma(&src, 0, PAGE, src_iova, true, false).map_err(|e| e.to_string())?;
-    container.map_dma(&bar2, 0, size, bar_iova, true, true).map_err(|e| e.to_string())?;
+    ensure!(
+        args.bar_offset % PAGE == 0 && args.bar_offset.checked_add(PAGE).is_some_and(|end| end <= size),
+        "--bar-offset {:#x} must be page aligned and inside BAR2 ({size} bytes)",
+        args.bar_offset
+    );
+    let src_mem = Memfd::create(c"dmabridge-proof-p2p", PAGE).context("creating the source memfd")?;
+    let src = src_mem.map(0, PAGE as usize, Access::ReadWrite).context("mapping the source memfd")?;
+    let src_iova = iovas.alloc(PAGE, PAGE).context("choosing an IOVA for the source page")?;
+    let bar_iova = iovas.alloc(size, size.next_power_of_two()).context("choosing an IOVA for BAR2")?;
+    container.map_dma(&src, 0, PAGE, src_iova, true, false).context("mapping the source page for DMA")?;
+    container.map_dma(&bar2, 0, size, bar_iova, true, true).context("mapping BAR2 for peer-to-peer DMA")?;
     let data = pattern(args.marker.as_bytes(), 42);
     src.write_bytes(0, &data);
-    e.dma(Direction::ToDevice, src_iova, 0, edu::BUFFER_SIZE, TIMEOUT).map_err(|e| e.to_string())?;
+    e.dma(Direction::ToDevice, src_iova, 0, edu::BUFFER_SIZE, TIMEOUT).context("edu DMA from the source page")?;
     e.dma(Direction::FromDevice, bar_iova + args.bar_offset, 0, edu::BUFFER_SIZE, TIMEOUT)
-        .map_err(|e| e.to_string())?;
+        .context("edu DMA into BAR2")?;
     let mut out = vec![0u8; PAGE as usize];
     bar2.read_bytes(args.bar_offset as usize, &mut out);
-    if out != data {
-        return Err("peer-to-peer: BAR2 does not hold what edu wrote".into());
-    }
+    ensure!(out == data, "BAR2 does not hold what edu wrote");
     println!(
         "[5/5] peer-to-peer: ivshmem {addr} BAR2 ({} KiB) at IOVA {bar_iova:#x}; edu wrote {} B with marker {:?} \
          at BAR2 offset {:#x}; read back through the BAR mapping: match (the host sees it in the ivshmem backing file)",

@@ -254,7 +254,7 @@ pub fn enqueue_migrate_mem(
             migrate(&ctx, p, size, drop_content);
             match (domain, ctx.heap().lookup(p)) {
                 (Some(domain), Some(info)) => usm::keep_resident(&ctx, &domain, &info).map(drop).map_err(|e| {
-                    eprintln!("dmabridge: clEnqueueMigrateMemINTEL of {p:#x}: {e}");
+                    log::warn!("clEnqueueMigrateMemINTEL of {p:#x}: {e}");
                     e.code()
                 }),
                 _ => Ok(()),

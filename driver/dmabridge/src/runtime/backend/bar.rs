@@ -76,7 +76,7 @@ impl Drop for BarMemory {
         if let Some(domain) = &self.domain {
             // The engine must lose the BAR before the mapping goes.
             if let Err(e) = domain.evict(self.mapping.as_ptr() as usize) {
-                eprintln!("dmabridge: releasing the BAR's bus address: {e}");
+                log::error!("releasing the BAR's bus address: {e}");
             }
         }
     }

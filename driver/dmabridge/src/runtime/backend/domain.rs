@@ -242,7 +242,7 @@ impl Drop for SpanMap<'_> {
             Ok(()) => self.domain.free_iova(self.iova),
             // Still mapped: keep the IOVA out of circulation rather than hand
             // it out twice.
-            Err(e) => eprintln!("dmabridge: unmapping IOVA {:#x}+{:#x}: {e}", self.iova, self.size),
+            Err(e) => log::error!("unmapping IOVA {:#x}+{:#x}: {e}", self.iova, self.size),
         }
     }
 }

@@ -110,7 +110,7 @@ pub trait LocalMemory: Send + Sync + std::fmt::Debug {
 /// Copies `size` bytes from `src` to `dst` on `device`: by its backend's DMA
 /// if it has one, else on the CPU ([`transfer::copy`]). The result is a
 /// command's execution status: on failure, the CL error code (the reason is
-/// written to stderr, prefixed `dmabridge:`).
+/// logged as a `log::warn!` record).
 ///
 /// No OpenCL function of its own: the copy behind the copy commands of a
 /// device's queue (`clEnqueueMemcpyINTEL`, `clEnqueueSVMMemcpy`,
@@ -165,7 +165,7 @@ pub unsafe fn device_copy(device: &Device, dst: *mut u8, src: *const u8, size: u
         }
         // SAFETY: forwarded to the caller.
         Some(b) => unsafe { b.copy(dst, src, size) }.map_err(|e| {
-            eprintln!("dmabridge: copy of {size} bytes on {:?}: {e}", device.name);
+            log::warn!("copy of {size} bytes on {:?}: {e}", device.name);
             e.code()
         }),
     }

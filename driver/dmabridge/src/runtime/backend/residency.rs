@@ -223,7 +223,7 @@ impl DmaDomain {
         for k in &keys {
             let r = reg.ranges.remove(k).expect("listed above");
             if let Err(e) = self.unmap_resident(&r) {
-                eprintln!("dmabridge: {e}");
+                log::error!("{e}");
             }
         }
         keys.len()

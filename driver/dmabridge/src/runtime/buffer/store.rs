@@ -343,13 +343,13 @@ impl Store {
         match (d.local, d.device.local_memory()) {
             (Some(p), Some(local)) => {
                 if let Err(e) = local.free(p as *const u8) {
-                    eprintln!("dmabridge: undoing a buffer's allocation on {:?}: {e}", device.name);
+                    log::error!("undoing a buffer's allocation on {:?}: {e}", device.name);
                 }
             }
             _ => {
                 if let (Some(domain), Some((p, _))) = (device.dma_domain(), st.pages) {
                     if let Err(e) = domain.evict(p) {
-                        eprintln!("dmabridge: undoing a buffer's residency on {:?}: {e}", device.name);
+                        log::error!("undoing a buffer's residency on {:?}: {e}", device.name);
                     }
                 }
                 let others_linked = st.devices.iter().any(|d| d.local.is_none());
@@ -467,7 +467,7 @@ impl Store {
             Some((p, PagesOwner::Heap)) => {
                 if let Ok(heap) = self.context.buffer_heap() {
                     if let Err(e) = heap.free(p) {
-                        eprintln!("dmabridge: freeing a buffer's host pages: {e}");
+                        log::error!("freeing a buffer's host pages: {e}");
                     }
                 }
                 let s = st.stats_mut(loc);
@@ -490,20 +490,20 @@ impl Drop for Store {
             if let (None, Some(domain), Some(p)) = (d.local, d.device.dma_domain(), pages) {
                 if d.device.host_unified_memory {
                     if let Err(e) = domain.evict(p) {
-                        eprintln!("dmabridge: evicting a buffer's pages from {:?}'s IOMMU domain: {e}", d.device.name);
+                        log::error!("evicting a buffer's pages from {:?}'s IOMMU domain: {e}", d.device.name);
                     }
                 }
             }
             if let (Some(p), Some(local)) = (d.local, d.device.local_memory()) {
                 if let Err(e) = local.free(p as *const u8) {
-                    eprintln!("dmabridge: freeing a buffer's memory on {:?}: {e}", d.device.name);
+                    log::error!("freeing a buffer's memory on {:?}: {e}", d.device.name);
                 }
             }
         }
         if let Some((p, PagesOwner::Heap)) = st.pages.take() {
             if let Ok(heap) = self.context.buffer_heap() {
                 if let Err(e) = heap.free(p) {
-                    eprintln!("dmabridge: freeing a buffer's host pages: {e}");
+                    log::error!("freeing a buffer's host pages: {e}");
                 }
             }
         }

@@ -226,7 +226,7 @@ impl Reach {
     /// flag, every live allocation of that type (device allocations: this
     /// device's own, the only ones it may access). They stay resident until
     /// freed. `Err` is the command's status (`CL_OUT_OF_RESOURCES`, the
-    /// reason on stderr).
+    /// reason logged as a `log::warn!` record).
     fn make_resident(&self) -> Result<(), i32> {
         let heap = self.ctx.heap();
         let mut infos: Vec<AllocInfo> = self.ranges.iter().filter_map(|&(p, _)| heap.lookup(p)).collect();
@@ -246,7 +246,7 @@ impl Reach {
         }
         for info in &infos {
             if let Err(e) = usm::keep_resident(&self.ctx, &self.domain, info) {
-                eprintln!("dmabridge: kernel launch: making the allocation at {:#x} resident: {e}", info.base);
+                log::warn!("kernel launch: making the allocation at {:#x} resident: {e}", info.base);
                 return Err(code::OUT_OF_RESOURCES);
             }
         }

@@ -1,0 +1,40 @@
+//! The `dmabridge` command reports a failure as its chain: the subcommand,
+//! each step that was being done, then the cause, joined by ": ", on one
+//! stderr line, with exit status 1.
+
+use std::fs::File;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+use dmabridge_tests::dmabridge_bin;
+
+fn failing(cmd: &mut Command) -> String {
+    let out: Output = cmd.stdin(Stdio::null()).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{cmd:?} must fail with status 1: {out:?}");
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(stderr.lines().count(), 1, "one line, the whole chain: {stderr}");
+    stderr.trim_end().to_string()
+}
+
+#[test]
+fn info_that_cannot_write_its_report_names_the_step_and_the_os_cause() {
+    // /dev/full takes no byte: every write fails with ENOSPC.
+    let full = File::options().write(true).open("/dev/full").unwrap();
+    let stderr = failing(Command::new(dmabridge_bin()).arg("info").stdout(full));
+    assert_eq!(stderr, "dmabridge: info: writing the report to stdout: No space left on device (os error 28)");
+}
+
+#[test]
+fn proof_that_cannot_open_its_device_names_each_step_and_the_cause() {
+    // No such function anywhere: the proof fails on every machine, at the
+    // first step that this machine cannot take.
+    let stderr = failing(Command::new(dmabridge_bin()).args(["proof", "--edu", "0000:ff:1f.7"]));
+    if Path::new("/dev/vfio/vfio").exists() {
+        assert!(stderr.starts_with("dmabridge: proof: opening edu 0000:ff:1f.7: "), "{stderr}");
+    } else {
+        assert!(
+            stderr.starts_with("dmabridge: proof: opening the VFIO container: no /dev/vfio/vfio: load vfio-pci"),
+            "{stderr}"
+        );
+    }
+}
