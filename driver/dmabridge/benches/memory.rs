@@ -3,7 +3,8 @@
 //!
 //! - 4 KiB host allocation + free: the memfd-backed heap (dma-buf exportable)
 //!   against PoCL 3.1's clSVMAlloc + clSVMFree and libc's aligned_alloc + free
-//!   (both measured by `../shared/peers/pocl_svm_bench.c`, run here);
+//!   (both measured by the peer program `bench/peer/ocl_peer_bench.c`, built
+//!   and run here);
 //! - interior-pointer lookup among 100 000 live allocations, one and two
 //!   reader threads, against NEO's approach (binary search on a sorted
 //!   vector of allocations, behind a reader lock as NEO keeps it);
@@ -103,6 +104,9 @@ fn main() {
         eprintln!("peer figures unavailable: {e}");
     }
     println!("dmabridge benchmarks (debug assertions {})", if cfg!(debug_assertions) { "ON" } else { "off" });
+    if let Ok(p) = &peer {
+        println!("peer (bench/peer/ocl_peer_bench.c): {}", p.about.join("; "));
+    }
     peer::print_header();
 
     let cpu = Platform::get().cpu().clone();

@@ -1,6 +1,7 @@
-//! Peer side of the benchmark harness: builds and runs the PoCL (CPU OpenCL) SVM baseline
-//! `shared/peers/pocl_svm_bench.c` and parses its figures, so that a bench binary can print the peer's
-//! number beside ours from the same run.
+//! Peer side of the benchmark harness: builds and runs the repository's peer program
+//! `bench/peer/ocl_peer_bench.c` (OpenCL SVM through the ICD loader, PoCL's CPU device once
+//! `bench/peer-deps` installed it, and libc's equivalents) and parses its figures, so that a bench
+//! binary can print the peer's number beside ours from the same run.
 //!
 //! Self-contained (std only). Include it from a bench binary with `#[path = "common/peer.rs"] mod peer;`.
 //!
@@ -14,9 +15,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// Environment variable that overrides the location of `pocl_svm_bench.c`.
-pub const PEER_SRC_ENV: &str = "DMABRIDGE_PEER_SRC";
-
 /// How long the peer may run before it is killed (it takes a second or two on a 2-core machine).
 const PEER_TIMEOUT: Duration = Duration::from_secs(300);
 
@@ -24,19 +22,21 @@ const FIX_DEPS: &str = "run `bench/peer-deps` from the repository root (installs
                         ocl-icd-opencl-dev, opencl-c-headers and a C compiler)";
 
 /// The figures printed by the peer, in the peer's units (ns or GB/s, GB = 1e9 bytes).
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct PeerFigures {
+    /// What ran: the peer's `# platform: ...`, `# device: ...` lines, without the `# `.
+    pub about: Vec<String>,
     /// `clSVMAlloc` + `clSVMFree` of 4 KiB, ns per pair.
     pub svm_alloc_free_4k_ns: f64,
     /// `aligned_alloc(128, 4096)` + one store + `free`, ns per pair.
     pub libc_alloc_free_4k_ns: f64,
-    /// Blocking `clEnqueueSVMMemcpy` of 64 bytes, ns per call.
+    /// Blocking `clEnqueueSVMMemcpy` of 64 bytes, enqueue -> complete, ns per call.
     pub svm_memcpy64_roundtrip_ns: f64,
     /// Blocking `clEnqueueSVMMemcpy` of 64 MiB, GB/s.
     pub svm_memcpy_64mib_gbps: f64,
     /// libc `memcpy` of 64 MiB, GB/s.
     pub libc_memcpy_64mib_gbps: f64,
-    /// `clEnqueueSVMMemFill` (4-byte pattern) of 64 MiB + `clFinish`, GB/s.
+    /// `clEnqueueSVMMemFill` (4-byte pattern) of 64 MiB, waited for on its event, GB/s.
     pub svm_fill_64mib_gbps: f64,
     /// libc `memset` of 64 MiB, GB/s.
     pub libc_memset_64mib_gbps: f64,
@@ -46,20 +46,31 @@ impl PeerFigures {
     /// Every figure as (name printed by the peer, value, unit), in the peer's output order.
     pub fn rows(&self) -> [(&'static str, f64, &'static str); 7] {
         [
-            ("svm_alloc_free_4k_ns", self.svm_alloc_free_4k_ns, "ns"),
-            ("libc_alloc_free_4k_ns", self.libc_alloc_free_4k_ns, "ns"),
-            ("svm_memcpy64_roundtrip_ns", self.svm_memcpy64_roundtrip_ns, "ns"),
-            ("svm_memcpy_64MiB_GBps", self.svm_memcpy_64mib_gbps, "GB/s"),
-            ("libc_memcpy_64MiB_GBps", self.libc_memcpy_64mib_gbps, "GB/s"),
-            ("svm_fill_64MiB_GBps", self.svm_fill_64mib_gbps, "GB/s"),
-            ("libc_memset_64MiB_GBps", self.libc_memset_64mib_gbps, "GB/s"),
+            (NAMES[0], self.svm_alloc_free_4k_ns, "ns"),
+            (NAMES[1], self.libc_alloc_free_4k_ns, "ns"),
+            (NAMES[2], self.svm_memcpy64_roundtrip_ns, "ns"),
+            (NAMES[3], self.svm_memcpy_64mib_gbps, "GB/s"),
+            (NAMES[4], self.libc_memcpy_64mib_gbps, "GB/s"),
+            (NAMES[5], self.svm_fill_64mib_gbps, "GB/s"),
+            (NAMES[6], self.libc_memset_64mib_gbps, "GB/s"),
         ]
     }
 }
 
-/// Locates, builds (cached), runs the peer and parses its output.
+/// The figures the peer prints, in its output order.
+const NAMES: [&str; 7] = [
+    "cl_svm_alloc_free_4k_ns",
+    "libc_alloc_free_4k_ns",
+    "cl_svm_memcpy_64b_ns",
+    "cl_svm_memcpy_64mib_gbps",
+    "libc_memcpy_64mib_gbps",
+    "cl_svm_fill_64mib_gbps",
+    "libc_memset_64mib_gbps",
+];
+
+/// Builds (cached), runs the peer and parses its output.
 pub fn run_peer() -> Result<PeerFigures, String> {
-    let src = locate_source()?;
+    let src = source()?;
     let exe = build(&src)?;
     let (stdout, stderr) = execute(&exe)?;
     let figures = parse(&stdout).map_err(|e| {
@@ -78,38 +89,13 @@ pub fn run_peer() -> Result<PeerFigures, String> {
     Ok(figures)
 }
 
-fn default_source() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/peers/pocl_svm_bench.c")
-}
-
-fn locate_source() -> Result<PathBuf, String> {
-    let default = default_source();
-    match std::env::var_os(PEER_SRC_ENV) {
-        Some(v) if !v.is_empty() => {
-            let p = PathBuf::from(v);
-            if p.is_file() {
-                Ok(p)
-            } else {
-                Err(format!(
-                    "peer source not found: {PEER_SRC_ENV}={} is not a file (default without it: {}); \
-                     point {PEER_SRC_ENV} at pocl_svm_bench.c or unset it",
-                    p.display(),
-                    default.display()
-                ))
-            }
-        }
-        _ => {
-            if default.is_file() {
-                Ok(default)
-            } else {
-                Err(format!(
-                    "peer source not found: {PEER_SRC_ENV} is not set and the default {} does not exist; \
-                     put the folder `shared/` beside the repository (so that ../shared/peers/pocl_svm_bench.c \
-                     exists from the repository root) or set {PEER_SRC_ENV}=/path/to/pocl_svm_bench.c",
-                    default.display()
-                ))
-            }
-        }
+/// The peer program, in this repository.
+fn source() -> Result<PathBuf, String> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bench/peer/ocl_peer_bench.c");
+    if src.is_file() {
+        Ok(src)
+    } else {
+        Err(format!("the peer program {} is missing from the work tree", src.display()))
     }
 }
 
@@ -154,13 +140,13 @@ fn build(src: &Path) -> Result<PathBuf, String> {
     let cc = compiler();
     let key = fnv1a64(&[&text, cc.as_bytes(), CFLAGS.join(" ").as_bytes(), LIBS.join(" ").as_bytes()]);
     let dir = cache_dir();
-    let exe = dir.join(format!("pocl_svm_bench-{key:016x}"));
+    let exe = dir.join(format!("ocl_peer_bench-{key:016x}"));
     if exe.is_file() {
         return Ok(exe);
     }
     std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     // Build under a private name, then rename: concurrent bench binaries never see a half-written file.
-    let tmp = dir.join(format!(".pocl_svm_bench-{key:016x}.{}.tmp", std::process::id()));
+    let tmp = dir.join(format!(".ocl_peer_bench-{key:016x}.{}.tmp", std::process::id()));
     let mut words = cc.split_whitespace();
     let mut cmd = Command::new(words.next().unwrap_or("cc"));
     cmd.args(words).args(CFLAGS).arg(src).arg("-o").arg(&tmp).args(LIBS);
@@ -294,7 +280,7 @@ fn execute(exe: &Path) -> Result<(String, String), String> {
         }
     } else if stderr.contains("clGetDeviceIDs") {
         why = format!("an OpenCL platform was found but it has no device; is PoCL's CPU device usable? {FIX_DEPS}");
-    } else if stderr.contains("svmalloc fail") || stderr.contains("clEnqueueSVM") {
+    } else if stderr.contains("clSVMAlloc") || stderr.contains("clEnqueueSVM") {
         why = "the OpenCL device failed an SVM operation (does it support coarse-grained SVM?)".to_string();
     }
     Err(format!(
@@ -306,19 +292,16 @@ fn execute(exe: &Path) -> Result<(String, String), String> {
     ))
 }
 
-/// Parses `name value` lines; every figure must be present exactly once and finite. Other lines are ignored.
+/// Parses `name value` lines; every figure must be present exactly once and finite. `# ` lines say
+/// what ran; other lines are ignored.
 fn parse(stdout: &str) -> Result<PeerFigures, String> {
-    const NAMES: [&str; 7] = [
-        "svm_alloc_free_4k_ns",
-        "libc_alloc_free_4k_ns",
-        "svm_memcpy64_roundtrip_ns",
-        "svm_memcpy_64MiB_GBps",
-        "libc_memcpy_64MiB_GBps",
-        "svm_fill_64MiB_GBps",
-        "libc_memset_64MiB_GBps",
-    ];
     let mut vals: [Option<f64>; 7] = [None; 7];
+    let mut about = Vec::new();
     for (lineno, line) in stdout.lines().enumerate() {
+        if let Some(note) = line.strip_prefix("# ") {
+            about.push(note.to_string());
+            continue;
+        }
         let mut it = line.split_whitespace();
         let (Some(name), Some(value)) = (it.next(), it.next()) else { continue };
         let Some(i) = NAMES.iter().position(|n| *n == name) else { continue };
@@ -339,6 +322,7 @@ fn parse(stdout: &str) -> Result<PeerFigures, String> {
     }
     let v = |i: usize| vals[i].unwrap_or(f64::NAN);
     Ok(PeerFigures {
+        about,
         svm_alloc_free_4k_ns: v(0),
         libc_alloc_free_4k_ns: v(1),
         svm_memcpy64_roundtrip_ns: v(2),
