@@ -83,8 +83,10 @@ test-rig: guest
 	@$(CARGO) test -p dmabridge-tests --test guest --no-run --quiet 2>/dev/null
 	@set -o pipefail; $(CARGO) test -p dmabridge-tests --test rig --color never -- --test-threads=1 2>&1 | tee $(LOGS)/rig.log
 
-# Benchmarks print the peer's figure (PoCL 3.1 CPU device, libc) from the same
-# run beside ours; bench/peer-deps installs PoCL and the OpenCL headers.
+# Benchmarks print the peer's figure from the same run beside ours: the peer is
+# bench/peer/ocl_peer_bench.c (OpenCL SVM on PoCL's CPU device, and libc), which
+# benches/common/peer.rs compiles; bench/peer-deps installs PoCL, the ICD loader
+# and the OpenCL headers. Last figures: docs/BENCHMARKS.md.
 bench: guest
 	@bench/peer-deps
 	@$(CARGO) bench -p dmabridge --bench memory

@@ -1,6 +1,6 @@
 //! dmabridge — a userspace memory driver for zero-copy Linux pipelines.
 //!
-//! The crate is layered as `ARCHITECTURE.md` describes; each layer is a
+//! The crate is layered as `docs/ARCHITECTURE.md` describes; each layer is a
 //! folder and depends only on the ones below it:
 //!
 //! 1. [`sys`] — kernel interfaces: one small module per kernel object (memfd,
