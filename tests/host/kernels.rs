@@ -475,16 +475,16 @@ fn blocking_free_waits_for_usm_ptrs_and_indirect_access_only() {
     let alloc = |kind: usize| match kind {
         0 => host(&ctx, 64),
         1 => usm::device_mem_alloc(&ctx, &cpu, &[], 64, 0).unwrap().as_ptr(),
-        2 => usm::shared_mem_alloc(&ctx, None, &[], 64, 0).unwrap().as_ptr(),
-        _ => dmabridge::ext::svm::svm_alloc(&ctx, 1, 64, 0).unwrap().as_ptr(),
+        _ => usm::shared_mem_alloc(&ctx, None, &[], 64, 0).unwrap().as_ptr(),
     };
     let params =
         [exec_info::INDIRECT_HOST_ACCESS, exec_info::INDIRECT_DEVICE_ACCESS, exec_info::INDIRECT_SHARED_ACCESS];
     for (flag, param) in params.into_iter().enumerate() {
         native.set_exec_info(param, &1u32.to_ne_bytes()).unwrap();
-        // Host, device, shared, SVM (which counts as shared).
-        for kind in 0..4 {
-            let uses = kind == flag || (kind == 3 && flag == 2);
+        // Host, device, shared. (An SVM allocation is not the blocking
+        // free's to free: it refuses it, see below.)
+        for kind in 0..3 {
+            let uses = kind == flag;
             let p = alloc(kind);
             assert_eq!(
                 !free_returns_before_launch(&ctx, &q, &native, p),
@@ -496,6 +496,30 @@ fn blocking_free_waits_for_usm_ptrs_and_indirect_access_only() {
     }
     let p = host(&ctx, 64);
     assert!(free_returns_before_launch(&ctx, &q, &native, p), "no flag set: the free must not wait");
+    // An SVM allocation, which indirect shared access covers, is refused
+    // by the blocking free at once: not a USM allocation (seed 000).
+    native.set_exec_info_indirect_access(exec_info::INDIRECT_SHARED_ACCESS, true).unwrap();
+    let s = dmabridge::ext::svm::svm_alloc(&ctx, 1, 64, 0).unwrap().as_ptr();
+    let gate = Event::user(&ctx);
+    // SAFETY: the native kernel touches no memory.
+    let launch = unsafe { kernel::enqueue_task(&q, &native, std::slice::from_ref(&gate)) }.unwrap();
+    // The gate opens once the free returned; should the free wait for the
+    // launch instead, it opens after a long bound so that the test fails
+    // rather than hangs.
+    let (returned, opened_on) = std::sync::mpsc::channel::<()>();
+    let opener = {
+        let gate = gate.clone();
+        std::thread::spawn(move || {
+            let _ = opened_on.recv_timeout(Duration::from_secs(60));
+            gate.set_user_status(0).unwrap();
+        })
+    };
+    assert_eq!(cmd::mem_blocking_free(&ctx, s).unwrap_err().kind, InvalidValue);
+    assert!(!launch.status().is_terminal(), "refused without waiting for the launch");
+    returned.send(()).unwrap();
+    opener.join().unwrap();
+    Event::wait(&[launch]).unwrap();
+    assert!(dmabridge::ext::svm::svm_free(&ctx, s));
     usm::mem_free(&ctx, other).unwrap();
 }
 
@@ -530,4 +554,56 @@ fn indirect_host_access_holds_host_frees_not_device_frees() {
     assert!(matches!(rx.recv_timeout(Duration::from_secs(10)), Ok(Ok(()))), "the host free never returned");
     Event::wait(&[launch]).unwrap();
     assert_eq!(usm::mem_free(&ctx, h as *mut u8).unwrap_err().kind, InvalidValue, "already freed");
+}
+
+/// Hostile sizes in built-in arguments and NDRanges: extents that overflow
+/// or run past their allocation are `CL_INVALID_KERNEL_ARGS` at enqueue;
+/// any global size splits the work without overflowing.
+#[test]
+fn hostile_argument_and_global_sizes() {
+    let (ctx, q) = setup();
+    let a = host(&ctx, 64);
+    let b = host(&ctx, 64);
+    let near_top = (usize::MAX - 127) as *const u8;
+    let copy = builtin(&ctx, "copy_bytes");
+    let fill = builtin(&ctx, "fill_pattern_u32");
+    let yuyv = builtin(&ctx, "yuyv_to_rgba");
+    // SAFETY (this block): the refused launches are refused at enqueue; the
+    // others stay inside the 64-byte allocations.
+    unsafe {
+        for (dst, src, size) in
+            [(a.cast_const(), b.cast_const(), u64::MAX), (a, b, 65), (near_top, b, 256), (a, near_top, 256)]
+        {
+            copy.set_arg_mem_pointer(0, dst).unwrap();
+            copy.set_arg_mem_pointer(1, src).unwrap();
+            copy.set_arg_scalar(2, &size.to_ne_bytes()).unwrap();
+            assert_eq!(kernel::enqueue_task(&q, &copy, &[]).unwrap_err().kind, InvalidKernelArgs, "{size}");
+        }
+        fill.set_arg_mem_pointer(0, a).unwrap();
+        fill.set_arg_scalar(2, &9u32.to_ne_bytes()).unwrap();
+        for count in [u64::MAX, u64::MAX / 4, 17] {
+            fill.set_arg_scalar(1, &count.to_ne_bytes()).unwrap();
+            assert_eq!(kernel::enqueue_nd_range(&q, &fill, 64, &[]).unwrap_err().kind, InvalidKernelArgs);
+        }
+        yuyv.set_arg_mem_pointer(0, a).unwrap();
+        yuyv.set_arg_mem_pointer(1, b).unwrap();
+        for (w, h) in [(u32::MAX - 1, u32::MAX), (2, u32::MAX), (4, 8)] {
+            yuyv.set_arg_scalar(2, &w.to_ne_bytes()).unwrap();
+            yuyv.set_arg_scalar(3, &h.to_ne_bytes()).unwrap();
+            assert_eq!(kernel::enqueue_task(&q, &yuyv, &[]).unwrap_err().kind, InvalidKernelArgs, "{w}x{h}");
+        }
+        // 16 words over any number of work-items, the largest included.
+        fill.set_arg_scalar(1, &16u64.to_ne_bytes()).unwrap();
+        for global in [usize::MAX, usize::MAX / 3, 17, 1] {
+            std::ptr::write_bytes(a, 0, 64);
+            Event::wait(&[kernel::enqueue_nd_range(&q, &fill, global, &[]).unwrap()]).unwrap();
+            let words = std::slice::from_raw_parts(a.cast::<u32>(), 16);
+            assert!(words.iter().all(|&w| w == 9), "global size {global}");
+        }
+        std::ptr::write_bytes(a, 0, 64);
+        Event::wait(&[kernel::enqueue_nd_range(&q, &fill, 0, &[]).unwrap()]).unwrap();
+        assert!(std::slice::from_raw_parts(a, 64).iter().all(|&x| x == 0), "a global size of 0 runs nothing");
+    }
+    usm::mem_free(&ctx, a).unwrap();
+    usm::mem_free(&ctx, b).unwrap();
 }

@@ -6,6 +6,7 @@
 mod buffer;
 mod buffer_commands;
 mod cli;
+mod cross_objects;
 mod info;
 mod info_queries;
 mod kernels;

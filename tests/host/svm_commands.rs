@@ -114,3 +114,101 @@ fn migrate_rules_and_effect() {
     Event::wait(&[e]).unwrap();
     assert_eq!(ctx.heap().stats().resident_bytes, base);
 }
+
+/// Sizes and pointers no range inside an SVM allocation has: each is
+/// `CL_INVALID_VALUE` at enqueue (a size of `usize::MAX` used to overflow
+/// the range check), and the edges that are inside are accepted.
+#[test]
+fn migrate_refuses_hostile_sizes_without_overflow() {
+    let (ctx, q) = setup();
+    let a = svm(&ctx, 4096);
+    let b = svm(&ctx, 4096);
+    // SAFETY: live SVM allocations.
+    unsafe {
+        std::ptr::write_bytes(a, 1, 4096);
+        std::ptr::write_bytes(b, 2, 4096);
+    }
+    let before = ctx.heap().stats().resident_bytes;
+    let inside = a.wrapping_add(8).cast_const();
+    let hostile: [(*const u8, usize); 6] = [
+        (inside, usize::MAX),
+        (a.cast_const(), usize::MAX),
+        (a.wrapping_add(4095).cast_const(), usize::MAX - 4094),
+        (a.wrapping_add(4095).cast_const(), 2),
+        ((usize::MAX - 100) as *const u8, 1000),
+        (usize::MAX as *const u8, 0),
+    ];
+    for (p, size) in hostile {
+        for flags in [0, migration::HOST, migration::CONTENT_UNDEFINED] {
+            let r = cmd::enqueue_svm_migrate_mem(&q, &[p], Some(&[size]), flags, &[]);
+            assert_eq!(r.unwrap_err().kind, InvalidValue, "{size} bytes at {p:?}, flags {flags}");
+            // Also as the second of two ranges: nothing of the first runs.
+            let r = cmd::enqueue_svm_migrate_mem(&q, &[b, p], Some(&[4096, size]), flags, &[]);
+            assert_eq!(r.unwrap_err().kind, InvalidValue);
+        }
+    }
+    q.finish().unwrap();
+    assert_eq!(ctx.heap().stats().resident_bytes, before, "a refused migration committed memory");
+    // SAFETY: as above; nothing ran on them.
+    unsafe {
+        assert!(std::slice::from_raw_parts(a, 4096).iter().all(|&x| x == 1));
+        assert!(std::slice::from_raw_parts(b, 4096).iter().all(|&x| x == 2));
+    }
+    // Inside: the last byte, the whole allocation from an interior pointer
+    // (size 0), exactly to the end.
+    for (p, size) in [(a.wrapping_add(4095).cast_const(), 1), (inside, 0), (inside, 4088)] {
+        let e = cmd::enqueue_svm_migrate_mem(&q, &[p], Some(&[size]), migration::HOST, &[]).unwrap();
+        Event::wait(&[e]).unwrap();
+    }
+    assert!(svm::svm_free(&ctx, a) && svm::svm_free(&ctx, b));
+}
+
+/// `clSVMFree` before an enqueued migration ran, and the range reused by a
+/// new SVM allocation: the migration leaves the new one alone.
+#[test]
+fn a_migration_of_memory_freed_before_it_runs_touches_nothing() {
+    let (ctx, q) = setup();
+    const SIZE: usize = 4 << 20;
+    let old = svm(&ctx, SIZE);
+    let gate = Event::user(&ctx);
+    let e = cmd::enqueue_svm_migrate_mem(
+        &q,
+        &[old.cast_const()],
+        None,
+        migration::CONTENT_UNDEFINED,
+        std::slice::from_ref(&gate),
+    )
+    .unwrap();
+    assert!(svm::svm_free(&ctx, old));
+    let new = svm(&ctx, SIZE);
+    assert_eq!(new, old, "the heap reuses the freed range (the case under test)");
+    // SAFETY: `new` is a live SVM allocation of SIZE bytes.
+    unsafe { std::ptr::write_bytes(new, 0x77, SIZE) };
+    gate.set_user_status(0).unwrap();
+    Event::wait(&[e]).unwrap();
+    // SAFETY: as above.
+    assert!(unsafe { std::slice::from_raw_parts(new, SIZE) }.iter().all(|&x| x == 0x77));
+    assert!(svm::svm_free(&ctx, new));
+}
+
+/// SVM memcpy and fill share USM's checks, wrap-around included; a map of
+/// any size is only an ordering point (no range of it is touched).
+#[test]
+fn memcpy_fill_and_map_with_hostile_sizes() {
+    let (ctx, q) = setup();
+    let a = svm(&ctx, 256);
+    let near_top = (usize::MAX - 127) as *mut u8;
+    // SAFETY (this test): the hostile calls are refused before anything is
+    // touched, as documented; the rest stay inside `a`.
+    unsafe {
+        assert_eq!(cmd::enqueue_svm_memcpy(&q, true, near_top, a, 256, &[]).unwrap_err().kind, InvalidValue);
+        assert_eq!(cmd::enqueue_svm_memcpy(&q, true, a, near_top, 256, &[]).unwrap_err().kind, InvalidValue);
+        assert_eq!(cmd::enqueue_svm_mem_fill(&q, near_top, &[1, 2], 256, &[]).unwrap_err().kind, InvalidValue);
+        assert_eq!(cmd::enqueue_svm_mem_fill(&q, a, &[1, 2], usize::MAX - 1, &[]).unwrap_err().kind, InvalidValue);
+        cmd::enqueue_svm_memcpy(&q, true, a, a.add(128), 0, &[]).unwrap();
+    }
+    let e = cmd::enqueue_svm_map(&q, true, map_flags::READ, a, usize::MAX, &[]).unwrap();
+    assert_eq!(e.status(), EventStatus::Complete);
+    Event::wait(&[cmd::enqueue_svm_unmap(&q, a, &[]).unwrap()]).unwrap();
+    assert!(svm::svm_free(&ctx, a));
+}

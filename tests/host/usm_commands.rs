@@ -136,14 +136,208 @@ fn content_undefined_migration_never_touches_neighbours() {
 }
 
 #[test]
-fn every_advice_is_unsupported() {
+fn advice_zero_is_an_empty_set_of_hints_and_other_advice_is_unsupported() {
     let (ctx, q) = setup();
     let p = host(&ctx, 64);
-    for advice in [0u32, 1, 0x4208] {
-        assert_eq!(cmd::enqueue_mem_advise(&q, p, 64, advice, &[]).unwrap_err().kind, InvalidValue);
+    // SAFETY: a live 64-byte allocation.
+    unsafe { std::ptr::write_bytes(p, 3, 64) };
+    // Seed 000, revision Q: "allow zero memory advice". Nothing to do, but
+    // an event that completes as any command's does.
+    let e = cmd::enqueue_mem_advise(&q, p, 64, 0, &[]).unwrap();
+    assert_eq!(e.command_type(), command_type::MEMADVISE_INTEL);
+    Event::wait(std::slice::from_ref(&e)).unwrap();
+    assert_eq!(e.status(), EventStatus::Complete);
+    // After its wait list, as any command.
+    let gate = Event::user(&ctx);
+    let e = cmd::enqueue_mem_advise(&q, p, 64, 0, std::slice::from_ref(&gate)).unwrap();
+    assert_ne!(e.status(), EventStatus::Complete);
+    gate.set_user_status(0).unwrap();
+    Event::wait(&[e]).unwrap();
+    // SAFETY: as above.
+    assert!(unsafe { std::slice::from_raw_parts(p, 64) }.iter().all(|&b| b == 3), "advice changes nothing");
+    for advice in [1u32, 0x4208, u32::MAX] {
+        assert_eq!(cmd::enqueue_mem_advise(&q, p, 64, advice, &[]).unwrap_err().kind, InvalidValue, "{advice:#x}");
     }
+    // Zero advice still checks its range and its wait list.
+    assert_eq!(cmd::enqueue_mem_advise(&q, p, 65, 0, &[]).unwrap_err().kind, InvalidValue, "past the end");
+    assert_eq!(cmd::enqueue_mem_advise(&q, std::ptr::null(), 8, 0, &[]).unwrap_err().kind, InvalidValue);
     let (other, _) = setup();
     assert_eq!(cmd::enqueue_mem_advise(&q, p, 64, 1, &[Event::user(&other)]).unwrap_err().kind, InvalidContext);
+    assert_eq!(cmd::enqueue_mem_advise(&q, p, 64, 0, &[Event::user(&other)]).unwrap_err().kind, InvalidContext);
+}
+
+/// Pointers and sizes that no range inside an allocation has: each must be
+/// `CL_INVALID_VALUE` at enqueue, never a panic inside the command.
+#[test]
+fn advise_and_migrate_refuse_hostile_ranges() {
+    let (ctx, q) = setup();
+    let p = host(&ctx, 4096);
+    let top = usize::MAX as *const u8;
+    let near_top = (usize::MAX - 100) as *const u8;
+    let hostile: [(*const u8, usize, &str); 8] = [
+        (p, usize::MAX, "size usize::MAX"),
+        (p.wrapping_add(1), usize::MAX, "inside, size usize::MAX"),
+        (p.wrapping_add(4095), usize::MAX - 4094, "the last byte, a wrapping size"),
+        (p, 4097, "one byte past the end"),
+        (p.wrapping_add(4095), 2, "from the last byte, one past"),
+        (near_top, 1000, "a pointer near usize::MAX"),
+        (top, 1, "usize::MAX itself"),
+        (top, 0, "usize::MAX, size 0"),
+    ];
+    for (ptr, size, what) in hostile {
+        assert_eq!(cmd::enqueue_mem_advise(&q, ptr, size, 0, &[]).unwrap_err().kind, InvalidValue, "advise: {what}");
+        for flags in [migration::HOST, migration::CONTENT_UNDEFINED, migration::HOST | migration::CONTENT_UNDEFINED] {
+            let r = cmd::enqueue_migrate_mem(&q, ptr, size, flags, &[]);
+            assert_eq!(r.unwrap_err().kind, InvalidValue, "migrate {flags}: {what}");
+        }
+    }
+    // The edges that are inside: the last byte, and size 0 anywhere inside.
+    for (ptr, size) in [(p.wrapping_add(4095), 1), (p, 0), (p.wrapping_add(4095), 0), (p, 4096)] {
+        Event::wait(&[cmd::enqueue_mem_advise(&q, ptr, size, 0, &[]).unwrap()]).unwrap();
+        Event::wait(&[cmd::enqueue_migrate_mem(&q, ptr, size, migration::HOST, &[]).unwrap()]).unwrap();
+    }
+    usm::mem_free(&ctx, p).unwrap();
+    assert_eq!(ctx.heap().stats().live, 0);
+}
+
+/// The defect of issue 8: migrating a 4 KiB allocation with a size of
+/// 256 MiB committed 256 MiB of the heap, and a content-undefined one could
+/// reach other allocations. Refused ranges change and commit nothing.
+#[test]
+fn a_migration_past_its_allocation_is_refused_and_commits_and_changes_nothing() {
+    let (ctx, q) = setup();
+    let page = rustix::param::page_size();
+    let a = usm::shared_mem_alloc(&ctx, None, &[], 4096, 0).unwrap().as_ptr();
+    let b = usm::shared_mem_alloc(&ctx, None, &[], 4096, 0).unwrap().as_ptr();
+    let big = usm::shared_mem_alloc(&ctx, None, &[], 4 << 20, 0).unwrap().as_ptr();
+    // SAFETY: live allocations of the sizes written.
+    unsafe {
+        std::ptr::write_bytes(a, 0xa1, 4096);
+        std::ptr::write_bytes(b, 0xb2, 4096);
+        std::ptr::write_bytes(big, 0xc3, 4 << 20);
+    }
+    let before = ctx.heap().stats().resident_bytes;
+    let (other, _) = setup();
+    let foreign = usm::shared_mem_alloc(&other, None, &[], 4096, 0).unwrap().as_ptr();
+    let on_stack = [0u8; 64];
+    for flags in [migration::HOST, migration::CONTENT_UNDEFINED, migration::HOST | migration::CONTENT_UNDEFINED] {
+        for (ptr, size) in [
+            (a.cast_const(), 256 << 20),
+            (a.cast_const(), 4097),
+            (b.cast_const(), 8192),
+            (big.cast_const(), (4 << 20) + 1),
+            (big.wrapping_add(4 << 20).cast_const(), 4096),
+            (foreign.cast_const(), 4096),
+            (on_stack.as_ptr(), 64),
+        ] {
+            let r = cmd::enqueue_migrate_mem(&q, ptr, size, flags, &[]);
+            assert_eq!(r.unwrap_err().kind, InvalidValue, "flags {flags}, {size} bytes at {ptr:?}");
+        }
+    }
+    q.finish().unwrap();
+    assert_eq!(ctx.heap().stats().resident_bytes, before, "a refused migration committed memory");
+    // SAFETY: the allocations are live; nothing ran on them.
+    unsafe {
+        assert!(std::slice::from_raw_parts(a, 4096).iter().all(|&x| x == 0xa1));
+        assert!(std::slice::from_raw_parts(b, 4096).iter().all(|&x| x == 0xb2));
+        assert!(std::slice::from_raw_parts(big, 4 << 20).iter().all(|&x| x == 0xc3));
+    }
+    // An accepted migration of a 4 KiB allocation commits its pages only.
+    let fresh = usm::shared_mem_alloc(&ctx, None, &[], 4096, 0).unwrap().as_ptr();
+    let before = ctx.heap().stats().resident_bytes;
+    Event::wait(&[cmd::enqueue_migrate_mem(&q, fresh, 4096, migration::HOST, &[]).unwrap()]).unwrap();
+    let grown = ctx.heap().stats().resident_bytes - before;
+    assert!(grown as usize <= 2 * page, "migrating 4 KiB committed {grown} bytes");
+    // A content-undefined migration of part of a large allocation drops
+    // exactly the whole pages inside that part.
+    let (from, len) = (big.wrapping_add(100), 3 * page);
+    Event::wait(&[cmd::enqueue_migrate_mem(&q, from, len, migration::CONTENT_UNDEFINED, &[]).unwrap()]).unwrap();
+    // SAFETY: `big` is live.
+    let got = unsafe { std::slice::from_raw_parts(big, 4 << 20) };
+    let (start, end) = ((100usize).next_multiple_of(page), (100 + len) / page * page);
+    assert!(got[..start].iter().all(|&x| x == 0xc3), "the partial page before the range is kept");
+    assert!(got[start..end].iter().all(|&x| x == 0), "the whole pages inside were dropped");
+    assert!(got[end..].iter().all(|&x| x == 0xc3), "the rest is kept");
+    for p in [a, b, big, fresh] {
+        usm::mem_free(&ctx, p).unwrap();
+    }
+    usm::mem_free(&other, foreign).unwrap();
+}
+
+/// An allocation freed (`clMemFreeINTEL` does not wait) before an enqueued
+/// migration runs, and its address handed to a new allocation: the
+/// migration must neither drop the new allocation's content nor commit
+/// freed memory.
+#[test]
+fn a_migration_of_an_allocation_freed_before_it_runs_touches_nothing() {
+    let (ctx, q) = setup();
+    const SIZE: usize = 4 << 20;
+    let baseline = ctx.heap().stats().resident_bytes;
+    // Dropping: the allocation is replaced by one at the same address.
+    let old = usm::shared_mem_alloc(&ctx, None, &[], SIZE, 0).unwrap().as_ptr();
+    let gate = Event::user(&ctx);
+    let e = cmd::enqueue_migrate_mem(&q, old, SIZE, migration::CONTENT_UNDEFINED, std::slice::from_ref(&gate));
+    let e = e.unwrap();
+    usm::mem_free(&ctx, old).unwrap();
+    let new = usm::shared_mem_alloc(&ctx, None, &[], SIZE, 0).unwrap().as_ptr();
+    assert_eq!(new, old, "the heap reuses the freed range (the case under test)");
+    // SAFETY: `new` is a live allocation of SIZE bytes.
+    unsafe { std::ptr::write_bytes(new, 0x5a, SIZE) };
+    gate.set_user_status(0).unwrap();
+    Event::wait(&[e]).unwrap();
+    // SAFETY: as above.
+    assert!(
+        unsafe { std::slice::from_raw_parts(new, SIZE) }.iter().all(|&x| x == 0x5a),
+        "the migration dropped a later allocation's content"
+    );
+    usm::mem_free(&ctx, new).unwrap();
+    // Populating: the freed range stays uncommitted.
+    let old = usm::shared_mem_alloc(&ctx, None, &[], SIZE, 0).unwrap().as_ptr();
+    let gate = Event::user(&ctx);
+    let e = cmd::enqueue_migrate_mem(&q, old, SIZE, migration::HOST, std::slice::from_ref(&gate)).unwrap();
+    usm::mem_free(&ctx, old).unwrap();
+    gate.set_user_status(0).unwrap();
+    Event::wait(&[e]).unwrap();
+    assert_eq!(ctx.heap().stats().resident_bytes, baseline, "the migration committed freed memory");
+    // A command that never runs (its wait list failed) lets go of its claim.
+    let p = usm::shared_mem_alloc(&ctx, None, &[], SIZE, 0).unwrap().as_ptr();
+    let gate = Event::user(&ctx);
+    let e = cmd::enqueue_migrate_mem(&q, p, SIZE, migration::HOST, std::slice::from_ref(&gate)).unwrap();
+    gate.set_user_status(-1).unwrap();
+    assert!(Event::wait(&[e]).is_err());
+    usm::mem_free(&ctx, p).unwrap();
+}
+
+/// memcpy and fill ranges that wrap around the address space: refused at
+/// enqueue (no valid range does), never a crash inside the command.
+#[test]
+fn memcpy_and_fill_refuse_ranges_past_the_end_of_the_address_space() {
+    let (ctx, q) = setup();
+    let a = host(&ctx, 4096);
+    // Aligned to 128, so that only the range is wrong.
+    let near_top = (usize::MAX - 127) as *mut u8;
+    // SAFETY (this test): every call is refused before anything is touched,
+    // as the functions document; `a` is live for the ones that run.
+    unsafe {
+        for (dst, src, size) in [
+            (near_top, a.cast_const(), 256),
+            (a, near_top.cast_const(), 256),
+            (a, a.add(8).cast_const(), usize::MAX),
+            (near_top, near_top.cast_const().wrapping_sub(4096), usize::MAX),
+        ] {
+            let r = cmd::enqueue_memcpy(&q, true, dst, src, size, &[]);
+            assert_eq!(r.unwrap_err().kind, InvalidValue, "{size} bytes {src:?} -> {dst:?}");
+        }
+        for (dst, pattern, size) in
+            [(near_top, &[1u8][..], 256), (near_top, &[0u8; 128][..], 256), (a, &[1u8; 4][..], usize::MAX - 3)]
+        {
+            assert_eq!(cmd::enqueue_mem_fill(&q, dst, pattern, size, &[]).unwrap_err().kind, InvalidValue);
+        }
+        // Size 0 is a copy or fill of nothing.
+        cmd::enqueue_memcpy(&q, true, a, a.add(64), 0, &[]).unwrap();
+        Event::wait(&[cmd::enqueue_mem_fill(&q, a, &[7; 4], 0, &[]).unwrap()]).unwrap();
+    }
+    usm::mem_free(&ctx, a).unwrap();
 }
 
 #[test]

@@ -102,10 +102,15 @@ pub fn svm_alloc(ctx: &Arc<Context>, svm_flags: u64, size: usize, alignment: u32
 
 /// `clSVMFree`: frees an SVM allocation. NULL is ignored. `clSVMFree`
 /// returns nothing, so a pointer that is not an SVM allocation of the
-/// context is ignored too and reported here as `false`.
+/// context is ignored too (nothing is freed or changed) and reported here
+/// as `false`: an interior pointer, a freed one, another context's SVM
+/// allocation, and a USM allocation (free that with
+/// [`mem_free`](crate::ext::usm::mem_free); it stays intact and usable).
+/// Enqueued migrations of the allocation that have not run yet will not
+/// touch it.
 ///
 /// ```
-/// use dmabridge::ext::svm::{self, flags};
+/// use dmabridge::ext::{svm::{self, flags}, usm};
 /// use dmabridge::runtime::{context::Context, platform::Platform};
 /// let ctx = Context::new(std::slice::from_ref(Platform::get().cpu()))?;
 /// let p = svm::svm_alloc(&ctx, flags::READ_WRITE, 256, 0)?.as_ptr();
@@ -113,14 +118,18 @@ pub fn svm_alloc(ctx: &Arc<Context>, svm_flags: u64, size: usize, alignment: u32
 /// assert!(svm::svm_free(&ctx, p));
 /// assert!(!svm::svm_free(&ctx, p), "a second free is ignored");
 /// assert!(!svm::svm_free(&ctx, std::ptr::null_mut()));
+/// let u = usm::host_mem_alloc(&ctx, &[], 256, 0)?.as_ptr();
+/// assert!(!svm::svm_free(&ctx, u), "a USM allocation is ignored");
+/// usm::mem_free(&ctx, u)?;
 /// # Ok::<(), dmabridge::error::ClError>(())
 /// ```
 pub fn svm_free(ctx: &Arc<Context>, ptr: *mut u8) -> bool {
     if ptr.is_null() {
         return false;
     }
-    match ctx.heap().lookup(ptr as usize) {
-        Some(i) if i.base == ptr as usize && i.meta.kind == AllocKind::Svm => ctx.heap().free(ptr as usize).is_ok(),
+    let p = ptr as usize;
+    match ctx.heap().lookup(p) {
+        Some(i) if i.base == p && i.meta.kind == AllocKind::Svm => ctx.free_heap_with(p, || ctx.heap().free(p).is_ok()),
         _ => false,
     }
 }

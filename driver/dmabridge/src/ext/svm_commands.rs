@@ -231,9 +231,12 @@ pub fn enqueue_svm_unmap(queue: &Arc<Queue>, svm_ptr: *mut u8, wait_list: &[Even
 /// 0, or no `sizes` at all, means the whole allocation the pointer is in).
 ///
 /// Errors: `CL_INVALID_VALUE` if the list is empty, a pointer is NULL, a
-/// range is not inside one SVM allocation of the context, `sizes` has another
-/// length than `pointers`, or `flags` has bits other than HOST and
-/// CONTENT_UNDEFINED.
+/// range is not inside one SVM allocation of the context (a USM allocation,
+/// another context's SVM allocation, or a range running past the end of its
+/// allocation or of the address space), `sizes` has another length than
+/// `pointers`, or `flags` has bits other than HOST and CONTENT_UNDEFINED.
+/// Nothing outside the ranges' allocations is touched, and an allocation
+/// freed before the command runs is left alone.
 ///
 /// ```
 /// use dmabridge::ext::{svm, svm_commands, usm_commands::migration};
@@ -266,32 +269,41 @@ pub fn enqueue_svm_migrate_mem(
     if flags & !(migration::HOST | migration::CONTENT_UNDEFINED) != 0 {
         return cl_err!(InvalidValue, "migration flags {flags:#x}: only HOST (1) and CONTENT_UNDEFINED (2)");
     }
-    let heap = queue.context().heap();
-    let mut ranges = Vec::with_capacity(pointers.len());
+    let ctx = queue.context().clone();
+    let mut claims = Vec::with_capacity(pointers.len());
     for (i, &p) in pointers.iter().enumerate() {
         if p.is_null() {
             return cl_err!(InvalidValue, "svm_pointers[{i}] is NULL");
         }
-        let info = heap.lookup(p as usize).filter(|a| a.meta.kind == AllocKind::Svm);
+        let info = ctx.heap().lookup(p as usize).filter(|a| a.meta.kind == AllocKind::Svm);
         let Some(info) = info else {
             return cl_err!(InvalidValue, "svm_pointers[{i}] ({p:?}) is not inside an SVM allocation of the context");
         };
         let size = sizes.map_or(0, |s| s[i]);
         let (start, len) = if size == 0 { (info.base, info.size) } else { (p as usize, size) };
-        if !info.contains(start + len - 1) {
-            return cl_err!(InvalidValue, "svm_pointers[{i}] + sizes[{i}] ({size}) runs past its SVM allocation");
-        }
-        ranges.push((start, len));
+        // Claimed (checked again under the claim lock), so that a free
+        // before the command runs keeps it off the pages.
+        let claim = ctx.claim_range(start, len).filter(|c| c.info.meta.kind == AllocKind::Svm && c.in_heap);
+        let Some(claim) = claim else {
+            return cl_err!(
+                InvalidValue,
+                "svm_pointers[{i}] ({p:?}) + sizes[{i}] ({size}) runs past the end of its {}-byte SVM allocation at {:#x}",
+                info.size,
+                info.base
+            );
+        };
+        claims.push((claim, start, len));
     }
-    let ctx = queue.context().clone();
+    let usage = CommandUse::Ranges(claims.iter().map(|&(_, start, len)| (start, len)).collect());
     queue.enqueue_with_use(
         command_type::MIGRATE_SVM_MEM_OBJECTS,
         wait_list,
         false,
-        CommandUse::Ranges(ranges.clone()),
+        usage,
         Box::new(move || {
-            for (start, len) in ranges {
-                usm_commands::migrate(&ctx, start, len, flags & migration::CONTENT_UNDEFINED != 0);
+            for (claim, start, len) in claims {
+                // Freed before the command ran: left alone.
+                claim.run(|info| usm_commands::migrate(info, start, len, flags & migration::CONTENT_UNDEFINED != 0));
             }
             Ok(())
         }),

@@ -15,7 +15,7 @@ use crate::cl_err;
 use crate::error::{ClError, ClErrorKind, ClResult};
 use crate::memory::heap::{AllocInfo, AllocKind, AllocMeta, FreeError};
 use crate::runtime::backend::domain::DmaDomain;
-use crate::runtime::context::Context;
+use crate::runtime::context::{Context, Freed};
 use crate::runtime::device::{Device, UsmCaps};
 use crate::runtime::platform::Platform;
 
@@ -346,49 +346,74 @@ pub fn shared_mem_alloc(
 
 /// `clMemFreeINTEL`: frees an allocation without waiting for commands that
 /// may use it. A null pointer is accepted and does nothing; any other
-/// pointer must be one an allocation function of this context returned.
-/// Whatever of it is resident in an IOMMU domain is evicted first.
+/// pointer must be one that `clHostMemAllocINTEL`, `clDeviceMemAllocINTEL`
+/// or `clSharedMemAllocINTEL` returned for this context, else
+/// `CL_INVALID_VALUE`, changing nothing: an interior pointer, a freed one,
+/// another context's allocation, and a `clSVMAlloc` pointer (free that with
+/// [`svm_free`](crate::ext::svm::svm_free); it stays intact and usable).
+/// Whatever of it is resident in an IOMMU domain is evicted first, and
+/// enqueued migrations of it that have not run yet will not touch it.
 ///
 /// ```
-/// use dmabridge::ext::usm;
+/// use dmabridge::error::ClErrorKind;
+/// use dmabridge::ext::{svm, usm};
 /// use dmabridge::runtime::{context::Context, platform::Platform};
 /// let ctx = Context::new(Platform::get().devices())?;
 /// let p = usm::host_mem_alloc(&ctx, &[], 64, 0)?;
 /// usm::mem_free(&ctx, std::ptr::null_mut())?;
 /// usm::mem_free(&ctx, p.as_ptr())?;
 /// assert!(usm::mem_free(&ctx, p.as_ptr()).is_err(), "double free");
+/// // SVM needs every device of the context to support it: the CPU does.
+/// let cpu_ctx = Context::new(std::slice::from_ref(Platform::get().cpu()))?;
+/// let s = svm::svm_alloc(&cpu_ctx, svm::flags::READ_WRITE, 64, 0)?.as_ptr();
+/// assert_eq!(usm::mem_free(&cpu_ctx, s).unwrap_err().kind, ClErrorKind::InvalidValue, "not a USM allocation");
+/// assert!(svm::svm_free(&cpu_ctx, s), "still there");
 /// # Ok::<(), dmabridge::error::ClError>(())
 /// ```
 pub fn mem_free(ctx: &Arc<Context>, ptr: *mut u8) -> ClResult<()> {
     if ptr.is_null() {
         return Ok(());
     }
-    if let Some(r) = ctx.local_free(ptr as usize) {
+    let p = ptr as usize;
+    let freed = ctx.free_usm_with(p, || {
+        let info = ctx.heap().lookup(p).filter(|i| i.base == p);
+        if info.is_some_and(|i| i.meta.kind == AllocKind::Svm) {
+            return Err(None);
+        }
+        if let Some(info) = info {
+            evict(&info);
+        }
+        ctx.heap().free(p).map_err(Some)
+    });
+    let err = match freed {
         // In a device's local memory (a BAR device's device allocation).
-        return r.map(drop);
-    }
-    evict(ctx, ptr as usize);
-    match ctx.heap().free(ptr as usize) {
-        Ok(_) => Ok(()),
-        Err(FreeError::Unknown(p)) => {
+        Freed::Local(r) => return r.map(drop),
+        Freed::Heap(Ok(_)) => return Ok(()),
+        Freed::Heap(Err(e)) => e,
+    };
+    match err {
+        None => cl_err!(
+            InvalidValue,
+            "{p:#x} is an SVM allocation (clSVMAlloc), not a value returned by clHostMemAllocINTEL, clDeviceMemAllocINTEL or clSharedMemAllocINTEL: free it with clSVMFree"
+        ),
+        Some(FreeError::Unknown(p)) => {
             cl_err!(
                 InvalidValue,
                 "{p:#x} is not a USM allocation of this context (never allocated here, or already freed)"
             )
         }
-        Err(FreeError::Interior { ptr, base }) => {
+        Some(FreeError::Interior { ptr, base }) => {
             cl_err!(InvalidValue, "{ptr:#x} points inside the allocation at {base:#x}; free takes the pointer the allocation function returned")
         }
     }
 }
 
-/// Unpins the allocation that starts at `ptr` from the platform's DMA
+/// Unpins the allocation `info` from the platform's DMA
 /// domain if any part of it is resident (device allocations of an edu
 /// device; host and shared ones migrated to it or reached by its kernels),
 /// before its pages are freed.
-fn evict(ctx: &Context, ptr: usize) {
-    let Some(domain) = Platform::get().dma_domain() else { return };
-    if let Some(info) = ctx.heap().lookup(ptr).filter(|i| i.base == ptr) {
+fn evict(info: &AllocInfo) {
+    if let Some(domain) = Platform::get().dma_domain() {
         domain.evict_within(info.base, info.size);
     }
 }

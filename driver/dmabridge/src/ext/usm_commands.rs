@@ -10,7 +10,8 @@ use std::sync::Arc;
 use crate::cl_err;
 use crate::error::ClResult;
 use crate::ext::usm;
-use crate::runtime::context::Context;
+use crate::memory::heap::{AllocInfo, AllocKind};
+use crate::runtime::context::{range_inside, Context};
 use crate::runtime::event::{command_type, Event};
 use crate::runtime::queue::{self, CommandUse, Queue};
 use crate::runtime::{backend, transfer};
@@ -28,12 +29,16 @@ pub mod migration {
 ///
 /// Errors: `CL_INVALID_VALUE` if `dst` is NULL or not aligned to the pattern
 /// size, if the pattern is empty, its size not a power of two or larger than
-/// the largest vector type (128 bytes), or `size` not a multiple of it;
-/// `CL_INVALID_CONTEXT` for a wait-list event of another context.
+/// the largest vector type (128 bytes), or `size` not a multiple of it, or
+/// if `[dst, dst + size)` runs past the end of the address space (no valid
+/// range does); `CL_INVALID_CONTEXT` for a wait-list event of another
+/// context.
 ///
 /// # Safety
 /// `dst` must stay valid for writes of `size` bytes until the command's
 /// event completes, and nothing else may access those bytes meanwhile.
+/// (Arguments the errors above refuse are refused before anything is
+/// touched: passing them is safe.)
 ///
 /// ```
 /// use dmabridge::ext::{usm, usm_commands};
@@ -113,6 +118,9 @@ pub(crate) fn check_fill(dst: *const u8, pattern: &[u8], size: usize) -> ClResul
     if size % p != 0 {
         return cl_err!(InvalidValue, "size {size} is not a multiple of pattern_size {p}");
     }
+    if (dst as usize).checked_add(size).is_none() {
+        return cl_err!(InvalidValue, "dst_ptr {dst:?} + size {size} runs past the end of the address space");
+    }
     Ok(())
 }
 
@@ -120,14 +128,16 @@ pub(crate) fn check_fill(dst: *const u8, pattern: &[u8], size: usize) -> ClResul
 /// A blocking copy returns once the bytes are there; it runs on the calling
 /// thread when the queue is idle.
 ///
-/// Errors: `CL_INVALID_VALUE` if either pointer is NULL; `CL_MEM_COPY_OVERLAP`
-/// if the ranges overlap; `CL_INVALID_CONTEXT` for a wait-list event of
+/// Errors: `CL_INVALID_VALUE` if either pointer is NULL, or a range runs
+/// past the end of the address space (no valid range does);
+/// `CL_MEM_COPY_OVERLAP` if the ranges overlap; `CL_INVALID_CONTEXT` for a wait-list event of
 /// another context; for a blocking copy whose wait list holds a failed event,
 /// `CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST`.
 ///
 /// # Safety
 /// `dst` must stay valid for writes and `src` for reads of `size` bytes
-/// until the command's event completes.
+/// until the command's event completes. (Arguments the errors above refuse
+/// are refused before anything is touched: passing them is safe.)
 ///
 /// ```
 /// use dmabridge::ext::usm_commands;
@@ -171,6 +181,12 @@ pub(crate) unsafe fn memcpy_as(
     if dst.is_null() || src.is_null() {
         return cl_err!(InvalidValue, "{} is NULL", if dst.is_null() { "dst_ptr" } else { "src_ptr" });
     }
+    if (dst as usize).checked_add(size).is_none() || (src as usize).checked_add(size).is_none() {
+        return cl_err!(
+            InvalidValue,
+            "copying {size} bytes from {src:?} to {dst:?}: a range runs past the end of the address space"
+        );
+    }
     if transfer::overlaps(dst as usize, src as usize, size) {
         return cl_err!(MemCopyOverlap, "copying {size} bytes from {src:?} to {dst:?}: the ranges overlap");
     }
@@ -193,24 +209,37 @@ pub(crate) unsafe fn memcpy_as(
 /// `clEnqueueMigrateMemINTEL`: a hint. On the CPU device, migrating to the
 /// device or the host faults the pages in now (`MADV_POPULATE_WRITE`);
 /// with `CONTENT_UNDEFINED` the whole pages inside the range are dropped
-/// instead (they read as zeros). Ranges are expanded to page boundaries for
-/// populating and shrunk to them for dropping, so that neighbours sharing a
-/// page are never touched. On a device with an IOMMU domain (edu),
-/// migrating to the device (no `HOST` flag) also makes the whole USM
-/// allocation that `ptr` points into resident there (pinned and mapped, as
-/// [`usm::device_address`] then reports); it stays resident until it is
-/// freed (`clMemFreeINTEL`, `clMemBlockingFreeINTEL`) or its context is
-/// released, and migrating it to the host does not evict it. Resident pages
-/// are never dropped (`CONTENT_UNDEFINED` then only populates). SVM
-/// allocations and memory outside the context's heap are not made resident.
-/// If making it resident fails, the event ends with `CL_OUT_OF_RESOURCES`
-/// (or `CL_INVALID_VALUE` for memory VFIO cannot pin).
+/// instead (they read as zeros). The range must lie inside one allocation
+/// of the queue's context (a USM allocation, or an SVM one: SVM allocations
+/// are shared allocations here, as `clGetMemAllocInfoINTEL` reports), and
+/// nothing outside that allocation's pages is touched: populating expands
+/// the range to whole pages (the granularity seed 000 allows), dropping
+/// shrinks it to them, so that neighbours sharing a page never lose data.
+/// A size of 0 migrates nothing (the pointer must still point into an
+/// allocation). If the allocation is freed before the command runs
+/// (`clMemFreeINTEL` does not wait), the command does nothing: it never
+/// acts on memory that changed hands. On a device with an IOMMU domain
+/// (edu), migrating to the device (no `HOST` flag) also makes the whole USM
+/// allocation resident there (pinned and mapped, as [`usm::device_address`]
+/// then reports); it stays resident until it is freed (`clMemFreeINTEL`,
+/// `clMemBlockingFreeINTEL`) or its context is released, and migrating it
+/// to the host does not evict it. Resident pages are never dropped
+/// (`CONTENT_UNDEFINED` then only populates). SVM allocations and
+/// allocations in a device's local memory are not made resident (the
+/// latter are not migrated at all). If making it resident fails, the event
+/// ends with `CL_OUT_OF_RESOURCES` (or `CL_INVALID_VALUE` for memory VFIO
+/// cannot pin).
 ///
 /// Errors: `CL_INVALID_VALUE` if `flags` is zero or has bits other than
-/// `HOST` and `CONTENT_UNDEFINED`, or `ptr` is NULL; `CL_INVALID_CONTEXT` for
-/// a wait-list event of another context.
+/// `HOST` and `CONTENT_UNDEFINED`, if `ptr` is NULL, or if `[ptr, ptr + size)`
+/// is not inside one allocation of the context (another context's
+/// allocations and plain host memory included; the seed leaves which `ptr`
+/// and `size` are invalid open, and a hint that may drop content must not
+/// reach memory the application did not allocate here);
+/// `CL_INVALID_CONTEXT` for a wait-list event of another context.
 ///
 /// ```
+/// use dmabridge::error::ClErrorKind;
 /// use dmabridge::ext::{usm, usm_commands::{self, migration}};
 /// use dmabridge::runtime::event::Event;
 /// use dmabridge::runtime::{context::Context, platform::Platform};
@@ -221,6 +250,9 @@ pub(crate) unsafe fn memcpy_as(
 /// let p = usm::shared_mem_alloc(&ctx, Some(cpu), &[], 8192, 0)?;
 /// let ev = usm_commands::enqueue_migrate_mem(&queue, p.as_ptr(), 8192, migration::HOST, &[])?;
 /// Event::wait(&[ev])?;
+/// // One byte too many: the range leaves the allocation.
+/// let err = usm_commands::enqueue_migrate_mem(&queue, p.as_ptr(), 8193, migration::HOST, &[]).unwrap_err();
+/// assert_eq!(err.kind, ClErrorKind::InvalidValue);
 /// usm::mem_free(&ctx, p.as_ptr())?;
 /// # Ok::<(), dmabridge::error::ClError>(())
 /// ```
@@ -241,8 +273,12 @@ pub fn enqueue_migrate_mem(
     if ptr.is_null() {
         return cl_err!(InvalidValue, "ptr is NULL");
     }
-    let (p, drop_content) = (ptr as usize, flags & migration::CONTENT_UNDEFINED != 0);
     let ctx = queue.context().clone();
+    let p = ptr as usize;
+    let Some(claim) = ctx.claim_range(p, size) else {
+        return not_inside("clEnqueueMigrateMemINTEL", ptr, size);
+    };
+    let drop_content = flags & migration::CONTENT_UNDEFINED != 0;
     // To a device with an IOMMU domain (edu): the allocation becomes resident.
     let domain = queue.device().dma_domain().filter(|_| flags & migration::HOST == 0);
     queue.enqueue_with_use(
@@ -251,39 +287,62 @@ pub fn enqueue_migrate_mem(
         false,
         CommandUse::Range(p, size),
         Box::new(move || {
-            migrate(&ctx, p, size, drop_content);
-            match (domain, ctx.heap().lookup(p)) {
-                (Some(domain), Some(info)) => usm::keep_resident(&ctx, &domain, &info).map(drop).map_err(|e| {
-                    log::warn!("clEnqueueMigrateMemINTEL of {p:#x}: {e}");
-                    e.code()
-                }),
-                _ => Ok(()),
+            if !claim.in_heap {
+                // A device's local memory (a BAR device): already there.
+                return Ok(());
             }
+            let ran = claim.run(|info| {
+                migrate(info, p, size, drop_content);
+                match domain {
+                    Some(domain) => usm::keep_resident(&ctx, &domain, info).map(drop).map_err(|e| {
+                        log::warn!("clEnqueueMigrateMemINTEL of {p:#x}: {e}");
+                        e.code()
+                    }),
+                    None => Ok(()),
+                }
+            });
+            // Freed before the command ran: nothing to migrate.
+            ran.unwrap_or(Ok(()))
         }),
     )
 }
 
-pub(crate) fn migrate(ctx: &Context, p: usize, size: usize, drop_content: bool) {
+/// The `CL_INVALID_VALUE` of a range that is not inside one allocation of
+/// the context.
+fn not_inside<T>(what: &str, ptr: *const u8, size: usize) -> ClResult<T> {
+    cl_err!(InvalidValue, "{what}: [{ptr:?}, +{size}) is not inside one allocation of the command queue's context")
+}
+
+/// Migrates `[p, p + size)`, which lies inside the heap allocation `info`
+/// (the caller checked, and holds a claim on it): populates the pages the
+/// range touches, or, with `drop_content`, drops the whole pages inside it.
+pub(crate) fn migrate(info: &AllocInfo, p: usize, size: usize, drop_content: bool) {
+    debug_assert!(crate::runtime::context::range_inside(info, p, size));
+    if size == 0 {
+        return;
+    }
     let page = crate::sys::page_size();
+    // Inside the allocation, so no overflow: its end is a heap address.
+    let end = p + size;
     // Pages pinned in an IOMMU domain must keep their backing: dropping them
     // would leave the device on the old pages and the CPU on new ones.
     let resident =
         || crate::runtime::platform::Platform::get().dma_domain().is_some_and(|d| d.resident_iova(p, size).is_some());
     if drop_content && !resident() {
-        // Only whole pages inside one allocation of the heap: anything else
-        // may hold other data.
-        let Some(info) = ctx.heap().lookup(p) else { return };
-        let start = p.next_multiple_of(page);
-        let end = (p + size).min(info.base + info.size) / page * page;
+        // Only whole pages inside the range: the rest of a page the range
+        // shares may hold other data.
+        let (start, end) = (p.next_multiple_of(page), end / page * page);
         if end > start {
-            // SAFETY: the pages lie inside a live heap allocation whose
+            // SAFETY: the pages lie inside a live heap allocation (the
+            // caller's claim keeps it from being freed meanwhile) whose
             // content the caller declared undefined; MADV_REMOVE on the
             // heap's shared memfd mapping hands them back (they read as zeros).
             let _ = unsafe { rustix::mm::madvise(start as *mut _, end - start, rustix::mm::Advice::LinuxRemove) };
         }
     } else {
-        let start = p / page * page;
-        let end = (p + size).next_multiple_of(page);
+        // The pages the range touches: they belong to the heap mapping (an
+        // allocation's pages never leave its granules).
+        let (start, end) = (p / page * page, end.next_multiple_of(page));
         // SAFETY: populating only faults pages in (writes nothing); on
         // memory that is not mapped writable the kernel refuses with an
         // error, which a hint may ignore.
@@ -291,19 +350,30 @@ pub(crate) fn migrate(ctx: &Context, p: usize, size: usize, drop_content: bool) 
     }
 }
 
-/// `clEnqueueMemAdviseINTEL`. `CL/cl_ext.h` defines no advice values and the
-/// CPU device supports none, so every advice is `CL_INVALID_VALUE`.
+/// `clEnqueueMemAdviseINTEL`. `advice` is a bit-field of hints;
+/// `CL/cl_ext.h` defines no hint values and the devices support none, so
+/// any non-zero advice is `CL_INVALID_VALUE`. An empty set of hints (0, "allow zero memory advice" in
+/// seed 000's revision Q) is accepted: the command does nothing, and its
+/// event completes as any other.
+///
+/// Errors: `CL_INVALID_CONTEXT` for a wait-list event of another context;
+/// `CL_INVALID_VALUE` if `[ptr, ptr + size)` is not inside one allocation
+/// of the context (as [`enqueue_migrate_mem`]), or for non-zero advice.
 ///
 /// ```
 /// use dmabridge::error::ClErrorKind;
 /// use dmabridge::ext::{usm, usm_commands};
+/// use dmabridge::runtime::event::Event;
 /// use dmabridge::runtime::{context::Context, platform::Platform};
 /// use dmabridge::runtime::queue::{Queue, QueueProps};
 /// let cpu = Platform::get().cpu();
 /// let ctx = Context::new(std::slice::from_ref(cpu))?;
 /// let queue = Queue::new(&ctx, cpu, QueueProps::default())?;
 /// let p = usm::shared_mem_alloc(&ctx, Some(cpu), &[], 4096, 0)?;
-/// let err = usm_commands::enqueue_mem_advise(&queue, p.as_ptr(), 4096, 0, &[]).unwrap_err();
+/// // No hints: nothing to do.
+/// let ev = usm_commands::enqueue_mem_advise(&queue, p.as_ptr(), 4096, 0, &[])?;
+/// Event::wait(&[ev])?;
+/// let err = usm_commands::enqueue_mem_advise(&queue, p.as_ptr(), 4096, 1, &[]).unwrap_err();
 /// assert_eq!(err.kind, ClErrorKind::InvalidValue);
 /// usm::mem_free(&ctx, p.as_ptr())?;
 /// # Ok::<(), dmabridge::error::ClError>(())
@@ -316,11 +386,23 @@ pub fn enqueue_mem_advise(
     wait_list: &[Event],
 ) -> ClResult<Event> {
     queue::check_wait_list(queue.context(), wait_list)?;
-    let _ = (ptr, size);
-    cl_err!(
-        InvalidValue,
-        "memory advice {advice:#x} is not supported by device {:?} (no advice values are defined)",
-        queue.device().name
+    let p = ptr as usize;
+    if !queue.context().lookup(p).is_some_and(|info| range_inside(&info, p, size)) {
+        return not_inside("clEnqueueMemAdviseINTEL", ptr, size);
+    }
+    if advice != 0 {
+        return cl_err!(
+            InvalidValue,
+            "memory advice {advice:#x} is not supported by device {:?} (no advice values are defined)",
+            queue.device().name
+        );
+    }
+    queue.enqueue_with_use(
+        command_type::MEMADVISE_INTEL,
+        wait_list,
+        false,
+        CommandUse::Range(p, size),
+        Box::new(|| Ok(())),
     )
 }
 
@@ -328,7 +410,9 @@ pub fn enqueue_mem_advise(
 /// queue of the context, that may use the allocation (a kernel with
 /// indirect access counts as using every allocation of the flagged types;
 /// SVM allocations count as shared), then frees it, evicting it from any
-/// IOMMU domain it is resident in. Errors as [`usm::mem_free`].
+/// IOMMU domain it is resident in. Errors as [`usm::mem_free`], found
+/// before waiting: an SVM allocation, an interior or unknown pointer is
+/// refused at once.
 ///
 /// ```
 /// use dmabridge::ext::{usm, usm_commands};
@@ -349,8 +433,11 @@ pub fn mem_blocking_free(ctx: &Arc<Context>, ptr: *mut u8) -> ClResult<()> {
     if ptr.is_null() {
         return Ok(());
     }
-    if let Some(info) = ctx.lookup(ptr as usize).filter(|i| i.base == ptr as usize) {
-        queue::wait_for_context_commands_using(ctx, |u| u.touches_alloc(info.base, info.size, info.meta.kind));
-    }
+    let usm = ctx.lookup(ptr as usize).filter(|i| i.base == ptr as usize && i.meta.kind != AllocKind::Svm);
+    let Some(info) = usm else {
+        // Not a USM allocation of the context: refused, without waiting.
+        return usm::mem_free(ctx, ptr);
+    };
+    queue::wait_for_context_commands_using(ctx, |u| u.touches_alloc(info.base, info.size, info.meta.kind));
     usm::mem_free(ctx, ptr)
 }

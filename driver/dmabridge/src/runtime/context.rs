@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 use std::ptr::NonNull;
-use std::sync::{Arc, OnceLock, RwLock};
+use std::sync::{Arc, OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use crate::cl_err;
 use crate::error::{ClError, ClErrorKind, ClResult};
@@ -21,11 +21,33 @@ pub struct Context {
     /// function (`clMemFreeINTEL`, `clGetMemAllocInfoINTEL`) ever sees a
     /// buffer's storage. Reserved on the first buffer's first use.
     buffer_heap: OnceLock<Heap>,
+    /// The local-memory allocations and the range claims, behind the one
+    /// lock every free of a USM or SVM allocation takes (exclusive, briefly).
+    owned: RwLock<Owned>,
+}
+
+/// What the context's frees work under.
+#[derive(Debug, Default)]
+struct Owned {
     /// USM device allocations that live in a device's local memory (a BAR
     /// device), by address: which device, size asked for, flags. Local
     /// memory is per device, shared by every context that has the device;
     /// this table says which of its allocations are this context's.
-    local: RwLock<BTreeMap<usize, LocalAlloc>>,
+    local: BTreeMap<usize, LocalAlloc>,
+    /// The ranges enqueued commands hold ([`RangeClaim`]) until they run.
+    claims: Vec<Claimed>,
+    /// The id of the next claim.
+    next_claim: u64,
+}
+
+/// One [`RangeClaim`] as the context lists it.
+#[derive(Debug)]
+struct Claimed {
+    id: u64,
+    /// The allocation's first byte.
+    base: usize,
+    /// Set when the allocation is freed before the claim runs.
+    cancelled: bool,
 }
 
 /// A USM allocation in a device's local memory.
@@ -34,6 +56,15 @@ struct LocalAlloc {
     device: Arc<Device>,
     size: usize,
     flags: u8,
+}
+
+/// What [`Context::free_usm_with`] freed.
+#[derive(Debug)]
+pub(crate) enum Freed<R> {
+    /// A local-memory allocation of the context: its size, or why not.
+    Local(ClResult<usize>),
+    /// Not in local memory: what the heap's free said.
+    Heap(R),
 }
 
 impl Context {
@@ -59,7 +90,7 @@ impl Context {
         }
         let heap = Heap::new()
             .map_err(|e| ClError::new(ClErrorKind::OutOfHostMemory, format!("reserving the context's heap: {e}")))?;
-        Ok(Arc::new(Context { devices: list, heap, buffer_heap: OnceLock::new(), local: RwLock::default() }))
+        Ok(Arc::new(Context { devices: list, heap, buffer_heap: OnceLock::new(), owned: RwLock::default() }))
     }
 
     /// The context's devices.
@@ -157,7 +188,7 @@ impl Context {
         };
         let p = memory.alloc(size, align)?;
         let entry = LocalAlloc { device: device.clone(), size, flags };
-        self.local.write().unwrap().insert(p.as_ptr() as usize, entry);
+        self.owned_write().local.insert(p.as_ptr() as usize, entry);
         Ok(p)
     }
 
@@ -177,7 +208,12 @@ impl Context {
     /// # Ok::<(), dmabridge::error::ClError>(())
     /// ```
     pub fn local_free(&self, ptr: usize) -> Option<ClResult<usize>> {
-        let mut table = self.local.write().unwrap();
+        self.local_free_in(&mut self.owned_write(), ptr)
+    }
+
+    /// [`Context::local_free`], with the lock held.
+    fn local_free_in(&self, owned: &mut Owned, ptr: usize) -> Option<ClResult<usize>> {
+        let table = &mut owned.local;
         let found = table.range(..=ptr).next_back().map(|(&b, a)| (b, a.clone()));
         match found {
             Some((base, a)) if base == ptr => {
@@ -226,13 +262,7 @@ impl Context {
         if let Some(info) = self.heap.lookup(ptr) {
             return Some(info);
         }
-        let table = self.local.read().unwrap();
-        let (&base, a) = table.range(..=ptr).next_back()?;
-        (ptr - base < a.size).then(|| AllocInfo {
-            base,
-            size: a.size,
-            meta: AllocMeta { kind: AllocKind::Device, device: Some(a.device.index), flags: a.flags },
-        })
+        lookup_local(&self.owned_read(), ptr)
     }
 
     /// Number of this context's USM allocations in devices' local memory.
@@ -245,7 +275,125 @@ impl Context {
     /// # Ok::<(), dmabridge::error::ClError>(())
     /// ```
     pub fn local_allocations(&self) -> usize {
-        self.local.read().unwrap().len()
+        self.owned_read().local.len()
+    }
+}
+
+/// The allocation of local memory that `ptr` points into, if this
+/// context's.
+fn lookup_local(owned: &Owned, ptr: usize) -> Option<AllocInfo> {
+    let (&base, a) = owned.local.range(..=ptr).next_back()?;
+    (ptr - base < a.size).then(|| AllocInfo {
+        base,
+        size: a.size,
+        meta: AllocMeta { kind: AllocKind::Device, device: Some(a.device.index), flags: a.flags },
+    })
+}
+
+/// Frees and range claims: what keeps an enqueued command that acts on an
+/// allocation's pages (a migration drops or commits them) from acting on
+/// memory that changed hands before it ran.
+///
+/// A safe command such as `clEnqueueMigrateMemINTEL` checks its range at
+/// enqueue, but runs later; meanwhile the application may free the
+/// allocation (`clMemFreeINTEL` does not wait) and the heap may hand its
+/// pages to a new allocation. The command therefore claims its range at
+/// enqueue ([`Context::claim_range`]); a free of the allocation cancels the
+/// claim ([`Context::free_usm_with`], [`Context::free_heap_with`]), and the
+/// command acts only through [`RangeClaim::run`], which skips a cancelled
+/// claim. Claiming, running a claim and freeing all hold the context's one
+/// lock (the one freeing local memory always took), so no free happens
+/// between a check and the action it guards.
+impl Context {
+    fn owned_read(&self) -> RwLockReadGuard<'_, Owned> {
+        self.owned.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn owned_write(&self) -> RwLockWriteGuard<'_, Owned> {
+        self.owned.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Claims `[start, start + len)` if it lies inside one USM or SVM
+    /// allocation of the context (see [`Context::lookup`]); an empty range
+    /// must start inside one. `None` otherwise, including for ranges that
+    /// would run past the end of the address space.
+    pub(crate) fn claim_range(self: &Arc<Self>, start: usize, len: usize) -> Option<RangeClaim> {
+        let mut owned = self.owned_write();
+        let in_heap = self.heap.lookup(start);
+        let info = in_heap.or_else(|| lookup_local(&owned, start)).filter(|i| range_inside(i, start, len))?;
+        let id = owned.next_claim;
+        owned.next_claim += 1;
+        owned.claims.push(Claimed { id, base: info.base, cancelled: false });
+        Some(RangeClaim { ctx: self.clone(), id, info, in_heap: in_heap.is_some() })
+    }
+
+    /// Frees the USM allocation that starts at `ptr`: a local-memory one of
+    /// this context as [`Context::local_free`] does, else (the heap's) by
+    /// `heap_free`, after cancelling every claim on it, so that no command
+    /// enqueued before the free acts on the pages afterwards. Every free of
+    /// a USM allocation goes through here.
+    pub(crate) fn free_usm_with<R>(&self, ptr: usize, heap_free: impl FnOnce() -> R) -> Freed<R> {
+        let mut owned = self.owned_write();
+        if let Some(r) = self.local_free_in(&mut owned, ptr) {
+            return Freed::Local(r);
+        }
+        cancel_claims(&mut owned, ptr);
+        Freed::Heap(heap_free())
+    }
+
+    /// [`Context::free_usm_with`] for an allocation of the heap only (SVM).
+    pub(crate) fn free_heap_with<R>(&self, ptr: usize, heap_free: impl FnOnce() -> R) -> R {
+        let mut owned = self.owned_write();
+        cancel_claims(&mut owned, ptr);
+        heap_free()
+    }
+}
+
+fn cancel_claims(owned: &mut Owned, base: usize) {
+    for c in owned.claims.iter_mut().filter(|c| c.base == base) {
+        c.cancelled = true;
+    }
+}
+
+/// True if `[start, start + len)` lies inside `info` (an empty range: if
+/// `start` does), without overflowing whatever the values.
+pub(crate) fn range_inside(info: &AllocInfo, start: usize, len: usize) -> bool {
+    match start.checked_sub(info.base) {
+        Some(off) if off < info.size => off.checked_add(len).is_some_and(|end| end <= info.size),
+        _ => false,
+    }
+}
+
+/// An enqueued command's claim on a range inside one allocation of its
+/// context ([`Context::claim_range`]): dropped when the command has run or
+/// will never run.
+#[derive(Debug)]
+pub(crate) struct RangeClaim {
+    ctx: Arc<Context>,
+    id: u64,
+    /// The allocation the range lies in, as it was when claimed.
+    pub info: AllocInfo,
+    /// True if the allocation is in the context's heap (false: in a
+    /// device's local memory).
+    pub in_heap: bool,
+}
+
+impl RangeClaim {
+    /// Runs `f` on the claimed allocation unless it was freed since the
+    /// claim was made (then `None`); no free of the context happens while
+    /// `f` runs.
+    pub(crate) fn run<R>(self, f: impl FnOnce(&AllocInfo) -> R) -> Option<R> {
+        let owned = self.ctx.owned_write();
+        let live = owned.claims.iter().any(|c| c.id == self.id && !c.cancelled);
+        let r = live.then(|| f(&self.info));
+        drop(owned);
+        r
+    }
+}
+
+impl Drop for RangeClaim {
+    fn drop(&mut self) {
+        self.ctx.owned_write().claims.retain(|c| c.id != self.id);
     }
 }
 
@@ -253,7 +401,7 @@ impl Context {
 /// that memory outlives the context (it is the device's).
 impl Drop for Context {
     fn drop(&mut self) {
-        let table = std::mem::take(self.local.get_mut().unwrap_or_else(|e| e.into_inner()));
+        let table = std::mem::take(&mut self.owned.get_mut().unwrap_or_else(|e| e.into_inner()).local);
         for (base, a) in table {
             if let Some(m) = a.device.local_memory() {
                 let _ = m.free(base as *const u8);
