@@ -114,7 +114,8 @@ fn block_of(pattern: &[u8]) -> Block {
 unsafe fn block_fill(dst: *mut u8, pattern: &[u8], size: usize) {
     let block = block_of(pattern);
     let mut off = 0;
-    while off + 256 <= size {
+    // `size - off` rather than `off + 256`: no sum that could overflow.
+    while size - off >= 256 {
         // SAFETY: `off + 256 <= size`, inside the caller's range; the block
         // is a separate local.
         unsafe { std::ptr::copy_nonoverlapping(block.0.as_ptr(), dst.add(off), 256) };
