@@ -14,7 +14,7 @@ use dmabridge::error::ClErrorKind;
 use dmabridge::runtime::backend::bar::ENV;
 use dmabridge::runtime::buffer::map::{self, map_flags};
 use dmabridge::runtime::buffer::store::{Location, LocationStats};
-use dmabridge::runtime::buffer::{commands, mem_flags, Buffer};
+use dmabridge::runtime::buffer::{commands, mem_flags, Buffer, BUFFER_CREATE_TYPE_REGION};
 use dmabridge::runtime::context::Context;
 use dmabridge::runtime::device::{Device, DeviceType};
 use dmabridge::runtime::event::Event;
@@ -407,4 +407,109 @@ fn child_small_buffers_export_whole_pages_of_their_own() {
     let bytes = unsafe { std::slice::from_raw_parts(m.as_ptr(), 4096) };
     assert_eq!(&bytes[..100], &pattern(100, 41)[..], "the BAR's data was moved to the host pages first");
     assert!(bytes[100..].iter().all(|&x| x != 0xbb), "no byte of the other buffer");
+}
+
+/// A dma-buf outlives the buffer it was exported from: after the buffer is
+/// released its pages never go to a later buffer. The dma-buf keeps showing
+/// the released buffer's last bytes, and writes through either side never
+/// show through the other — for sub-page, page, pooled and large buffers.
+#[test]
+fn a_dma_buf_outlives_its_buffer_and_no_later_buffer_shares_its_pages() {
+    in_child("child_a_dma_buf_outlives_its_buffer_and_no_later_buffer_shares_its_pages", None);
+}
+
+#[test]
+#[ignore = "run in a child process"]
+fn child_a_dma_buf_outlives_its_buffer_and_no_later_buffer_shares_its_pages() {
+    let p = Platform::get();
+    let cpu = p.cpu().clone();
+    let ctx = Context::new(std::slice::from_ref(&cpu)).unwrap();
+    let q = queue(&ctx, &cpu);
+    let udmabuf = Udmabuf::open().unwrap();
+    for (i, size) in [100usize, 4096, 64 << 10, 1 << 20, 3 << 20].into_iter().enumerate() {
+        let seed = 2 * i as u8 + 3;
+        let old = pattern(size, seed);
+        // SAFETY: no host pointer.
+        let a = unsafe { Buffer::create(&ctx, mem_flags::ALLOC_HOST_PTR, size, null_mut()) }.unwrap();
+        write(&q, &a, &old);
+        let dmabuf = a.export_dmabuf(&udmabuf).unwrap();
+        let m = dmabuf.map(Access::ReadWrite).unwrap();
+        let view = m.as_ptr();
+        // SAFETY (every read of `view` below): the dma-buf mapping holds at least `size` bytes and
+        // lives until the end of the iteration; this test is its only user.
+        let shown = || unsafe { std::slice::from_raw_parts(view, size) }.to_vec();
+        assert!(shown() == old, "{size} bytes: the dma-buf shows the buffer");
+        drop(a);
+        // Later buffers of the same size (the heap's first choice is the
+        // slot just freed), each with bytes of its own.
+        let later: Vec<(Arc<Buffer>, Vec<u8>)> = (0..4u8)
+            .map(|k| {
+                // SAFETY: no host pointer.
+                let b = unsafe { Buffer::create(&ctx, mem_flags::ALLOC_HOST_PTR, size, null_mut()) }.unwrap();
+                let data = pattern(size, seed.wrapping_mul(17).wrapping_add(k + 1));
+                write(&q, &b, &data);
+                (b, data)
+            })
+            .collect();
+        assert!(shown() == old, "{size} bytes: a later buffer's bytes show through the released one's dma-buf");
+        // And the other way: writing through the dma-buf changes no later buffer.
+        // SAFETY: as above, for writes.
+        unsafe { view.write_bytes(0xee, size) };
+        for (b, data) in &later {
+            assert!(read(&q, b) == *data, "{size} bytes: a write through the old dma-buf reached a later buffer");
+        }
+        drop((m, dmabuf));
+    }
+}
+
+/// An export that fails (a buffer beyond udmabuf's size limit) leaves no host
+/// allocation behind that it made, and keeps the data of one that existed; a
+/// sub-buffer is refused (it shares its parent's pages).
+#[test]
+fn failed_exports_leave_nothing_behind() {
+    in_child("child_failed_exports_leave_nothing_behind", None);
+}
+
+#[test]
+#[ignore = "run in a child process"]
+fn child_failed_exports_leave_nothing_behind() {
+    use dmabridge::runtime::device::UsmCaps;
+    let p = Platform::get();
+    let cpu = p.cpu().clone();
+    let udmabuf = Udmabuf::open().unwrap();
+    let too_big = udmabuf.limits().size_limit as usize + 4096;
+    // A host-unified device that allocates more than udmabuf exports.
+    let no_usm = UsmCaps { host: 0, device: 0, single_device_shared: 0, cross_device_shared: 0, shared_system: 0 };
+    let big = Arc::new(Device {
+        index: 200,
+        name: "big".into(),
+        device_type: DeviceType::Cpu,
+        max_mem_alloc_size: u64::MAX,
+        max_alignment: cpu.max_alignment,
+        host_unified_memory: true,
+        usm: no_usm,
+        svm: 0,
+        compute_units: 1,
+    });
+    let ctx = Context::new(&[cpu.clone(), big]).unwrap();
+    let q = queue(&ctx, &cpu);
+    // SAFETY: no host pointer.
+    let b = unsafe { Buffer::create(&ctx, mem_flags::ALLOC_HOST_PTR, too_big, null_mut()) }.unwrap();
+    assert_eq!(err_kind(b.export_dmabuf(&udmabuf)), ClErrorKind::OutOfResources);
+    assert_eq!(b.stats(Location::Host), LocationStats::default(), "the host allocation it made was undone");
+    // Pages that existed (the CPU's linked allocation) stay, with their data.
+    Event::wait(&[commands::enqueue_fill_buffer(&q, &b, &[0x5c], too_big - 64, 64, &[]).unwrap()]).unwrap();
+    assert_eq!(err_kind(b.export_dmabuf(&udmabuf)), ClErrorKind::OutOfResources);
+    let mut tail = [0u8; 64];
+    // SAFETY: blocking read into `tail`.
+    unsafe { commands::enqueue_read_buffer(&q, &b, true, too_big - 64, 64, tail.as_mut_ptr(), &[]).unwrap() };
+    assert_eq!(tail, [0x5c; 64]);
+    assert_eq!(b.linked(&cpu), Some(true));
+    // A sub-buffer's bytes start inside its parent's pages.
+    // SAFETY: no host pointer.
+    let parent = unsafe { Buffer::create(&ctx, mem_flags::ALLOC_HOST_PTR, 8192, null_mut()) }.unwrap();
+    let sub = Buffer::create_sub_buffer(&parent, 0, BUFFER_CREATE_TYPE_REGION, 4096, 4096).unwrap();
+    assert_eq!(err_kind(sub.export_dmabuf(&udmabuf)), ClErrorKind::InvalidMemObject);
+    assert_eq!(parent.stats(Location::Host), LocationStats::default(), "nothing was allocated for it");
+    assert_eq!(parent.export_dmabuf(&udmabuf).unwrap().size().unwrap(), 8192);
 }

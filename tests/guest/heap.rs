@@ -41,7 +41,7 @@ fn a_heap_allocation_is_a_dma_buf_and_a_dma_target() {
         // edu writes into the allocation through the IOMMU.
         let c = Container::open().unwrap();
         let e = Edu::open(&c, addr(EDU0)).unwrap();
-        let iova = IovaAllocator::new(e.dma_mask(), PAGE as u64).alloc(PAGE as u64, PAGE as u64).unwrap();
+        let iova = IovaAllocator::new(e.dma_mask(), PAGE as u64).unwrap().alloc(PAGE as u64, PAGE as u64).unwrap();
         // SAFETY: the page is a live heap allocation that no Rust reference
         // points into while the device may write it.
         unsafe { c.map_dma_raw(p as u64, PAGE as u64, iova, true, true) }.unwrap();
@@ -82,4 +82,82 @@ fn large_allocations_export_up_to_the_udmabuf_limit() {
         heap.export_dmabuf(&udmabuf, too_big),
         Err(ExportError::Udmabuf(dmabridge::sys::udmabuf::UdmabufError::OverSizeLimit { .. }))
     ));
+}
+
+/// A freed allocation's exported pages never go to a later allocation while
+/// the dma-buf may still map them. A sub-page allocation shares its page with
+/// neighbours: once exported, that page takes no new allocation until every
+/// allocation in it is freed (then its pages are handed back, which detaches
+/// them from the dma-buf); a whole-page or large allocation gets fresh pages
+/// when it is freed.
+#[test]
+fn freed_exported_pages_never_go_to_a_later_allocation() {
+    require_guest();
+    let heap = Heap::with_granules(16).unwrap();
+    let udmabuf = Udmabuf::open().unwrap();
+    let page_of = |p: usize| p & !(PAGE - 1);
+    // SAFETY (every call): `p` is a live allocation of at least `n` bytes, or
+    // a live dma-buf mapping of `n` or more bytes, and this test is its only user.
+    let fill = |p: usize, byte: u8, n: usize| unsafe { (p as *mut u8).write_bytes(byte, n) };
+    // SAFETY (every call): as for `fill`, for reads.
+    let bytes = |p: usize, n: usize| unsafe { std::slice::from_raw_parts(p as *const u8, n) }.to_vec();
+
+    // Sub-page: 100-byte allocations share pages (the 128-byte class).
+    let a = heap.alloc(100, 0, AllocMeta::HOST).unwrap().as_ptr() as usize;
+    let neighbour = heap.alloc(100, 0, AllocMeta::HOST).unwrap().as_ptr() as usize;
+    assert_eq!(page_of(a), page_of(neighbour), "two slots of one page");
+    fill(a, 0xa1, 100);
+    fill(neighbour, 0xb2, 100);
+    let dmabuf = heap.export_dmabuf(&udmabuf, a).unwrap();
+    assert_eq!(dmabuf.size().unwrap(), PAGE as u64);
+    let m = dmabuf.map(Access::ReadWrite).unwrap();
+    let view = m.as_ptr() as usize;
+    let at = a - page_of(a);
+    heap.free(a).unwrap();
+    let later: Vec<usize> = (0..200).map(|_| heap.alloc(100, 0, AllocMeta::HOST).unwrap().as_ptr() as usize).collect();
+    for (k, &p) in later.iter().enumerate() {
+        assert_ne!(page_of(p), page_of(a), "allocation {k} went into the page of a freed, exported allocation");
+        fill(p, 0xc3, 100);
+    }
+    assert_eq!(bytes(view + at, 100), [0xa1; 100], "the dma-buf still shows the freed allocation's bytes");
+    assert_eq!(heap.lookup(neighbour).unwrap().size, 100, "the neighbour lives on");
+    assert_eq!(bytes(neighbour, 100), [0xb2; 100]);
+    // The page's last allocation goes: its pages are handed back, and the
+    // address may be used again — with other pages than the dma-buf's.
+    heap.free(neighbour).unwrap();
+    let again: Vec<usize> = (0..64).map(|_| heap.alloc(100, 0, AllocMeta::HOST).unwrap().as_ptr() as usize).collect();
+    for &p in &again {
+        fill(p, 0xd4, 100);
+    }
+    assert!(again.iter().any(|&p| page_of(p) == page_of(a)), "the emptied page is used again");
+    assert_eq!(bytes(view + at, 100), [0xa1; 100], "…but not the dma-buf's pages");
+    fill(view, 0xee, PAGE);
+    assert!(
+        again.iter().all(|&p| bytes(p, 100) == [0xd4; 100]),
+        "a write through the dma-buf reached a new allocation"
+    );
+    drop((m, dmabuf));
+
+    // Whole pages (4 KiB) and a large allocation (3 MiB): freed, the same
+    // address comes back at once, with fresh pages.
+    for size in [PAGE, 3 << 20] {
+        let p = heap.alloc(size, 0, AllocMeta::HOST).unwrap().as_ptr() as usize;
+        fill(p, 0x11, size);
+        let dmabuf = heap.export_dmabuf(&udmabuf, p).unwrap();
+        let m = dmabuf.map(Access::ReadWrite).unwrap();
+        let view = m.as_ptr() as usize;
+        heap.free(p).unwrap();
+        let q = heap.alloc(size, 0, AllocMeta::HOST).unwrap().as_ptr() as usize;
+        assert_eq!(bytes(q, size), vec![0; size], "{size} bytes: a fresh allocation over fresh pages");
+        fill(q, 0x22, size);
+        assert_eq!(bytes(view, size), vec![0x11; size], "{size} bytes: the dma-buf keeps the freed allocation's bytes");
+        fill(view, 0x33, size);
+        assert_eq!(bytes(q, size), vec![0x22; size], "{size} bytes: the dma-buf's pages are not the new allocation's");
+        heap.free(q).unwrap();
+        drop((m, dmabuf));
+    }
+    for p in later.into_iter().chain(again) {
+        heap.free(p).unwrap();
+    }
+    assert_eq!(heap.stats().live, 0);
 }

@@ -41,7 +41,7 @@ fn udmabuf_pages_round_trip_through_edu_dma() {
         // The device sees the dma-buf's pages at an IOVA it can drive. VFIO
         // pins through the memfd's mapping: the dma-buf's own mmap is
         // PFN-mapped RAM, which VFIO refuses.
-        let mut iovas = IovaAllocator::new(e.dma_mask(), PAGE);
+        let mut iovas = IovaAllocator::new(e.dma_mask(), PAGE).unwrap();
         iovas.restrict_to(&c.iommu_info().unwrap().iova_ranges);
         let iova = iovas.alloc(2 * PAGE, PAGE).unwrap();
         assert_eq!(
@@ -96,7 +96,7 @@ fn edu_dma_reaches_the_ivshmem_bar_peer_to_peer() {
         let ram = Memfd::create(c"p2p-src", PAGE).unwrap();
         let ram_map = ram.map(0, PAGE as usize, Access::ReadWrite).unwrap();
 
-        let mut iovas = IovaAllocator::new(e.dma_mask(), PAGE);
+        let mut iovas = IovaAllocator::new(e.dma_mask(), PAGE).unwrap();
         iovas.restrict_to(&c.iommu_info().unwrap().iova_ranges);
         let src = iovas.alloc(PAGE, PAGE).unwrap();
         let bar_iova = iovas.alloc(bar2.len() as u64, 1 << 21).unwrap();

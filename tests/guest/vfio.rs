@@ -78,7 +78,7 @@ fn dma_map_refusals_leave_mappings_intact() {
         let _dev = c.device(addr(EDU0)).unwrap();
         let m = Memfd::create(c"vfio-map", 8 * PAGE).unwrap();
         let map = m.map(0, (8 * PAGE) as usize, Access::ReadWrite).unwrap();
-        let mut iovas = IovaAllocator::new(edu::DEFAULT_DMA_MASK, PAGE);
+        let mut iovas = IovaAllocator::new(edu::DEFAULT_DMA_MASK, PAGE).unwrap();
         let iova = iovas.alloc(4 * PAGE, PAGE).unwrap();
         let first = c.map_dma(&map, 0, 4 * PAGE, iova, true, true).unwrap();
         assert_eq!(c.mappings(), vec![first]);

@@ -292,3 +292,89 @@ fn releasing_buffers_frees_their_memory() {
     }
     before.assert_unchanged();
 }
+
+/// A host-unified device that claims it can allocate anything
+/// (`CL_DEVICE_MAX_MEM_ALLOC_SIZE` = 2^64 - 1), so that buffers of hostile
+/// sizes pass creation and reach the allocation.
+fn boundless_device() -> Arc<dmabridge::runtime::device::Device> {
+    use dmabridge::runtime::device::{Device, DeviceType, UsmCaps};
+    let cpu = cpu_device();
+    let no_usm = UsmCaps { host: 0, device: 0, single_device_shared: 0, cross_device_shared: 0, shared_system: 0 };
+    Arc::new(Device {
+        index: 200,
+        name: "boundless".into(),
+        device_type: DeviceType::Cpu,
+        max_mem_alloc_size: u64::MAX,
+        max_alignment: cpu.max_alignment,
+        host_unified_memory: true,
+        usm: no_usm,
+        svm: 0,
+        compute_units: 1,
+    })
+}
+
+/// Buffers of hostile sizes (up to `usize::MAX`, whose whole pages do not
+/// fit in the address space) are created, as nothing is allocated yet; their
+/// first use fails with `CL_MEM_OBJECT_ALLOCATION_FAILURE` and leaves no
+/// allocation behind — neither its own nor the one a copy made for its source.
+#[test]
+fn hostile_buffer_sizes_fail_at_first_use_and_leave_nothing_behind() {
+    use dmabridge::runtime::{context::Context, queue::Queue, queue::QueueProps};
+    let dev = boundless_device();
+    let ctx = Context::new(std::slice::from_ref(&dev)).unwrap();
+    let q = Queue::new(&ctx, &dev, QueueProps::default()).unwrap();
+    let (host, here) = (Location::Host, Location::Device(dev.index));
+    let small = create(&ctx, 0, 4096);
+    for size in [usize::MAX, usize::MAX - 1, usize::MAX - 4095, usize::MAX / 2 + 1, 1 << 62, 1 << 40] {
+        let b = create(&ctx, mem_flags::ALLOC_HOST_PTR, size);
+        let alloc_failed = |r: Result<_, _>, what: &str| {
+            assert_eq!(err_kind(r), ClErrorKind::MemObjectAllocationFailure, "{what} of a {size}-byte buffer");
+            assert_eq!(b.stats(host), LocationStats::default(), "{what}: no host allocation left behind");
+            assert_eq!(b.stats(here), LocationStats::default(), "{what}: no device allocation left behind");
+            assert_eq!(b.linked(&dev), None);
+        };
+        alloc_failed(commands::enqueue_fill_buffer(&q, &b, &[1], 0, 64, &[]).map(|_| ()), "a fill");
+        alloc_failed(map::enqueue_map_buffer(&q, &b, true, map_flags::READ, 0, 64).map(|_| ()), "a map");
+        let data = [7u8; 16];
+        // SAFETY: a blocking write of `data`'s 16 bytes (it fails before reading them).
+        let w = unsafe { commands::enqueue_write_buffer(&q, &b, true, size - 16, 16, data.as_ptr(), &[]) };
+        alloc_failed(w.map(|_| ()), "a write at its end");
+        alloc_failed(commands::enqueue_copy_buffer(&q, &small, &b, 0, 0, 4096, &[]).map(|_| ()), "a copy into it");
+        assert_eq!(small.linked(&dev), None, "the copy's fresh source allocation was undone");
+        assert_eq!(small.stats(here), LocationStats::default());
+        let s = Buffer::create_sub_buffer(&b, 0, BUFFER_CREATE_TYPE_REGION, 0, 4096).unwrap();
+        alloc_failed(commands::enqueue_fill_buffer(&q, &s, &[1], 0, 64, &[]).map(|_| ()), "a fill of a sub-buffer");
+    }
+    // A buffer of a size the heap can hold still works on that device.
+    let b = create(&ctx, 0, 3 << 20);
+    Event::wait(&[commands::enqueue_fill_buffer(&q, &b, &[9], 0, 3 << 20, &[]).unwrap()]).unwrap();
+    let (p, _) = map::enqueue_map_buffer(&q, &b, true, map_flags::READ, (3 << 20) - 1, 1).unwrap();
+    // SAFETY: mapped for reading, 1 byte.
+    assert_eq!(unsafe { p.as_ptr().read() }, 9);
+    map::enqueue_unmap_mem_object(&q, &b, p.as_ptr(), &[]).unwrap();
+    q.finish().unwrap();
+}
+
+/// Sub-buffer regions whose origin + size overflow, or that reach past the
+/// parent by one byte, are `CL_INVALID_VALUE` (the seed's rule for a region
+/// outside the parent); a zero size is `CL_INVALID_BUFFER_SIZE`.
+#[test]
+fn hostile_sub_buffer_regions_are_refused() {
+    let ctx = cpu_context();
+    let b = create(&ctx, 0, 8192);
+    let sub = |origin, size| err_kind(Buffer::create_sub_buffer(&b, 0, BUFFER_CREATE_TYPE_REGION, origin, size));
+    for (origin, size) in [
+        (usize::MAX, 1),
+        (usize::MAX - 127, 128),
+        (0, usize::MAX),
+        (128, usize::MAX - 127),
+        (4096, 4097),
+        (8192, 1),
+        (usize::MAX & !127, usize::MAX),
+    ] {
+        assert_eq!(sub(origin, size), ClErrorKind::InvalidValue, "origin {origin} size {size}");
+    }
+    assert_eq!(sub(usize::MAX & !127, 0), ClErrorKind::InvalidBufferSize);
+    assert_eq!(Buffer::create_sub_buffer(&b, 0, BUFFER_CREATE_TYPE_REGION, 4096, 4096).unwrap().size(), 4096);
+    assert_eq!(b.stats(Location::Host), LocationStats::default());
+}

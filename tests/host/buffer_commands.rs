@@ -540,3 +540,124 @@ fn the_remaining_error_rules_one_by_one() {
     assert_eq!(&now[100..200], &data[..100]);
     assert_eq!(&now[200..], &data[200..]);
 }
+
+/// Offsets, sizes and patterns near `usize::MAX`: every linear command and
+/// map answers `CL_INVALID_VALUE`, allocates nothing and changes no byte.
+#[test]
+fn hostile_offsets_and_sizes_of_linear_commands_are_invalid_values() {
+    let (ctx, q) = cpu_context_and_queue();
+    let (b, data) = filled(&ctx, 4096);
+    let dev = Location::Device(cpu_device().index);
+    let before = (b.stats(Location::Host), b.stats(dev));
+    let (m, n) = (usize::MAX, usize::MAX - 3);
+    let ranges = [(m, 1), (1, m), (m, m), (n, 4), (4, n), (4096, 1), (4092, 8), (m - 4095, 4096), (0, 4097)];
+    let mut out = vec![0u8; 4096];
+    for (off, size) in ranges {
+        // SAFETY (both calls): they fail before touching `out`.
+        unsafe {
+            let r = commands::enqueue_read_buffer(&q, &b, true, off, size, out.as_mut_ptr(), &[]);
+            assert_eq!(err_kind(r), ClErrorKind::InvalidValue, "read {off}+{size}");
+            let w = commands::enqueue_write_buffer(&q, &b, true, off, size, out.as_ptr(), &[]);
+            assert_eq!(err_kind(w), ClErrorKind::InvalidValue, "write {off}+{size}");
+        }
+        let c = commands::enqueue_copy_buffer(&q, &b, &b, off, 0, size, &[]);
+        assert_eq!(err_kind(c), ClErrorKind::InvalidValue, "copy from {off}+{size}");
+        let c = commands::enqueue_copy_buffer(&q, &b, &b, 0, off, size, &[]);
+        assert_eq!(err_kind(c), ClErrorKind::InvalidValue, "copy to {off}+{size}");
+        // The same ranges, rounded up to whole patterns (as far as usize goes).
+        let up = |x: usize, p: usize| x.checked_next_multiple_of(p).unwrap_or(m & !(p - 1));
+        let f = commands::enqueue_fill_buffer(&q, &b, &[1, 2, 3, 4], up(off, 4), up(size, 4), &[]);
+        assert_eq!(err_kind(f), ClErrorKind::InvalidValue, "fill {off}+{size}");
+        let f = commands::enqueue_fill_buffer(&q, &b, &[0; 128], up(off, 128), up(size, 128), &[]);
+        assert_eq!(err_kind(f), ClErrorKind::InvalidValue, "fill of 128-byte patterns {off}+{size}");
+        let mp = map::enqueue_map_buffer(&q, &b, true, map_flags::READ, off, size);
+        assert_eq!(err_kind(mp), ClErrorKind::InvalidValue, "map {off}+{size}");
+    }
+    // A host pointer whose bytes would wrap around the address space.
+    let wraps = (usize::MAX - 15) as *mut u8;
+    // SAFETY (both calls): refused before `wraps` is touched.
+    unsafe {
+        let r = commands::enqueue_read_buffer(&q, &b, true, 0, 64, wraps, &[]);
+        assert_eq!(err_kind(r), ClErrorKind::InvalidValue, "read into memory that wraps around");
+        let w = commands::enqueue_write_buffer(&q, &b, true, 0, 64, wraps, &[]);
+        assert_eq!(err_kind(w), ClErrorKind::InvalidValue, "write from memory that wraps around");
+    }
+    assert_eq!((b.stats(Location::Host), b.stats(dev)), before, "no allocation or transfer");
+    assert_eq!(read_all(&q, &b), data);
+}
+
+/// Rectangles whose origin, region or pitches overflow `usize` on either
+/// side — region products, pitch products, origin + region, and a host
+/// rectangle that wraps around the address space — are `CL_INVALID_VALUE`,
+/// allocate nothing and change no byte.
+#[test]
+fn hostile_rectangles_are_invalid_values() {
+    let (ctx, q) = cpu_context_and_queue();
+    let (b, data) = filled(&ctx, 4096);
+    // SAFETY: no host pointer.
+    let fresh = unsafe { Buffer::create(&ctx, 0, 4096, null_mut()) }.unwrap();
+    let dev = Location::Device(cpu_device().index);
+    let m = usize::MAX;
+    let half = 1usize << (usize::BITS - 1);
+    let ok = HostRect { region: [8, 8, 2], buffer_row_pitch: 16, ..Default::default() };
+    let hostile = [
+        HostRect { region: [m, 1, 1], ..ok },
+        HostRect { region: [1, m, 1], ..ok },
+        HostRect { region: [1, 1, m], ..ok },
+        HostRect { region: [m, m, m], ..ok },
+        HostRect { region: [8, 2, 2], buffer_row_pitch: half, ..ok },
+        HostRect { region: [8, 2, 2], buffer_row_pitch: half, buffer_slice_pitch: half, ..ok },
+        HostRect { region: [8, 1, 2], buffer_row_pitch: half, buffer_slice_pitch: half, ..ok },
+        HostRect { region: [8, 2, 2], buffer_row_pitch: 16, buffer_slice_pitch: m - 15, ..ok },
+        HostRect { region: [8, 2, 2], host_row_pitch: half, ..ok },
+        HostRect { region: [8, 2, 2], host_row_pitch: 8, host_slice_pitch: m & !7, ..ok },
+        HostRect { region: [8, 3, 1], host_row_pitch: m / 2, ..ok },
+        HostRect { buffer_origin: [m, 0, 0], ..ok },
+        HostRect { buffer_origin: [0, m, 0], ..ok },
+        HostRect { buffer_origin: [0, 0, m], ..ok },
+        HostRect { buffer_origin: [m - 7, 0, 0], ..ok },
+        HostRect { buffer_origin: [0, half, 0], ..ok },
+        HostRect { host_origin: [m, 0, 0], ..ok },
+        HostRect { host_origin: [0, m, 0], ..ok },
+        HostRect { host_origin: [0, 0, m], ..ok },
+        HostRect { host_origin: [m - 7, 0, 0], ..ok },
+    ];
+    let mut out = vec![0u8; 4096];
+    for r in &hostile {
+        for buf in [&b, &fresh] {
+            // SAFETY (both calls): refused before `out` is touched.
+            unsafe {
+                let rd = rect::enqueue_read_buffer_rect(&q, buf, true, r, out.as_mut_ptr(), &[]);
+                assert_eq!(err_kind(rd), ClErrorKind::InvalidValue, "read {r:?}");
+                let wr = rect::enqueue_write_buffer_rect(&q, buf, true, r, out.as_ptr(), &[]);
+                assert_eq!(err_kind(wr), ClErrorKind::InvalidValue, "write {r:?}");
+            }
+        }
+        let c = CopyRect {
+            src_origin: r.buffer_origin,
+            dst_origin: r.host_origin,
+            region: r.region,
+            src_row_pitch: r.buffer_row_pitch,
+            src_slice_pitch: r.buffer_slice_pitch,
+            dst_row_pitch: r.host_row_pitch,
+            dst_slice_pitch: r.host_slice_pitch,
+        };
+        for (s, d) in [(&b, &fresh), (&fresh, &b), (&b, &b)] {
+            assert_eq!(err_kind(rect::enqueue_copy_buffer_rect(&q, s, d, &c, &[])), ClErrorKind::InvalidValue, "{c:?}");
+        }
+    }
+    // The rectangle fits the buffer, but the host memory it names would wrap
+    // around the end of the address space.
+    let wraps = (usize::MAX - 63) as *mut u8;
+    // SAFETY (both calls): refused before `wraps` is touched.
+    unsafe {
+        let rd = rect::enqueue_read_buffer_rect(&q, &b, true, &ok, wraps, &[]);
+        assert_eq!(err_kind(rd), ClErrorKind::InvalidValue, "a host rectangle that wraps around");
+        let wr = rect::enqueue_write_buffer_rect(&q, &b, true, &ok, wraps, &[]);
+        assert_eq!(err_kind(wr), ClErrorKind::InvalidValue, "a host rectangle that wraps around");
+    }
+    assert_eq!(fresh.stats(Location::Host), Default::default(), "failed calls allocate nothing");
+    assert_eq!(fresh.stats(dev), Default::default());
+    assert_eq!(fresh.linked(&cpu_device()), None);
+    assert_eq!(read_all(&q, &b), data, "contents unchanged");
+}

@@ -12,6 +12,7 @@ mod info_queries;
 mod kernels;
 mod kmod;
 mod logging;
+mod memory;
 mod missing;
 mod svm;
 mod svm_commands;

@@ -97,7 +97,7 @@ pub fn run(args: &ProofArgs) -> anyhow::Result<()> {
         buf.size().context("reading the dma-buf's size")?
     );
 
-    let mut iovas = IovaAllocator::new(e.dma_mask(), PAGE);
+    let mut iovas = IovaAllocator::new(e.dma_mask(), PAGE).context("setting up the IOVA allocator")?;
     iovas.restrict_to(&container.iommu_info().context("reading the IOMMU's usable IOVA ranges")?.iova_ranges);
     let iova = iovas.alloc(2 * PAGE, PAGE).context("choosing an IOVA for the memfd pages")?;
     container

@@ -8,14 +8,24 @@
 //! NEO serves small allocations); a chunk that empties is handed back to the
 //! system (hole punched) unless it is the last one of its class with room.
 //! Larger sizes take whole granules, handed back when freed.
+//!
+//! A dma-buf exported from an allocation may outlive it (udmabuf holds the
+//! pages, not the allocation). So that no later allocation ever shows through
+//! it, exported pages are never handed out again as they are: when the last
+//! allocation in them is freed they are handed back to the system (hole
+//! punched), which leaves the dma-buf with the old pages and the heap with
+//! fresh ones; until then a pool page that an export maps takes no new
+//! allocation (see [`Heap::export_dmabuf`]).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+use std::ops::Range;
+use std::os::fd::BorrowedFd;
 use std::ptr::NonNull;
 use std::sync::atomic::Ordering;
 use std::sync::Mutex;
 
-use super::table::{slot_meta, slot_size, slot_word, Table, CHUNK, FREE, LARGE};
-use super::vaspace::{VaSpace, GRANULE};
+use super::table::{slot_meta, slot_size, slot_word, Record, Table, CHUNK, FREE, LARGE};
+use super::vaspace::{ReserveError, VaSpace, GRANULE};
 use crate::sys::dma_buf::DmaBuf;
 use crate::sys::udmabuf::{Udmabuf, UdmabufError};
 use crate::sys::{page_size, OsError};
@@ -181,6 +191,42 @@ struct Chunk {
     bump: u32,
     free: Vec<u32>,
     live: u32,
+    /// Pages (indices from the chunk's start) that an exported dma-buf maps:
+    /// closed to new allocations until no allocation is left in them and
+    /// they have been handed back to the system.
+    exported: BTreeSet<u32>,
+    /// Slots in exported pages that are not allocated (freed, or skipped
+    /// when the page was closed): free again once their pages are handed back.
+    held: Vec<u32>,
+}
+
+impl Chunk {
+    fn new(start: usize) -> Chunk {
+        Chunk { start, bump: 0, free: Vec::new(), live: 0, exported: BTreeSet::new(), held: Vec::new() }
+    }
+
+    /// True if a slot can be handed out.
+    fn has_room(&self, nslots: u32) -> bool {
+        !self.free.is_empty() || self.bump < nslots
+    }
+
+    /// True if any page in `pages` is exported.
+    fn touches_exported(&self, pages: Range<u32>) -> bool {
+        self.exported.range(pages).next().is_some()
+    }
+}
+
+/// The pages (indices from a chunk's start, `page` bytes each) that slot
+/// `slot` of a `csize`-byte class spans.
+fn slot_pages(csize: usize, slot: u32, page: usize) -> Range<u32> {
+    let start = slot as usize * csize;
+    (start / page) as u32..(start + csize).div_ceil(page) as u32
+}
+
+/// The slots of a `csize`-byte class (of `nslots`) that page `p` holds part of.
+fn page_slots(csize: usize, p: u32, page: usize, nslots: u32) -> Range<u32> {
+    let start = p as usize * page;
+    (start / csize) as u32..((start + page).div_ceil(csize) as u32).min(nslots)
 }
 
 #[derive(Default)]
@@ -194,6 +240,9 @@ struct Class {
 
 struct Large {
     granules: usize,
+    /// A dma-buf was exported from it: its granules are reused only once
+    /// their pages have been handed back (fresh pages for the next user).
+    exported: bool,
 }
 
 /// Free runs of granules, start -> length.
@@ -206,8 +255,8 @@ impl Granules {
     /// is a multiple of `align` granules.
     fn take(&mut self, n: usize, align: usize, offset: usize) -> Option<usize> {
         let (&start, &len, at) = self.free.iter().find_map(|(s, l)| {
-            let at = (s + offset).next_multiple_of(align) - offset;
-            (at + n <= s + l).then_some((s, l, at))
+            let at = s.checked_add(offset)?.checked_next_multiple_of(align)?.checked_sub(offset)?;
+            (at.checked_add(n)? <= s + l).then_some((s, l, at))
         })?;
         self.free.remove(&start);
         if at > start {
@@ -235,17 +284,12 @@ impl Granules {
     }
 }
 
-/// Whichever lock guards an allocation's extent.
-#[allow(dead_code)] // held for its drop, never read
-enum Guard<'a> {
-    Class(std::sync::MutexGuard<'a, Class>),
-    Large(std::sync::MutexGuard<'a, BTreeMap<usize, Large>>),
-}
-
 /// A heap of memfd-backed allocations with lock-free interior lookups.
 pub struct Heap {
     va: VaSpace,
     table: Table,
+    /// The system's page size (what a dma-buf maps, and what is handed back).
+    page: usize,
     granules: Mutex<Granules>,
     classes: Box<[Mutex<Class>]>,
     large: Mutex<BTreeMap<usize, Large>>,
@@ -281,26 +325,32 @@ impl Heap {
     /// assert_eq!(DEFAULT_GRANULES * GRANULE, 64 << 30);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn new() -> Result<Heap, OsError> {
+    pub fn new() -> Result<Heap, ReserveError> {
         Self::with_granules(DEFAULT_GRANULES)
     }
 
-    /// A heap whose reservation holds `granules` × 2 MiB.
+    /// A heap whose reservation holds `granules` × 2 MiB. A count of 0 or
+    /// above [`MAX_GRANULES`](super::vaspace::MAX_GRANULES) (1 TiB) is
+    /// refused before anything is reserved or allocated.
     ///
     /// No OpenCL function of its own: a smaller heap than a context's, for
     /// tests and benchmarks.
     ///
     /// ```
     /// use dmabridge::memory::heap::{AllocError, AllocMeta, Heap};
+    /// use dmabridge::memory::vaspace::ReserveError;
     /// let heap = Heap::with_granules(2)?;
     /// let e = heap.alloc(8 << 20, 0, AllocMeta::HOST).unwrap_err();
     /// assert!(matches!(e, AllocError::OutOfAddressSpace { reserved, .. } if reserved == 4 << 20));
-    /// # Ok::<(), dmabridge::sys::OsError>(())
+    /// assert!(matches!(Heap::with_granules(1 << 43), Err(ReserveError::Granules { .. })));
+    /// assert!(matches!(Heap::with_granules(0), Err(ReserveError::Granules { .. })));
+    /// # Ok::<(), ReserveError>(())
     /// ```
-    pub fn with_granules(granules: usize) -> Result<Heap, OsError> {
+    pub fn with_granules(granules: usize) -> Result<Heap, ReserveError> {
         let va = VaSpace::reserve(granules)?;
         Ok(Heap {
             table: Table::new(granules),
+            page: page_size(),
             granules: Mutex::new(Granules { free: BTreeMap::from([(0, granules)]) }),
             classes: (0..NUM_CLASSES).map(|_| Mutex::new(Class::default())).collect(),
             large: Mutex::new(BTreeMap::new()),
@@ -329,7 +379,7 @@ impl Heap {
     /// }
     /// drop(heap);
     /// assert_eq!(calls.load(Ordering::SeqCst), 4 << 21, "once, with the whole reservation");
-    /// # Ok::<(), dmabridge::sys::OsError>(())
+    /// # Ok::<(), dmabridge::memory::vaspace::ReserveError>(())
     /// ```
     pub fn on_drop(&self, key: usize, hook: DropHook) {
         let mut hooks = self.drop_hooks.lock().unwrap();
@@ -358,7 +408,7 @@ impl Heap {
     /// heap.for_each_allocation(|i| if i.meta.kind == AllocKind::Device { devices.push(i.base) });
     /// assert_eq!(devices, [b]);
     /// # let _ = a;
-    /// # Ok::<(), dmabridge::sys::OsError>(())
+    /// # Ok::<(), dmabridge::memory::vaspace::ReserveError>(())
     /// ```
     pub fn for_each_allocation(&self, mut f: impl FnMut(&AllocInfo)) {
         for (c, cls) in self.classes.iter().enumerate() {
@@ -406,7 +456,7 @@ impl Heap {
     /// assert!(heap.owns_range(p), "freed, but still the heap's address");
     /// let mine = [0u8; 8];
     /// assert!(!heap.owns_range(mine.as_ptr() as usize));
-    /// # Ok::<(), dmabridge::sys::OsError>(())
+    /// # Ok::<(), dmabridge::memory::vaspace::ReserveError>(())
     /// ```
     pub fn owns_range(&self, ptr: usize) -> bool {
         self.va.granule_of(ptr).is_some()
@@ -464,8 +514,7 @@ impl Heap {
         };
         chunk.live += 1;
         let start = chunk.start;
-        let full = chunk.free.is_empty() && chunk.bump == nslots;
-        if full {
+        if !chunk.has_room(nslots) {
             cls.with_room.pop();
         }
         let rec = self.table.record(start).expect("chunk records exist");
@@ -487,7 +536,7 @@ impl Heap {
                 cls.chunks.len() - 1
             }
         };
-        cls.chunks[ci] = Some(Chunk { start, bump: 0, free: Vec::new(), live: 0 });
+        cls.chunks[ci] = Some(Chunk::new(start));
         cls.with_room.push(ci as u32);
         let rec = self.table.record_mut(start);
         self.table.set_slots(rec, GRANULE / class_size(c));
@@ -502,10 +551,13 @@ impl Heap {
         let n = size.div_ceil(GRANULE);
         let align_g = (align / GRANULE).max(1);
         let oom = AllocError::OutOfAddressSpace { size, reserved: self.va.len() };
+        if n > self.va.granules() {
+            return Err(oom);
+        }
         let base_g = self.va.base() / GRANULE;
         let mut large = self.large.lock().unwrap();
         let start = self.granules.lock().unwrap().take(n, align_g, base_g).ok_or(oom)?;
-        large.insert(start, Large { granules: n });
+        large.insert(start, Large { granules: n, exported: false });
         let rec = self.table.record_mut(start);
         rec.size.store(size, Ordering::Relaxed);
         rec.meta.store(meta.pack(), Ordering::Relaxed);
@@ -610,18 +662,99 @@ impl Heap {
         let ci = rec.class_slot.load(Ordering::Relaxed) as usize;
         let nslots = (GRANULE / csize) as u32;
         let chunk = cls.chunks[ci].as_mut().expect("a live chunk has state");
-        let was_full = chunk.free.is_empty() && chunk.bump == nslots;
-        chunk.free.push(slot as u32);
+        let had_room = chunk.has_room(nslots);
         chunk.live -= 1;
+        let pages = slot_pages(csize, slot as u32, self.page);
+        if chunk.touches_exported(pages.clone()) {
+            // A dma-buf may still map the slot's pages: they go back to the
+            // system (detached from the dma-buf) before the slot is reused.
+            chunk.held.push(slot as u32);
+            self.reopen_pages(rec, chunk, csize, pages);
+        } else {
+            chunk.free.push(slot as u32);
+        }
         let empty = chunk.live == 0;
-        if was_full {
+        let has_room = chunk.has_room(nslots);
+        if has_room && !had_room {
             cls.with_room.push(ci as u32);
         }
-        // Give an empty chunk back unless it is the class's only one with room.
-        if empty && cls.with_room.len() > 1 {
+        // Give an empty chunk back unless it is the class's only one with
+        // room (or has none: its slots are held by exports).
+        if empty && (cls.with_room.len() > 1 || !has_room) {
             self.release_chunk(&mut cls, ci);
         }
         Ok(info)
+    }
+
+    /// Hands back to the system the exported pages among `pages` that no
+    /// allocation uses any more, and frees the held slots that lay only in
+    /// such pages. The pages of a dma-buf stay with it: the heap gets fresh
+    /// (zero) pages at the same offsets of its memfd. A page that cannot be
+    /// handed back stays closed (its slots are never reused).
+    fn reopen_pages(&self, rec: &Record, chunk: &mut Chunk, csize: usize, pages: Range<u32>) {
+        let page = self.page;
+        let nslots = (GRANULE / csize) as u32;
+        let words = self.table.slots(rec);
+        let idle = |p: u32| page_slots(csize, p, page, nslots).all(|s| words[s as usize].load(Ordering::Acquire) == 0);
+        let mut done: Vec<u32> = Vec::new();
+        for p in pages {
+            if chunk.exported.contains(&p) && idle(p) {
+                done.push(p);
+            }
+        }
+        // One punch per run of adjacent pages.
+        let mut reopened = false;
+        for run in done.chunk_by(|a, b| a + 1 == *b) {
+            let (first, n) = (run[0] as usize, run.len());
+            match self.va.punch(chunk.start * GRANULE + first * page, n * page) {
+                Ok(()) => {
+                    for p in run {
+                        chunk.exported.remove(p);
+                    }
+                    reopened = true;
+                }
+                Err(e) => log::warn!(
+                    "handing back {n} exported page(s) of the heap failed ({e}): they stay out of use, so that no \
+                     later allocation shows through a dma-buf that may still map them"
+                ),
+            }
+        }
+        if reopened {
+            let exported = &chunk.exported;
+            let (back, still): (Vec<u32>, Vec<u32>) =
+                chunk.held.iter().partition(|&&s| exported.range(slot_pages(csize, s, page)).next().is_none());
+            chunk.held = still;
+            chunk.free.extend(back);
+        }
+    }
+
+    /// Takes the non-allocated slots of the chunk's pages in `bytes` (offsets
+    /// from the chunk's start) out of use, and marks the pages exported: no
+    /// later allocation may land in pages that a dma-buf maps.
+    fn close_pages(&self, cls: &mut Class, ci: usize, csize: usize, bytes: Range<usize>) {
+        let page = self.page;
+        let nslots = (GRANULE / csize) as u32;
+        let chunk = cls.chunks[ci].as_mut().expect("a live chunk has state");
+        let had_room = chunk.has_room(nslots);
+        for p in (bytes.start / page) as u32..bytes.end.div_ceil(page) as u32 {
+            if !chunk.exported.insert(p) {
+                continue;
+            }
+            let slots = page_slots(csize, p, page, nslots);
+            if chunk.bump < slots.end {
+                // Never handed out: those before the page stay free, those in
+                // it are held, and the bump pointer moves past the page.
+                chunk.free.extend(chunk.bump..slots.start.max(chunk.bump));
+                chunk.held.extend(slots.start.max(chunk.bump)..slots.end);
+                chunk.bump = slots.end;
+            }
+            let (inside, outside): (Vec<u32>, Vec<u32>) = chunk.free.iter().partition(|s| slots.contains(s));
+            chunk.free = outside;
+            chunk.held.extend(inside);
+        }
+        if had_room && !chunk.has_room(nslots) {
+            cls.with_room.retain(|&i| i as usize != ci);
+        }
     }
 
     fn release_chunk(&self, cls: &mut Class, ci: usize) {
@@ -631,8 +764,17 @@ impl Heap {
         let rec = self.table.record(chunk.start).expect("chunk records exist");
         self.table.uncover(chunk.start, 1);
         rec.kind.store(FREE, Ordering::Release);
-        // A failed punch only costs memory until the range is reused.
-        let _ = self.va.punch(chunk.start * GRANULE, GRANULE);
+        // A failed punch only costs memory until the range is reused —
+        // unless a dma-buf may still map some of its pages: then the range
+        // is never reused.
+        if let Err(e) = self.va.punch(chunk.start * GRANULE, GRANULE) {
+            if !chunk.exported.is_empty() {
+                log::warn!(
+                    "handing back an emptied pool chunk with exported pages failed ({e}): its range stays unused"
+                );
+                return;
+            }
+        }
         self.granules.lock().unwrap().give(chunk.start, 1);
     }
 
@@ -650,8 +792,14 @@ impl Heap {
         let l = large.remove(&start).expect("checked above");
         self.table.uncover(start, l.granules);
         rec.kind.store(FREE, Ordering::Release);
-        let _ = self.va.punch(start * GRANULE, l.granules * GRANULE);
+        // The punch also detaches the pages from any dma-buf exported from
+        // the allocation: the next user of the range gets fresh pages.
+        let punched = self.va.punch(start * GRANULE, l.granules * GRANULE);
         drop(large);
+        if let (Err(e), true) = (punched, l.exported) {
+            log::warn!("handing back a freed, exported allocation's pages failed ({e}): its range stays unused");
+            return Ok(info);
+        }
         self.granules.lock().unwrap().give(start, l.granules);
         Ok(info)
     }
@@ -687,8 +835,17 @@ impl Heap {
     }
 
     /// Exports the pages that the allocation holding `ptr` spans as a
-    /// dma-buf (udmabuf). For a pooled allocation the pages may also hold
-    /// neighbouring allocations of the same chunk.
+    /// dma-buf (udmabuf). For a pooled allocation smaller than a page, the
+    /// page also holds the neighbours of the same chunk allocated before the
+    /// export.
+    ///
+    /// The dma-buf may outlive the allocation (udmabuf holds the pages), so
+    /// its pages never go to a later allocation: from the export on, a pool
+    /// page it maps takes no new allocation; when the last allocation in
+    /// exported pages is freed, the pages are handed back to the system —
+    /// the dma-buf keeps them, with their last contents, and the heap gets
+    /// fresh pages at that place of its memfd for whatever it hands out there
+    /// next.
     ///
     /// No OpenCL function of its own: what makes USM, SVM and
     /// `CL_MEM_ALLOC_HOST_PTR` memory shareable with other drivers as a
@@ -704,28 +861,62 @@ impl Heap {
     ///     let dmabuf = heap.export_dmabuf(&udmabuf, p + 1)?;
     ///     assert_eq!(dmabuf.size()?, 3 << 20, "the pages it spans");
     ///     assert!(matches!(heap.export_dmabuf(&udmabuf, 8), Err(ExportError::Unknown(8))));
+    ///     // SAFETY: a live 3 MiB allocation that only this example uses.
+    ///     unsafe { (p as *mut u8).write(7) };
+    ///     heap.free(p)?;
+    ///     let q = heap.alloc(3 << 20, 0, AllocMeta::HOST)?.as_ptr();
+    ///     // SAFETY: as above.
+    ///     assert_eq!(unsafe { q.read() }, 0, "fresh pages, not the dma-buf's");
     /// }
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn export_dmabuf(&self, udmabuf: &Udmabuf, ptr: usize) -> Result<DmaBuf, ExportError> {
-        let info = self.lookup(ptr).ok_or(ExportError::Unknown(ptr))?;
-        let g = self.va.granule_of(info.base).ok_or(ExportError::Unknown(ptr))?;
-        let start = self.table.start_of(g).ok_or(ExportError::Unknown(ptr))?;
-        let page = page_size() as u64;
-        let first = (info.base - self.va.base()) as u64 / page * page;
-        let end = ((info.base - self.va.base() + info.size) as u64).next_multiple_of(page);
+        self.export_with(ptr, |memfd, offset, len| Ok(udmabuf.create(memfd, offset, len)?))
+    }
+
+    /// The bookkeeping of [`export_dmabuf`](Self::export_dmabuf) around
+    /// `create(memfd, offset, len)`, which makes the export of the pages at
+    /// `offset..offset + len` of the heap's memfd; the pages are marked
+    /// exported only if it succeeds.
+    fn export_with<T>(
+        &self,
+        ptr: usize,
+        create: impl FnOnce(BorrowedFd<'_>, u64, u64) -> Result<T, ExportError>,
+    ) -> Result<T, ExportError> {
+        let unknown = || ExportError::Unknown(ptr);
+        let info = self.lookup(ptr).ok_or_else(unknown)?;
+        let g = self.va.granule_of(info.base).ok_or_else(unknown)?;
+        let start = self.table.start_of(g).ok_or_else(unknown)?;
+        let rec = self.table.record(start).ok_or_else(unknown)?;
+        let page = self.page;
+        // The allocation lies inside the reservation: no overflow.
+        let first = (info.base - self.va.base()) / page * page;
+        let end = (info.base - self.va.base() + info.size).next_multiple_of(page);
+        let chunk_start = start * GRANULE;
         // Hold the lock that guards the allocation's extent while exporting,
-        // so that it cannot be freed and its pages reused meanwhile.
-        let rec = self.table.record(start).ok_or(ExportError::Unknown(ptr))?;
-        let _guard = if rec.kind.load(Ordering::Acquire) == CHUNK {
-            Guard::Class(self.classes[rec.class.load(Ordering::Acquire) as usize].lock().unwrap())
+        // so that it cannot be freed and its pages reused meanwhile, and
+        // record the export under it.
+        if rec.kind.load(Ordering::Acquire) == CHUNK {
+            let c = rec.class.load(Ordering::Acquire) as usize;
+            let mut cls = self.classes[c].lock().unwrap();
+            let same = rec.kind.load(Ordering::Acquire) == CHUNK && rec.class.load(Ordering::Acquire) as usize == c;
+            if !same || self.lookup(ptr) != Some(info) {
+                return Err(unknown());
+            }
+            let dmabuf = create(self.va.memfd(), first as u64, (end - first) as u64)?;
+            let ci = rec.class_slot.load(Ordering::Relaxed) as usize;
+            self.close_pages(&mut cls, ci, class_size(c), first - chunk_start..end - chunk_start);
+            Ok(dmabuf)
         } else {
-            Guard::Large(self.large.lock().unwrap())
-        };
-        if self.lookup(ptr) != Some(info) {
-            return Err(ExportError::Unknown(ptr));
+            let mut large = self.large.lock().unwrap();
+            if rec.kind.load(Ordering::Acquire) != LARGE || self.lookup(ptr) != Some(info) {
+                return Err(unknown());
+            }
+            let l = large.get_mut(&start).ok_or_else(unknown)?;
+            let dmabuf = create(self.va.memfd(), first as u64, (end - first) as u64)?;
+            l.exported = true;
+            Ok(dmabuf)
         }
-        Ok(udmabuf.create(self.va.memfd(), first, end - first)?)
     }
 
     /// Counters.
@@ -904,5 +1095,100 @@ mod tests {
         });
         assert_eq!(h.stats().live, 0);
         assert_eq!(h.stats().large, 0);
+    }
+
+    /// Marks the allocation at `p` exported, as `export_dmabuf` does after
+    /// udmabuf made the dma-buf (udmabuf exists only in the guest; the guest
+    /// tests check the dma-buf side). Returns the exported byte range.
+    fn mark_exported(h: &Heap, p: usize) -> (usize, usize) {
+        h.export_with(p, |_, offset, len| Ok((h.va.base() + offset as usize, len as usize))).unwrap()
+    }
+
+    /// The `n` bytes at `p`.
+    ///
+    /// # Safety
+    /// `p..p + n` lies in a heap's mapping, which outlives the call.
+    unsafe fn bytes(p: usize, n: usize) -> Vec<u8> {
+        // SAFETY: forwarded to the caller.
+        unsafe { std::slice::from_raw_parts(p as *const u8, n) }.to_vec()
+    }
+
+    #[test]
+    fn a_sub_page_export_closes_its_page_until_it_empties() {
+        let h = Heap::with_granules(4).unwrap();
+        let page = page_size();
+        let a = h.alloc(100, 0, AllocMeta::HOST).unwrap().as_ptr() as usize;
+        let n = h.alloc(100, 0, AllocMeta::HOST).unwrap().as_ptr() as usize;
+        let (first, len) = mark_exported(&h, a + 5);
+        assert_eq!((first, len), (a / page * page, page));
+        assert_eq!(n / page * page, first, "the neighbour shares the exported page");
+        // SAFETY: `a` and `n` are live 100-byte allocations of this test.
+        unsafe { (a as *mut u8).write_bytes(0xa1, 100) };
+        h.free(a).unwrap();
+        let later: Vec<usize> = (0..100).map(|_| h.alloc(100, 0, AllocMeta::HOST).unwrap().as_ptr() as usize).collect();
+        assert!(later.iter().all(|&p| p / page * page != first), "no new allocation in a closed page");
+        // SAFETY: the freed slot lies in the heap's mapping.
+        assert_eq!(unsafe { bytes(a, 100) }, [0xa1; 100], "not handed back while the neighbour lives");
+        assert_eq!(h.stats().live, 101);
+        h.free(n).unwrap();
+        // SAFETY: as above.
+        assert_eq!(unsafe { bytes(a, 100) }, [0; 100], "emptied: handed back (fresh pages)");
+        let again: Vec<usize> = (0..64).map(|_| h.alloc(100, 0, AllocMeta::HOST).unwrap().as_ptr() as usize).collect();
+        assert!(again.iter().any(|&p| p / page * page == first), "the page is open again");
+        for p in later.into_iter().chain(again) {
+            h.free(p).unwrap();
+        }
+        assert_eq!(h.stats().live, 0);
+        h.trim();
+        assert_eq!((h.stats().chunks, h.stats().resident_bytes), (0, 0));
+    }
+
+    #[test]
+    fn freed_exported_slots_and_large_allocations_get_fresh_pages() {
+        let h = Heap::with_granules(8).unwrap();
+        // A page slot, a two-page slot exported in part, a 1 MiB slot, and a
+        // large allocation.
+        for size in [4096usize, 5000, 1 << 20, 3 << 20] {
+            let p = h.alloc(size, 0, AllocMeta::HOST).unwrap().as_ptr() as usize;
+            // SAFETY: a live allocation of `size` bytes.
+            unsafe { (p as *mut u8).write_bytes(0x11, size) };
+            let (first, len) = mark_exported(&h, p);
+            assert_eq!((first, len), (p, size.next_multiple_of(page_size())));
+            h.free(p).unwrap();
+            // SAFETY: the freed range lies in the heap's mapping.
+            assert!(unsafe { bytes(p, size) }.iter().all(|&b| b == 0), "{size}: handed back on free");
+            let q = h.alloc(size, 0, AllocMeta::HOST).unwrap().as_ptr() as usize;
+            assert_eq!(q, p, "{size}: the slot is free again at once");
+            h.free(q).unwrap();
+        }
+        assert_eq!(h.stats().live, 0);
+        h.trim();
+        assert_eq!(h.stats().resident_bytes, 0);
+    }
+
+    #[test]
+    fn a_chunk_of_closed_pages_is_released_when_it_empties() {
+        let h = Heap::with_granules(4).unwrap();
+        let page = page_size();
+        // 64-byte slots: one per page exported closes every page of the chunk.
+        let mut live = Vec::new();
+        for k in 0..GRANULE / page {
+            let p = h.alloc(64, 0, AllocMeta::HOST).unwrap().as_ptr() as usize;
+            assert_eq!(p % page, 0, "the first slot of page {k}: the others were closed");
+            mark_exported(&h, p);
+            live.push(p);
+        }
+        assert_eq!(h.stats().chunks, 1);
+        // The chunk is closed: the next allocation takes a new one.
+        let other = h.alloc(64, 0, AllocMeta::HOST).unwrap().as_ptr() as usize;
+        assert_eq!(h.stats().chunks, 2);
+        assert_ne!(other / GRANULE, live[0] / GRANULE);
+        for p in live {
+            h.free(p).unwrap();
+        }
+        // Emptied, and another chunk of the class has room: released.
+        assert_eq!(h.stats().chunks, 1);
+        h.free(other).unwrap();
+        assert_eq!(h.stats().live, 0);
     }
 }

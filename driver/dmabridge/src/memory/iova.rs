@@ -52,6 +52,9 @@ pub enum IovaError {
     /// Free of an address that was not handed out.
     #[error("IOVA {0:#x} was not allocated")]
     NotAllocated(u64),
+    /// A page size that is not a power of two.
+    #[error("IOVA page size {0:#x} is not a power of two")]
+    BadPageSize(u64),
 }
 
 /// A first-fit allocator of IOVA ranges under one DMA mask.
@@ -60,30 +63,35 @@ pub struct IovaAllocator {
     start: u64,
     mask: u64,
     page: u64,
-    /// Ranges in use (allocated, reserved, or holes), start -> size.
+    /// Ranges in use (allocated, reserved, or holes), first -> last address
+    /// (inclusive, so that a range may end at the top of the address space).
     used: BTreeMap<u64, u64>,
-    /// Which of `used` are holes (never freed).
+    /// Which of `used` are holes (never freed), first -> last.
     holes: BTreeMap<u64, u64>,
 }
 
 impl IovaAllocator {
     /// An allocator for a device that drives addresses up to `dma_mask`
     /// (e.g. `(1 << 28) - 1` for edu), with pages of `page` bytes. The first
-    /// page is never handed out.
+    /// page is never handed out. A page size that is not a power of two is
+    /// [`IovaError::BadPageSize`].
     ///
     /// No OpenCL function of its own: the bus addresses of a DMA domain,
     /// behind `clEnqueueMakeBuffersResidentAMD` (seed 002) and every copy
     /// a DMA engine makes.
     ///
     /// ```
-    /// use dmabridge::memory::iova::IovaAllocator;
-    /// let mut a = IovaAllocator::new((1 << 28) - 1, 4096);
+    /// use dmabridge::memory::iova::{IovaAllocator, IovaError};
+    /// let mut a = IovaAllocator::new((1 << 28) - 1, 4096)?;
     /// assert_eq!(a.alloc(4096, 0)?, 4096, "page 0 is never handed out");
-    /// # Ok::<(), dmabridge::memory::iova::IovaError>(())
+    /// assert_eq!(IovaAllocator::new(u64::MAX, 0).unwrap_err(), IovaError::BadPageSize(0));
+    /// # Ok::<(), IovaError>(())
     /// ```
-    pub fn new(dma_mask: u64, page: u64) -> IovaAllocator {
-        assert!(page.is_power_of_two(), "page size must be a power of two");
-        IovaAllocator { start: page, mask: dma_mask, page, used: BTreeMap::new(), holes: BTreeMap::new() }
+    pub fn new(dma_mask: u64, page: u64) -> Result<IovaAllocator, IovaError> {
+        if !page.is_power_of_two() {
+            return Err(IovaError::BadPageSize(page));
+        }
+        Ok(IovaAllocator { start: page, mask: dma_mask, page, used: BTreeMap::new(), holes: BTreeMap::new() })
     }
 
     /// The highest address the device can drive.
@@ -93,8 +101,9 @@ impl IovaAllocator {
     ///
     /// ```
     /// use dmabridge::memory::iova::IovaAllocator;
-    /// let a = IovaAllocator::new((1 << 28) - 1, 4096);
+    /// let a = IovaAllocator::new((1 << 28) - 1, 4096)?;
     /// assert_eq!(a.dma_mask(), 0x0fff_ffff);
+    /// # Ok::<(), dmabridge::memory::iova::IovaError>(())
     /// ```
     pub fn dma_mask(&self) -> u64 {
         self.mask
@@ -109,7 +118,7 @@ impl IovaAllocator {
     ///
     /// ```
     /// use dmabridge::memory::iova::{IovaAllocator, IovaError};
-    /// let mut a = IovaAllocator::new((1 << 28) - 1, 4096);
+    /// let mut a = IovaAllocator::new((1 << 28) - 1, 4096)?;
     /// a.restrict_to(&[(0, 0x7fff), (0x10_0000, 0x10_ffff)]);
     /// assert_eq!(a.alloc(0x4000, 0)?, 0x1000);
     /// assert_eq!(a.alloc(0x8000, 0)?, 0x10_0000, "the gap between the ranges is a hole");
@@ -123,33 +132,33 @@ impl IovaAllocator {
         }
         let mut sorted = ranges.to_vec();
         sorted.sort();
-        let mut cursor = 0u64;
+        // The first address not yet covered (2^64 once everything is).
+        let mut cursor = 0u128;
         for (s, e) in sorted {
-            if s > cursor {
-                self.add_hole(cursor, s - cursor);
+            if u128::from(s) > cursor {
+                self.add_hole(cursor as u64, s - 1);
             }
-            cursor = cursor.max(e.saturating_add(1));
+            cursor = cursor.max(u128::from(e) + 1);
         }
-        if cursor <= self.mask {
-            self.add_hole(cursor, self.mask - cursor + 1);
+        if cursor <= u128::from(self.mask) {
+            self.add_hole(cursor as u64, self.mask);
         }
     }
 
-    fn add_hole(&mut self, start: u64, size: u64) {
-        let start = start & !(self.page - 1);
-        let size = size.div_ceil(self.page) * self.page;
+    /// Makes `[first, last]`, widened to whole pages, a hole.
+    fn add_hole(&mut self, first: u64, last: u64) {
+        let (mut s, mut e) = (first & !(self.page - 1), last | (self.page - 1));
         // Merge with anything it overlaps so `used` stays disjoint.
-        let (mut s, mut e) = (start, start.saturating_add(size));
-        let overlapping: Vec<u64> =
-            self.used.range(..e).filter(|(&us, &usz)| us.saturating_add(usz) > s).map(|(&us, _)| us).collect();
-        for us in overlapping {
-            let usz = self.used.remove(&us).unwrap();
+        let overlapping: Vec<(u64, u64)> =
+            self.used.range(..=e).filter(|(_, &ul)| ul >= s).map(|(&us, &ul)| (us, ul)).collect();
+        for (us, ul) in overlapping {
+            self.used.remove(&us);
             self.holes.remove(&us);
             s = s.min(us);
-            e = e.max(us + usz);
+            e = e.max(ul);
         }
-        self.used.insert(s, e - s);
-        self.holes.insert(s, e - s);
+        self.used.insert(s, e);
+        self.holes.insert(s, e);
     }
 
     fn check_shape(&self, iova: u64, size: u64, align: u64) -> Result<(), IovaError> {
@@ -159,9 +168,9 @@ impl IovaAllocator {
         Ok(())
     }
 
-    fn overlaps(&self, iova: u64, size: u64) -> bool {
-        let end = iova + size;
-        self.used.range(..end).next_back().is_some_and(|(&s, &sz)| s + sz > iova)
+    /// True if `[iova, last]` overlaps a range in use.
+    fn overlaps(&self, iova: u64, last: u64) -> bool {
+        self.used.range(..=last).next_back().is_some_and(|(_, &ul)| ul >= iova)
     }
 
     /// Hands out `size` bytes aligned to `align` (at least a page).
@@ -172,7 +181,7 @@ impl IovaAllocator {
     ///
     /// ```
     /// use dmabridge::memory::iova::{IovaAllocator, IovaError};
-    /// let mut a = IovaAllocator::new((1 << 28) - 1, 4096);
+    /// let mut a = IovaAllocator::new((1 << 28) - 1, 4096)?;
     /// let big = a.alloc(1 << 21, 1 << 21)?;
     /// assert_eq!(big % (1 << 21), 0);
     /// assert!(matches!(a.alloc(100, 0), Err(IovaError::Unaligned { .. })), "not a page multiple");
@@ -182,20 +191,22 @@ impl IovaAllocator {
     pub fn alloc(&mut self, size: u64, align: u64) -> Result<u64, IovaError> {
         let align = align.max(self.page);
         self.check_shape(0, size, align)?;
-        let mut candidate = self.start.next_multiple_of(align);
-        for (&s, &sz) in self.used.range(..) {
-            if candidate.checked_add(size).is_some_and(|end| end <= s) {
+        // In u128: candidates and ends may pass the top of the address space.
+        let (size128, align128) = (u128::from(size), u128::from(align));
+        let mut candidate = u128::from(self.start).next_multiple_of(align128);
+        for (&s, &l) in self.used.range(..) {
+            if candidate + size128 <= u128::from(s) {
                 break;
             }
-            candidate = candidate.max((s + sz).next_multiple_of(align));
+            candidate = candidate.max((u128::from(l) + 1).next_multiple_of(align128));
         }
-        match candidate.checked_add(size - 1) {
-            Some(last) if last <= self.mask => {
-                self.used.insert(candidate, size);
-                Ok(candidate)
-            }
-            _ => Err(IovaError::Exhausted { size, mask: self.mask }),
+        let last = candidate + size128 - 1;
+        if last > u128::from(self.mask) {
+            return Err(IovaError::Exhausted { size, mask: self.mask });
         }
+        // Both fit: `last` is at most the mask, a u64.
+        self.used.insert(candidate as u64, last as u64);
+        Ok(candidate as u64)
     }
 
     /// Claims exactly `[iova, iova + size)`, e.g. to make a buffer's IOVA
@@ -207,7 +218,7 @@ impl IovaAllocator {
     ///
     /// ```
     /// use dmabridge::memory::iova::{IovaAllocator, IovaError};
-    /// let mut a = IovaAllocator::new((1 << 28) - 1, 4096);
+    /// let mut a = IovaAllocator::new((1 << 28) - 1, 4096)?;
     /// a.reserve(0x10_0000, 0x2000)?;
     /// assert_eq!(a.reserve(0x10_1000, 0x1000), Err(IovaError::Overlap { iova: 0x10_1000, size: 0x1000 }));
     /// assert!(matches!(a.reserve(1 << 28, 0x1000), Err(IovaError::BeyondMask { .. })));
@@ -216,13 +227,14 @@ impl IovaAllocator {
     /// ```
     pub fn reserve(&mut self, iova: u64, size: u64) -> Result<(), IovaError> {
         self.check_shape(iova, size, self.page)?;
-        if iova < self.start || iova.checked_add(size - 1).is_none_or(|last| last > self.mask) {
-            return Err(IovaError::BeyondMask { iova, size, mask: self.mask });
-        }
-        if self.overlaps(iova, size) {
+        let last = match iova.checked_add(size - 1) {
+            Some(last) if iova >= self.start && last <= self.mask => last,
+            _ => return Err(IovaError::BeyondMask { iova, size, mask: self.mask }),
+        };
+        if self.overlaps(iova, last) {
             return Err(IovaError::Overlap { iova, size });
         }
-        self.used.insert(iova, size);
+        self.used.insert(iova, last);
         Ok(())
     }
 
@@ -233,7 +245,7 @@ impl IovaAllocator {
     ///
     /// ```
     /// use dmabridge::memory::iova::{IovaAllocator, IovaError};
-    /// let mut a = IovaAllocator::new((1 << 28) - 1, 4096);
+    /// let mut a = IovaAllocator::new((1 << 28) - 1, 4096)?;
     /// let x = a.alloc(0x3000, 0)?;
     /// assert_eq!(a.free(x)?, 0x3000);
     /// assert_eq!(a.free(x), Err(IovaError::NotAllocated(x)));
@@ -244,7 +256,8 @@ impl IovaAllocator {
         if self.holes.contains_key(&iova) {
             return Err(IovaError::NotAllocated(iova));
         }
-        self.used.remove(&iova).ok_or(IovaError::NotAllocated(iova))
+        // Handed-out ranges start at a page or above: the size fits.
+        self.used.remove(&iova).map(|last| last - iova + 1).ok_or(IovaError::NotAllocated(iova))
     }
 
     /// Bytes handed out (holes not counted).
@@ -254,7 +267,7 @@ impl IovaAllocator {
     ///
     /// ```
     /// use dmabridge::memory::iova::{IovaAllocator, IovaError};
-    /// let mut a = IovaAllocator::new((1 << 28) - 1, 4096);
+    /// let mut a = IovaAllocator::new((1 << 28) - 1, 4096)?;
     /// let x = a.alloc(0x2000, 0)?;
     /// a.reserve(0x10_0000, 0x1000)?;
     /// assert_eq!(a.allocated_bytes(), 0x3000);
@@ -263,7 +276,9 @@ impl IovaAllocator {
     /// # Ok::<(), IovaError>(())
     /// ```
     pub fn allocated_bytes(&self) -> u64 {
-        self.used.values().sum::<u64>() - self.holes.values().sum::<u64>()
+        let bytes = |m: &BTreeMap<u64, u64>| m.iter().map(|(&s, &l)| u128::from(l - s) + 1).sum::<u128>();
+        // Handed-out ranges never include page 0: the total fits.
+        (bytes(&self.used) - bytes(&self.holes)) as u64
     }
 }
 
@@ -276,7 +291,7 @@ mod tests {
 
     #[test]
     fn allocates_first_fit_and_reuses_freed_ranges() {
-        let mut a = IovaAllocator::new(EDU_MASK, PAGE);
+        let mut a = IovaAllocator::new(EDU_MASK, PAGE).unwrap();
         let x = a.alloc(PAGE, PAGE).unwrap();
         let y = a.alloc(2 * PAGE, PAGE).unwrap();
         assert_eq!(x, PAGE, "page 0 is never handed out");
@@ -290,7 +305,7 @@ mod tests {
 
     #[test]
     fn refuses_beyond_mask_overlap_and_bad_shapes() {
-        let mut a = IovaAllocator::new(EDU_MASK, PAGE);
+        let mut a = IovaAllocator::new(EDU_MASK, PAGE).unwrap();
         assert_eq!(a.reserve(1 << 28, PAGE), Err(IovaError::BeyondMask { iova: 1 << 28, size: PAGE, mask: EDU_MASK }));
         assert!(matches!(a.reserve(EDU_MASK + 1 - PAGE, 2 * PAGE), Err(IovaError::BeyondMask { .. })));
         a.reserve(0x10_0000, 4 * PAGE).unwrap();
@@ -310,7 +325,7 @@ mod tests {
 
     #[test]
     fn honours_the_iommu_usable_ranges() {
-        let mut a = IovaAllocator::new(u64::MAX >> 16, PAGE);
+        let mut a = IovaAllocator::new(u64::MAX >> 16, PAGE).unwrap();
         // Like intel-iommu: everything but the MSI window.
         a.restrict_to(&[(0, 0xfedf_ffff), (0xfef0_0000, (1 << 48) - 1)]);
         assert!(matches!(a.reserve(0xfee0_0000, PAGE), Err(IovaError::Overlap { .. })));

@@ -154,7 +154,12 @@ impl LocalAllocator {
             if candidate.checked_add(reserved).is_some_and(|end| end <= start) {
                 break;
             }
-            candidate = candidate.max((start + r.reserved).next_multiple_of(align));
+            // Ranges lie in the region: `start + reserved` cannot overflow,
+            // but rounding it up to a huge alignment can.
+            match (start + r.reserved).checked_next_multiple_of(align) {
+                Some(next) => candidate = candidate.max(next),
+                None => return Err(self.full(size, align)),
+            }
         }
         match candidate.checked_add(reserved) {
             Some(end) if end <= self.size => {
@@ -162,8 +167,12 @@ impl LocalAllocator {
                 self.reserved += reserved;
                 Ok(candidate)
             }
-            _ => Err(LocalError::Full { size, align, free: self.size - self.reserved, region: self.size }),
+            _ => Err(self.full(size, align)),
         }
+    }
+
+    fn full(&self, size: usize, align: usize) -> LocalError {
+        LocalError::Full { size, align, free: self.size - self.reserved, region: self.size }
     }
 
     /// Gives back the allocation that starts at `offset`; returns its size.

@@ -21,6 +21,26 @@ use crate::sys::{OsError, OsResult};
 /// allocation. 2 MiB, like NEO's pools and x86's large pages.
 pub const GRANULE: usize = 2 << 20;
 
+/// The most granules a range may have: 1 TiB of address space (the heap's
+/// allocation table takes 12 bytes per granule, allocated up front).
+pub const MAX_GRANULES: usize = 1 << 19;
+
+/// Why a range could not be reserved.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ReserveError {
+    /// The granule count is 0 or above [`MAX_GRANULES`].
+    #[error("a heap reservation takes 1..={max} granules of 2 MiB, not {granules}")]
+    Granules {
+        /// Granules asked for.
+        granules: usize,
+        /// [`MAX_GRANULES`].
+        max: usize,
+    },
+    /// The kernel refused the memfd or the mapping.
+    #[error(transparent)]
+    Os(#[from] OsError),
+}
+
 /// `granules × GRANULE` bytes of a sparse memfd, mapped shared; unmapped on drop.
 #[derive(Debug)]
 pub struct VaSpace {
@@ -42,20 +62,26 @@ unsafe impl Sync for VaSpace {}
 
 impl VaSpace {
     /// Creates a sparse memfd of `granules` granules and maps it shared at a
-    /// granule-aligned address.
+    /// granule-aligned address. A count of 0 or above [`MAX_GRANULES`] is
+    /// refused before anything is created.
     ///
     /// No OpenCL function of its own: the address range of a context's
     /// heap (`clCreateContext`), in which every USM and SVM allocation
     /// lives.
     ///
     /// ```
-    /// use dmabridge::memory::vaspace::{VaSpace, GRANULE};
+    /// use dmabridge::memory::vaspace::{ReserveError, VaSpace, GRANULE, MAX_GRANULES};
     /// let va = VaSpace::reserve(2)?;
     /// assert_eq!(va.base() % GRANULE, 0);
     /// assert_eq!(va.len(), 2 * GRANULE);
-    /// # Ok::<(), dmabridge::sys::OsError>(())
+    /// let e = VaSpace::reserve(usize::MAX).unwrap_err();
+    /// assert_eq!(e, ReserveError::Granules { granules: usize::MAX, max: MAX_GRANULES });
+    /// # Ok::<(), ReserveError>(())
     /// ```
-    pub fn reserve(granules: usize) -> OsResult<VaSpace> {
+    pub fn reserve(granules: usize) -> Result<VaSpace, ReserveError> {
+        if granules == 0 || granules > MAX_GRANULES {
+            return Err(ReserveError::Granules { granules, max: MAX_GRANULES });
+        }
         let len = granules * GRANULE;
         let memfd = Memfd::create(c"dmabridge-heap", len as u64)?;
         memfd.add_seals(Seals::SHRINK)?;
@@ -109,7 +135,7 @@ impl VaSpace {
     /// assert_eq!(va.base() % GRANULE, 0, "granule-aligned");
     /// // SAFETY: the range is mapped read-write and nothing else refers to it.
     /// unsafe { (va.base() as *mut u8).write(7) };
-    /// # Ok::<(), dmabridge::sys::OsError>(())
+    /// # Ok::<(), dmabridge::memory::vaspace::ReserveError>(())
     /// ```
     pub fn base(&self) -> usize {
         self.base.as_ptr() as usize
@@ -122,7 +148,7 @@ impl VaSpace {
     /// ```
     /// use dmabridge::memory::vaspace::{VaSpace, GRANULE};
     /// assert_eq!(VaSpace::reserve(3)?.len(), 3 * GRANULE);
-    /// # Ok::<(), dmabridge::sys::OsError>(())
+    /// # Ok::<(), dmabridge::memory::vaspace::ReserveError>(())
     /// ```
     pub fn len(&self) -> usize {
         self.len
@@ -135,7 +161,7 @@ impl VaSpace {
     /// ```
     /// use dmabridge::memory::vaspace::VaSpace;
     /// assert!(!VaSpace::reserve(1)?.is_empty());
-    /// # Ok::<(), dmabridge::sys::OsError>(())
+    /// # Ok::<(), dmabridge::memory::vaspace::ReserveError>(())
     /// ```
     pub fn is_empty(&self) -> bool {
         self.len == 0
@@ -149,7 +175,7 @@ impl VaSpace {
     /// ```
     /// use dmabridge::memory::vaspace::VaSpace;
     /// assert_eq!(VaSpace::reserve(4)?.granules(), 4);
-    /// # Ok::<(), dmabridge::sys::OsError>(())
+    /// # Ok::<(), dmabridge::memory::vaspace::ReserveError>(())
     /// ```
     pub fn granules(&self) -> usize {
         self.len / GRANULE
@@ -167,7 +193,7 @@ impl VaSpace {
     /// assert_eq!(va.granule_of(va.base() + GRANULE + 5), Some(1));
     /// assert_eq!(va.granule_of(va.base() + 2 * GRANULE), None);
     /// assert_eq!(va.granule_of(va.base() - 1), None);
-    /// # Ok::<(), dmabridge::sys::OsError>(())
+    /// # Ok::<(), dmabridge::memory::vaspace::ReserveError>(())
     /// ```
     #[inline]
     pub fn granule_of(&self, addr: usize) -> Option<usize> {
@@ -185,7 +211,7 @@ impl VaSpace {
     /// let va = VaSpace::reserve(2)?;
     /// assert_eq!(va.granule_addr(1), va.base() + GRANULE);
     /// assert_eq!(va.granule_of(va.granule_addr(1)), Some(1));
-    /// # Ok::<(), dmabridge::sys::OsError>(())
+    /// # Ok::<(), dmabridge::memory::vaspace::ReserveError>(())
     /// ```
     #[inline]
     pub fn granule_addr(&self, g: usize) -> usize {
@@ -206,7 +232,7 @@ impl VaSpace {
     /// let mut byte = [0u8; 1];
     /// rustix::io::pread(va.memfd(), &mut byte, 10).unwrap();
     /// assert_eq!(byte, [42], "the same pages");
-    /// # Ok::<(), dmabridge::sys::OsError>(())
+    /// # Ok::<(), dmabridge::memory::vaspace::ReserveError>(())
     /// ```
     pub fn memfd(&self) -> BorrowedFd<'_> {
         self.memfd.as_fd()
@@ -224,7 +250,7 @@ impl VaSpace {
     /// // SAFETY: the range is mapped read-write and nothing else refers to it.
     /// unsafe { (va.base() as *mut u8).write_bytes(1, 1 << 20) };
     /// assert!(va.resident_bytes()? >= 1 << 20);
-    /// # Ok::<(), dmabridge::sys::OsError>(())
+    /// # Ok::<(), dmabridge::memory::vaspace::ReserveError>(())
     /// ```
     pub fn resident_bytes(&self) -> OsResult<u64> {
         Ok(rustix::fs::fstat(&self.memfd).map_err(OsError::tag("fstat heap memfd"))?.st_blocks as u64 * 512)

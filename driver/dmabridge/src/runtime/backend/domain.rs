@@ -121,7 +121,7 @@ impl DmaDomain {
     fn with_allocator<T>(&self, f: impl FnOnce(&mut IovaAllocator) -> T) -> T {
         let mut guard = self.iova.lock().unwrap();
         let alloc = guard.get_or_insert_with(|| {
-            let mut a = IovaAllocator::new(self.dma_mask, page_size() as u64);
+            let mut a = IovaAllocator::new(self.dma_mask, page_size() as u64).expect("the page size is a power of two");
             if let Ok(info) = self.container.iommu_info() {
                 a.restrict_to(&info.iova_ranges);
             }

@@ -103,6 +103,15 @@ pub(crate) fn check_user_ptr(queue: &Queue, ptr: *const u8, name: &str) -> ClRes
     Ok(())
 }
 
+/// `CL_INVALID_VALUE` if the `len` bytes of the application's memory at
+/// `ptr` wrap around the end of the address space (no memory is like that).
+pub(crate) fn check_host_span(ptr: *const u8, len: usize, name: &str) -> ClResult<()> {
+    if (ptr as usize).checked_add(len).is_none() {
+        return cl_err!(InvalidValue, "{name} {ptr:?} + {len} bytes runs past the end of the address space");
+    }
+    Ok(())
+}
+
 /// A buffer's allocation at a queue's device, made at enqueue.
 pub(crate) struct Target {
     pub buffer: Arc<Buffer>,
@@ -219,6 +228,7 @@ fn host_transfer(
     check_wait_list(queue.context(), wait_list)?;
     check_range(buffer, offset, size, "buffer")?;
     check_user_ptr(queue, ptr, "ptr")?;
+    check_host_span(ptr, size, "ptr")?;
     check_host_access(buffer, read, if read { "clEnqueueReadBuffer" } else { "clEnqueueWriteBuffer" })?;
     Target::new(queue, buffer)
 }

@@ -491,14 +491,20 @@ impl Buffer {
     /// data is made current in them first (a transfer from a device's memory
     /// if needed). The dma-buf shows the host pages: after writing through
     /// it, map and unmap the buffer for writing so that devices without
-    /// host-unified memory get the new bytes; and keep the buffer alive as
-    /// long as the dma-buf is used — its pages go back to the heap with it.
+    /// host-unified memory get the new bytes.
+    ///
+    /// The dma-buf may outlive the buffer: once the buffer is released its
+    /// pages stay with the dma-buf (with their last contents) and never go
+    /// to another buffer — the heap takes fresh pages for later buffers (see
+    /// [`Heap::export_dmabuf`](crate::memory::heap::Heap::export_dmabuf)).
     ///
     /// No OpenCL function of its own: the reason `ALLOC_HOST_PTR` is
     /// memfd-backed.
     ///
-    /// Errors: `CL_INVALID_MEM_OBJECT` for a `USE_HOST_PTR` buffer;
-    /// `CL_OUT_OF_RESOURCES` when udmabuf refuses (the message says why).
+    /// Errors: `CL_INVALID_MEM_OBJECT` for a `USE_HOST_PTR` buffer, and for
+    /// a sub-buffer (it shares its parent's pages: export the parent);
+    /// `CL_OUT_OF_RESOURCES` when udmabuf refuses (the message says why). A
+    /// failed export leaves no host allocation behind that it made.
     ///
     /// ```no_run
     /// use dmabridge::runtime::buffer::{mem_flags, Buffer};
@@ -519,12 +525,23 @@ impl Buffer {
                  buffer with CL_MEM_ALLOC_HOST_PTR"
             );
         }
-        let (base, _) = self.store.host_alloc()?;
-        self.store.make_host_current()?;
-        let heap = self.context.buffer_heap()?;
-        heap.export_dmabuf(udmabuf, base).map_err(|e| {
-            ClError::new(ClErrorKind::OutOfResources, format!("exporting a buffer's host pages as a dma-buf: {e}"))
-        })
+        if self.parent.is_some() {
+            return cl_err!(
+                InvalidMemObject,
+                "a sub-buffer shares its parent's pages (its bytes start at offset {} of them): export the parent",
+                self.origin
+            );
+        }
+        let (base, fresh) = self.store.host_alloc()?;
+        let exported = self.store.make_host_current().and_then(|()| {
+            self.context.buffer_heap()?.export_dmabuf(udmabuf, base).map_err(|e| {
+                ClError::new(ClErrorKind::OutOfResources, format!("exporting a buffer's host pages as a dma-buf: {e}"))
+            })
+        });
+        if exported.is_err() {
+            self.store.undo_host_alloc(fresh);
+        }
+        exported
     }
 
     /// `clSetMemObjectDestructorCallback`: `f` runs when the buffer object is

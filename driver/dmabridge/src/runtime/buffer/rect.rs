@@ -12,7 +12,9 @@ use crate::error::{ClError, ClErrorKind, ClResult};
 use crate::runtime::event::{command_type, Event};
 use crate::runtime::queue::{check_wait_list, CommandUse, Queue};
 
-use super::commands::{check_host_access, check_target, check_user_ptr, copy_between, engine_copy, Target, Undo};
+use super::commands::{
+    check_host_access, check_host_span, check_target, check_user_ptr, copy_between, engine_copy, Target, Undo,
+};
 use super::Buffer;
 
 /// The geometry of a read or write rectangle (`buffer_origin`,
@@ -151,6 +153,7 @@ fn host_rect(
     check_host_access(buffer, read, what)?;
     let host_end =
         h.end(rect.region).ok_or_else(|| ClError::new(ClErrorKind::InvalidValue, "the host rectangle overflows"))?;
+    check_host_span(ptr, host_end, "ptr")?;
     Ok((b, h, host_end, Target::new(queue, buffer)?))
 }
 

@@ -201,7 +201,14 @@ impl Store {
         // CL_DEVICE_MEM_BASE_ADDR_ALIGN).
         let heap = self.context.buffer_heap()?;
         let page = crate::sys::page_size();
-        let p = heap.alloc(self.size.next_multiple_of(page), page, AllocMeta::HOST).map_err(|e| {
+        let Some(whole_pages) = self.size.checked_next_multiple_of(page) else {
+            return cl_err!(
+                MemObjectAllocationFailure,
+                "a buffer of {} bytes does not fit in whole pages of the address space",
+                self.size
+            );
+        };
+        let p = heap.alloc(whole_pages, page, AllocMeta::HOST).map_err(|e| {
             ClError::new(
                 ClErrorKind::MemObjectAllocationFailure,
                 format!("allocating the {} bytes of a buffer's host pages: {e}", self.size),
