@@ -1,9 +1,12 @@
 //! The enqueued commands of `cl_intel_unified_shared_memory` (seed 000):
 //! fill, memcpy, migrate, advise, and the blocking free that waits for them.
 //!
-//! The CPU device reaches any host memory of the process, so pointers need not
-//! be USM allocations (shared system allocations are allowed); that is also
-//! why the functions that write through a pointer are `unsafe`.
+//! The CPU device reaches any host memory of the process, so the pointers of
+//! fill and memcpy need not be USM allocations (shared system allocations,
+//! SVM, another context's memory); that is also why those functions are
+//! `unsafe`. Migration and advice are safe: their range must lie inside one
+//! allocation of the queue's context, and a migration never acts on an
+//! allocation freed before it ran.
 
 use std::sync::Arc;
 
