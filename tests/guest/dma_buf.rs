@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use dmabridge::sys::dma_buf::{DmaBuf, SyncDir, SyncFile};
 use dmabridge::sys::memfd::{Memfd, Seals};
+use dmabridge::sys::mmap::{Access, MapError};
 use dmabridge::sys::udmabuf::Udmabuf;
 use dmabridge::sys::OsError;
 use dmabridge_tests::{require_guest, Resources};
@@ -60,11 +61,42 @@ fn sync_file_export_and_import() {
     before.assert_unchanged();
 }
 
+/// A dma-buf mapping covers only the buffer: ranges past its end are refused
+/// before the kernel is asked, whatever the numbers, and a mapping stays
+/// usable once the memfd and the dma-buf fd are closed (the buffer lives on
+/// for it, at its fixed size).
+#[test]
+fn mappings_stay_inside_the_buffer() {
+    require_guest();
+    let before = Resources::now();
+    {
+        let (m, buf) = udmabuf(2);
+        let size = 2 * 4096;
+        let cases = [(4096, 8192), (8192, 4096), (u64::MAX, 4096), (4096, usize::MAX), (u64::MAX - 4095, 8192)];
+        for (offset, len) in cases {
+            assert_eq!(
+                buf.map_range(offset, len, Access::Read).unwrap_err(),
+                MapError::OutOfBounds { offset, len, size },
+                "{offset:#x}+{len:#x}"
+            );
+        }
+        let tail = buf.map_range(4096, 4096, Access::ReadWrite).unwrap();
+        let whole = buf.map(Access::Read).unwrap();
+        assert_eq!(whole.len(), 8192);
+        drop((m, buf));
+        tail.write_bytes(4090, b"alive!");
+        let mut out = [0u8; 6];
+        whole.read_bytes(8186, &mut out);
+        assert_eq!(&out, b"alive!");
+    }
+    before.assert_unchanged();
+}
+
 #[test]
 fn cpu_access_guard_brackets_with_sync() {
     require_guest();
     let (_m, buf) = udmabuf(1);
-    let map = buf.map(dmabridge::sys::mmap::Access::ReadWrite).unwrap();
+    let map = buf.map(Access::ReadWrite).unwrap();
     for dir in [SyncDir::Read, SyncDir::Write, SyncDir::ReadWrite] {
         let g = buf.cpu_access(dir).unwrap();
         map.write_bytes(0, &[dir as u8]);

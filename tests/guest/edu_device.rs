@@ -572,6 +572,7 @@ fn child_a_device_allocation_that_cannot_be_made_resident_is_not_made() {
     // The raw ioctl on the same amount of fresh memfd pages, for comparison
     // (at an IOVA edu cannot drive: VFIO accepts it, nothing DMAs there).
     let m = Memfd::create(c"raw", BIG as u64).unwrap();
+    m.add_seals(dmabridge::sys::memfd::Seals::SHRINK).unwrap();
     let map = m.map(0, BIG, Access::ReadWrite).unwrap();
     let t = Instant::now();
     // SAFETY: no Rust reference points into the mapping; it is unmapped

@@ -2,7 +2,7 @@
 
 use dmabridge::sys::dma_buf::SyncDir;
 use dmabridge::sys::dma_heap::{self, DmaHeap, HeapError};
-use dmabridge::sys::mmap::Access;
+use dmabridge::sys::mmap::{Access, MapError};
 use dmabridge_tests::{require_guest, Resources};
 use rustix::fs::OFlags;
 
@@ -24,6 +24,9 @@ fn system_heap_allocates_mappable_buffers() {
             map.read_bytes(len as usize - 4, &mut out);
             cpu.end().unwrap();
             assert_eq!(&out, b"heap");
+            // The buffer's size bounds its mappings.
+            let past = buf.map_range(len, 4096, Access::Read).unwrap_err();
+            assert_eq!(past, MapError::OutOfBounds { offset: len, len: 4096, size: len });
         }
     }
     before.assert_unchanged();

@@ -94,6 +94,7 @@ fn edu_dma_reaches_the_ivshmem_bar_peer_to_peer() {
         let ivshmem = c.device(addr(IVSHMEM)).unwrap();
         let bar2 = ivshmem.map_region(2).unwrap();
         let ram = Memfd::create(c"p2p-src", PAGE).unwrap();
+        ram.add_seals(Seals::SHRINK).unwrap();
         let ram_map = ram.map(0, PAGE as usize, Access::ReadWrite).unwrap();
 
         let mut iovas = IovaAllocator::new(e.dma_mask(), PAGE).unwrap();

@@ -4,7 +4,7 @@ use std::os::fd::AsFd;
 
 use dmabridge::sys::dma_buf::SyncDir;
 use dmabridge::sys::memfd::{Memfd, Seals};
-use dmabridge::sys::mmap::Access;
+use dmabridge::sys::mmap::{Access, MapError};
 use dmabridge::sys::udmabuf::{Range, Udmabuf, UdmabufError};
 use dmabridge::sys::OsError;
 use dmabridge_tests::{require_guest, Resources};
@@ -87,7 +87,9 @@ fn every_refusal_is_typed_and_matches_the_kernel() {
     let before = Resources::now();
 
     let unsealed = Memfd::create(c"unsealed", 4 * PAGE).unwrap();
-    unsealed.map(0, PAGE as usize, Access::ReadWrite).unwrap().write_bytes(0, b"keep");
+    // An unsealed memfd has no safe mapping either: written through the fd.
+    assert_eq!(rustix::io::pwrite(&unsealed, b"keep", 0), Ok(4));
+    assert_eq!(unsealed.map(0, PAGE as usize, Access::Read).unwrap_err(), MapError::MissingShrinkSeal);
     assert_eq!(dev.create(unsealed.as_fd(), 0, PAGE).map(drop), Err(UdmabufError::MissingShrinkSeal));
     assert_eq!(dev.create_unchecked(unsealed.as_fd(), 0, PAGE).map(drop), kernel_einval);
 
@@ -139,7 +141,7 @@ fn every_refusal_is_typed_and_matches_the_kernel() {
     assert_eq!(unsealed.seals().unwrap(), Seals::empty());
     assert_eq!(unsealed.size().unwrap(), 4 * PAGE);
     let mut out = [0u8; 4];
-    unsealed.map(0, PAGE as usize, Access::Read).unwrap().read_bytes(0, &mut out);
+    assert_eq!(rustix::io::pread(&unsealed, &mut out, 0), Ok(4));
     assert_eq!(&out, b"keep");
     drop(many);
     drop((unsealed, write_sealed, m, big));

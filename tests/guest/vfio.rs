@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use dmabridge::memory::iova::{IovaAllocator, IovaError};
 use dmabridge::runtime::backend::edu::{self, Direction, Edu, EduError};
-use dmabridge::sys::memfd::Memfd;
+use dmabridge::sys::memfd::{Memfd, Seals};
 use dmabridge::sys::mmap::Access;
 use dmabridge::sys::vfio::{Container, IrqKind, VfioError};
 use dmabridge_tests::{addr, require_guest, Resources, EDU0, EDU1, IVSHMEM};
@@ -77,6 +77,7 @@ fn dma_map_refusals_leave_mappings_intact() {
         let c = Container::open().unwrap();
         let _dev = c.device(addr(EDU0)).unwrap();
         let m = Memfd::create(c"vfio-map", 8 * PAGE).unwrap();
+        m.add_seals(Seals::SHRINK).unwrap();
         let map = m.map(0, (8 * PAGE) as usize, Access::ReadWrite).unwrap();
         let mut iovas = IovaAllocator::new(edu::DEFAULT_DMA_MASK, PAGE).unwrap();
         let iova = iovas.alloc(4 * PAGE, PAGE).unwrap();
@@ -110,6 +111,92 @@ fn dma_map_refusals_leave_mappings_intact() {
         iovas.free(iova).unwrap();
         // The same range can be mapped again after the unmap.
         c.map_dma(&map, 0, 4 * PAGE, iova, true, false).unwrap();
+    }
+    before.assert_unchanged();
+}
+
+/// `map_dma` given a range that is not inside the mapping: a typed error,
+/// whatever the numbers (an offset near `usize::MAX` used to overflow while
+/// building the error).
+#[test]
+fn dma_ranges_outside_the_mapping_are_refused_without_overflow() {
+    require_guest();
+    let before = Resources::now();
+    {
+        let c = Container::open().unwrap();
+        let _dev = c.device(addr(EDU0)).unwrap();
+        let m = Memfd::create(c"vfio-range", 2 * PAGE).unwrap();
+        m.add_seals(Seals::SHRINK).unwrap();
+        let map = m.map(0, (2 * PAGE) as usize, Access::ReadWrite).unwrap();
+        let len = map.len();
+        let cases = [
+            (usize::MAX, PAGE),
+            (usize::MAX - (PAGE as usize - 1), 2 * PAGE),
+            (PAGE as usize, 2 * PAGE),
+            (2 * PAGE as usize, PAGE),
+            (0, u64::MAX),
+            (PAGE as usize, u64::MAX - PAGE + 1),
+        ];
+        for (offset, size) in cases {
+            assert_eq!(
+                c.map_dma(&map, offset, size, 0x10_0000, true, true).unwrap_err(),
+                VfioError::OutsideMapping { offset, size, len },
+                "{offset:#x}+{size:#x}"
+            );
+        }
+        assert!(c.mappings().is_empty());
+        // The whole mapping is fine.
+        c.map_dma(&map, 0, 2 * PAGE, 0x10_0000, true, true).unwrap();
+        c.unmap_dma(0x10_0000, 2 * PAGE).unwrap();
+    }
+    before.assert_unchanged();
+}
+
+/// A config write that stops the function decoding memory would make the
+/// next access to a BAR mapping die with SIGBUS: the safe API refuses it, and
+/// refuses to map BARs while decoding is off.
+#[test]
+fn config_writes_cannot_switch_off_a_mapped_bar() {
+    require_guest();
+    let before = Resources::now();
+    {
+        let c = Container::open().unwrap();
+        let dev = c.device(addr(EDU0)).unwrap();
+        let bar0 = dev.map_region(0).unwrap();
+        let ident = bar0.read_u32(0);
+        assert_eq!(ident & 0xff, 0xed, "edu's ident register");
+        let command = dev.config_read_u16(4).unwrap();
+        assert_ne!(command & 2, 0, "vfio-pci turns memory decoding on");
+        let result = dev.config_write_u16(4, command & !2);
+        if result.is_ok() {
+            // Turn it back on before anything touches the BAR.
+            dev.config_write_u16(4, command).unwrap();
+            panic!("a safe config write switched memory decoding off under a live BAR mapping");
+        }
+        let refused = |offset, len| VfioError::WouldDisableMemory { address: addr(EDU0), offset, len };
+        assert_eq!(result.unwrap_err(), refused(4, 2));
+        // One byte of PCI_COMMAND, or the whole first dword pair: the same.
+        assert_eq!(dev.write_region(7, 4, &[command as u8 & !2]).unwrap_err(), refused(4, 1));
+        let mut header = [0u8; 8];
+        dev.read_region(7, 0, &mut header).unwrap();
+        header[4] &= !2;
+        assert_eq!(dev.write_region(7, 0, &header).unwrap_err(), refused(0, 8));
+        // Writes that keep decoding on go through: bus mastering on and off.
+        dev.config_write_u16(4, command | 4).unwrap();
+        dev.config_write_u16(4, command).unwrap();
+        assert_eq!(dev.config_read_u16(4).unwrap(), command);
+        assert_eq!(bar0.read_u32(0), ident, "the BAR still answers");
+
+        drop(bar0);
+        // SAFETY: no mapping of edu's BARs exists now (`bar0` was dropped),
+        // and none is made or touched before decoding is back on.
+        unsafe { dev.write_region_unchecked(7, 4, &(command & !2).to_le_bytes()) }.unwrap();
+        assert_eq!(dev.map_region(0).unwrap_err(), VfioError::MemoryDisabled(addr(EDU0)));
+        // While it is off nothing is mapped, so writes that leave it off are fine.
+        dev.config_write_u16(4, command & !2 | 4).unwrap();
+        dev.config_write_u16(4, command).unwrap();
+        let bar0 = dev.map_region(0).unwrap();
+        assert_eq!(bar0.read_u32(0), ident);
     }
     before.assert_unchanged();
 }
@@ -153,6 +240,7 @@ fn intx_completions_are_acknowledged_and_unmasked() {
         assert!(e.raise_and_wait_irq(value, Duration::from_secs(5)).unwrap(), "INTx {value:#x}");
     }
     let m = Memfd::create(c"intx", PAGE).unwrap();
+    m.add_seals(Seals::SHRINK).unwrap();
     let map = m.map(0, PAGE as usize, Access::ReadWrite).unwrap();
     map.write_bytes(0, b"intx dma");
     c.map_dma(&map, 0, PAGE, 0x10_0000, true, true).unwrap();

@@ -16,5 +16,6 @@ mod memory;
 mod missing;
 mod svm;
 mod svm_commands;
+mod sys_safety;
 mod usm;
 mod usm_commands;

@@ -167,6 +167,7 @@ fn p2p(
         args.bar_offset
     );
     let src_mem = Memfd::create(c"dmabridge-proof-p2p", PAGE).context("creating the source memfd")?;
+    src_mem.add_seals(Seals::SHRINK).context("sealing the source memfd against shrinking")?;
     let src = src_mem.map(0, PAGE as usize, Access::ReadWrite).context("mapping the source memfd")?;
     let src_iova = iovas.alloc(PAGE, PAGE).context("choosing an IOVA for the source page")?;
     let bar_iova = iovas.alloc(size, size.next_power_of_two()).context("choosing an IOVA for BAR2")?;

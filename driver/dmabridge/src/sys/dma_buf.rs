@@ -13,17 +13,27 @@ use rustix::fs::SeekFrom;
 use rustix::io::Errno;
 
 use super::ioctl::{ioctl_ptr, opcode, Opcode};
-use super::mmap::{Access, Mapping};
+use super::mmap::{check_range, Access, MapError, Mapping};
 use super::{OsError, OsResult};
 
 /// `DMA_BUF_MAGIC` from `<uapi/linux/magic.h>`: the f_type of the dma-buf
 /// pseudo filesystem, which tells a dma-buf fd from any other fd.
 const DMA_BUF_MAGIC: i64 = 0x444d_4142;
 
-const SYNC_READ: u64 = 1 << 0;
-const SYNC_WRITE: u64 = 1 << 1;
-const SYNC_START: u64 = 0;
-const SYNC_END: u64 = 1 << 2;
+bitflags::bitflags! {
+    /// `DMA_BUF_SYNC_*`: the flags of `struct dma_buf_sync` (and the direction
+    /// of the sync_file ioctls). `START` is the absence of `END`.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    struct SyncFlags: u64 {
+        const READ = 1 << 0;
+        const WRITE = 1 << 1;
+        const END = 1 << 2;
+    }
+}
+
+impl SyncFlags {
+    const START: SyncFlags = SyncFlags::empty();
+}
 
 #[repr(C)]
 struct DmaBufSync {
@@ -52,11 +62,11 @@ pub enum SyncDir {
 }
 
 impl SyncDir {
-    fn bits(self) -> u64 {
+    fn flags(self) -> SyncFlags {
         match self {
-            SyncDir::Read => SYNC_READ,
-            SyncDir::Write => SYNC_WRITE,
-            SyncDir::ReadWrite => SYNC_READ | SYNC_WRITE,
+            SyncDir::Read => SyncFlags::READ,
+            SyncDir::Write => SyncFlags::WRITE,
+            SyncDir::ReadWrite => SyncFlags::READ | SyncFlags::WRITE,
         }
     }
 }
@@ -203,6 +213,10 @@ impl DmaBuf {
 
     /// Maps the whole buffer, shared.
     ///
+    /// Safe because a dma-buf cannot lose pages under its mappings: its size
+    /// is fixed when it is exported. CPU accesses still belong between
+    /// [`DmaBuf::cpu_access`] start and end.
+    ///
     /// Wraps `lseek(2)` for the size, then `mmap(2)` with `MAP_SHARED`.
     ///
     /// # Examples
@@ -237,12 +251,21 @@ impl DmaBuf {
     /// ```
     pub fn map(&self, access: Access) -> OsResult<Mapping> {
         let size = self.size()?;
-        Mapping::shared(self.fd.as_fd(), 0, size as usize, access)
+        let len = usize::try_from(size).map_err(|_| OsError::new("mmap dma-buf", Errno::OVERFLOW))?;
+        // SAFETY: the mapping covers exactly the buffer, whose size is fixed
+        // for its whole life (set by the exporter at export, `dma_buf->size`),
+        // and whose pages the exporter keeps for as long as any mapping holds
+        // the buffer: a dma-buf cannot shrink, whoever else holds its fd.
+        unsafe { Mapping::shared(self.fd.as_fd(), 0, len, access) }
     }
 
     /// Maps `len` bytes from `offset`.
     ///
-    /// Wraps `mmap(2)` with `MAP_SHARED`.
+    /// The range must lie inside the buffer ([`MapError::OutOfBounds`],
+    /// checked without overflow); `offset` must be a page multiple (the
+    /// kernel's `EINVAL` otherwise).
+    ///
+    /// Wraps `lseek(2)` for the size, then `mmap(2)` with `MAP_SHARED`.
     ///
     /// # Examples
     ///
@@ -251,7 +274,7 @@ impl DmaBuf {
     /// use dmabridge::sys::memfd::{Memfd, Seals};
     /// use dmabridge::sys::udmabuf::Udmabuf;
     /// use dmabridge::sys::dma_buf::SyncDir;
-    /// use dmabridge::sys::mmap::Access;
+    /// use dmabridge::sys::mmap::{Access, MapError};
     ///
     /// // A dma-buf of memfd pages through udmabuf, where this machine has it.
     /// let memfd = Memfd::create(c"frame", 8192)?;
@@ -269,10 +292,18 @@ impl DmaBuf {
     /// second_page.write_u32(0, 42);
     /// access.end()?;
     /// assert_eq!(memfd.map(4096, 4096, Access::Read)?.read_u32(0), 42);
+    /// // Ranges past the end are refused before the kernel is asked.
+    /// let past = buf.map_range(4096, 8192, Access::Read).unwrap_err();
+    /// assert_eq!(past, MapError::OutOfBounds { offset: 4096, len: 8192, size: 8192 });
+    /// assert!(matches!(buf.map_range(u64::MAX, usize::MAX, Access::Read), Err(MapError::OutOfBounds { .. })));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn map_range(&self, offset: u64, len: usize, access: Access) -> OsResult<Mapping> {
-        Mapping::shared(self.fd.as_fd(), offset, len, access)
+    pub fn map_range(&self, offset: u64, len: usize, access: Access) -> Result<Mapping, MapError> {
+        check_range(offset, len, self.size()?)?;
+        // SAFETY: the range lies inside the buffer (checked just above, and
+        // the kernel checks again), whose size is fixed for its whole life;
+        // see `map`.
+        Ok(unsafe { Mapping::shared(self.fd.as_fd(), offset, len, access) }?)
     }
 
     /// Begins CPU access (`DMA_BUF_IOCTL_SYNC` start); the guard ends it when
@@ -309,12 +340,12 @@ impl DmaBuf {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn cpu_access(&self, dir: SyncDir) -> OsResult<CpuAccess<'_>> {
-        self.sync(SYNC_START | dir.bits())?;
+        self.sync(SyncFlags::START | dir.flags())?;
         Ok(CpuAccess { buf: self, dir, ended: false })
     }
 
-    fn sync(&self, flags: u64) -> OsResult<()> {
-        let mut arg = DmaBufSync { flags };
+    fn sync(&self, flags: SyncFlags) -> OsResult<()> {
+        let mut arg = DmaBufSync { flags: flags.bits() };
         // SAFETY: DMA_BUF_IOCTL_SYNC reads one `struct dma_buf_sync`, which
         // `DmaBufSync` mirrors; `self.fd` is a dma-buf.
         unsafe { ioctl_ptr(self.fd.as_fd(), DMA_BUF_IOCTL_SYNC, &mut arg) }
@@ -354,7 +385,7 @@ impl DmaBuf {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn export_sync_file(&self, dir: SyncDir) -> OsResult<SyncFile> {
-        let mut arg = DmaBufSyncFile { flags: dir.bits() as u32, fd: -1 };
+        let mut arg = DmaBufSyncFile { flags: dir.flags().bits() as u32, fd: -1 };
         // SAFETY: the ioctl reads `flags` and writes a new fd into `fd` of a
         // `struct dma_buf_export_sync_file`, which `DmaBufSyncFile` mirrors.
         unsafe { ioctl_ptr(self.fd.as_fd(), DMA_BUF_IOCTL_EXPORT_SYNC_FILE, &mut arg) }
@@ -399,7 +430,7 @@ impl DmaBuf {
     /// ```
     pub fn import_sync_file(&self, fence: &SyncFile, dir: SyncDir) -> OsResult<()> {
         use std::os::fd::AsRawFd;
-        let mut arg = DmaBufSyncFile { flags: dir.bits() as u32, fd: fence.fd.as_raw_fd() };
+        let mut arg = DmaBufSyncFile { flags: dir.flags().bits() as u32, fd: fence.fd.as_raw_fd() };
         // SAFETY: the ioctl reads a `struct dma_buf_import_sync_file`; the fd
         // in it is borrowed from `fence`, which outlives the call.
         unsafe { ioctl_ptr(self.fd.as_fd(), DMA_BUF_IOCTL_IMPORT_SYNC_FILE, &mut arg) }
@@ -523,14 +554,14 @@ impl CpuAccess<'_> {
     /// ```
     pub fn end(mut self) -> OsResult<()> {
         self.ended = true;
-        self.buf.sync(SYNC_END | self.dir.bits())
+        self.buf.sync(SyncFlags::END | self.dir.flags())
     }
 }
 
 impl Drop for CpuAccess<'_> {
     fn drop(&mut self) {
         if !self.ended {
-            let _ = self.buf.sync(SYNC_END | self.dir.bits());
+            let _ = self.buf.sync(SyncFlags::END | self.dir.flags());
         }
     }
 }

@@ -154,62 +154,39 @@ pub enum DrmError {
     Os(#[from] OsError),
 }
 
-/// Flags of a PRIME export (`DRM_CLOEXEC`, `DRM_RDWR`), the only two the
-/// kernel accepts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PrimeFlags(u32);
-
-impl PrimeFlags {
-    /// No flags: a read-only dma-buf fd that survives exec.
-    pub const NONE: PrimeFlags = PrimeFlags(0);
-    /// `DRM_CLOEXEC` (= `O_CLOEXEC`): the fd is closed on exec.
-    pub const CLOEXEC: PrimeFlags = PrimeFlags(OFlags::CLOEXEC.bits());
-    /// `DRM_RDWR` (= `O_RDWR`): the fd is read-write, so it can be mapped
-    /// writable; without it `mmap(PROT_WRITE, MAP_SHARED)` fails with `EACCES`.
-    pub const RDWR: PrimeFlags = PrimeFlags(OFlags::RDWR.bits());
-
-    /// The raw flag bits.
-    ///
-    /// No system call: the `flags` of `struct drm_prime_handle`.
+bitflags::bitflags! {
+    /// Flags of a PRIME export (`DRM_CLOEXEC`, `DRM_RDWR`), the only two the
+    /// kernel accepts.
     ///
     /// # Examples
     ///
     /// ```
     /// use dmabridge::sys::drm::PrimeFlags;
     ///
-    /// assert_eq!(PrimeFlags::NONE.bits(), 0);
     /// // DRM_CLOEXEC and DRM_RDWR are O_CLOEXEC and O_RDWR.
-    /// assert_eq!((PrimeFlags::CLOEXEC | PrimeFlags::RDWR).bits(), 0o2000002);
-    /// ```
-    pub fn bits(self) -> u32 {
-        self.0
-    }
-
-    /// True if every flag of `other` is set.
-    ///
-    /// No system call.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use dmabridge::sys::drm::PrimeFlags;
-    ///
     /// let flags = PrimeFlags::CLOEXEC | PrimeFlags::RDWR;
+    /// assert_eq!(flags.bits(), 0o2000002);
     /// assert!(flags.contains(PrimeFlags::RDWR));
     /// assert!(flags.contains(PrimeFlags::NONE));
     /// assert!(!PrimeFlags::CLOEXEC.contains(PrimeFlags::RDWR));
+    /// assert_eq!(PrimeFlags::NONE, PrimeFlags::empty());
+    /// // Bits the kernel does not know are not flags.
+    /// assert_eq!(PrimeFlags::from_bits(1 << 30), None);
     /// ```
-    pub fn contains(self, other: PrimeFlags) -> bool {
-        self.0 & other.0 == other.0
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub struct PrimeFlags: u32 {
+        /// `DRM_CLOEXEC` (= `O_CLOEXEC`): the fd is closed on exec.
+        const CLOEXEC = OFlags::CLOEXEC.bits();
+        /// `DRM_RDWR` (= `O_RDWR`): the fd is read-write, so it can be mapped
+        /// writable; without it `mmap(PROT_WRITE, MAP_SHARED)` fails with `EACCES`.
+        const RDWR = OFlags::RDWR.bits();
     }
 }
 
-impl std::ops::BitOr for PrimeFlags {
-    type Output = PrimeFlags;
-
-    fn bitor(self, rhs: PrimeFlags) -> PrimeFlags {
-        PrimeFlags(self.0 | rhs.0)
-    }
+impl PrimeFlags {
+    /// No flags: a read-only dma-buf fd that survives exec (the same as
+    /// [`PrimeFlags::empty`]).
+    pub const NONE: PrimeFlags = PrimeFlags::empty();
 }
 
 /// The driver behind a node, from `DRM_IOCTL_VERSION`.

@@ -11,8 +11,11 @@ use rustix::fs::{MemfdFlags, SealFlags};
 
 pub use rustix::fs::SealFlags as Seals;
 
-use super::mmap::{Access, Mapping};
+use super::mmap::{check_range, Access, MapError, Mapping};
 use super::{OsError, OsResult};
+
+/// `HUGETLBFS_MAGIC` from `<uapi/linux/magic.h>`: the f_type of hugetlbfs.
+const HUGETLBFS_MAGIC: u32 = 0x9584_58f6;
 
 /// An anonymous shmem file created with `MFD_CLOEXEC | MFD_ALLOW_SEALING`.
 #[derive(Debug)]
@@ -167,16 +170,30 @@ impl Memfd {
 
     /// Maps `len` bytes from `offset`, shared.
     ///
-    /// Wraps `mmap(2)` with `MAP_SHARED`.
+    /// Safe because the mapping cannot lose its pages: the memfd must carry
+    /// `F_SEAL_SHRINK` ([`MapError::MissingShrinkSeal`] otherwise; the seal is
+    /// not added behind the caller's back, as it is irreversible and binds
+    /// every holder of the file), so its size can only grow; the range must
+    /// lie inside the file now ([`MapError::OutOfBounds`], checked without
+    /// overflow); and a hugetlbfs memfd must be write-sealed, as a hole
+    /// punched in it may find no huge page to refill it
+    /// ([`MapError::HugeTlb`]). Use the `unsafe`
+    /// [`Mapping::shared`] to map anything else.
+    ///
+    /// Wraps `fcntl(F_GET_SEALS)`, `fstatfs(2)`, `fstat(2)`, then `mmap(2)`
+    /// with `MAP_SHARED`.
     ///
     /// # Examples
     ///
     /// ```
-    /// use dmabridge::sys::memfd::Memfd;
-    /// use dmabridge::sys::mmap::Access;
+    /// use dmabridge::sys::memfd::{Memfd, Seals};
+    /// use dmabridge::sys::mmap::{Access, MapError};
     ///
     /// let page_size = dmabridge::sys::page_size();
     /// let m = Memfd::create(c"mapped", 2 * page_size as u64)?;
+    /// // A memfd that may shrink has no safe mapping.
+    /// assert_eq!(m.map(0, page_size, Access::Read).unwrap_err(), MapError::MissingShrinkSeal);
+    /// m.add_seals(Seals::SHRINK)?;
     /// let whole = m.map(0, 2 * page_size, Access::ReadWrite)?;
     /// whole.write_bytes(page_size, b"hi");
     /// // A second mapping, of the second page only, sees the same bytes.
@@ -184,10 +201,38 @@ impl Memfd {
     /// let mut out = [0u8; 2];
     /// page.read_bytes(0, &mut out);
     /// assert_eq!(&out, b"hi");
-    /// # Ok::<(), dmabridge::sys::OsError>(())
+    /// // The range must lie inside the file.
+    /// let past = m.map(page_size as u64, 2 * page_size, Access::Read).unwrap_err();
+    /// assert!(matches!(past, MapError::OutOfBounds { .. }));
+    /// // The file can still grow; it can no longer shrink under the mappings.
+    /// m.set_size(4 * page_size as u64)?;
+    /// assert!(m.set_size(0).is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn map(&self, offset: u64, len: usize, access: Access) -> OsResult<Mapping> {
-        Mapping::shared(self.fd.as_fd(), offset, len, access)
+    pub fn map(&self, offset: u64, len: usize, access: Access) -> Result<Mapping, MapError> {
+        // The seal first: once seen it stays, so the size read after it can
+        // only have grown by the time the pages are touched.
+        let seals = self.seals()?;
+        if !seals.contains(Seals::SHRINK) {
+            return Err(MapError::MissingShrinkSeal);
+        }
+        if self.on_hugetlbfs()? && !seals.intersects(Seals::WRITE | Seals::FUTURE_WRITE) {
+            return Err(MapError::HugeTlb);
+        }
+        check_range(offset, len, self.size()?)?;
+        // SAFETY: `offset..offset + len` lies inside the file (checked just
+        // above), which cannot shrink (F_SEAL_SHRINK, which cannot be removed,
+        // seen before the size was read); shmem faults inside the file size
+        // never fail with SIGBUS, and on hugetlbfs the write seals forbid the
+        // hole punching that could leave a page without a huge page. So every
+        // page stays backed for the mapping's life, whoever holds the fd.
+        Ok(unsafe { Mapping::shared(self.fd.as_fd(), offset, len, access) }?)
+    }
+
+    /// True if the memfd lives on hugetlbfs (`MFD_HUGETLB`).
+    fn on_hugetlbfs(&self) -> OsResult<bool> {
+        let st = rustix::fs::fstatfs(&self.fd).map_err(OsError::tag("fstatfs memfd"))?;
+        Ok(st.f_type as u32 == HUGETLBFS_MAGIC)
     }
 
     /// Gives up the wrapper, keeping the fd.
@@ -232,5 +277,70 @@ mod tests {
         let mut out = [0u8; 3];
         m.map(12288, 4096, Access::Read).unwrap().read_bytes(0, &mut out);
         assert_eq!(&out, b"abc");
+    }
+
+    #[test]
+    fn unsealed_memfds_have_no_safe_mapping() {
+        let m = Memfd::create(c"unsealed", 4096).unwrap();
+        assert_eq!(m.map(0, 4096, Access::Read).unwrap_err(), MapError::MissingShrinkSeal);
+        // Other seals do not stand in for F_SEAL_SHRINK.
+        m.add_seals(Seals::GROW).unwrap();
+        assert_eq!(m.map(0, 4096, Access::Read).unwrap_err(), MapError::MissingShrinkSeal);
+    }
+
+    #[test]
+    fn ranges_past_the_end_are_refused_without_overflow() {
+        let m = Memfd::create(c"bounds", 8192).unwrap();
+        m.add_seals(Seals::SHRINK).unwrap();
+        let cases = [
+            (0, 8193),
+            (4096, 8192),
+            (8192, 4096),
+            (u64::MAX - 4095, 8192),
+            (4096, usize::MAX),
+            (u64::MAX, usize::MAX),
+        ];
+        for (offset, len) in cases {
+            assert_eq!(
+                m.map(offset, len, Access::Read).unwrap_err(),
+                MapError::OutOfBounds { offset, len, size: 8192 },
+                "{offset:#x}+{len:#x}"
+            );
+        }
+        // Inside the file but not page aligned: the kernel's EINVAL.
+        match m.map(1, 4096, Access::Read) {
+            Err(MapError::Os(e)) => assert_eq!(e.errno, rustix::io::Errno::INVAL),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_sealed_mapping_survives_a_shrink_attempt() {
+        let m = Memfd::create(c"shrink", 4096).unwrap();
+        m.add_seals(Seals::SHRINK).unwrap();
+        let map = m.map(0, 4096, Access::ReadWrite).unwrap();
+        map.write_bytes(4000, b"still here");
+        assert_eq!(m.set_size(0).unwrap_err().errno, rustix::io::Errno::PERM);
+        assert_eq!(rustix::fs::ftruncate(m.as_fd(), 0).unwrap_err(), rustix::io::Errno::PERM);
+        let mut out = [0u8; 10];
+        map.read_bytes(4000, &mut out);
+        assert_eq!(&out, b"still here");
+    }
+
+    #[test]
+    fn hugetlb_memfds_need_a_write_seal() {
+        // Whether or not this machine has huge pages in its pool: the check
+        // comes before any page is needed.
+        let Ok(m) = Memfd::create_hugetlb(c"huge", 2 << 20) else { return };
+        m.add_seals(Seals::SHRINK).unwrap();
+        assert_eq!(m.map(0, 2 << 20, Access::ReadWrite).unwrap_err(), MapError::HugeTlb);
+        // Write-sealed, it cannot have holes punched in it: a read-only map is safe.
+        m.add_seals(Seals::WRITE).unwrap();
+        match m.map(0, 2 << 20, Access::Read) {
+            Ok(map) => assert_eq!(map.len(), 2 << 20),
+            // No free huge page to reserve: the kernel refuses the mmap itself.
+            Err(MapError::Os(e)) => assert_eq!(e.errno, rustix::io::Errno::NOMEM),
+            Err(e) => panic!("{e}"),
+        }
     }
 }

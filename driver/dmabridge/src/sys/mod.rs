@@ -6,6 +6,12 @@
 //! `// SAFETY:` argument. Errors carry the operation and the errno
 //! ([`OsError`]); rules the kernel would refuse are checked up front where the
 //! caller benefits from a precise, typed reason.
+//!
+//! No safe function can crash the process or touch memory outside what it
+//! was given, whatever the arguments: ranges are checked with overflow-proof
+//! arithmetic, a safe [`mmap::Mapping`] only exists over objects that cannot
+//! lose its pages (see [`mmap`] for the rule and for why its accesses are
+//! volatile), and the generic mapping of an arbitrary fd is `unsafe`.
 
 mod error;
 pub(crate) mod ioctl;

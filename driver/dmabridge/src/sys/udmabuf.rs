@@ -337,6 +337,9 @@ impl Udmabuf {
         // The kernel reads a header followed by `count` items: lay them out in
         // one u64-aligned buffer (both structs have 8-byte alignment needs at
         // most, and the header is 8 bytes, so items start aligned).
+        // The count is a u32 in the header: a longer list would be cut short.
+        let count = u32::try_from(ranges.len())
+            .map_err(|_| UdmabufError::BadRangeCount { count: ranges.len(), limit: u32::MAX })?;
         let hdr = std::mem::size_of::<UdmabufCreateListHeader>();
         let item = std::mem::size_of::<UdmabufCreateItem>();
         let mut buf = vec![0u64; (hdr + item * ranges.len()).div_ceil(8)];
@@ -345,7 +348,7 @@ impl Udmabuf {
         // is 8-byte aligned, and each write stays inside it.
         unsafe {
             base.cast::<UdmabufCreateListHeader>()
-                .write(UdmabufCreateListHeader { flags: UDMABUF_FLAGS_CLOEXEC, count: ranges.len() as u32 });
+                .write(UdmabufCreateListHeader { flags: UDMABUF_FLAGS_CLOEXEC, count });
             for (i, r) in ranges.iter().enumerate() {
                 base.add(hdr + i * item).cast::<UdmabufCreateItem>().write(UdmabufCreateItem {
                     memfd: r.memfd.as_raw_fd() as u32,

@@ -3,6 +3,13 @@
 //! timeout, sleeps in `io_uring_enter` until the first completes, then cancels
 //! and reaps the rest, so that no operation (and no buffer it writes into)
 //! outlives the call.
+//!
+//! Every operation of a wait is queued at once (all or nothing, after
+//! checking that they fit), so that a refused wait leaves nothing behind in
+//! the submission queue for a later one to submit. If the kernel stops
+//! answering in the middle of a wait (`io_uring_enter` itself fails), the
+//! reads may still be in flight: their buffers are then leaked rather than
+//! freed, and the waiter refuses further waits.
 
 use std::collections::HashSet;
 use std::os::fd::{AsRawFd, BorrowedFd};
@@ -19,6 +26,11 @@ const CANCEL_TAG: u64 = u64::MAX - 1;
 /// An io_uring instance dedicated to waiting on eventfds.
 pub struct EventWaiter {
     ring: IoUring,
+    /// The most eventfds one wait may take.
+    max_fds: usize,
+    /// A wait failed with operations possibly still in flight: the ring is
+    /// not used again.
+    broken: bool,
 }
 
 impl std::fmt::Debug for EventWaiter {
@@ -43,7 +55,8 @@ pub struct Fired {
 impl EventWaiter {
     /// Creates a ring with room for `max_fds` eventfds per wait.
     ///
-    /// Wraps `io_uring_setup(2)` with `2 * max_fds + 2` entries, rounded up to a power of two.
+    /// Wraps `io_uring_setup(2)` with `2 * max_fds + 2` entries, rounded up to
+    /// a power of two; `EINVAL` if that does not fit the kernel's limit.
     ///
     /// # Examples
     ///
@@ -58,12 +71,18 @@ impl EventWaiter {
     /// e.signal(1)?;
     /// // A signal given before the wait is seen at once, even with no timeout.
     /// assert_eq!(waiter.wait(&[e.as_fd()], None)?.len(), 1);
+    /// // An absurd size is an error, not an overflow.
+    /// assert_eq!(EventWaiter::new(u32::MAX).unwrap_err().errno, rustix::io::Errno::INVAL);
     /// # Ok::<(), dmabridge::sys::OsError>(())
     /// ```
     pub fn new(max_fds: u32) -> OsResult<EventWaiter> {
-        let entries = (2 * max_fds + 2).next_power_of_two();
+        let entries = max_fds
+            .checked_mul(2)
+            .and_then(|n| n.checked_add(2))
+            .and_then(u32::checked_next_power_of_two)
+            .ok_or(OsError::new("io_uring_setup", Errno::INVAL))?;
         let ring = IoUring::new(entries).map_err(os("io_uring_setup"))?;
-        Ok(EventWaiter { ring })
+        Ok(EventWaiter { ring, max_fds: max_fds as usize, broken: false })
     }
 
     /// Waits until at least one of `fds` is signalled, or `timeout` passes.
@@ -72,7 +91,9 @@ impl EventWaiter {
     ///
     /// Submits one `IORING_OP_READ` per eventfd plus an `IORING_OP_TIMEOUT` and
     /// sleeps in `io_uring_enter(2)`; the reads still pending are cancelled
-    /// (`IORING_OP_ASYNC_CANCEL`) and reaped before it returns.
+    /// (`IORING_OP_ASYNC_CANCEL`) and reaped before it returns. More eventfds
+    /// than the waiter was made for are refused with `EINVAL`, before
+    /// anything is queued.
     ///
     /// # Examples
     ///
@@ -91,33 +112,69 @@ impl EventWaiter {
     /// assert_eq!(fired, vec![Fired { index: 1, count: 3 }]);
     /// // The wait consumed the counter.
     /// assert_eq!(b.try_take()?, None);
+    /// // More eventfds than the waiter was made for.
+    /// let c = EventFd::new()?;
+    /// let err = waiter.wait(&[a.as_fd(), b.as_fd(), c.as_fd()], None).unwrap_err();
+    /// assert_eq!(err.errno, rustix::io::Errno::INVAL);
     /// # Ok::<(), dmabridge::sys::OsError>(())
     /// ```
     pub fn wait(&mut self, fds: &[BorrowedFd<'_>], timeout: Option<Duration>) -> OsResult<Vec<Fired>> {
-        let mut bufs = vec![0u64; fds.len()];
-        let ts = timeout.map(|t| types::Timespec::new().sec(t.as_secs()).nsec(t.subsec_nanos()));
-        let mut pending: HashSet<u64> = HashSet::new();
-        {
-            let mut sq = self.ring.submission();
-            for (i, fd) in fds.iter().enumerate() {
-                let read = opcode::Read::new(types::Fd(fd.as_raw_fd()), bufs[i..].as_mut_ptr().cast(), 8)
-                    .build()
-                    .user_data(i as u64);
-                // This function does not return before every submitted
-                // operation completed (the rest are cancelled and reaped).
-                // SAFETY: so `bufs[i]` (8 bytes) and the borrowed fd outlive
-                // the read.
-                unsafe { sq.push(&read) }.map_err(|_| OsError::new("io_uring push", Errno::BUSY))?;
-                pending.insert(i as u64);
-            }
-            if let Some(ts) = ts.as_ref() {
-                let t = opcode::Timeout::new(ts).build().user_data(TIMEOUT_TAG);
-                // SAFETY: `ts` outlives the operation for the same reason as
-                // the buffers above.
-                unsafe { sq.push(&t) }.map_err(|_| OsError::new("io_uring push", Errno::BUSY))?;
-                pending.insert(TIMEOUT_TAG);
+        if self.broken {
+            return Err(OsError::new("io_uring wait on a ring that failed earlier", Errno::BADFD));
+        }
+        if fds.len() > self.max_fds {
+            return Err(OsError::new("io_uring wait: more eventfds than the ring was made for", Errno::INVAL));
+        }
+        // Heap buffers, so that they can be leaked if the kernel might still
+        // write into them when this call returns.
+        let mut bufs = vec![0u64; fds.len()].into_boxed_slice();
+        let ts = Box::new(timeout.map(|t| types::Timespec::new().sec(t.as_secs()).nsec(t.subsec_nanos())));
+        match self.run(fds, &mut bufs, (*ts).as_ref()) {
+            Ok(result) => result,
+            Err(e) => {
+                // Operations may still be in flight: their buffers must
+                // outlive them, so they are never freed, and the ring is not
+                // used again.
+                self.broken = true;
+                Box::leak(bufs);
+                Box::leak(ts);
+                Err(e)
             }
         }
+    }
+
+    /// Queues, submits and reaps one wait. The outer error means that
+    /// operations may still be in flight; the inner result is the wait's,
+    /// with nothing in flight.
+    fn run(
+        &mut self,
+        fds: &[BorrowedFd<'_>],
+        bufs: &mut [u64],
+        ts: Option<&types::Timespec>,
+    ) -> Result<OsResult<Vec<Fired>>, OsError> {
+        let base = bufs.as_mut_ptr();
+        let mut entries: Vec<_> = fds
+            .iter()
+            .enumerate()
+            // `base.wrapping_add(i)` stays inside `bufs` (i < fds.len()).
+            .map(|(i, fd)| {
+                opcode::Read::new(types::Fd(fd.as_raw_fd()), base.wrapping_add(i).cast(), 8).build().user_data(i as u64)
+            })
+            .collect();
+        if let Some(ts) = ts {
+            entries.push(opcode::Timeout::new(ts).build().user_data(TIMEOUT_TAG));
+        }
+        // SAFETY: each read writes 8 bytes into its own element of `bufs`,
+        // and the timeout reads `ts`; both live until every operation has
+        // completed (this function reaps them all before returning `Ok`) or
+        // are leaked by `wait` (when it returns `Err`); the borrowed fds are
+        // referenced by the kernel for as long as it needs them. The entries
+        // are queued all or none.
+        if unsafe { self.ring.submission().push_multiple(&entries) }.is_err() {
+            // Nothing was queued: nothing is in flight.
+            return Ok(Err(OsError::new("io_uring push", Errno::BUSY)));
+        }
+        let mut pending: HashSet<u64> = entries.iter().map(|e| e.get_user_data()).collect();
         let mut fired = Vec::new();
         let mut cancelled = false;
         let mut cancels_in_flight = 0usize;
@@ -130,17 +187,21 @@ impl EventWaiter {
             let done: Vec<(u64, i32)> = self.ring.completion().map(|c| (c.user_data(), c.result())).collect();
             for (tag, res) in done {
                 if tag == CANCEL_TAG {
-                    cancels_in_flight -= 1;
+                    cancels_in_flight = cancels_in_flight.saturating_sub(1);
                     continue;
                 }
                 pending.remove(&tag);
-                if tag != TIMEOUT_TAG && res == 8 {
-                    fired.push(Fired { index: tag as usize, count: bufs[tag as usize] });
-                } else if tag != TIMEOUT_TAG && res < 0 && res != -Errno::CANCELED.raw_os_error() {
+                if tag == TIMEOUT_TAG {
+                    continue;
+                }
+                let Some(&count) = usize::try_from(tag).ok().and_then(|i| bufs.get(i)) else { continue };
+                if res == 8 {
+                    fired.push(Fired { index: tag as usize, count });
+                } else if res < 0 && res != -Errno::CANCELED.raw_os_error() {
                     // Cancel the rest before reporting, so that nothing stays in flight.
                     cancels_in_flight += self.cancel(&pending)?;
                     self.drain(&mut pending, &mut cancels_in_flight)?;
-                    return Err(OsError::new("io_uring read eventfd", Errno::from_raw_os_error(-res)));
+                    return Ok(Err(OsError::new("io_uring read eventfd", Errno::from_raw_os_error(-res))));
                 }
             }
             let timed_out = ts.is_some() && !pending.contains(&TIMEOUT_TAG);
@@ -150,19 +211,17 @@ impl EventWaiter {
             }
         }
         fired.sort_by_key(|f| f.index);
-        Ok(fired)
+        Ok(Ok(fired))
     }
 
+    /// Queues a cancel of every pending operation; returns how many.
     fn cancel(&mut self, pending: &HashSet<u64>) -> OsResult<usize> {
-        let mut n = 0;
-        let mut sq = self.ring.submission();
-        for &tag in pending {
-            let c = opcode::AsyncCancel::new(tag).build().user_data(CANCEL_TAG);
-            // SAFETY: a cancel request carries no buffer.
-            unsafe { sq.push(&c) }.map_err(|_| OsError::new("io_uring push", Errno::BUSY))?;
-            n += 1;
-        }
-        Ok(n)
+        let cancels: Vec<_> =
+            pending.iter().map(|&tag| opcode::AsyncCancel::new(tag).build().user_data(CANCEL_TAG)).collect();
+        // SAFETY: a cancel request carries no buffer.
+        unsafe { self.ring.submission().push_multiple(&cancels) }
+            .map_err(|_| OsError::new("io_uring push", Errno::BUSY))?;
+        Ok(cancels.len())
     }
 
     fn drain(&mut self, pending: &mut HashSet<u64>, cancels: &mut usize) -> OsResult<()> {
@@ -174,7 +233,7 @@ impl EventWaiter {
             }
             for c in self.ring.completion() {
                 if c.user_data() == CANCEL_TAG {
-                    *cancels -= 1;
+                    *cancels = cancels.saturating_sub(1);
                 } else {
                     pending.remove(&c.user_data());
                 }
@@ -208,6 +267,36 @@ mod tests {
         assert_eq!(b.try_take().unwrap(), None);
         a.signal(1).unwrap();
         assert_eq!(a.try_take().unwrap(), Some(1));
+    }
+
+    /// A wait with more eventfds than the ring holds is refused before
+    /// anything is queued: no read is left behind for a later wait to submit
+    /// (into a buffer that no longer exists, under a tag it reuses).
+    #[test]
+    fn a_refused_wait_leaves_nothing_queued() {
+        let mut w = EventWaiter::new(1).unwrap();
+        let fds: Vec<EventFd> = (0..6).map(|_| EventFd::new().unwrap()).collect();
+        let borrowed: Vec<_> = fds.iter().map(|e| e.as_fd()).collect();
+        assert_eq!(w.wait(&borrowed, None).unwrap_err().errno, Errno::INVAL);
+        assert_eq!(w.wait(&borrowed[..2], Some(Duration::ZERO)).unwrap_err().errno, Errno::INVAL);
+        // Every refused eventfd signalled: a read left queued would take a counter.
+        for e in &fds {
+            e.signal(1).unwrap();
+        }
+        let other = EventFd::new().unwrap();
+        other.signal(5).unwrap();
+        assert_eq!(w.wait(&[other.as_fd()], None).unwrap(), vec![Fired { index: 0, count: 5 }]);
+        assert_eq!(w.wait(&[fds[5].as_fd()], None).unwrap(), vec![Fired { index: 0, count: 1 }]);
+        for (i, e) in fds[..5].iter().enumerate() {
+            assert_eq!(e.try_take().unwrap(), Some(1), "eventfd {i}: a stale read took its counter");
+        }
+    }
+
+    #[test]
+    fn absurd_sizes_are_refused() {
+        for max in [u32::MAX, u32::MAX / 2, 1 << 31] {
+            assert_eq!(EventWaiter::new(max).unwrap_err().errno, Errno::INVAL, "{max}");
+        }
     }
 
     #[test]

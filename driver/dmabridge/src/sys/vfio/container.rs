@@ -270,15 +270,17 @@ impl Container {
 
     /// Maps `size` bytes of `mapping` from `offset` at `iova` for the devices
     /// of this container (`VFIO_IOMMU_MAP_DMA`): the pages are pinned and
-    /// counted against the memlock limit.
+    /// counted against the memlock limit. The range must lie inside the
+    /// mapping ([`VfioError::OutsideMapping`], checked without overflow) and be
+    /// page aligned ([`VfioError::Unaligned`]).
     ///
     /// # Examples
     ///
     /// ```
-    /// use dmabridge::sys::memfd::Memfd;
+    /// use dmabridge::sys::memfd::{Memfd, Seals};
     /// use dmabridge::sys::mmap::Access;
     /// use dmabridge::sys::pci::PciFunction;
-    /// use dmabridge::sys::vfio::Container;
+    /// use dmabridge::sys::vfio::{Container, VfioError};
     ///
     /// // A function bound to vfio-pci, where this machine has one.
     /// let Some(f) = PciFunction::all().into_iter().find(|f| f.is_vfio_bound()) else { return Ok(()) };
@@ -298,10 +300,15 @@ impl Container {
     ///     }
     /// };
     /// let memfd = Memfd::create(c"dma", 1 << 16)?;
+    /// memfd.add_seals(Seals::SHRINK)?;
     /// let map = memfd.map(0, 1 << 16, Access::ReadWrite)?;
     /// let m = container.map_dma(&map, 0, 1 << 16, 0x10_0000, true, true)?;
     /// assert_eq!(m.vaddr, map.as_ptr() as u64);
     /// assert_eq!(container.mappings(), vec![m]);
+    /// // A range outside the mapping is refused, whatever the numbers.
+    /// let err = container.map_dma(&map, usize::MAX, 1 << 16, 0x20_0000, true, true).unwrap_err();
+    /// assert_eq!(err, VfioError::OutsideMapping { offset: usize::MAX, size: 1 << 16, len: 1 << 16 });
+    /// assert!(container.map_dma(&map, 4096, u64::MAX, 0x20_0000, true, true).is_err());
     /// container.unmap_dma(0x10_0000, 1 << 16)?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -314,12 +321,20 @@ impl Container {
         read: bool,
         write: bool,
     ) -> Result<DmaMapping, VfioError> {
-        if offset.checked_add(size as usize).is_none_or(|end| end > mapping.len()) {
-            return Err(VfioError::Unaligned { vaddr: mapping.as_ptr() as u64 + offset as u64, iova, size });
+        let inside = usize::try_from(size)
+            .ok()
+            .and_then(|size| offset.checked_add(size))
+            .is_some_and(|end| end <= mapping.len());
+        if !inside {
+            return Err(VfioError::OutsideMapping { offset, size, len: mapping.len() });
         }
-        // SAFETY: the range lies inside `mapping`, a shared mapping whose
-        // bytes Rust only reaches through raw pointers, so device writes into
-        // it cannot invalidate Rust references.
+        // SAFETY: the range lies inside `mapping` (checked above), a shared
+        // mapping whose bytes Rust only reaches through volatile accesses and
+        // raw pointers, never references, so device writes into it cannot
+        // invalidate Rust references. VFIO resolves the range to what backs
+        // it when it maps (pinning RAM pages), so even after the mapping is
+        // dropped the device reaches those pages, never whatever the process
+        // maps at the same address later.
         unsafe { self.map_dma_raw(mapping.as_ptr().add(offset) as u64, size, iova, read, write) }
     }
 
@@ -335,7 +350,7 @@ impl Container {
     ///
     /// ```
     /// use dmabridge::sys::vfio::VfioError;
-    /// use dmabridge::sys::memfd::Memfd;
+    /// use dmabridge::sys::memfd::{Memfd, Seals};
     /// use dmabridge::sys::mmap::Access;
     /// use dmabridge::sys::pci::PciFunction;
     /// use dmabridge::sys::vfio::Container;
@@ -363,6 +378,7 @@ impl Container {
     /// assert_eq!(err, VfioError::Unaligned { vaddr: 1, iova: 0x10_0000, size: 4096 });
     ///
     /// let memfd = Memfd::create(c"dma", 4096)?;
+    /// memfd.add_seals(Seals::SHRINK)?;
     /// let map = memfd.map(0, 4096, Access::ReadWrite)?;
     /// // SAFETY: the range is a shared mapping that outlives the DMA mapping (it
     /// // is unmapped below, before `map` drops), and Rust reaches its bytes only
@@ -423,7 +439,7 @@ impl Container {
     ///
     /// ```
     /// use dmabridge::sys::vfio::VfioError;
-    /// use dmabridge::sys::memfd::Memfd;
+    /// use dmabridge::sys::memfd::{Memfd, Seals};
     /// use dmabridge::sys::mmap::Access;
     /// use dmabridge::sys::pci::PciFunction;
     /// use dmabridge::sys::vfio::Container;
@@ -446,6 +462,7 @@ impl Container {
     ///     }
     /// };
     /// let memfd = Memfd::create(c"dma", 8192)?;
+    /// memfd.add_seals(Seals::SHRINK)?;
     /// let map = memfd.map(0, 8192, Access::Read)?;
     /// container.map_dma(&map, 0, 8192, 0x20_0000, true, false)?;
     /// container.unmap_dma(0x20_0000, 8192)?;
@@ -475,7 +492,7 @@ impl Container {
     /// # Examples
     ///
     /// ```
-    /// use dmabridge::sys::memfd::Memfd;
+    /// use dmabridge::sys::memfd::{Memfd, Seals};
     /// use dmabridge::sys::mmap::Access;
     /// use dmabridge::sys::pci::PciFunction;
     /// use dmabridge::sys::vfio::Container;
@@ -498,6 +515,7 @@ impl Container {
     ///     }
     /// };
     /// let memfd = Memfd::create(c"dma", 8192)?;
+    /// memfd.add_seals(Seals::SHRINK)?;
     /// let map = memfd.map(0, 8192, Access::Read)?;
     /// container.map_dma(&map, 0, 4096, 0x30_0000, true, false)?;
     /// container.map_dma(&map, 4096, 4096, 0x30_1000, true, false)?;
@@ -536,7 +554,7 @@ impl Container {
     /// # Examples
     ///
     /// ```
-    /// use dmabridge::sys::memfd::Memfd;
+    /// use dmabridge::sys::memfd::{Memfd, Seals};
     /// use dmabridge::sys::mmap::Access;
     /// use dmabridge::sys::pci::PciFunction;
     /// use dmabridge::sys::vfio::Container;
@@ -559,6 +577,7 @@ impl Container {
     ///     }
     /// };
     /// let memfd = Memfd::create(c"dma", 8192)?;
+    /// memfd.add_seals(Seals::SHRINK)?;
     /// let map = memfd.map(0, 8192, Access::Read)?;
     /// let high = container.map_dma(&map, 4096, 4096, 0x50_0000, true, false)?;
     /// let low = container.map_dma(&map, 0, 4096, 0x40_0000, true, false)?;

@@ -1,7 +1,7 @@
 //! A VFIO device: regions (BARs, config space), interrupts, reset.
 
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use rustix::io::Errno;
 use vfio_bindings::bindings::vfio as uapi;
@@ -22,7 +22,51 @@ const VFIO_DEVICE_RESET: Opcode = opcode::none(b';', 111);
 /// Index of the PCI config space region.
 pub const CONFIG_REGION: u32 = uapi::VFIO_PCI_CONFIG_REGION_INDEX;
 const PCI_COMMAND: u64 = 0x04;
+const PCI_COMMAND_MEMORY: u8 = 1 << 1;
 const PCI_COMMAND_MASTER: u16 = 1 << 2;
+const PCI_STATUS: u64 = 0x06;
+const PCI_STATUS_CAP_LIST: u16 = 1 << 4;
+const PCI_CAPABILITY_LIST: u64 = 0x34;
+const PCI_CAP_ID_PM: u8 = 0x01;
+/// PMCSR, the power management control/status register, in the PM capability.
+const PCI_PM_CTRL: u64 = 4;
+const PCI_PM_CTRL_STATE_MASK: u8 = 0x3;
+/// At most this many capabilities are walked (the kernel's PCI_FIND_CAP_TTL).
+const PCI_FIND_CAP_TTL: usize = 48;
+
+bitflags::bitflags! {
+    /// `VFIO_REGION_INFO_FLAG_*`: what a region allows. Bits this crate does
+    /// not name are kept.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub struct RegionFlags: u32 {
+        /// The region can be read (pread on the device fd).
+        const READ = uapi::VFIO_REGION_INFO_FLAG_READ;
+        /// The region can be written.
+        const WRITE = uapi::VFIO_REGION_INFO_FLAG_WRITE;
+        /// The region can be mmapped.
+        const MMAP = uapi::VFIO_REGION_INFO_FLAG_MMAP;
+        /// The region info has a capability chain.
+        const CAPS = uapi::VFIO_REGION_INFO_FLAG_CAPS;
+        const _ = !0;
+    }
+}
+
+bitflags::bitflags! {
+    /// `VFIO_IRQ_INFO_*`: what an interrupt index supports. Bits this crate
+    /// does not name are kept.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub struct IrqFlags: u32 {
+        /// Vectors can signal eventfds.
+        const EVENTFD = uapi::VFIO_IRQ_INFO_EVENTFD;
+        /// Vectors can be masked and unmasked.
+        const MASKABLE = uapi::VFIO_IRQ_INFO_MASKABLE;
+        /// The vector is masked on delivery (INTx): unmask after the ack.
+        const AUTOMASKED = uapi::VFIO_IRQ_INFO_AUTOMASKED;
+        /// The vector count cannot change once enabled.
+        const NORESIZE = uapi::VFIO_IRQ_INFO_NORESIZE;
+        const _ = !0;
+    }
+}
 
 /// A region of the device.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,7 +74,7 @@ pub struct RegionInfo {
     /// Region index (BAR n is n, config space is 7).
     pub index: u32,
     /// `VFIO_REGION_INFO_FLAG_*`.
-    pub flags: u32,
+    pub flags: RegionFlags,
     /// Size in bytes (0: the region is absent).
     pub size: u64,
     /// Offset of the region in the device fd.
@@ -46,16 +90,17 @@ impl RegionInfo {
     /// # Examples
     ///
     /// ```
-    /// use dmabridge::sys::vfio::RegionInfo;
+    /// use dmabridge::sys::vfio::{RegionFlags, RegionInfo};
     ///
-    /// // VFIO_REGION_INFO_FLAG_READ | _WRITE | _MMAP
-    /// let bar = RegionInfo { index: 0, flags: 0b111, size: 4096, offset: 0 };
+    /// let flags = RegionFlags::READ | RegionFlags::WRITE | RegionFlags::MMAP;
+    /// let bar = RegionInfo { index: 0, flags, size: 4096, offset: 0 };
     /// assert!(bar.mappable());
-    /// let config = RegionInfo { index: 7, flags: 0b011, size: 256, offset: 7 << 40 };
+    /// assert_eq!(bar.flags.bits(), 0b111);
+    /// let config = RegionInfo { index: 7, flags: RegionFlags::READ | RegionFlags::WRITE, size: 256, offset: 7 << 40 };
     /// assert!(!config.mappable());
     /// ```
     pub fn mappable(&self) -> bool {
-        self.flags & uapi::VFIO_REGION_INFO_FLAG_MMAP != 0
+        self.flags.contains(RegionFlags::MMAP)
     }
 }
 
@@ -96,7 +141,7 @@ pub struct IrqInfo {
     /// IRQ index.
     pub index: u32,
     /// `VFIO_IRQ_INFO_*`.
-    pub flags: u32,
+    pub flags: IrqFlags,
     /// Number of vectors (0: not supported).
     pub count: u32,
 }
@@ -109,6 +154,8 @@ pub struct Device {
     flags: u32,
     num_regions: u32,
     num_irqs: u32,
+    /// Config-space offset of the power management capability, once found.
+    pm_cap: OnceLock<Option<u64>>,
 }
 
 impl std::fmt::Debug for Device {
@@ -127,7 +174,15 @@ impl Device {
         // bytes at most).
         unsafe { ioctl_ptr(fd.as_fd(), VFIO_DEVICE_GET_INFO, &mut info) }
             .map_err(OsError::tag("VFIO_DEVICE_GET_INFO"))?;
-        Ok(Device { fd, address, group, flags: info.flags, num_regions: info.num_regions, num_irqs: info.num_irqs })
+        Ok(Device {
+            fd,
+            address,
+            group,
+            flags: info.flags,
+            num_regions: info.num_regions,
+            num_irqs: info.num_irqs,
+            pm_cap: OnceLock::new(),
+        })
     }
 
     /// The function's PCI address.
@@ -216,7 +271,7 @@ impl Device {
         if info.size == 0 {
             return Err(VfioError::NoRegion(index));
         }
-        Ok(RegionInfo { index, flags: info.flags, size: info.size, offset: info.offset })
+        Ok(RegionInfo { index, flags: RegionFlags::from_bits_retain(info.flags), size: info.size, offset: info.offset })
     }
 
     fn bounds(&self, index: u32, offset: u64, len: usize) -> Result<RegionInfo, VfioError> {
@@ -262,11 +317,20 @@ impl Device {
 
     /// Writes `data` to region `index` at `offset` (pwrite on the device fd).
     ///
-    /// Wraps `pwrite(2)` on the device fd.
+    /// A config-space write that would stop the function decoding memory
+    /// while it decodes it — clearing Memory Space Enable in PCI_COMMAND, or
+    /// asking its power management capability for a state other than D0 — is
+    /// refused with [`VfioError::WouldDisableMemory`]: vfio-pci would answer
+    /// every later access to a mapping of its BARs with SIGBUS.
+    /// [`Device::write_region_unchecked`] makes such writes under a contract.
+    ///
+    /// Wraps `pwrite(2)` on the device fd (config writes first read
+    /// PCI_COMMAND and walk the capability list with `pread(2)`).
     ///
     /// # Examples
     ///
     /// ```
+    /// use dmabridge::sys::vfio::VfioError;
     /// # use dmabridge::sys::pci::PciFunction;
     /// # use dmabridge::sys::vfio::{Container, Device};
     /// # fn vfio_device() -> Option<Device> {
@@ -281,9 +345,73 @@ impl Device {
     /// device.read_region(7, 4, &mut command)?;
     /// device.write_region(7, 4, &command)?;
     /// assert_eq!(device.config_read_u16(4)?, u16::from_le_bytes(command));
+    /// // Memory Space Enable (bit 1) cleared: refused while the function decodes memory.
+    /// if command[0] & 2 != 0 {
+    ///     let err = device.write_region(7, 4, &[command[0] & !2]).unwrap_err();
+    ///     assert_eq!(err, VfioError::WouldDisableMemory { address: device.address(), offset: 4, len: 1 });
+    /// }
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn write_region(&self, index: u32, offset: u64, data: &[u8]) -> Result<(), VfioError> {
+        self.bounds(index, offset, data.len())?;
+        if index != CONFIG_REGION || !stops_memory_decoding(offset, data, self.pm_cap()?) {
+            // SAFETY: the write leaves memory decoding as it is or turns it
+            // on, so mappings of the BARs keep faulting in.
+            return unsafe { self.write_region_unchecked(index, offset, data) };
+        }
+        // A write that leaves decoding off is fine only if it is off already,
+        // which means that no safe mapping of the BARs exists: `map_region`
+        // refuses while decoding is off, and no safe write turns it off while
+        // it is on. The lock keeps a `map_region` (or a write that turns
+        // decoding on and is followed by one) from slipping in between this
+        // check and the write.
+        let _decoding = self.group.memory_decoding.lock().unwrap_or_else(|p| p.into_inner());
+        if self.decodes_memory()? {
+            return Err(VfioError::WouldDisableMemory { address: self.address, offset, len: data.len() });
+        }
+        // SAFETY: the function does not decode memory now (checked under the
+        // lock), so no mapping of its BARs was made by the safe API since
+        // decoding last went off, and none can be made before the write lands.
+        unsafe { self.write_region_unchecked(index, offset, data) }
+    }
+
+    /// Writes `data` to region `index` at `offset` like
+    /// [`Device::write_region`], without refusing config writes that stop the
+    /// function decoding memory (clearing Memory Space Enable in PCI_COMMAND,
+    /// or a power state other than D0 in the PM capability).
+    ///
+    /// Wraps `pwrite(2)` on the device fd.
+    ///
+    /// # Safety
+    /// While the function does not decode memory, vfio-pci answers every
+    /// fault on a mapping of its BARs with SIGBUS: no mapping of this
+    /// device's regions ([`Device::map_region`]) may be touched until memory
+    /// decoding is restored (by another write or a [`Device::reset`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use dmabridge::sys::pci::PciFunction;
+    /// # use dmabridge::sys::vfio::{Container, Device};
+    /// # fn vfio_device() -> Option<Device> {
+    /// #     let f = PciFunction::all().into_iter().find(|f| f.is_vfio_bound())?;
+    /// #     Container::open().and_then(|c| c.device(f.address)).map_err(|e| println!("{e}")).ok()
+    /// # }
+    /// // A function bound to vfio-pci, opened as `Container::device` shows, where
+    /// // this machine has one and lets us open it.
+    /// let Some(device) = vfio_device() else { return Ok(()) };
+    /// // Memory decoding off and on again (PCI_COMMAND bit 1), with no BAR
+    /// // mapping touched in between.
+    /// let command = device.config_read_u16(4)?;
+    /// // SAFETY: no mapping of the device's BARs exists in this example.
+    /// unsafe { device.write_region_unchecked(7, 4, &(command & !2).to_le_bytes()) }?;
+    /// assert_eq!(device.config_read_u16(4)? & 2, 0);
+    /// // SAFETY: as above.
+    /// unsafe { device.write_region_unchecked(7, 4, &command.to_le_bytes()) }?;
+    /// assert_eq!(device.config_read_u16(4)?, command);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub unsafe fn write_region_unchecked(&self, index: u32, offset: u64, data: &[u8]) -> Result<(), VfioError> {
         let r = self.bounds(index, offset, data.len())?;
         let n = rustix::io::pwrite(&self.fd, data, r.offset + offset).map_err(OsError::tag("pwrite vfio region"))?;
         if n != data.len() {
@@ -294,7 +422,13 @@ impl Device {
 
     /// Maps the whole of region `index` (a BAR) into the process.
     ///
-    /// Wraps `VFIO_DEVICE_GET_REGION_INFO`, then `mmap(2)` of the device fd.
+    /// Safe because the region's pages stay backed: its size is fixed, and
+    /// the function decodes memory now ([`VfioError::MemoryDisabled`]
+    /// otherwise) and keeps doing so, as [`Device::write_region`] refuses the
+    /// config writes that would stop it.
+    ///
+    /// Wraps `VFIO_DEVICE_GET_REGION_INFO`, `pread(2)` of PCI_COMMAND (and of
+    /// the power management capability), then `mmap(2)` of the device fd.
     ///
     /// # Examples
     ///
@@ -325,8 +459,65 @@ impl Device {
         if !r.mappable() {
             return Err(VfioError::RegionNotMappable(index));
         }
-        let access = if r.flags & uapi::VFIO_REGION_INFO_FLAG_WRITE != 0 { Access::ReadWrite } else { Access::Read };
-        Ok(Mapping::shared(self.fd.as_fd(), r.offset, r.size as usize, access)?)
+        let access = if r.flags.contains(RegionFlags::WRITE) { Access::ReadWrite } else { Access::Read };
+        let len = usize::try_from(r.size).map_err(|_| OsError::new("mmap vfio region", Errno::OVERFLOW))?;
+        // Checked and mapped under the lock that config writes leaving memory
+        // decoding off take (see `write_region`).
+        let _decoding = self.group.memory_decoding.lock().unwrap_or_else(|p| p.into_inner());
+        if !self.decodes_memory()? {
+            return Err(VfioError::MemoryDisabled(self.address));
+        }
+        // SAFETY: the mapping covers exactly the region, whose size the kernel
+        // fixes for the device's life (vfio-pci refuses mmaps beyond it), and
+        // the device file stays open while the mapping exists. Its pages fault
+        // in for as long as the function decodes memory, which it does now
+        // (checked just above, under the lock); the safe API refuses every
+        // config write that would stop it (`write_region`), a reset restores
+        // it before faults resume, and no other process can open the device
+        // while this one holds its group.
+        Ok(unsafe { Mapping::shared(self.fd.as_fd(), r.offset, len, access) }?)
+    }
+
+    /// True if the function decodes memory now: Memory Space Enable is set in
+    /// PCI_COMMAND and, if it has a power management capability, it is in
+    /// D0. Otherwise vfio-pci answers faults on its BAR mappings with SIGBUS.
+    fn decodes_memory(&self) -> Result<bool, VfioError> {
+        let mut command = [0u8; 1];
+        self.read_region(CONFIG_REGION, PCI_COMMAND, &mut command)?;
+        if command[0] & PCI_COMMAND_MEMORY == 0 {
+            return Ok(false);
+        }
+        let Some(pm) = self.pm_cap()? else { return Ok(true) };
+        let mut pmcsr = [0u8; 1];
+        self.read_region(CONFIG_REGION, pm + PCI_PM_CTRL, &mut pmcsr)?;
+        Ok(pmcsr[0] & PCI_PM_CTRL_STATE_MASK == 0)
+    }
+
+    /// Config-space offset of the power management capability (walked once,
+    /// then remembered: the capability list does not change).
+    fn pm_cap(&self) -> Result<Option<u64>, VfioError> {
+        if let Some(pm) = self.pm_cap.get() {
+            return Ok(*pm);
+        }
+        let mut found = None;
+        if self.config_read_u16(PCI_STATUS)? & PCI_STATUS_CAP_LIST != 0 {
+            let mut next = [0u8; 1];
+            self.read_region(CONFIG_REGION, PCI_CAPABILITY_LIST, &mut next)?;
+            let mut pos = u64::from(next[0] & !3);
+            for _ in 0..PCI_FIND_CAP_TTL {
+                if pos < 0x40 {
+                    break;
+                }
+                let mut header = [0u8; 2];
+                self.read_region(CONFIG_REGION, pos, &mut header)?;
+                if header[0] == PCI_CAP_ID_PM {
+                    found = Some(pos);
+                    break;
+                }
+                pos = u64::from(header[1] & !3);
+            }
+        }
+        Ok(*self.pm_cap.get_or_init(|| found))
     }
 
     /// Reads a 16-bit config-space register.
@@ -356,7 +547,8 @@ impl Device {
         Ok(u16::from_le_bytes(b))
     }
 
-    /// Writes a 16-bit config-space register.
+    /// Writes a 16-bit config-space register, with the refusals of
+    /// [`Device::write_region`].
     ///
     /// Wraps `pwrite(2)` of the config region.
     ///
@@ -504,7 +696,7 @@ impl Device {
         // SAFETY: VFIO_DEVICE_GET_IRQ_INFO fills one `vfio_irq_info`.
         unsafe { ioctl_ptr(self.fd.as_fd(), VFIO_DEVICE_GET_IRQ_INFO, &mut info) }
             .map_err(OsError::tag("VFIO_DEVICE_GET_IRQ_INFO"))?;
-        Ok(IrqInfo { index, flags: info.flags, count: info.count })
+        Ok(IrqInfo { index, flags: IrqFlags::from_bits_retain(info.flags), count: info.count })
     }
 
     /// Routes vectors `0..fds.len()` of `kind` to the eventfds (enables
@@ -699,8 +891,48 @@ impl Device {
     }
 }
 
+/// True if a config-space write of `data` at `offset` leaves the function not
+/// decoding memory: the byte it writes to PCI_COMMAND has Memory Space Enable
+/// clear, or the byte it writes to PMCSR of the power management capability
+/// at `pm` asks for a state other than D0 (vfio-pci splits config writes into
+/// naturally aligned pieces, so any write covering those bytes counts).
+fn stops_memory_decoding(offset: u64, data: &[u8], pm: Option<u64>) -> bool {
+    let byte_at =
+        |reg: u64| reg.checked_sub(offset).and_then(|i| usize::try_from(i).ok()).and_then(|i| data.get(i)).copied();
+    byte_at(PCI_COMMAND).is_some_and(|b| b & PCI_COMMAND_MEMORY == 0)
+        || pm
+            .and_then(|pm| pm.checked_add(PCI_PM_CTRL))
+            .and_then(byte_at)
+            .is_some_and(|b| b & PCI_PM_CTRL_STATE_MASK != 0)
+}
+
 impl AsFd for Device {
     fn as_fd(&self) -> BorrowedFd<'_> {
         self.fd.as_fd()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn writes_that_stop_memory_decoding() {
+        // PCI_COMMAND: memory (bit 1) kept, cleared, or not written at all.
+        assert!(!stops_memory_decoding(4, &[0b110, 0], None));
+        assert!(stops_memory_decoding(4, &[0b100, 0], None));
+        assert!(stops_memory_decoding(0, &[0; 8], None));
+        assert!(stops_memory_decoding(3, &[0xff, 0x00], None));
+        assert!(!stops_memory_decoding(5, &[0], None));
+        assert!(!stops_memory_decoding(0, &[0; 4], None));
+        // PMCSR of a PM capability at 0x40: D0 is fine, D1..D3hot are not.
+        assert!(!stops_memory_decoding(0x44, &[0, 0], Some(0x40)));
+        assert!(stops_memory_decoding(0x44, &[3, 0], Some(0x40)));
+        assert!(stops_memory_decoding(0x42, &[0, 0, 1, 0], Some(0x40)));
+        assert!(!stops_memory_decoding(0x45, &[3], Some(0x40)));
+        assert!(!stops_memory_decoding(0x44, &[3], None));
+        // Offsets near the top of the range do not overflow.
+        assert!(!stops_memory_decoding(u64::MAX, &[0], Some(u64::MAX - 4)));
+        assert!(!stops_memory_decoding(u64::MAX - 1, &[0, 0], Some(0x40)));
     }
 }

@@ -2,7 +2,7 @@
 
 use std::ffi::CString;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use rustix::fs::{Mode, OFlags};
 use rustix::io::Errno;
@@ -24,6 +24,11 @@ pub struct Group {
     fd: OwnedFd,
     number: u32,
     container: Arc<Container>,
+    /// Held while a device of the group checks whether its function decodes
+    /// memory and acts on the answer (maps a BAR, or makes a config write
+    /// that leaves decoding off): see `Device::write_region`. One per group
+    /// node, which a process can open only once, so one per function.
+    pub(super) memory_decoding: Mutex<()>,
 }
 
 impl std::fmt::Debug for Group {
@@ -96,7 +101,7 @@ impl Group {
         // which `container` keeps open for the call.
         unsafe { ioctl_ptr(fd.as_fd(), VFIO_GROUP_SET_CONTAINER, &mut cfd) }
             .map_err(OsError::tag("VFIO_GROUP_SET_CONTAINER"))?;
-        let group = Arc::new(Group { fd, number, container: container.clone() });
+        let group = Arc::new(Group { fd, number, container: container.clone(), memory_decoding: Mutex::new(()) });
         container.attached(&group)?;
         Ok(group)
     }

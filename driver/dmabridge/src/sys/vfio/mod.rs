@@ -15,7 +15,7 @@ mod device;
 mod group;
 
 pub use container::{Container, DmaMapping, IommuInfo};
-pub use device::{Device, IrqInfo, IrqKind, RegionInfo};
+pub use device::{Device, IrqFlags, IrqInfo, IrqKind, RegionFlags, RegionInfo};
 pub use group::Group;
 
 use crate::sys::pci::PciAddress;
@@ -73,6 +73,31 @@ pub enum VfioError {
         len: usize,
         /// Region size.
         size: u64,
+    },
+    /// The function does not decode memory (Memory Space Enable clear in
+    /// PCI_COMMAND, or a power state other than D0): vfio-pci would answer
+    /// every access to a mapping of its BARs with SIGBUS.
+    #[error("{0} does not decode memory (PCI_COMMAND bit 1 clear, or not in power state D0): a mapping of its BARs would kill the process (SIGBUS) at the first access; set Memory Space Enable (config_write_u16(4, command | 2)) or reset the function")]
+    MemoryDisabled(PciAddress),
+    /// A config-space write that would stop the function decoding memory.
+    #[error("the config write at {offset:#x} ({len} bytes) would stop {address} decoding memory (Memory Space Enable cleared, or a power state other than D0): any access to a mapping of its BARs would then kill the process (SIGBUS); keep PCI_COMMAND bit 1 set and PMCSR in D0, or use the unsafe Device::write_region_unchecked")]
+    WouldDisableMemory {
+        /// The function.
+        address: PciAddress,
+        /// Config-space offset written.
+        offset: u64,
+        /// Bytes written.
+        len: usize,
+    },
+    /// A DMA range that is not inside the mapping it names.
+    #[error("DMA range {offset:#x}+{size:#x} is not inside the mapping ({len:#x} bytes)")]
+    OutsideMapping {
+        /// Offset into the mapping asked for.
+        offset: usize,
+        /// Size asked for.
+        size: u64,
+        /// The mapping's length.
+        len: usize,
     },
     /// An IRQ index the device does not have, or more vectors than it has.
     #[error("the device has no interrupt {index} with {count} vectors")]
