@@ -212,7 +212,7 @@ impl Chunk {
 
     /// True if any page in `pages` is exported.
     fn touches_exported(&self, pages: Range<u32>) -> bool {
-        self.exported.range(pages).next().is_some()
+        !self.exported.is_empty() && self.exported.range(pages).next().is_some()
     }
 }
 
