@@ -375,6 +375,15 @@ fn hostile_sub_buffer_regions_are_refused() {
         assert_eq!(sub(origin, size), ClErrorKind::InvalidValue, "origin {origin} size {size}");
     }
     assert_eq!(sub(usize::MAX & !127, 0), ClErrorKind::InvalidBufferSize);
+    // A host pointer whose bytes would wrap around the address space is no
+    // memory at all: refused at creation (its sub-buffers' host pointers
+    // would overflow).
+    for flags in [mem_flags::USE_HOST_PTR, mem_flags::COPY_HOST_PTR] {
+        let wraps = (usize::MAX - 63) as *mut u8;
+        // SAFETY: refused before `wraps` is used.
+        let r = unsafe { Buffer::create(&ctx, flags, 128, wraps) };
+        assert_eq!(err_kind(r), ClErrorKind::InvalidHostPtr, "flags {flags:#x}");
+    }
     assert_eq!(Buffer::create_sub_buffer(&b, 0, BUFFER_CREATE_TYPE_REGION, 4096, 4096).unwrap().size(), 4096);
     assert_eq!(b.stats(Location::Host), LocationStats::default());
 }

@@ -155,7 +155,8 @@ impl Buffer {
     ///   `CL_DEVICE_MAX_MEM_ALLOC_SIZE`, or a `USE_HOST_PTR` buffer runs past
     ///   the end of the SVM allocation its pointer lies in;
     /// - `CL_INVALID_HOST_PTR`: `host_ptr` is NULL with `USE_HOST_PTR` or
-    ///   `COPY_HOST_PTR`, or not NULL without them; `USE_HOST_PTR` over a
+    ///   `COPY_HOST_PTR`, or not NULL without them, or its `size` bytes
+    ///   would wrap around the address space; `USE_HOST_PTR` over a
     ///   USM allocation of this context (seed 000, issue 20), or
     ///   `COPY_HOST_PTR` from a device or shared USM allocation of this
     ///   context (issue 21);
@@ -206,6 +207,12 @@ impl Buffer {
             return cl_err!(
                 InvalidHostPtr,
                 "host_ptr {host_ptr:?} given without CL_MEM_USE_HOST_PTR or CL_MEM_COPY_HOST_PTR"
+            );
+        }
+        if !host_ptr.is_null() && (host_ptr as usize).checked_add(size).is_none() {
+            return cl_err!(
+                InvalidHostPtr,
+                "host_ptr {host_ptr:?} + {size} bytes runs past the end of the address space: no memory is like that"
             );
         }
         let mut uses_svm = false;
