@@ -419,20 +419,29 @@ fn a_native_kernel_gets_its_captured_arguments() {
 
 /// Enqueues `k` gated on a user event, starts a blocking free of `p`, and
 /// reports whether the free returned before the gate opened.
+///
+/// The gate opens as soon as the free returns, or after `PATIENCE` if it is
+/// still waiting (then it waits for the launch, as it must). No timing decides
+/// the answer in the other direction: a free that does not wait returns before
+/// the gate opens however slow the machine is, unless it is stalled for longer
+/// than `PATIENCE`.
 fn free_returns_before_launch(ctx: &Arc<Context>, q: &Arc<Queue>, k: &Arc<Kernel>, p: *mut u8) -> bool {
+    const PATIENCE: Duration = Duration::from_secs(1);
     let gate = Event::user(ctx);
     // SAFETY: the kernels of these tests touch only allocations that live
     // until their event completes (or nothing).
     let launch = unsafe { kernel::enqueue_task(q, k, std::slice::from_ref(&gate)) }.unwrap();
+    let (returned, free_returned) = std::sync::mpsc::channel::<()>();
     let opener = {
         let gate = gate.clone();
         std::thread::spawn(move || {
-            std::thread::sleep(Duration::from_millis(100));
+            let _ = free_returned.recv_timeout(PATIENCE);
             gate.set_user_status(0).unwrap();
         })
     };
     cmd::mem_blocking_free(ctx, p).unwrap();
     let early = !launch.status().is_terminal();
+    let _ = returned.send(());
     opener.join().unwrap();
     Event::wait(&[launch]).unwrap();
     early
