@@ -99,6 +99,29 @@ fn usm_frees_refuse_svm_pointers_and_svm_frees_ignore_usm_pointers() {
     assert_eq!(ctx.heap().stats().live, 0);
 }
 
+/// A refused free changes nothing, not even the commands enqueued on the
+/// allocation: `clMemFreeINTEL` / `clMemBlockingFreeINTEL` of an SVM
+/// pointer must not cancel a migration of it that has not run yet (only a
+/// free that succeeds keeps pending migrations off the pages).
+#[test]
+fn a_refused_usm_free_of_an_svm_pointer_keeps_its_pending_migration() {
+    let (ctx, q) = setup();
+    const SIZE: usize = 4 << 20;
+    // Never touched: none of its pages is committed until the migration runs.
+    let s = svm_alloc(&ctx, SIZE);
+    let before = ctx.heap().stats().resident_bytes;
+    let gate = Event::user(&ctx);
+    let e = svm_cmd::enqueue_svm_migrate_mem(&q, &[s.cast_const()], None, migration::HOST, std::slice::from_ref(&gate));
+    let e = e.unwrap();
+    assert_eq!(err_kind(usm::mem_free(&ctx, s)), InvalidValue);
+    assert_eq!(err_kind(usm_cmd::mem_blocking_free(&ctx, s)), InvalidValue);
+    gate.set_user_status(0).unwrap();
+    Event::wait(&[e]).unwrap();
+    let grown = ctx.heap().stats().resident_bytes - before;
+    assert!(grown >= SIZE as u64, "the migration was cancelled by a refused free: {grown} bytes committed");
+    assert!(svm::svm_free(&ctx, s));
+}
+
 /// Frees given another context's allocations: `CL_INVALID_VALUE` from the
 /// USM frees, nothing from the SVM ones; the allocations stay live in
 /// their own context. Both ways round.

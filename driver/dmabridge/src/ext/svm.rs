@@ -129,7 +129,7 @@ pub fn svm_free(ctx: &Arc<Context>, ptr: *mut u8) -> bool {
     }
     let p = ptr as usize;
     match ctx.heap().lookup(p) {
-        Some(i) if i.base == p && i.meta.kind == AllocKind::Svm => ctx.free_heap_with(p, || ctx.heap().free(p).is_ok()),
+        Some(i) if i.base == p && i.meta.kind == AllocKind::Svm => ctx.free_heap_with(p, || ctx.heap().free(p)).is_ok(),
         _ => false,
     }
 }

@@ -329,24 +329,37 @@ impl Context {
 
     /// Frees the USM allocation that starts at `ptr`: a local-memory one of
     /// this context as [`Context::local_free`] does, else (the heap's) by
-    /// `heap_free`, after cancelling every claim on it, so that no command
-    /// enqueued before the free acts on the pages afterwards. Every free of
-    /// a USM allocation goes through here.
-    pub(crate) fn free_usm_with<R>(&self, ptr: usize, heap_free: impl FnOnce() -> R) -> Freed<R> {
+    /// `heap_free`; if that succeeds, every claim on the allocation is
+    /// cancelled before the lock is let go, so that no command enqueued
+    /// before the free acts on the pages afterwards. A refused free cancels
+    /// nothing. Every free of a USM allocation goes through here.
+    pub(crate) fn free_usm_with<T, E>(
+        &self,
+        ptr: usize,
+        heap_free: impl FnOnce() -> Result<T, E>,
+    ) -> Freed<Result<T, E>> {
         let mut owned = self.owned_write();
         if let Some(r) = self.local_free_in(&mut owned, ptr) {
             return Freed::Local(r);
         }
-        cancel_claims(&mut owned, ptr);
-        Freed::Heap(heap_free())
+        Freed::Heap(free_then_cancel(&mut owned, ptr, heap_free))
     }
 
     /// [`Context::free_usm_with`] for an allocation of the heap only (SVM).
-    pub(crate) fn free_heap_with<R>(&self, ptr: usize, heap_free: impl FnOnce() -> R) -> R {
-        let mut owned = self.owned_write();
-        cancel_claims(&mut owned, ptr);
-        heap_free()
+    pub(crate) fn free_heap_with<T, E>(&self, ptr: usize, heap_free: impl FnOnce() -> Result<T, E>) -> Result<T, E> {
+        free_then_cancel(&mut self.owned_write(), ptr, heap_free)
     }
+}
+
+/// Runs `heap_free` and, if it freed the allocation at `base`, cancels the
+/// claims on it. The caller holds the lock that [`RangeClaim::run`] takes,
+/// so no claim runs between the free and its cancellation.
+fn free_then_cancel<T, E>(owned: &mut Owned, base: usize, heap_free: impl FnOnce() -> Result<T, E>) -> Result<T, E> {
+    let freed = heap_free();
+    if freed.is_ok() {
+        cancel_claims(owned, base);
+    }
+    freed
 }
 
 fn cancel_claims(owned: &mut Owned, base: usize) {
