@@ -420,13 +420,21 @@ fn a_native_kernel_gets_its_captured_arguments() {
 /// Enqueues `k` gated on a user event, starts a blocking free of `p`, and
 /// reports whether the free returned before the gate opened.
 ///
-/// The gate opens as soon as the free returns, or after `PATIENCE` if it is
-/// still waiting (then it waits for the launch, as it must). No timing decides
-/// the answer in the other direction: a free that does not wait returns before
-/// the gate opens however slow the machine is, unless it is stalled for longer
-/// than `PATIENCE`.
-fn free_returns_before_launch(ctx: &Arc<Context>, q: &Arc<Queue>, k: &Arc<Kernel>, p: *mut u8) -> bool {
-    const PATIENCE: Duration = Duration::from_secs(1);
+/// The gate opens as soon as the free returns, or, if it is still waiting,
+/// after a patience chosen by what the caller expects, so that no timing can
+/// fail a correct free: when the free is expected to wait (`expect_early`
+/// false), one second (a free that wrongly returns at once is still seen
+/// returning first, unless stalled that long, which can only hide the bug);
+/// when it is expected not to wait, a minute, only so that a free that
+/// wrongly waits fails the test instead of hanging it.
+fn free_returns_before_launch(
+    ctx: &Arc<Context>,
+    q: &Arc<Queue>,
+    k: &Arc<Kernel>,
+    p: *mut u8,
+    expect_early: bool,
+) -> bool {
+    let patience = Duration::from_secs(if expect_early { 60 } else { 1 });
     let gate = Event::user(ctx);
     // SAFETY: the kernels of these tests touch only allocations that live
     // until their event completes (or nothing).
@@ -435,7 +443,7 @@ fn free_returns_before_launch(ctx: &Arc<Context>, q: &Arc<Queue>, k: &Arc<Kernel
     let opener = {
         let gate = gate.clone();
         std::thread::spawn(move || {
-            let _ = free_returned.recv_timeout(PATIENCE);
+            let _ = free_returned.recv_timeout(patience);
             gate.set_user_status(0).unwrap();
         })
     };
@@ -457,7 +465,7 @@ fn blocking_free_waits_for_a_launch_with_the_pointer_argument() {
     k.set_arg_mem_pointer(0, unsafe { p.add(128) }).unwrap();
     k.set_arg_scalar(1, &4u64.to_ne_bytes()).unwrap();
     k.set_arg_scalar(2, &7u32.to_ne_bytes()).unwrap();
-    assert!(!free_returns_before_launch(&ctx, &q, &k, p), "the free did not wait for the launch");
+    assert!(!free_returns_before_launch(&ctx, &q, &k, p, false), "the free did not wait for the launch");
     assert_eq!(usm::mem_free(&ctx, p).unwrap_err().kind, InvalidValue, "already freed");
 }
 
@@ -471,11 +479,11 @@ fn blocking_free_waits_for_usm_ptrs_and_indirect_access_only() {
     k.set_arg_scalar(2, &7u32.to_ne_bytes()).unwrap();
     // Control: a launch that uses another allocation does not hold the free.
     let p = host(&ctx, 64);
-    assert!(free_returns_before_launch(&ctx, &q, &k, p), "the free waited for a launch that does not use it");
+    assert!(free_returns_before_launch(&ctx, &q, &k, p, true), "the free waited for a launch that does not use it");
     // USM_PTRS names it.
     let p = host(&ctx, 64);
     k.set_exec_info_usm_ptrs(&[p]);
-    assert!(!free_returns_before_launch(&ctx, &q, &k, p), "USM_PTRS did not count");
+    assert!(!free_returns_before_launch(&ctx, &q, &k, p, false), "USM_PTRS did not count");
     k.set_exec_info_usm_ptrs(&[]);
     // Indirect access: a native kernel without any argument uses every
     // allocation of the flagged type, and no other.
@@ -496,7 +504,7 @@ fn blocking_free_waits_for_usm_ptrs_and_indirect_access_only() {
             let uses = kind == flag;
             let p = alloc(kind);
             assert_eq!(
-                !free_returns_before_launch(&ctx, &q, &native, p),
+                !free_returns_before_launch(&ctx, &q, &native, p, !uses),
                 uses,
                 "indirect access {param:#x}, allocation type {kind}: the free must wait only for its own type"
             );
@@ -504,7 +512,7 @@ fn blocking_free_waits_for_usm_ptrs_and_indirect_access_only() {
         native.set_exec_info_indirect_access(param, false).unwrap();
     }
     let p = host(&ctx, 64);
-    assert!(free_returns_before_launch(&ctx, &q, &native, p), "no flag set: the free must not wait");
+    assert!(free_returns_before_launch(&ctx, &q, &native, p, true), "no flag set: the free must not wait");
     // An SVM allocation, which indirect shared access covers, is refused
     // by the blocking free at once: not a USM allocation (seed 000).
     native.set_exec_info_indirect_access(exec_info::INDIRECT_SHARED_ACCESS, true).unwrap();
