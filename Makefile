@@ -11,7 +11,7 @@ RIG        := qemu/run-in-guest
 GUEST_RIG  := --edu 2 --bind 0000:00:10.0 --bind 0000:00:08.0 --module vgem
 LOGS       := target/test-logs
 
-.PHONY: all build deps guest demo test test-host test-guest test-guest-doc test-rig lint bench clean-guest
+.PHONY: all build deps guest demo test test-host test-guest test-guest-doc test-rig lint bench fuzz clean-guest
 
 all: build
 
@@ -94,6 +94,21 @@ bench: guest
 	@bin=$$($(CARGO) bench -p dmabridge --bench buffer_map --no-run 2>&1 | sed -n 's/.*Executable .*(\(.*\)).*/\1/p' | tail -1); \
 	test -n "$$bin" || { echo "bench: could not build benches/buffer_map.rs"; exit 1; }; \
 	$(RIG) --ivshmem-size 256M --bind 0000:00:08.0 --env DMABRIDGE_BAR_DEVICE=0000:00:08.0,bar=2 -- $$bin
+
+# The property-based tests (tests/prop: USM, SVM and buffer commands against
+# reference models) with many more cases than `make test` gives them:
+# FUZZ_CASES per property, in a debug build (overflow checks on), bounded by
+# FUZZ_SECONDS; a run that does not end in time fails (a hang is a bug).
+# Shrunk failing inputs land in tests/prop/*.regressions: commit them.
+FUZZ_CASES   ?= 20000
+FUZZ_SECONDS ?= 3600
+fuzz:
+	@mkdir -p $(LOGS)
+	@bin=$$($(CARGO) test -p dmabridge-tests --test prop --no-run 2>&1 | sed -n 's/.*Executable .*(\(.*\)).*/\1/p' | tail -1); \
+	test -n "$$bin" || { echo "fuzz: could not build tests/prop"; exit 1; }; \
+	echo "== property-based tests, $(FUZZ_CASES) cases per property, at most $(FUZZ_SECONDS) s"; \
+	set -o pipefail; cd tests && PROPTEST_CASES=$(FUZZ_CASES) timeout -k 10 $(FUZZ_SECONDS) $$bin --color never 2>&1 | tee ../$(LOGS)/fuzz.log; \
+	status=$$?; test $$status -ne 124 || echo "fuzz: not finished within $(FUZZ_SECONDS) s"; exit $$status
 
 lint:
 	$(CARGO) fmt --all --check
