@@ -147,6 +147,15 @@ pub struct IrqInfo {
 }
 
 /// An open VFIO device.
+///
+/// It lends no fd: a raw `pwrite` to its config space could switch memory
+/// decoding off under a safe [`Device::map_region`] mapping (a SIGBUS on the
+/// next access), so every access goes through the checked methods.
+///
+/// ```compile_fail
+/// fn lends_its_fd<T: std::os::fd::AsFd>() {}
+/// lends_its_fd::<dmabridge::sys::vfio::device::Device>();
+/// ```
 pub struct Device {
     fd: OwnedFd,
     address: PciAddress,
@@ -906,11 +915,10 @@ fn stops_memory_decoding(offset: u64, data: &[u8], pm: Option<u64>) -> bool {
             .is_some_and(|b| b & PCI_PM_CTRL_STATE_MASK != 0)
 }
 
-impl AsFd for Device {
-    fn as_fd(&self) -> BorrowedFd<'_> {
-        self.fd.as_fd()
-    }
-}
+// No `AsFd` for `Device`, on purpose: with the device fd, safe code could
+// `pwrite` the config space past `write_region`'s checks (clear the memory
+// decoding bit) and then fault on a safe `map_region` mapping with SIGBUS.
+// Every operation on the fd goes through the checked methods above.
 
 #[cfg(test)]
 mod tests {
