@@ -39,7 +39,7 @@
 use std::sync::{Arc, OnceLock};
 
 use dmabridge::error::{ClError, ClErrorKind::*};
-use dmabridge::ext::usm;
+use dmabridge::ext::{svm, usm};
 use dmabridge::runtime::buffer::map::{self, map_flags};
 use dmabridge::runtime::buffer::mem_flags::{self as mf};
 use dmabridge::runtime::buffer::rect::{self, CopyRect, HostRect};
@@ -236,10 +236,47 @@ impl Geometry {
     }
 }
 
+/// The `host_ptr` of clCreateBuffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HostPtr {
+    /// What the flags ask for: [`HostPtr::Own`] if they name a host
+    /// pointer, NULL otherwise.
+    Auto,
+    Null,
+    /// The test's plain host memory (region 0).
+    Arena,
+    /// Fresh memory of its own, as large as the buffer.
+    Own,
+    /// A fresh `clSVMAlloc` allocation of the context, as large as the
+    /// buffer, or (`true`) one byte smaller.
+    Svm(bool),
+    NearMax(u8),
+}
+
+fn host_ptr() -> BoxedStrategy<HostPtr> {
+    prop_oneof![
+        8 => Just(HostPtr::Auto),
+        2 => Just(HostPtr::Null),
+        2 => Just(HostPtr::Arena),
+        3 => Just(HostPtr::Own),
+        2 => prop::bool::weighted(0.2).prop_map(HostPtr::Svm),
+        1 => any::<u8>().prop_map(HostPtr::NearMax),
+    ]
+    .boxed()
+}
+
+/// Creation flags: [`mem_flags`], and often `CL_MEM_USE_HOST_PTR` or
+/// `CL_MEM_COPY_HOST_PTR` with an access flag.
+fn create_flags() -> BoxedStrategy<u64> {
+    (mem_flags(), prop::sample::select(vec![0, 0, mf::USE_HOST_PTR, mf::COPY_HOST_PTR]))
+        .prop_map(|(f, h)| if f & (mf::HOST_PTR | !mf::ALL) == 0 { f | h } else { f })
+        .boxed()
+}
+
 /// One call.
 #[derive(Debug, Clone)]
 pub enum Op {
-    Create { flags: u64, size: Num, host: bool },
+    Create { flags: u64, size: Num, host: HostPtr },
     Sub { parent: u8, flags: u64, origin: Num, size: Num },
     Write { buf: Pick, offset: Num, size: Num, host: HostAt, blocking: bool, gate: Gate },
     Read { buf: Pick, offset: Num, size: Num, host: HostAt, blocking: bool, gate: Gate },
@@ -286,9 +323,9 @@ fn op() -> BoxedStrategy<Op> {
         1 => Just(3usize),
         1 => Just(256usize),
     ];
-    let map = prop_oneof![8 => 0u64..8, 1 => any::<u64>()];
+    let map = prop_oneof![6 => prop::sample::select(vec![1u64, 2, 3, 4]), 2 => 0u64..8, 1 => any::<u64>()];
     prop_oneof![
-        1 => (mem_flags(), num(), any::<bool>()).prop_map(|(flags, size, host)| Op::Create { flags, size, host }).boxed(),
+        2 => (create_flags(), num(), host_ptr()).prop_map(|(flags, size, host)| Op::Create { flags, size, host }).boxed(),
         2 => (any::<u8>(), mem_flags(), num(), num())
             .prop_map(|(parent, flags, origin, size)| Op::Sub { parent, flags, origin, size })
             .boxed(),
@@ -351,6 +388,9 @@ struct View {
 struct Root {
     buf: Arc<Buffer>,
     data: Vec<u8>,
+    /// The `host_ptr` of a `CL_MEM_USE_HOST_PTR` buffer: maps return
+    /// pointers derived from it.
+    use_host_ptr: Option<usize>,
 }
 
 /// Host memory the test owns and its model.
@@ -393,10 +433,16 @@ struct World {
     _arena: Arena,
     align: usize,
     max_alloc: u64,
+    /// Non-blocking commands are not waited for one by one (see the USM
+    /// model); observations go through the same in-order queue.
+    lazy: bool,
+    /// The host memory of `CL_MEM_USE_HOST_PTR` buffers (last: dropped
+    /// after the buffers).
+    owned: Vec<Arena>,
 }
 
 impl World {
-    fn new(roots: &[(u64, Num)], subs: &[(u8, u8, Num)]) -> World {
+    fn new(roots: &[(u64, Num)], subs: &[(u8, u8, Num)], lazy: bool) -> World {
         let (ctx, q) = dmabridge_tests::cpu_context_and_queue();
         // SAFETY: no host pointer.
         let scratch = unsafe { Buffer::create(&ctx, 0, MAX_BUFFER, std::ptr::null_mut()) }.unwrap();
@@ -421,6 +467,8 @@ impl World {
             _arena: arena,
             align: cpu.max_alignment as usize,
             max_alloc: cpu.max_mem_alloc_size,
+            lazy,
+            owned: vec![],
         };
         for (i, r) in w.regions.iter_mut().enumerate() {
             r.data = bytes(0x5eed + i as u64, r.data.len());
@@ -452,7 +500,7 @@ impl World {
         let buf = unsafe { Buffer::create(&self.ctx, flags, size, host) }?;
         let data = if flags & mf::COPY_HOST_PTR != 0 { self.regions[0].data[..size].to_vec() } else { vec![0; size] };
         let root = self.roots.len();
-        self.roots.push(Root { buf: buf.clone(), data });
+        self.roots.push(Root { buf: buf.clone(), data, use_host_ptr: None });
         let stored = buf.flags();
         self.views.push(View { buf, root, origin: 0, size, flags: stored, sub: false });
         if flags & mf::COPY_HOST_PTR == 0 {
@@ -529,6 +577,7 @@ impl World {
     }
 
     fn check(&self, after: &str) -> Result<(), TestCaseError> {
+        let _ = self.q.finish();
         for (i, r) in self.roots.iter().enumerate() {
             diff(&format!("after {after}: buffer {i} ({} bytes)", r.data.len()), &self.observe(i), &r.data)?;
         }
@@ -579,7 +628,7 @@ impl World {
         }
     }
 
-    fn op_create(&mut self, flags: u64, size: Num, host: bool) -> Result<(), TestCaseError> {
+    fn op_create(&mut self, flags: u64, size: Num, host: HostPtr) -> Result<(), TestCaseError> {
         use mf::*;
         let size = size.at(MAX_BUFFER);
         let mut e = Expect::new();
@@ -591,29 +640,74 @@ impl World {
             e.fail(InvalidBufferSize);
         }
         let wants = flags & (USE_HOST_PTR | COPY_HOST_PTR) != 0;
-        if wants != host {
+        let host = match host {
+            HostPtr::Auto if wants => HostPtr::Own,
+            HostPtr::Auto => HostPtr::Null,
+            h => h,
+        };
+        if wants != (host != HostPtr::Null) {
             e.fail(InvalidHostPtr);
         }
-        if !e.must_fail() && (self.roots.len() >= MAX_ROOTS || flags & USE_HOST_PTR != 0 || size > MAX_BUFFER) {
-            // Enough buffers, or larger than the scratch buffer and the host
-            // memory; and the model keeps no buffer over its own memory.
+        let fits = size <= MAX_BUFFER && self.roots.len() < MAX_ROOTS;
+        let seed = self.roots.len() as u64 + 0xc0ffee;
+        // The host memory, and the model's view of its bytes.
+        let (p, init): (usize, Option<Vec<u8>>) = match host {
+            HostPtr::Null | HostPtr::Auto => (0, None),
+            HostPtr::Arena => (self.regions[0].base, Some(self.regions[0].data.clone())),
+            HostPtr::Own if fits => {
+                let a = Arena::new(MAX_BUFFER);
+                let init = bytes(seed, MAX_BUFFER);
+                // SAFETY: fresh memory of MAX_BUFFER bytes, the test's own.
+                unsafe { std::ptr::copy_nonoverlapping(init.as_ptr(), a.base() as *mut u8, MAX_BUFFER) };
+                let p = a.base();
+                self.owned.push(a);
+                (p, Some(init))
+            }
+            HostPtr::Svm(smaller) if fits && size > 1 => {
+                let n = size - usize::from(smaller);
+                let svm = svm::svm_alloc(&self.ctx, svm::flags::READ_WRITE, n, 0).unwrap().as_ptr();
+                let init = bytes(seed, n);
+                // SAFETY: a fresh n-byte SVM allocation, host-accessible on the CPU device.
+                unsafe { std::ptr::copy_nonoverlapping(init.as_ptr(), svm, n) };
+                if smaller && flags & USE_HOST_PTR != 0 {
+                    // Seed 001: a buffer over an SVM allocation succeeds as
+                    // long as it is no larger than the allocation.
+                    e.fail(InvalidBufferSize);
+                }
+                (svm as usize, Some(init))
+            }
+            HostPtr::Own | HostPtr::Svm(_) => return Ok(()),
+            HostPtr::NearMax(x) => (usize::MAX - x as usize, None),
+        };
+        if wants && p != 0 && p.checked_add(size).is_none() {
+            // Host memory that runs past the end of the address space.
+            e.fail(InvalidHostPtr);
+            e.fail(InvalidValue);
+        }
+        let known = init.as_ref().is_some_and(|i| i.len() >= size);
+        let use_arena = flags & USE_HOST_PTR != 0 && host == HostPtr::Arena;
+        if !e.must_fail() && (!fits || (wants && !known) || use_arena) {
+            // Enough buffers, larger than the scratch buffer, host memory
+            // the caller does not own, or a buffer over the memory the
+            // model compares as host memory: not made.
             return Ok(());
         }
-        let p = if host { self.regions[0].base as *mut u8 } else { std::ptr::null_mut() };
-        // SAFETY: `p` is NULL or the arena, larger than any size that can
-        // succeed; a failing call reads nothing.
-        let r = unsafe { Buffer::create(&self.ctx, flags, size, p) };
-        let what = format!("clCreateBuffer(flags {flags:#x}, size {size}, host_ptr {p:?})");
+        // SAFETY: `p` is NULL, or memory the test owns that holds `size`
+        // bytes (checked above), or the call must fail before reading it.
+        let r = unsafe { Buffer::create(&self.ctx, flags, size, p as *mut u8) };
+        let what = format!("clCreateBuffer(flags {flags:#x}, size {size}, host_ptr {p:#x} ({host:?}))");
         if e.check(&what, &r)? {
             let buf = r.unwrap();
-            let mut data = vec![0; size];
-            if flags & COPY_HOST_PTR != 0 {
-                data.copy_from_slice(&self.regions[0].data[..size]);
-            }
+            let data = match init.filter(|_| wants) {
+                Some(init) => init[..size].to_vec(),
+                None => vec![0; size],
+            };
             let root = self.roots.len();
-            self.roots.push(Root { buf: buf.clone(), data });
+            let use_host_ptr = (flags & USE_HOST_PTR != 0).then_some(p);
+            self.roots.push(Root { buf: buf.clone(), data, use_host_ptr });
             self.views.push(View { flags: buf.flags(), buf, root, origin: 0, size, sub: false });
-            if flags & COPY_HOST_PTR == 0 {
+            if !wants {
+                // Not initialised: the model takes what the buffer holds.
                 self.roots[root].data = self.observe(root);
             }
         }
@@ -756,7 +850,7 @@ impl World {
             t.size,
             t.flags
         );
-        if !e.check(&what, &r)? || !g.finish(&what, r.as_ref().unwrap())? || size == 0 {
+        if !e.check(&what, &r)? || !g.finish(&what, r.as_ref().unwrap(), self.lazy)? || size == 0 {
             return Ok(());
         }
         let (root, at, h, hr) = (t.root.unwrap(), t.origin + offset, host_off.unwrap(), region.unwrap());
@@ -803,7 +897,7 @@ impl World {
             "copying {size} bytes from offset {so} of a {}-byte buffer to offset {dof} of a {}-byte one",
             s.size, d.size
         );
-        if !e.check(&what, &r)? || !g.finish(&what, r.as_ref().unwrap())? {
+        if !e.check(&what, &r)? || !g.finish(&what, r.as_ref().unwrap(), self.lazy)? {
             return Ok(());
         }
         let (sr, dr) = (s.root.unwrap(), d.root.unwrap());
@@ -849,7 +943,7 @@ impl World {
         let r = commands::enqueue_fill_buffer(&self.q, &t.buf, &pattern, offset, size, &wl);
         let what =
             format!("filling {size} bytes at offset {offset} of a {}-byte buffer with a {pl}-byte pattern", t.size);
-        if !e.check(&what, &r)? || !g.finish(&what, r.as_ref().unwrap())? {
+        if !e.check(&what, &r)? || !g.finish(&what, r.as_ref().unwrap(), self.lazy)? {
             return Ok(());
         }
         let at = t.origin + offset;
@@ -910,7 +1004,7 @@ impl World {
             t.size,
             t.flags
         );
-        if !e.check(&what, &r)? || !g.finish(&what, r.as_ref().unwrap())? {
+        if !e.check(&what, &r)? || !g.finish(&what, r.as_ref().unwrap(), self.lazy)? {
             return Ok(());
         }
         let (bg, hg, h0, hr, root) = (bg.unwrap(), hg.unwrap(), host_base.unwrap(), hreg.unwrap(), t.root.unwrap());
@@ -979,7 +1073,7 @@ impl World {
         let wl = g.wait_list(&self.ctx);
         let r = rect::enqueue_copy_buffer_rect(&self.q, &s.buf, &d.buf, &rect, &wl);
         let what = format!("copying rectangle {rect:?} from a {}-byte buffer to a {}-byte one", s.size, d.size);
-        if !e.check(&what, &r)? || !g.finish(&what, r.as_ref().unwrap())? {
+        if !e.check(&what, &r)? || !g.finish(&what, r.as_ref().unwrap(), self.lazy)? {
             return Ok(());
         }
         let (sg, dg, sr, dr, w) = (sg.unwrap(), dg.unwrap(), s.root.unwrap(), d.root.unwrap(), region[0]);
@@ -1027,8 +1121,13 @@ impl World {
             return Ok(());
         }
         let (ptr, ev) = r.unwrap();
-        let ran = g.finish(&what, &ev)?;
+        let ran = g.finish(&what, &ev, false)?;
         let (root, at) = (t.root.unwrap(), t.origin + offset);
+        if let Some(h) = self.roots[root].use_host_ptr {
+            // "derived from the host_ptr specified when the buffer object
+            // is created".
+            prop_assert_eq!(ptr.as_ptr() as usize, h + at, "{}: not host_ptr + offset", what);
+        }
         if ran && flags & READ != 0 {
             // SAFETY: the map completed: `size` bytes at `ptr` are the host's.
             let seen = unsafe { std::slice::from_raw_parts(ptr.as_ptr(), size) };
@@ -1051,7 +1150,7 @@ impl World {
         }
         let r = map::enqueue_unmap_mem_object(&self.q, &t.buf, ptr.as_ptr(), &[]);
         Expect::ok().check("unmapping", &r)?;
-        Gate::None.finish("unmapping", &r.unwrap())?;
+        Gate::None.finish("unmapping", &r.unwrap(), false)?;
         Ok(())
     }
 }
@@ -1091,8 +1190,8 @@ fn subs() -> BoxedStrategy<Vec<(u8, u8, Num)>> {
     prop::collection::vec((any::<u8>(), 0u8..8, num()), 0..3).boxed()
 }
 
-fn run(roots: &[(u64, Num)], subs: &[(u8, u8, Num)], ops: &[Op]) -> Result<(), TestCaseError> {
-    let mut w = World::new(roots, subs);
+fn run(roots: &[(u64, Num)], subs: &[(u8, u8, Num)], ops: &[Op], lazy: bool) -> Result<(), TestCaseError> {
+    let mut w = World::new(roots, subs, lazy);
     w.check("creating the buffers")?;
     for (i, op) in ops.iter().enumerate() {
         crate::counted(op, || w.apply(op))?;
@@ -1108,16 +1207,22 @@ proptest! {
     /// One call on fresh buffers.
     #[test]
     fn buffer_single_calls_match_the_model(roots in roots(), subs in subs(), op in op()) {
-        run(&roots, &subs, std::slice::from_ref(&op))?;
+        run(&roots, &subs, std::slice::from_ref(&op), false)?;
     }
 }
 
 proptest! {
     #![proptest_config(config(96))]
 
-    /// Sequences of calls on the same buffers.
+    /// Sequences of calls on the same buffers; `lazy`: without waiting for
+    /// each command.
     #[test]
-    fn buffer_sequences_match_the_model(roots in roots(), subs in subs(), ops in prop::collection::vec(op(), 1..20)) {
-        run(&roots, &subs, &ops)?;
+    fn buffer_sequences_match_the_model(
+        roots in roots(),
+        subs in subs(),
+        ops in prop::collection::vec(op(), 1..20),
+        lazy in any::<bool>(),
+    ) {
+        run(&roots, &subs, &ops, lazy)?;
     }
 }

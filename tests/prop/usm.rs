@@ -231,6 +231,10 @@ struct World {
     seq: u64,
     page: usize,
     max_alloc: u64,
+    /// Non-blocking commands are not waited for one by one: they run in
+    /// queue order while the model has already applied them; checks
+    /// finish the queue first.
+    lazy: bool,
 }
 
 /// A byte range the model knows: inside one allocation or inside the arena.
@@ -241,15 +245,25 @@ enum Span {
 }
 
 impl World {
-    fn new(initial: &[(Kind, u16)]) -> World {
+    fn new(initial: &[(Kind, u16)], lazy: bool) -> World {
         let (ctx, q) = dmabridge_tests::cpu_context_and_queue();
         let page = rustix::param::page_size();
         let resident = ctx.heap().stats().resident_bytes;
         let arena = Arena::new(ARENA);
         let arena_model = vec![0u8; ARENA];
         let max_alloc = q.device().max_mem_alloc_size;
-        let mut w =
-            World { ctx, q, allocs: Vec::new(), arena, arena_model, resident_bound: resident, seq: 1, page, max_alloc };
+        let mut w = World {
+            ctx,
+            q,
+            allocs: Vec::new(),
+            arena,
+            arena_model,
+            resident_bound: resident,
+            seq: 1,
+            page,
+            max_alloc,
+            lazy,
+        };
         // Distinct arena contents, so that a copy from the wrong place shows.
         let init = bytes(0xa7e7a, ARENA);
         w.host_write(w.arena.base(), &init);
@@ -382,6 +396,7 @@ impl World {
     /// Compares every live allocation and the arena with the model, checks
     /// which allocations the context knows, and bounds the memory held.
     fn check(&self, after: &str) -> Result<(), TestCaseError> {
+        let _ = self.q.finish();
         for a in &self.allocs {
             if !a.live {
                 if let Some(info) = self.ctx.lookup(a.base) {
@@ -513,7 +528,7 @@ impl World {
             }
         };
         let what = format!("filling {size} bytes at {d:#x} with a {p}-byte pattern");
-        if !e.check(&what, &r)? || !g.finish(&what, r.as_ref().unwrap())? {
+        if !e.check(&what, &r)? || !g.finish(&what, r.as_ref().unwrap(), self.lazy)? {
             return Ok(());
         }
         if let Some(s) = span {
@@ -571,7 +586,7 @@ impl World {
             }
         };
         let what = format!("copying {size} bytes from {s:#x} to {d:#x} (blocking: {blocking})");
-        if !e.check(&what, &r)? || !g.finish(&what, r.as_ref().unwrap())? {
+        if !e.check(&what, &r)? || !g.finish(&what, r.as_ref().unwrap(), self.lazy)? {
             return Ok(());
         }
         if let (Some(ds), Some(ss)) = (ds, ss) {
@@ -621,7 +636,9 @@ impl World {
         let wl = g.wait_list(&self.ctx);
         let r = usm_cmd::enqueue_migrate_mem(&self.q, p as *const u8, size, flags, &wl);
         let what = format!("migrating {size} bytes at {p:#x} with flags {flags:#x}");
-        if !e.check(&what, &r)? || !g.finish(&what, r.as_ref().unwrap())? {
+        if !e.check(&what, &r)?
+            || !g.finish(&what, r.as_ref().unwrap(), self.lazy && flags & migration::CONTENT_UNDEFINED == 0)?
+        {
             return Ok(());
         }
         if flags & migration::CONTENT_UNDEFINED != 0 {
@@ -648,7 +665,7 @@ impl World {
         let r = usm_cmd::enqueue_mem_advise(&self.q, p as *const u8, size, advice, &wl);
         let what = format!("advice {advice:#x} for {size} bytes at {p:#x}");
         if e.check(&what, &r)? {
-            g.finish(&what, r.as_ref().unwrap())?;
+            g.finish(&what, r.as_ref().unwrap(), self.lazy)?;
         }
         Ok(())
     }
@@ -664,6 +681,10 @@ impl World {
                 if p != 0 && frees.is_none() {
                     e.fail(InvalidValue);
                 }
+                if how == FreeHow::Usm && self.lazy {
+                    // clMemFreeINTEL does not wait: the application does.
+                    let _ = self.q.finish();
+                }
                 let r = if how == FreeHow::Usm {
                     usm::mem_free(&self.ctx, p as *mut u8)
                 } else {
@@ -677,6 +698,10 @@ impl World {
             }
             FreeHow::Svm => {
                 let frees = target.filter(|&i| self.allocs[i].kind.is_svm());
+                if self.lazy {
+                    // clSVMFree does not wait: the application does.
+                    let _ = self.q.finish();
+                }
                 let freed = svm::svm_free(&self.ctx, p as *mut u8);
                 prop_assert_eq!(freed, frees.is_some(), "{}", what);
                 if let Some(i) = frees {
@@ -704,9 +729,11 @@ impl World {
         }
         let wl = g.wait_list(&self.ctx);
         let raw: Vec<*mut u8> = ps.iter().map(|&p| p as *mut u8).collect();
+        // Waited for even when lazy: the model takes the pointers as freed
+        // from now on.
         let r = svm_cmd::enqueue_svm_free(&self.q, &raw, None, &wl);
         let what = format!("clEnqueueSVMFree of {ps:#x?}");
-        if !e.check(&what, &r)? || !g.finish(&what, r.as_ref().unwrap())? {
+        if !e.check(&what, &r)? || !g.finish(&what, r.as_ref().unwrap(), false)? {
             return Ok(());
         }
         let freed: Vec<usize> = ps.iter().filter_map(|&p| svm_base(p)).collect();
@@ -736,10 +763,10 @@ impl World {
         if !e.check(&what, &r)? {
             return Ok(());
         }
-        let ran = g.finish(&what, r.as_ref().unwrap())?;
+        let ran = g.finish(&what, r.as_ref().unwrap(), false)?;
         let unmap = svm_cmd::enqueue_svm_unmap(&self.q, p as *mut u8, &[]);
         Expect::ok().check("clEnqueueSVMUnmap after the map", &unmap)?;
-        Gate::None.finish("clEnqueueSVMUnmap", &unmap.unwrap())?;
+        Gate::None.finish("clEnqueueSVMUnmap", &unmap.unwrap(), false)?;
         if ran && flags & WRITE_INVALIDATE_REGION != 0 {
             self.adopt(p, size);
         }
@@ -788,7 +815,9 @@ impl World {
         let given = (sizes != Sizes::Null).then_some(sz.as_slice());
         let r = svm_cmd::enqueue_svm_migrate_mem(&self.q, &raw, given, flags, &wl);
         let what = format!("clEnqueueSVMMigrateMem of {ps:#x?} sizes {given:?} flags {flags:#x}");
-        if !e.check(&what, &r)? || !g.finish(&what, r.as_ref().unwrap())? {
+        if !e.check(&what, &r)?
+            || !g.finish(&what, r.as_ref().unwrap(), self.lazy && flags & migration::CONTENT_UNDEFINED == 0)?
+        {
             return Ok(());
         }
         if flags & migration::CONTENT_UNDEFINED != 0 {
@@ -811,8 +840,8 @@ fn initial() -> BoxedStrategy<Vec<(Kind, u16)>> {
     prop::collection::vec((kind(), any::<u16>()), 1..6).boxed()
 }
 
-fn run(initial: &[(Kind, u16)], ops: &[Op]) -> Result<(), TestCaseError> {
-    let mut w = World::new(initial);
+fn run(initial: &[(Kind, u16)], ops: &[Op], lazy: bool) -> Result<(), TestCaseError> {
+    let mut w = World::new(initial, lazy);
     w.check("creating the allocations")?;
     for (i, op) in ops.iter().enumerate() {
         crate::counted(op, || w.apply(op))?;
@@ -828,7 +857,7 @@ proptest! {
     /// One call on fresh allocations.
     #[test]
     fn usm_and_svm_single_calls_match_the_model(init in initial(), op in op()) {
-        run(&init, std::slice::from_ref(&op))?;
+        run(&init, std::slice::from_ref(&op), false)?;
     }
 }
 
@@ -836,9 +865,15 @@ proptest! {
     #![proptest_config(config(96))]
 
     /// Sequences of calls: what one call leaves behind is what the next
-    /// one sees (frees, reallocation at a freed address, copies of copies).
+    /// one sees (frees, reallocation at a freed address, copies of copies);
+    /// `lazy`: without waiting for each command (the in-order queue and the
+    /// blocking free must order them).
     #[test]
-    fn usm_and_svm_sequences_match_the_model(init in initial(), ops in prop::collection::vec(op(), 1..24)) {
-        run(&init, &ops)?;
+    fn usm_and_svm_sequences_match_the_model(
+        init in initial(),
+        ops in prop::collection::vec(op(), 1..24),
+        lazy in any::<bool>(),
+    ) {
+        run(&init, &ops, lazy)?;
     }
 }
