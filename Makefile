@@ -107,7 +107,7 @@ fuzz:
 	@bin=$$($(CARGO) test -p dmabridge-tests --test prop --no-run 2>&1 | sed -n 's/.*Executable .*(\(.*\)).*/\1/p' | tail -1); \
 	test -n "$$bin" || { echo "fuzz: could not build tests/prop"; exit 1; }; \
 	echo "== property-based tests, $(FUZZ_CASES) cases per property, at most $(FUZZ_SECONDS) s"; \
-	set -o pipefail; cd tests && PROPTEST_CASES=$(FUZZ_CASES) timeout -k 10 $(FUZZ_SECONDS) $$bin --color never 2>&1 | tee ../$(LOGS)/fuzz.log; \
+	set -o pipefail; PROPTEST_CASES=$(FUZZ_CASES) timeout -k 10 $(FUZZ_SECONDS) $$bin --color never 2>&1 | tee $(LOGS)/fuzz.log; \
 	status=$$?; test $$status -ne 124 || echo "fuzz: not finished within $(FUZZ_SECONDS) s"; exit $$status
 
 lint:
