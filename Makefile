@@ -53,13 +53,18 @@ test-host:
 	@$(CARGO) build -p dmabridge-cli --quiet
 	@set -o pipefail; $(CARGO) test --workspace --color never -- --test-threads=1 2>&1 | tee $(LOGS)/host.log
 
+# The guest suites run under tests/guest-runner: one process per test, each
+# killed and reported by name when it gives no result within its timeout
+# (DMABRIDGE_TEST_TIMEOUT, default 120 s) while the others go on. A guest
+# that stops making progress altogether is run-in-guest's watchdog's
+# (--stall-timeout): it stops the run, says why, and retries it once, loudly.
 test-guest: guest
 	@mkdir -p $(LOGS)
 	@echo "== guest tests (built here, run inside the QEMU guest)"
 	@$(CARGO) build -p dmabridge-cli --quiet
 	@bin=$$($(CARGO) test -p dmabridge-tests --test guest --no-run 2>&1 | sed -n 's/.*Executable .*(\(.*\)).*/\1/p' | tail -1); \
 	test -n "$$bin" || { echo "test-guest: could not build the guest tests"; exit 1; }; \
-	set -o pipefail; $(RIG) $(GUEST_RIG) -- $$bin --test-threads=1 --color never 2>&1 | tee $(LOGS)/guest.log
+	set -o pipefail; $(RIG) $(GUEST_RIG) -- tests/guest-runner $$bin --color never 2>&1 | tee $(LOGS)/guest.log
 
 # The doc examples again, in the guest: on a development host the examples
 # of udmabuf, VFIO, edu and the BAR device only reach their "no device"
@@ -74,7 +79,7 @@ test-guest-doc: guest
 	@RUSTC_BOOTSTRAP=1 RUSTDOCFLAGS="-Z unstable-options --persist-doctests $(CURDIR)/$(DOCTESTS)" \
 	    $(CARGO) test -p dmabridge --doc --quiet >/dev/null 2>&1 || true
 	@set -o pipefail; $(RIG) $(GUEST_RIG) --env DMABRIDGE_BAR_DEVICE=0000:00:08.0,bar=2,engine=0000:00:10.0 \
-	    -- tests/guest-doctests $(DOCTESTS) 2>&1 | tee $(LOGS)/guest-doc.log
+	    -- tests/guest-runner --doctests $(DOCTESTS) 2>&1 | tee $(LOGS)/guest-doc.log
 
 test-rig: guest
 	@mkdir -p $(LOGS)

@@ -194,3 +194,183 @@ fn output_to_a_file_is_not_overwritten_by_the_caller() {
     assert!(status.success());
     assert_eq!(content, "from-the-guest\nfrom-the-host\n");
 }
+
+/// A directory under the repository (the guest sees the repository, not the
+/// host's /tmp) with fake compiled doc examples: shell scripts named
+/// `NAME/rust_out`, as rustdoc's --persist-doctests lays them out.
+struct FakeExamples(PathBuf);
+
+impl FakeExamples {
+    fn new(tag: &str, examples: &[(&str, &str)]) -> FakeExamples {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = repo_root().join(format!("target/rig-test-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        for (name, script) in examples {
+            let file = dir.join(name).join("rust_out");
+            std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+            std::fs::write(&file, format!("#!/bin/sh\n{script}\n")).unwrap();
+            std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        FakeExamples(dir)
+    }
+}
+
+impl Drop for FakeExamples {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A test that hangs in a live guest is the test's failure, not the rig's:
+/// tests/guest-runner names it, kills it after its per-test timeout, and the
+/// examples after it still run. The guest is not reported as stalled and
+/// the run is not retried.
+#[test]
+fn a_hanging_test_is_named_killed_and_the_others_still_run() {
+    let examples = FakeExamples::new(
+        "hang",
+        &[
+            ("a_passes", "echo fine"),
+            ("b_hangs", "echo about to hang; sleep 100000"),
+            ("c_passes_after_it", "echo fine too"),
+        ],
+    );
+    let runner = repo_root().join("tests/guest-runner");
+    let out = rig(&[
+        "--no-ivshmem",
+        "--timeout",
+        "300",
+        "--",
+        runner.to_str().unwrap(),
+        "--timeout",
+        "5",
+        "--doctests",
+        examples.0.to_str().unwrap(),
+    ]);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(1), "a test failure, not a rig failure (125):\n{stdout}\n{stderr}");
+    assert!(stdout.contains("test a_passes ... ok"), "{stdout}");
+    assert!(stdout.contains("test b_hangs ... FAILED (hung: no result within 5 s, killed)"), "{stdout}");
+    assert!(stdout.contains("about to hang"), "the hung test's output is shown: {stdout}");
+    assert!(stdout.contains("test c_passes_after_it ... ok"), "the tests after it run: {stdout}");
+    assert!(stdout.contains("test result: FAILED. 2 passed; 1 failed; 0 ignored"), "{stdout}");
+    assert!(!stderr.contains("STALLED") && !stderr.contains("RETRY"), "the guest was alive: {stderr}");
+}
+
+/// The pid of the QEMU whose command line contains `marker`.
+fn pid_with_marker(marker: &str) -> Option<rustix::process::Pid> {
+    std::fs::read_dir("/proc").ok()?.flatten().find_map(|e| {
+        let pid: i32 = e.file_name().to_str()?.parse().ok()?;
+        let cmdline = String::from_utf8_lossy(&std::fs::read(e.path().join("cmdline")).ok()?).into_owned();
+        let qemu = cmdline.split('\0').next().is_some_and(|exe| exe.ends_with("qemu-system-x86_64"));
+        (qemu && cmdline.contains(marker)).then(|| rustix::process::Pid::from_raw(pid)).flatten()
+    })
+}
+
+/// Kills the QEMU it names when dropped (should the test fail while QEMU is
+/// stopped).
+struct KillOnDrop(Option<rustix::process::Pid>);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        if let Some(pid) = self.0 {
+            let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+        }
+    }
+}
+
+/// Starts run-in-guest with `args`, the command writing a progress line for
+/// `frozen_test` and then `ready` on stdout; returns the child and its
+/// stdout reader once `ready` arrived.
+fn start_until_ready(
+    args: &[&str],
+    then: &str,
+) -> (std::process::Child, std::io::BufReader<std::process::ChildStdout>) {
+    use std::io::BufRead;
+    let script = format!("echo 'dmabridge-rig: test frozen_test' >$DMABRIDGE_RIG_PROGRESS; echo ready; {then}");
+    let mut all = args.to_vec();
+    all.extend(["--", "sh", "-c", &script]);
+    let mut child = Command::new(repo_root().join("qemu/run-in-guest"))
+        .args(&all)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("qemu/run-in-guest runs");
+    let mut reader = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    while reader.read_line(&mut line).unwrap() > 0 && !line.contains("ready") {
+        line.clear();
+    }
+    assert!(line.contains("ready"), "the guest command did not start");
+    (child, reader)
+}
+
+fn finish(
+    child: std::process::Child,
+    mut reader: std::io::BufReader<std::process::ChildStdout>,
+) -> (Option<i32>, String) {
+    use std::io::Read;
+    let mut rest = String::new();
+    let _ = reader.read_to_string(&mut rest);
+    let out = child.wait_with_output().unwrap();
+    (out.status.code(), text(&out.stderr))
+}
+
+/// A guest that makes no progress at all (here: QEMU stopped from the host,
+/// as a host that starves it would) is noticed within --stall-timeout, not
+/// at --timeout: the report names the last test started and why.
+#[test]
+fn a_frozen_guest_is_reported_as_stalled() {
+    let marker = format!("dmabridge.rigtest={}-{}", std::process::id(), rand_suffix());
+    let (child, reader) = start_until_ready(
+        &["--no-ivshmem", "--stall-timeout", "10", "--retries", "0", "--timeout", "300", "--append", &marker],
+        "sleep 100000",
+    );
+    let qemu = KillOnDrop(pid_with_marker(&marker));
+    let pid = qemu.0.expect("QEMU runs with the marker on its command line");
+    rustix::process::kill_process(pid, rustix::process::Signal::STOP).unwrap();
+    let (code, stderr) = finish(child, reader);
+    assert_eq!(code, Some(125), "{stderr}");
+    assert!(stderr.contains("STALLED: the guest made no progress for 1"), "{stderr}");
+    assert!(stderr.contains("no heartbeat (--stall-timeout 10)"), "{stderr}");
+    assert!(stderr.contains("last test started: frozen_test"), "{stderr}");
+    assert!(stderr.contains("why: QEMU itself is stopped (state T"), "{stderr}");
+    assert!(!stderr.contains("did not finish within"), "the watchdog, not --timeout, ended it: {stderr}");
+    assert!(pid_with_marker(&marker).is_none(), "run-in-guest stopped QEMU");
+}
+
+/// A guest whose CPUs sleep and never run its heartbeat again while QEMU is
+/// neither stopped nor starved (here: the guest stops its heartbeat process)
+/// is reported as stalled, with where each guest CPU was.
+#[test]
+fn a_guest_that_stops_making_progress_is_reported_with_its_cpus() {
+    let marker = format!("dmabridge.rigtest={}-{}", std::process::id(), rand_suffix());
+    let (child, reader) = start_until_ready(
+        &["--no-ivshmem", "--stall-timeout", "10", "--retries", "0", "--timeout", "300", "--append", &marker],
+        "kill -STOP $DMABRIDGE_RIG_HEARTBEAT_PID; sleep 100000",
+    );
+    let _qemu = KillOnDrop(pid_with_marker(&marker));
+    let (code, stderr) = finish(child, reader);
+    assert_eq!(code, Some(125), "{stderr}");
+    assert!(stderr.contains("STALLED: the guest made no progress"), "{stderr}");
+    assert!(stderr.contains("last test started: frozen_test"), "{stderr}");
+    assert!(stderr.contains("why: QEMU was neither starved nor busy"), "{stderr}");
+    assert!(stderr.contains("guest CPUs when stopped:"), "{stderr}");
+    assert!(stderr.contains("CPU#0: RIP ffffffff") && stderr.contains("CPU#1: RIP"), "{stderr}");
+}
+
+/// A guest that fails to boot is started again, and says so; the retry is
+/// bounded (--retries) and each attempt is bounded (--boot-timeout). A
+/// command that ran and failed is never retried.
+#[test]
+fn a_failed_boot_is_retried_loudly_and_a_failed_command_never() {
+    let out = rig(&["--no-ivshmem", "--boot-timeout", "1", "--retries", "1", "--", "true"]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(125), "{stderr}");
+    assert_eq!(stderr.matches("run-in-guest: RETRY (attempt 2 of 2)").count(), 1, "{stderr}");
+    assert_eq!(stderr.matches("did not reach its set-up within 1 s (--boot-timeout)").count(), 2, "{stderr}");
+
+    let out = rig(&["--no-ivshmem", "--retries", "3", "--", "sh", "-c", "exit 3"]);
+    assert_eq!(out.status.code(), Some(3));
+    assert!(!text(&out.stderr).contains("RETRY"), "{}", text(&out.stderr));
+}
