@@ -1,0 +1,111 @@
+//! Device entry points (`runtime::device`, `runtime::info`).
+
+use std::ffi::c_void;
+use std::sync::Arc;
+
+use dmabridge::runtime::device::{Device, DeviceType};
+use dmabridge::runtime::info::{self, device_param};
+use opencl_sys::*;
+
+use crate::entry::{info_bytes, info_value, pointer_bytes, status, write_opt, Cl, ClRes};
+use crate::handles::{self, check_platform, device_handle, platform_handle, DeviceObj};
+
+/// Every `cl_device_type` bit `clGetDeviceIDs` accepts.
+const KNOWN_TYPES: cl_device_type = CL_DEVICE_TYPE_DEFAULT
+    | CL_DEVICE_TYPE_CPU
+    | CL_DEVICE_TYPE_GPU
+    | CL_DEVICE_TYPE_ACCELERATOR
+    | CL_DEVICE_TYPE_CUSTOM;
+
+/// The devices of type `device_type`: `CL_INVALID_DEVICE_TYPE` for unknown
+/// bits, `CL_DEVICE_NOT_FOUND` when none matches. The default device is
+/// the CPU device (the first); `CL_DEVICE_TYPE_ALL` is every device (none
+/// is a custom device).
+pub(crate) fn devices_of_type(device_type: cl_device_type) -> ClRes<Vec<Arc<Device>>> {
+    if device_type != CL_DEVICE_TYPE_ALL && (device_type == 0 || device_type & !KNOWN_TYPES != 0) {
+        return Err(CL_INVALID_DEVICE_TYPE);
+    }
+    let all = dmabridge::runtime::platform::Platform::get().devices();
+    let found: Vec<Arc<Device>> = all
+        .iter()
+        .enumerate()
+        .filter(|(i, d)| {
+            device_type == CL_DEVICE_TYPE_ALL
+                || (device_type & CL_DEVICE_TYPE_DEFAULT != 0 && *i == 0)
+                || (device_type & CL_DEVICE_TYPE_CPU != 0 && d.device_type == DeviceType::Cpu)
+                || (device_type & CL_DEVICE_TYPE_ACCELERATOR != 0 && d.device_type == DeviceType::Accelerator)
+        })
+        .map(|(_, d)| d.clone())
+        .collect();
+    if found.is_empty() {
+        return Err(CL_DEVICE_NOT_FOUND);
+    }
+    Ok(found)
+}
+
+/// `clGetDeviceIDs`.
+pub(crate) unsafe extern "C" fn clGetDeviceIDs(
+    platform: cl_platform_id,
+    device_type: cl_device_type,
+    num_entries: cl_uint,
+    devices: *mut cl_device_id,
+    num_devices: *mut cl_uint,
+) -> cl_int {
+    status("clGetDeviceIDs", || {
+        check_platform(platform, true)?;
+        if (num_entries == 0 && !devices.is_null()) || (devices.is_null() && num_devices.is_null()) {
+            return Err(CL_INVALID_VALUE);
+        }
+        let found = devices_of_type(device_type)?;
+        if !devices.is_null() {
+            for (i, d) in found.iter().take(num_entries as usize).enumerate() {
+                // SAFETY: the C contract: `devices` holds `num_entries` entries.
+                unsafe { devices.add(i).write(device_handle(d)) };
+            }
+        }
+        // SAFETY: the C contract: NULL or writable.
+        unsafe { write_opt(num_devices, found.len() as cl_uint) };
+        Ok(())
+    })
+}
+
+/// `clGetDeviceInfo`: the core's answers, with handles as C handles.
+pub(crate) unsafe extern "C" fn clGetDeviceInfo(
+    device: cl_device_id,
+    param_name: cl_device_info,
+    param_value_size: usize,
+    param_value: *mut c_void,
+    param_value_size_ret: *mut usize,
+) -> cl_int {
+    status("clGetDeviceInfo", || {
+        let dev = handles::get::<DeviceObj>(device.cast())?;
+        // SAFETY (all three): the C contract of the `param_value` arguments.
+        match param_name {
+            device_param::PLATFORM => unsafe {
+                info_bytes(
+                    &pointer_bytes(&[platform_handle().cast()]),
+                    param_value_size,
+                    param_value,
+                    param_value_size_ret,
+                )
+            },
+            device_param::REFERENCE_COUNT => unsafe {
+                info_bytes(&1u32.to_ne_bytes(), param_value_size, param_value, param_value_size_ret)
+            },
+            _ => {
+                let value = info::device_info(&dev.inner.device, param_name).cl()?;
+                unsafe { info_value(&value, param_value_size, param_value, param_value_size_ret) }
+            }
+        }
+    })
+}
+
+/// `clRetainDevice`: root devices are not counted.
+pub(crate) unsafe extern "C" fn clRetainDevice(device: cl_device_id) -> cl_int {
+    status("clRetainDevice", || handles::get::<DeviceObj>(device.cast()).map(drop))
+}
+
+/// `clReleaseDevice`: root devices are not counted.
+pub(crate) unsafe extern "C" fn clReleaseDevice(device: cl_device_id) -> cl_int {
+    status("clReleaseDevice", || handles::get::<DeviceObj>(device.cast()).map(drop))
+}

@@ -1,0 +1,12 @@
+//! The entry points, one file per area (mirroring `runtime/` and `ext/` of
+//! the core): each checks the C-shaped rules (NULL, counts, handles,
+//! zero-terminated lists) and calls the one core function that does the work.
+#![allow(non_snake_case)]
+
+pub mod context;
+pub mod device;
+pub mod event;
+pub mod platform;
+pub mod queue;
+pub mod svm;
+pub mod usm;

@@ -1,0 +1,183 @@
+//! The boundary every entry point runs through: [`status`] and [`object`]
+//! run the body under `catch_unwind` (no panic crosses into C; a panic
+//! answers `CL_OUT_OF_RESOURCES`), turn a [`ClError`] into its code and
+//! write `errcode_ret`; the helpers below read the C-shaped arguments
+//! (wait lists, out-parameters, `param_value` buffers) with the checks that
+//! only C needs. One locking policy: [`lock`] never panics on a poisoned
+//! lock, so one failure cannot turn every later call into a panic.
+
+use std::ffi::c_void;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use dmabridge::error::{ClError, ClResult};
+use dmabridge::runtime::event::Event;
+use dmabridge::runtime::info::{copy_out, InfoValue};
+use opencl_sys::*;
+
+use crate::api::event::EventObj;
+use crate::handles;
+
+/// Result of an entry point's body: the value, or the CL error code.
+pub(crate) type ClRes<T> = Result<T, cl_int>;
+
+/// A core result as a C one: the error's code (the message goes to the log).
+pub(crate) trait Cl<T> {
+    /// The value, or the error's CL code.
+    fn cl(self) -> ClRes<T>;
+}
+
+impl<T> Cl<T> for ClResult<T> {
+    fn cl(self) -> ClRes<T> {
+        self.map_err(|e: ClError| {
+            log::debug!("{e}");
+            e.code()
+        })
+    }
+}
+
+/// The lock of `m`, also when a panic elsewhere poisoned it: every state
+/// the ICD keeps behind a lock stays consistent between statements.
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn caught<T>(name: &str, f: impl FnOnce() -> ClRes<T>) -> ClRes<T> {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(r) => r,
+        Err(_) => {
+            log::error!("{name}: panicked; answering CL_OUT_OF_RESOURCES");
+            Err(CL_OUT_OF_RESOURCES)
+        }
+    }
+}
+
+/// Runs the body of an entry point that returns a `cl_int`.
+pub(crate) fn status(name: &str, f: impl FnOnce() -> ClRes<()>) -> cl_int {
+    match caught(name, f) {
+        Ok(()) => CL_SUCCESS,
+        Err(code) => code,
+    }
+}
+
+/// Runs the body of an entry point that returns an object (or pointer) and
+/// stores the status in `errcode_ret`: NULL on error.
+///
+/// # Safety
+/// `errcode_ret` is NULL or valid for a write of a `cl_int`.
+pub(crate) unsafe fn object<T>(name: &str, errcode_ret: *mut cl_int, f: impl FnOnce() -> ClRes<*mut T>) -> *mut T {
+    let (ptr, code) = match caught(name, f) {
+        Ok(p) => (p, CL_SUCCESS),
+        Err(code) => (std::ptr::null_mut(), code),
+    };
+    // SAFETY: the caller's contract.
+    unsafe { write_opt(errcode_ret, code) };
+    ptr
+}
+
+/// An entry point that is not implemented: logs and answers `code`.
+pub(crate) fn unsupported(name: &str, code: cl_int) -> cl_int {
+    log::debug!("{name}: not supported by dmabridge (answering {code})");
+    code
+}
+
+/// An object-returning entry point that is not implemented: stores `code` in
+/// `errcode_ret` (when given) and answers NULL.
+///
+/// # Safety
+/// `errcode_ret` is NULL or valid for a write of a `cl_int`.
+pub(crate) unsafe fn unsupported_object(name: &str, code: cl_int, errcode_ret: *mut cl_int) -> *mut c_void {
+    // SAFETY: the caller's contract.
+    unsafe { write_opt(errcode_ret, unsupported(name, code)) };
+    std::ptr::null_mut()
+}
+
+/// Writes `v` to `p` unless `p` is NULL.
+///
+/// # Safety
+/// `p` is NULL or valid for a write of a `T`.
+pub(crate) unsafe fn write_opt<T>(p: *mut T, v: T) {
+    if !p.is_null() {
+        // SAFETY: non-NULL, so valid for the write by the caller's contract.
+        unsafe { p.write_unaligned(v) };
+    }
+}
+
+/// A slice of `n` `T`s at `p` (empty when `n` is 0, whatever `p`).
+///
+/// # Safety
+/// When `n > 0`, `p` is non-NULL and valid for reads of `n` `T`s for `'a`.
+pub(crate) unsafe fn slice<'a, T>(p: *const T, n: usize) -> &'a [T] {
+    if n == 0 {
+        &[]
+    } else {
+        // SAFETY: the caller's contract.
+        unsafe { std::slice::from_raw_parts(p, n) }
+    }
+}
+
+/// The events of a wait list: `CL_INVALID_EVENT_WAIT_LIST` for a NULL list
+/// with a count, a list with a count of 0, or an entry that is not a live
+/// event.
+///
+/// # Safety
+/// A non-NULL `list` holds `num` readable `cl_event`s.
+pub(crate) unsafe fn wait_list(num: cl_uint, list: *const cl_event) -> ClRes<Vec<Event>> {
+    if (num == 0) != list.is_null() {
+        return Err(CL_INVALID_EVENT_WAIT_LIST);
+    }
+    // SAFETY: the caller's contract; `num > 0` implies a non-NULL list.
+    let handles = unsafe { slice(list, num as usize) };
+    handles
+        .iter()
+        .map(|&h| {
+            handles::get::<EventObj>(h.cast()).map(|e| e.inner.event.clone()).map_err(|_| CL_INVALID_EVENT_WAIT_LIST)
+        })
+        .collect()
+}
+
+/// The `param_value` rules of every `clGet*Info` over the answer's C bytes:
+/// `CL_INVALID_VALUE` when `param_value` is given and shorter than the
+/// answer (nothing written then); `param_value_size_ret` gets the size.
+///
+/// # Safety
+/// `param_value` is NULL or valid for writes of `param_value_size` bytes;
+/// `param_value_size_ret` is NULL or valid for a write of a `size_t`.
+pub(crate) unsafe fn info_bytes(
+    bytes: &[u8],
+    param_value_size: usize,
+    param_value: *mut c_void,
+    param_value_size_ret: *mut usize,
+) -> ClRes<()> {
+    if !param_value.is_null() {
+        if param_value_size < bytes.len() {
+            return Err(CL_INVALID_VALUE);
+        }
+        // SAFETY: the caller's contract; `bytes.len() <= param_value_size`.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), param_value.cast::<u8>(), bytes.len()) };
+    }
+    // SAFETY: the caller's contract.
+    unsafe { write_opt(param_value_size_ret, bytes.len()) };
+    Ok(())
+}
+
+/// [`info_bytes`] of a core answer without object handles.
+///
+/// # Safety
+/// As [`info_bytes`].
+pub(crate) unsafe fn info_value(
+    value: &InfoValue,
+    param_value_size: usize,
+    param_value: *mut c_void,
+    param_value_size_ret: *mut usize,
+) -> ClRes<()> {
+    let mut bytes = vec![0u8; value.size()];
+    copy_out(value, Some(&mut bytes)).cl()?;
+    // SAFETY: forwarded to the caller.
+    unsafe { info_bytes(&bytes, param_value_size, param_value, param_value_size_ret) }
+}
+
+/// The C bytes of a list of handles (or pointers).
+pub(crate) fn pointer_bytes(ptrs: &[*const c_void]) -> Vec<u8> {
+    ptrs.iter().flat_map(|p| (*p as usize).to_ne_bytes()).collect()
+}

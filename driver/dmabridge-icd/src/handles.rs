@@ -1,0 +1,285 @@
+//! Handles: every C object starts with a [`Header`] (the dispatch pointer the
+//! loaders jump through, a second word reserved for cl_khr_icd2, a type
+//! tag), and a handle is the address of an [`Obj`] inside an `Arc`.
+//!
+//! Validation never dereferences the caller's pointer: a handle is looked up
+//! by address in the registry of live objects, which holds a `Weak` of each;
+//! a released object (strong count 0) no longer upgrades and is removed
+//! before its memory can be reused, so NULL, released and wrong-type handles
+//! all answer the kind's `CL_INVALID_*` code.
+//!
+//! Reference counts: the CL reference count is the `Arc` strong count (the
+//! application's references plus the implicit ones other objects hold, e.g.
+//! a queue on its context, so that `CL_QUEUE_CONTEXT` stays valid after
+//! `clReleaseContext`). The references the application owns are counted in
+//! `app_refs` too, so that an extra `clRelease*` answers an error instead of
+//! taking a reference some other object holds.
+
+use std::any::Any;
+use std::collections::BTreeMap;
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
+
+use dmabridge::runtime::device::Device;
+use dmabridge::runtime::platform::Platform;
+use opencl_sys::cl_icd::cl_icd_dispatch;
+use opencl_sys::*;
+
+use crate::dispatch::DISPATCH;
+use crate::entry::{lock, ClRes};
+
+/// What a handle is.
+#[repr(u32)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tag {
+    /// `cl_platform_id`.
+    Platform = 1,
+    /// `cl_device_id`.
+    Device,
+    /// `cl_context`.
+    Context,
+    /// `cl_command_queue`.
+    Queue,
+    /// `cl_event`.
+    Event,
+}
+
+/// The first words of every C object.
+#[repr(C)]
+#[derive(Debug)]
+pub struct Header {
+    /// The ICD dispatch table (the loaders read this word).
+    dispatch: *const cl_icd_dispatch,
+    /// Reserved for the loader's per-platform data of cl_khr_icd2; never
+    /// read or written by dmabridge (icd2 is not advertised).
+    icd2: *mut c_void,
+    /// The object's kind.
+    tag: Tag,
+}
+
+// SAFETY: `dispatch` points to an immutable static and `icd2` is an opaque
+// word nobody in this crate dereferences: sharing them is sound.
+unsafe impl Send for Header {}
+// SAFETY: as above; the header is never mutated after construction.
+unsafe impl Sync for Header {}
+
+impl Header {
+    const fn new(tag: Tag) -> Header {
+        Header { dispatch: &DISPATCH, icd2: std::ptr::null_mut(), tag }
+    }
+
+    /// Whether this header is one of ours (dispatch identity and tag).
+    fn is(&self, tag: Tag) -> bool {
+        std::ptr::eq(self.dispatch, &DISPATCH) && self.tag == tag
+    }
+}
+
+/// A kind of C object: its tag and the error an invalid handle answers.
+pub trait Kind: Any + Send + Sync + Sized {
+    /// Its tag.
+    const TAG: Tag;
+    /// `CL_INVALID_CONTEXT`, `CL_INVALID_COMMAND_QUEUE`, ...
+    const INVALID: cl_int;
+}
+
+/// A C object: the header first, then the application's reference count and
+/// the Rust object.
+#[repr(C)]
+#[derive(Debug)]
+pub struct Obj<T> {
+    header: Header,
+    app_refs: AtomicUsize,
+    /// The object behind the handle.
+    pub inner: T,
+}
+
+impl<T> Drop for Obj<T> {
+    fn drop(&mut self) {
+        // The registry's `Weak` keeps the memory until the entry is gone, so
+        // the address cannot be reused by a new object before this removal.
+        let entry = lock(registry()).remove(&(self as *const Obj<T> as usize));
+        drop(entry);
+    }
+}
+
+type Registry = BTreeMap<usize, Weak<dyn Any + Send + Sync>>;
+
+fn registry() -> &'static Mutex<Registry> {
+    static LIVE: Mutex<Registry> = Mutex::new(BTreeMap::new());
+    &LIVE
+}
+
+/// A new object of kind `T`, registered, with no application reference yet
+/// (see [`into_handle`]).
+pub fn new_object<T: Kind>(inner: T) -> Arc<Obj<T>> {
+    let obj = Arc::new(Obj { header: Header::new(T::TAG), app_refs: AtomicUsize::new(0), inner });
+    let weak: Weak<dyn Any + Send + Sync> = Arc::downgrade(&obj) as Weak<dyn Any + Send + Sync>;
+    lock(registry()).insert(Arc::as_ptr(&obj) as usize, weak);
+    obj
+}
+
+/// The handle of `obj`, given to the application with one reference it
+/// owns (released by [`release`]).
+pub fn into_handle<T: Kind>(obj: Arc<Obj<T>>) -> *mut c_void {
+    obj.app_refs.fetch_add(1, Ordering::AcqRel);
+    Arc::into_raw(obj) as *mut c_void
+}
+
+/// The handle of `obj` without a new reference: for answers (info queries,
+/// callbacks) about an object something else keeps alive.
+pub fn handle_of<T>(obj: &Arc<Obj<T>>) -> *mut c_void {
+    Arc::as_ptr(obj) as *mut c_void
+}
+
+/// The live object of kind `T` behind `handle`, or `T::INVALID` for NULL, a
+/// released object, an address that was never a handle, or another kind.
+pub fn get<T: Kind>(handle: *const c_void) -> ClRes<Arc<Obj<T>>> {
+    if handle.is_null() {
+        return Err(T::INVALID);
+    }
+    let any = lock(registry()).get(&(handle as usize)).and_then(Weak::upgrade);
+    let obj = any.ok_or(T::INVALID)?.downcast::<Obj<T>>().map_err(|_| T::INVALID)?;
+    if !obj.header.is(T::TAG) {
+        return Err(T::INVALID);
+    }
+    Ok(obj)
+}
+
+/// `clRetain*`.
+pub fn retain<T: Kind>(handle: *const c_void) -> ClRes<()> {
+    into_handle(get::<T>(handle)?);
+    Ok(())
+}
+
+/// `clRelease*`: gives back one reference the application owns
+/// (`T::INVALID` when it owns none any more).
+pub fn release<T: Kind>(handle: *const c_void) -> ClRes<()> {
+    let obj = get::<T>(handle)?;
+    obj.app_refs.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1)).map_err(|_| T::INVALID)?;
+    // SAFETY: `app_refs` counted a strong reference that `into_handle` leaked
+    // with `Arc::into_raw` of this same allocation; it is given back once.
+    // `obj` holds another, so the count stays positive until `obj` drops.
+    unsafe { Arc::decrement_strong_count(Arc::as_ptr(&obj)) };
+    drop(obj);
+    Ok(())
+}
+
+/// The CL reference count of `obj` as seen by a caller that holds `obj`
+/// (a temporary reference from [`get`], not counted).
+pub fn reference_count<T>(obj: &Arc<Obj<T>>) -> cl_uint {
+    cl_uint::try_from(Arc::strong_count(obj).saturating_sub(1)).unwrap_or(cl_uint::MAX)
+}
+
+/// The platform object (static: one per process).
+#[repr(C)]
+#[derive(Debug)]
+pub struct PlatformObj {
+    header: Header,
+}
+
+/// The `cl_platform_id`.
+pub static PLATFORM: PlatformObj = PlatformObj { header: Header::new(Tag::Platform) };
+
+/// The platform handle.
+pub fn platform_handle() -> cl_platform_id {
+    &PLATFORM as *const PlatformObj as cl_platform_id
+}
+
+/// Checks a platform argument: ours, or NULL where `null_ok` (the
+/// implementation-defined choice for NULL is this platform).
+pub fn check_platform(p: cl_platform_id, null_ok: bool) -> ClRes<()> {
+    if (p.is_null() && null_ok) || p == platform_handle() {
+        Ok(())
+    } else {
+        Err(CL_INVALID_PLATFORM)
+    }
+}
+
+/// A device (root devices only: they live as long as the process).
+#[derive(Debug)]
+pub struct DeviceObj {
+    /// The core device.
+    pub device: Arc<Device>,
+}
+
+impl Kind for DeviceObj {
+    const TAG: Tag = Tag::Device;
+    const INVALID: cl_int = CL_INVALID_DEVICE;
+}
+
+/// The device objects, in the platform's order (index = `Device::index`).
+pub fn devices() -> &'static [Arc<Obj<DeviceObj>>] {
+    static DEVICES: OnceLock<Vec<Arc<Obj<DeviceObj>>>> = OnceLock::new();
+    DEVICES
+        .get_or_init(|| Platform::get().devices().iter().map(|d| new_object(DeviceObj { device: d.clone() })).collect())
+}
+
+/// The handle of a core device.
+pub fn device_handle(device: &Device) -> cl_device_id {
+    devices().get(device.index as usize).map_or(std::ptr::null_mut(), |d| handle_of(d).cast())
+}
+
+/// The core devices of a device list (`CL_INVALID_VALUE` for NULL or an
+/// empty list, `CL_INVALID_DEVICE` for an entry that is not a device).
+///
+/// # Safety
+/// A non-NULL `list` holds `num` readable `cl_device_id`s.
+pub unsafe fn device_list(num: cl_uint, list: *const cl_device_id) -> ClRes<Vec<Arc<Device>>> {
+    if num == 0 || list.is_null() {
+        return Err(CL_INVALID_VALUE);
+    }
+    // SAFETY: the caller's contract; the list is non-NULL with `num` entries.
+    let handles = unsafe { crate::entry::slice(list, num as usize) };
+    handles.iter().map(|&h| get::<DeviceObj>(h.cast()).map(|d| d.inner.device.clone())).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug)]
+    struct Thing(#[allow(dead_code)] u32);
+    impl Kind for Thing {
+        const TAG: Tag = Tag::Context;
+        const INVALID: cl_int = CL_INVALID_CONTEXT;
+    }
+
+    #[test]
+    fn released_and_foreign_handles_are_refused_without_dereferencing() {
+        let h = into_handle(new_object(Thing(7)));
+        assert!(get::<Thing>(h).is_ok());
+        assert_eq!(get::<DeviceObj>(h).unwrap_err(), CL_INVALID_DEVICE, "another kind");
+        retain::<Thing>(h).unwrap();
+        release::<Thing>(h).unwrap();
+        release::<Thing>(h).unwrap();
+        // Freed now: neither lookup nor release may touch it.
+        assert_eq!(get::<Thing>(h).unwrap_err(), CL_INVALID_CONTEXT);
+        assert_eq!(release::<Thing>(h).unwrap_err(), CL_INVALID_CONTEXT);
+        assert_eq!(get::<Thing>(std::ptr::null()).unwrap_err(), CL_INVALID_CONTEXT);
+        let stack = 0u64;
+        assert_eq!(get::<Thing>(&stack as *const u64 as *const c_void).unwrap_err(), CL_INVALID_CONTEXT);
+    }
+
+    #[test]
+    fn an_extra_release_cannot_take_an_implicit_reference() {
+        let obj = new_object(Thing(1));
+        let h = into_handle(obj.clone()); // `obj` plays an implicit reference
+        release::<Thing>(h).unwrap();
+        assert_eq!(release::<Thing>(h).unwrap_err(), CL_INVALID_CONTEXT);
+        assert!(get::<Thing>(h).is_ok(), "still alive through the implicit reference");
+        assert_eq!(reference_count(&get::<Thing>(h).unwrap()), 1);
+        drop(obj);
+        assert!(get::<Thing>(h).is_err());
+    }
+
+    #[test]
+    fn devices_have_handles() {
+        for d in Platform::get().devices() {
+            let h = device_handle(d);
+            assert!(Arc::ptr_eq(&get::<DeviceObj>(h.cast()).unwrap().inner.device, d));
+        }
+        assert_eq!(check_platform(platform_handle(), false), Ok(()));
+        assert_eq!(check_platform(std::ptr::null_mut(), false), Err(CL_INVALID_PLATFORM));
+    }
+}
