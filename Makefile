@@ -11,7 +11,7 @@ RIG        := qemu/run-in-guest
 GUEST_RIG  := --edu 2 --bind 0000:00:10.0 --bind 0000:00:08.0 --module vgem
 LOGS       := target/test-logs
 
-.PHONY: all build deps guest demo test test-host test-guest test-guest-doc test-rig lint bench fuzz clean-guest
+.PHONY: all build deps guest demo test test-host test-icd icd install test-guest test-guest-doc test-rig lint bench fuzz clean-guest
 
 all: build
 
@@ -52,6 +52,30 @@ test-host:
 	@echo "== host tests (unit, doc and integration tests on this machine)"
 	@$(CARGO) build -p dmabridge-cli --quiet
 	@set -o pipefail; $(CARGO) test --workspace --color never -- --test-threads=1 2>&1 | tee $(LOGS)/host.log
+	@$(MAKE) --no-print-directory test-icd
+
+# The OpenCL ICD's C tests through the real loader (ocl-icd), and clinfo.
+test-icd:
+	@mkdir -p $(LOGS)
+	@echo "== OpenCL ICD: C tests and clinfo through the loader (tests/icd)"
+	@set -o pipefail; tests/icd/run 2>&1 | tee $(LOGS)/icd.log
+
+# The ICD and target/<profile>/dmabridge.icd (for OCL_ICD_VENDORS=...).
+ICD_PROFILE ?= release
+icd:
+	@$(CARGO) build -p dmabridge-icd $(if $(filter release,$(ICD_PROFILE)),--release) --quiet
+	@echo "$(CURDIR)/target/$(ICD_PROFILE)/libdmabridge_icd.so" > target/$(ICD_PROFILE)/dmabridge.icd
+	@echo "wrote target/$(ICD_PROFILE)/dmabridge.icd: OCL_ICD_VENDORS=$(CURDIR)/target/$(ICD_PROFILE)/dmabridge.icd"
+
+# Installs the ICD library and registers it with the loaders
+# (/etc/OpenCL/vendors/dmabridge.icd names the installed library).
+PREFIX     ?= /usr/local
+DESTDIR    ?=
+LIBDIR     ?= $(PREFIX)/lib
+install: icd
+	install -D -m 0755 target/$(ICD_PROFILE)/libdmabridge_icd.so $(DESTDIR)$(LIBDIR)/libdmabridge_icd.so
+	install -d $(DESTDIR)/etc/OpenCL/vendors
+	echo "$(LIBDIR)/libdmabridge_icd.so" > $(DESTDIR)/etc/OpenCL/vendors/dmabridge.icd
 
 # The guest suites run under tests/guest-runner: one process per test, each
 # killed and reported by name when it gives no result within its timeout
