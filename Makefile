@@ -100,10 +100,17 @@ test-guest-doc: guest
 	@mkdir -p $(LOGS)
 	@echo "== doc examples, compiled here, run inside the QEMU guest"
 	@rm -rf $(DOCTESTS)
-	@RUSTC_BOOTSTRAP=1 RUSTDOCFLAGS="-Z unstable-options --persist-doctests $(CURDIR)/$(DOCTESTS)" \
-	    $(CARGO) test -p dmabridge --doc --quiet >/dev/null 2>&1 || true
-	@set -o pipefail; $(RIG) $(GUEST_RIG) --env DMABRIDGE_BAR_DEVICE=0000:00:08.0,bar=2,engine=0000:00:10.0 \
-	    -- tests/guest-runner --doctests $(DOCTESTS) 2>&1 | tee $(LOGS)/guest-doc.log
+	@status=0; \
+	RUSTC_BOOTSTRAP=1 RUSTDOCFLAGS="-Z unstable-options --persist-doctests $(CURDIR)/$(DOCTESTS)" \
+	    $(CARGO) test -p dmabridge --doc --color never >$(LOGS)/guest-doc-build.txt 2>&1 || status=1; \
+	: >$(LOGS)/guest-doc.log; \
+	if [ $$status != 0 ]; then \
+	    { echo "test-guest-doc: FAILED: the rustdoc run that compiles the examples failed; those it did not compile do not run below (see $(LOGS)/guest-doc-build.txt)"; \
+	      grep -E '^(error(\[E[0-9]+\])?:|---- .* stdout ----)' $(LOGS)/guest-doc-build.txt | head -n 20; } | tee $(LOGS)/guest-doc.log; \
+	fi; \
+	set -o pipefail; $(RIG) $(GUEST_RIG) --env DMABRIDGE_BAR_DEVICE=0000:00:08.0,bar=2,engine=0000:00:10.0 \
+	    -- tests/guest-runner --doctests $(DOCTESTS) 2>&1 | tee -a $(LOGS)/guest-doc.log || status=1; \
+	exit $$status
 
 test-rig: guest
 	@mkdir -p $(LOGS)
