@@ -374,3 +374,16 @@ fn a_failed_boot_is_retried_loudly_and_a_failed_command_never() {
     assert_eq!(out.status.code(), Some(3));
     assert!(!text(&out.stderr).contains("RETRY"), "{}", text(&out.stderr));
 }
+
+/// What the guest kernel says about its own trouble (an RCU stall here,
+/// written as the kernel would) reaches the caller even when the run goes
+/// on and passes.
+#[test]
+fn the_guest_kernels_stall_reports_are_passed_on() {
+    let line = "rcu: INFO: rcu_preempt detected stalls on CPUs/tasks: (written by the rig test)";
+    let out = rig(&["--no-ivshmem", "--", "sh", "-c", &format!("echo '{line}' >/dev/console; sleep 2")]);
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("warning: the guest kernel reports (host load average "), "{stderr}");
+    assert!(stderr.contains(line), "{stderr}");
+}
