@@ -43,6 +43,12 @@ pub enum Tag {
     Queue,
     /// `cl_event`.
     Event,
+    /// `cl_mem` (buffers and sub-buffers).
+    Mem,
+    /// `cl_program`.
+    Program,
+    /// `cl_kernel`.
+    Kernel,
 }
 
 /// The first words of every C object.

@@ -9,7 +9,7 @@ use opencl_sys::cl_d3d11::*;
 use opencl_sys::cl_dx9_media_sharing::*;
 use opencl_sys::cl_egl::*;
 use opencl_sys::*;
-use std::ffi::{c_char, c_void};
+use std::ffi::c_void;
 
 use crate::entry::{unsupported, unsupported_object};
 
@@ -20,17 +20,6 @@ pub(crate) unsafe extern "C" fn clSetCommandQueueProperty(
     old_properties: *mut cl_command_queue_properties,
 ) -> cl_int {
     unsupported("clSetCommandQueueProperty", CL_INVALID_OPERATION)
-}
-
-pub(crate) unsafe extern "C" fn clCreateBuffer(
-    context: cl_context,
-    flags: cl_mem_flags,
-    size: usize,
-    host_ptr: *mut c_void,
-    errcode_ret: *mut cl_int,
-) -> cl_mem {
-    // SAFETY: `errcode_ret` is NULL or writable (the C contract).
-    unsafe { unsupported_object("clCreateBuffer", CL_INVALID_OPERATION, errcode_ret) }.cast()
 }
 
 pub(crate) unsafe extern "C" fn clCreateImage2D(
@@ -63,14 +52,6 @@ pub(crate) unsafe extern "C" fn clCreateImage3D(
     unsafe { unsupported_object("clCreateImage3D", CL_INVALID_OPERATION, errcode_ret) }.cast()
 }
 
-pub(crate) unsafe extern "C" fn clRetainMemObject(memobj: cl_mem) -> cl_int {
-    unsupported("clRetainMemObject", CL_INVALID_MEM_OBJECT)
-}
-
-pub(crate) unsafe extern "C" fn clReleaseMemObject(memobj: cl_mem) -> cl_int {
-    unsupported("clReleaseMemObject", CL_INVALID_MEM_OBJECT)
-}
-
 pub(crate) unsafe extern "C" fn clGetSupportedImageFormats(
     context: cl_context,
     flags: cl_mem_flags,
@@ -80,16 +61,6 @@ pub(crate) unsafe extern "C" fn clGetSupportedImageFormats(
     num_image_formats: *mut cl_uint,
 ) -> cl_int {
     unsupported("clGetSupportedImageFormats", CL_INVALID_OPERATION)
-}
-
-pub(crate) unsafe extern "C" fn clGetMemObjectInfo(
-    memobj: cl_mem,
-    param_name: cl_mem_info,
-    param_value_size: usize,
-    param_value: *mut c_void,
-    param_value_size_ret: *mut usize,
-) -> cl_int {
-    unsupported("clGetMemObjectInfo", CL_INVALID_MEM_OBJECT)
 }
 
 pub(crate) unsafe extern "C" fn clGetImageInfo(
@@ -131,17 +102,6 @@ pub(crate) unsafe extern "C" fn clGetSamplerInfo(
     unsupported("clGetSamplerInfo", CL_INVALID_SAMPLER)
 }
 
-pub(crate) unsafe extern "C" fn clCreateProgramWithSource(
-    context: cl_context,
-    count: cl_uint,
-    strings: *mut *const c_char,
-    lengths: *const usize,
-    errcode_ret: *mut cl_int,
-) -> cl_program {
-    // SAFETY: `errcode_ret` is NULL or writable (the C contract).
-    unsafe { unsupported_object("clCreateProgramWithSource", CL_INVALID_OPERATION, errcode_ret) }.cast()
-}
-
 pub(crate) unsafe extern "C" fn clCreateProgramWithBinary(
     context: cl_context,
     num_devices: cl_uint,
@@ -153,144 +113,6 @@ pub(crate) unsafe extern "C" fn clCreateProgramWithBinary(
 ) -> cl_program {
     // SAFETY: `errcode_ret` is NULL or writable (the C contract).
     unsafe { unsupported_object("clCreateProgramWithBinary", CL_INVALID_OPERATION, errcode_ret) }.cast()
-}
-
-pub(crate) unsafe extern "C" fn clRetainProgram(program: cl_program) -> cl_int {
-    unsupported("clRetainProgram", CL_INVALID_PROGRAM)
-}
-
-pub(crate) unsafe extern "C" fn clReleaseProgram(program: cl_program) -> cl_int {
-    unsupported("clReleaseProgram", CL_INVALID_PROGRAM)
-}
-
-pub(crate) unsafe extern "C" fn clBuildProgram(
-    program: cl_program,
-    num_devices: cl_uint,
-    device_list: *const cl_device_id,
-    options: *const c_char,
-    pfn_notify: Option<unsafe extern "C" fn(program: cl_program, user_data: *mut c_void)>,
-    user_data: *mut c_void,
-) -> cl_int {
-    unsupported("clBuildProgram", CL_INVALID_PROGRAM)
-}
-
-pub(crate) unsafe extern "C" fn clGetProgramInfo(
-    program: cl_program,
-    param_name: cl_program_info,
-    param_value_size: usize,
-    param_value: *mut c_void,
-    param_value_size_ret: *mut usize,
-) -> cl_int {
-    unsupported("clGetProgramInfo", CL_INVALID_PROGRAM)
-}
-
-pub(crate) unsafe extern "C" fn clGetProgramBuildInfo(
-    program: cl_program,
-    device: cl_device_id,
-    param_name: cl_program_build_info,
-    param_value_size: usize,
-    param_value: *mut c_void,
-    param_value_size_ret: *mut usize,
-) -> cl_int {
-    unsupported("clGetProgramBuildInfo", CL_INVALID_PROGRAM)
-}
-
-pub(crate) unsafe extern "C" fn clCreateKernel(
-    program: cl_program,
-    kernel_name: *const c_char,
-    errcode_ret: *mut cl_int,
-) -> cl_kernel {
-    // SAFETY: `errcode_ret` is NULL or writable (the C contract).
-    unsafe { unsupported_object("clCreateKernel", CL_INVALID_PROGRAM, errcode_ret) }.cast()
-}
-
-pub(crate) unsafe extern "C" fn clCreateKernelsInProgram(
-    program: cl_program,
-    num_kernels: cl_uint,
-    kernels: *mut cl_kernel,
-    num_kernels_ret: *mut cl_uint,
-) -> cl_int {
-    unsupported("clCreateKernelsInProgram", CL_INVALID_PROGRAM)
-}
-
-pub(crate) unsafe extern "C" fn clRetainKernel(kernel: cl_kernel) -> cl_int {
-    unsupported("clRetainKernel", CL_INVALID_KERNEL)
-}
-
-pub(crate) unsafe extern "C" fn clReleaseKernel(kernel: cl_kernel) -> cl_int {
-    unsupported("clReleaseKernel", CL_INVALID_KERNEL)
-}
-
-pub(crate) unsafe extern "C" fn clSetKernelArg(
-    kernel: cl_kernel,
-    arg_index: cl_uint,
-    arg_size: usize,
-    arg_value: *const c_void,
-) -> cl_int {
-    unsupported("clSetKernelArg", CL_INVALID_KERNEL)
-}
-
-pub(crate) unsafe extern "C" fn clGetKernelInfo(
-    kernel: cl_kernel,
-    param_name: cl_kernel_info,
-    param_value_size: usize,
-    param_value: *mut c_void,
-    param_value_size_ret: *mut usize,
-) -> cl_int {
-    unsupported("clGetKernelInfo", CL_INVALID_KERNEL)
-}
-
-pub(crate) unsafe extern "C" fn clGetKernelWorkGroupInfo(
-    kernel: cl_kernel,
-    device: cl_device_id,
-    param_name: cl_kernel_work_group_info,
-    param_value_size: usize,
-    param_value: *mut c_void,
-    param_value_size_ret: *mut usize,
-) -> cl_int {
-    unsupported("clGetKernelWorkGroupInfo", CL_INVALID_KERNEL)
-}
-
-pub(crate) unsafe extern "C" fn clEnqueueReadBuffer(
-    command_queue: cl_command_queue,
-    buffer: cl_mem,
-    blocking_read: cl_bool,
-    offset: usize,
-    size: usize,
-    ptr: *mut c_void,
-    num_events_in_wait_list: cl_uint,
-    event_wait_list: *const cl_event,
-    event: *mut cl_event,
-) -> cl_int {
-    unsupported("clEnqueueReadBuffer", CL_INVALID_OPERATION)
-}
-
-pub(crate) unsafe extern "C" fn clEnqueueWriteBuffer(
-    command_queue: cl_command_queue,
-    buffer: cl_mem,
-    blocking_write: cl_bool,
-    offset: usize,
-    size: usize,
-    ptr: *const c_void,
-    num_events_in_wait_list: cl_uint,
-    event_wait_list: *const cl_event,
-    event: *mut cl_event,
-) -> cl_int {
-    unsupported("clEnqueueWriteBuffer", CL_INVALID_OPERATION)
-}
-
-pub(crate) unsafe extern "C" fn clEnqueueCopyBuffer(
-    command_queue: cl_command_queue,
-    src_buffer: cl_mem,
-    dst_buffer: cl_mem,
-    src_offset: usize,
-    dst_offset: usize,
-    size: usize,
-    num_events_in_wait_list: cl_uint,
-    event_wait_list: *const cl_event,
-    event: *mut cl_event,
-) -> cl_int {
-    unsupported("clEnqueueCopyBuffer", CL_INVALID_OPERATION)
 }
 
 pub(crate) unsafe extern "C" fn clEnqueueReadImage(
@@ -367,22 +189,6 @@ pub(crate) unsafe extern "C" fn clEnqueueCopyBufferToImage(
     unsupported("clEnqueueCopyBufferToImage", CL_INVALID_OPERATION)
 }
 
-pub(crate) unsafe extern "C" fn clEnqueueMapBuffer(
-    command_queue: cl_command_queue,
-    buffer: cl_mem,
-    blocking_map: cl_bool,
-    map_flags: cl_map_flags,
-    offset: usize,
-    size: usize,
-    num_events_in_wait_list: cl_uint,
-    event_wait_list: *const cl_event,
-    event: *mut cl_event,
-    errcode_ret: *mut cl_int,
-) -> *mut c_void {
-    // SAFETY: `errcode_ret` is NULL or writable (the C contract).
-    unsafe { unsupported_object("clEnqueueMapBuffer", CL_INVALID_OPERATION, errcode_ret) }.cast()
-}
-
 pub(crate) unsafe extern "C" fn clEnqueueMapImage(
     command_queue: cl_command_queue,
     image: cl_mem,
@@ -399,56 +205,6 @@ pub(crate) unsafe extern "C" fn clEnqueueMapImage(
 ) -> *mut c_void {
     // SAFETY: `errcode_ret` is NULL or writable (the C contract).
     unsafe { unsupported_object("clEnqueueMapImage", CL_INVALID_OPERATION, errcode_ret) }.cast()
-}
-
-pub(crate) unsafe extern "C" fn clEnqueueUnmapMemObject(
-    command_queue: cl_command_queue,
-    memobj: cl_mem,
-    mapped_ptr: *mut c_void,
-    num_events_in_wait_list: cl_uint,
-    event_wait_list: *const cl_event,
-    event: *mut cl_event,
-) -> cl_int {
-    unsupported("clEnqueueUnmapMemObject", CL_INVALID_OPERATION)
-}
-
-pub(crate) unsafe extern "C" fn clEnqueueNDRangeKernel(
-    command_queue: cl_command_queue,
-    kernel: cl_kernel,
-    work_dim: cl_uint,
-    global_work_offset: *const usize,
-    global_work_size: *const usize,
-    local_work_size: *const usize,
-    num_events_in_wait_list: cl_uint,
-    event_wait_list: *const cl_event,
-    event: *mut cl_event,
-) -> cl_int {
-    unsupported("clEnqueueNDRangeKernel", CL_INVALID_OPERATION)
-}
-
-pub(crate) unsafe extern "C" fn clEnqueueTask(
-    command_queue: cl_command_queue,
-    kernel: cl_kernel,
-    num_events_in_wait_list: cl_uint,
-    event_wait_list: *const cl_event,
-    event: *mut cl_event,
-) -> cl_int {
-    unsupported("clEnqueueTask", CL_INVALID_OPERATION)
-}
-
-pub(crate) unsafe extern "C" fn clEnqueueNativeKernel(
-    command_queue: cl_command_queue,
-    user_func: Option<unsafe extern "C" fn(arg1: *mut c_void)>,
-    args: *mut c_void,
-    cb_args: usize,
-    num_mem_objects: cl_uint,
-    mem_list: *const cl_mem,
-    args_mem_loc: *mut *const c_void,
-    num_events_in_wait_list: cl_uint,
-    event_wait_list: *const cl_event,
-    event: *mut cl_event,
-) -> cl_int {
-    unsupported("clEnqueueNativeKernel", CL_INVALID_OPERATION)
 }
 
 pub(crate) unsafe extern "C" fn clCreateFromGLBuffer(
@@ -611,81 +367,6 @@ pub(crate) unsafe extern "C" fn clEnqueueReleaseD3D10ObjectsKHR(
     unsupported("clEnqueueReleaseD3D10ObjectsKHR", CL_INVALID_OPERATION)
 }
 
-pub(crate) unsafe extern "C" fn clCreateSubBuffer(
-    buffer: cl_mem,
-    flags: cl_mem_flags,
-    buffer_create_type: cl_buffer_create_type,
-    buffer_create_info: *const c_void,
-    errcode_ret: *mut cl_int,
-) -> cl_mem {
-    // SAFETY: `errcode_ret` is NULL or writable (the C contract).
-    unsafe { unsupported_object("clCreateSubBuffer", CL_INVALID_MEM_OBJECT, errcode_ret) }.cast()
-}
-
-pub(crate) unsafe extern "C" fn clSetMemObjectDestructorCallback(
-    memobj: cl_mem,
-    pfn_notify: Option<unsafe extern "C" fn(memobj: cl_mem, user_data: *mut c_void)>,
-    user_data: *mut c_void,
-) -> cl_int {
-    unsupported("clSetMemObjectDestructorCallback", CL_INVALID_MEM_OBJECT)
-}
-
-pub(crate) unsafe extern "C" fn clEnqueueReadBufferRect(
-    command_queue: cl_command_queue,
-    buffer: cl_mem,
-    blocking_read: cl_bool,
-    buffer_origin: *const usize,
-    host_origin: *const usize,
-    region: *const usize,
-    buffer_row_pitch: usize,
-    buffer_slice_pitch: usize,
-    host_row_pitch: usize,
-    host_slice_pitch: usize,
-    ptr: *mut c_void,
-    num_events_in_wait_list: cl_uint,
-    event_wait_list: *const cl_event,
-    event: *mut cl_event,
-) -> cl_int {
-    unsupported("clEnqueueReadBufferRect", CL_INVALID_OPERATION)
-}
-
-pub(crate) unsafe extern "C" fn clEnqueueWriteBufferRect(
-    command_queue: cl_command_queue,
-    buffer: cl_mem,
-    blocking_write: cl_bool,
-    buffer_origin: *const usize,
-    host_origin: *const usize,
-    region: *const usize,
-    buffer_row_pitch: usize,
-    buffer_slice_pitch: usize,
-    host_row_pitch: usize,
-    host_slice_pitch: usize,
-    ptr: *const c_void,
-    num_events_in_wait_list: cl_uint,
-    event_wait_list: *const cl_event,
-    event: *mut cl_event,
-) -> cl_int {
-    unsupported("clEnqueueWriteBufferRect", CL_INVALID_OPERATION)
-}
-
-pub(crate) unsafe extern "C" fn clEnqueueCopyBufferRect(
-    command_queue: cl_command_queue,
-    src_buffer: cl_mem,
-    dst_buffer: cl_mem,
-    src_origin: *const usize,
-    dst_origin: *const usize,
-    region: *const usize,
-    src_row_pitch: usize,
-    src_slice_pitch: usize,
-    dst_row_pitch: usize,
-    dst_slice_pitch: usize,
-    num_events_in_wait_list: cl_uint,
-    event_wait_list: *const cl_event,
-    event: *mut cl_event,
-) -> cl_int {
-    unsupported("clEnqueueCopyBufferRect", CL_INVALID_OPERATION)
-}
-
 pub(crate) unsafe extern "C" fn clCreateSubDevicesEXT(
     in_device: cl_device_id,
     properties: *const cl_device_partition_property_ext,
@@ -735,71 +416,6 @@ pub(crate) unsafe extern "C" fn clCreateImage(
     unsafe { unsupported_object("clCreateImage", CL_INVALID_OPERATION, errcode_ret) }.cast()
 }
 
-pub(crate) unsafe extern "C" fn clCreateProgramWithBuiltInKernels(
-    context: cl_context,
-    num_devices: cl_uint,
-    device_list: *const cl_device_id,
-    kernel_names: *const c_char,
-    errcode_ret: *mut cl_int,
-) -> cl_program {
-    // SAFETY: `errcode_ret` is NULL or writable (the C contract).
-    unsafe { unsupported_object("clCreateProgramWithBuiltInKernels", CL_INVALID_OPERATION, errcode_ret) }.cast()
-}
-
-pub(crate) unsafe extern "C" fn clCompileProgram(
-    program: cl_program,
-    num_devices: cl_uint,
-    device_list: *const cl_device_id,
-    options: *const c_char,
-    num_input_headers: cl_uint,
-    input_headers: *const cl_program,
-    header_include_names: *mut *const c_char,
-    pfn_notify: Option<unsafe extern "C" fn(program: cl_program, user_data: *mut c_void)>,
-    user_data: *mut c_void,
-) -> cl_int {
-    unsupported("clCompileProgram", CL_INVALID_PROGRAM)
-}
-
-pub(crate) unsafe extern "C" fn clLinkProgram(
-    context: cl_context,
-    num_devices: cl_uint,
-    device_list: *const cl_device_id,
-    options: *const c_char,
-    num_input_programs: cl_uint,
-    input_programs: *const cl_program,
-    pfn_notify: Option<unsafe extern "C" fn(program: cl_program, user_data: *mut c_void)>,
-    user_data: *mut c_void,
-    errcode_ret: *mut cl_int,
-) -> cl_program {
-    // SAFETY: `errcode_ret` is NULL or writable (the C contract).
-    unsafe { unsupported_object("clLinkProgram", CL_INVALID_OPERATION, errcode_ret) }.cast()
-}
-
-pub(crate) unsafe extern "C" fn clGetKernelArgInfo(
-    kernel: cl_kernel,
-    arg_index: cl_uint,
-    param_name: cl_kernel_arg_info,
-    param_value_size: usize,
-    param_value: *mut c_void,
-    param_value_size_ret: *mut usize,
-) -> cl_int {
-    unsupported("clGetKernelArgInfo", CL_INVALID_KERNEL)
-}
-
-pub(crate) unsafe extern "C" fn clEnqueueFillBuffer(
-    command_queue: cl_command_queue,
-    buffer: cl_mem,
-    pattern: *const c_void,
-    pattern_size: usize,
-    offset: usize,
-    size: usize,
-    num_events_in_wait_list: cl_uint,
-    event_wait_list: *const cl_event,
-    event: *mut cl_event,
-) -> cl_int {
-    unsupported("clEnqueueFillBuffer", CL_INVALID_OPERATION)
-}
-
 pub(crate) unsafe extern "C" fn clEnqueueFillImage(
     command_queue: cl_command_queue,
     image: cl_mem,
@@ -811,18 +427,6 @@ pub(crate) unsafe extern "C" fn clEnqueueFillImage(
     event: *mut cl_event,
 ) -> cl_int {
     unsupported("clEnqueueFillImage", CL_INVALID_OPERATION)
-}
-
-pub(crate) unsafe extern "C" fn clEnqueueMigrateMemObjects(
-    command_queue: cl_command_queue,
-    num_mem_objects: cl_uint,
-    mem_objects: *const cl_mem,
-    flags: cl_mem_migration_flags,
-    num_events_in_wait_list: cl_uint,
-    event_wait_list: *const cl_event,
-    event: *mut cl_event,
-) -> cl_int {
-    unsupported("clEnqueueMigrateMemObjects", CL_INVALID_OPERATION)
 }
 
 pub(crate) unsafe extern "C" fn clCreateFromGLTexture(
@@ -1025,23 +629,6 @@ pub(crate) unsafe extern "C" fn clCreateSamplerWithProperties(
     unsafe { unsupported_object("clCreateSamplerWithProperties", CL_INVALID_OPERATION, errcode_ret) }.cast()
 }
 
-pub(crate) unsafe extern "C" fn clSetKernelArgSVMPointer(
-    kernel: cl_kernel,
-    arg_index: cl_uint,
-    arg_value: *const c_void,
-) -> cl_int {
-    unsupported("clSetKernelArgSVMPointer", CL_INVALID_KERNEL)
-}
-
-pub(crate) unsafe extern "C" fn clSetKernelExecInfo(
-    kernel: cl_kernel,
-    param_name: cl_kernel_exec_info,
-    param_value_size: usize,
-    param_value: *const c_void,
-) -> cl_int {
-    unsupported("clSetKernelExecInfo", CL_INVALID_KERNEL)
-}
-
 pub(crate) unsafe extern "C" fn clGetKernelSubGroupInfoKHR(
     in_kernel: cl_kernel,
     in_device: cl_device_id,
@@ -1103,14 +690,6 @@ pub(crate) unsafe extern "C" fn clSetDefaultDeviceCommandQueue(
     unsupported("clSetDefaultDeviceCommandQueue", CL_INVALID_OPERATION)
 }
 
-pub(crate) unsafe extern "C" fn clSetProgramReleaseCallback(
-    program: cl_program,
-    pfn_notify: Option<unsafe extern "C" fn(program: cl_program, user_data: *mut c_void)>,
-    user_data: *mut c_void,
-) -> cl_int {
-    unsupported("clSetProgramReleaseCallback", CL_INVALID_PROGRAM)
-}
-
 pub(crate) unsafe extern "C" fn clSetProgramSpecializationConstant(
     program: cl_program,
     spec_id: cl_uint,
@@ -1118,18 +697,6 @@ pub(crate) unsafe extern "C" fn clSetProgramSpecializationConstant(
     spec_value: *const c_void,
 ) -> cl_int {
     unsupported("clSetProgramSpecializationConstant", CL_INVALID_PROGRAM)
-}
-
-pub(crate) unsafe extern "C" fn clCreateBufferWithProperties(
-    context: cl_context,
-    properties: *const cl_mem_properties,
-    flags: cl_mem_flags,
-    size: usize,
-    host_ptr: *mut c_void,
-    errcode_ret: *mut cl_int,
-) -> cl_mem {
-    // SAFETY: `errcode_ret` is NULL or writable (the C contract).
-    unsafe { unsupported_object("clCreateBufferWithProperties", CL_INVALID_OPERATION, errcode_ret) }.cast()
 }
 
 pub(crate) unsafe extern "C" fn clCreateImageWithProperties(

@@ -110,7 +110,13 @@ for name, ty in slots:
                 f'    unsafe {{ unsupported_object("{name}", {err}, {arg}) }}.cast()')
         rets = f" -> {ret.strip()}"
     out.append(f"pub(crate) unsafe extern \"C\" fn {name}(\n    {sig}\n){rets} {{\n{body}\n}}\n")
-Path("src/stubs.rs").write_text("\n".join(out))
+text_out = "\n".join(out)
+# Import only the std::ffi types the remaining stubs use (no unused import).
+body_out = text_out[text_out.index("use crate::entry"):]
+ffi = [t for t in ("c_char", "c_void") if re.search(rf"\b{t}\b", body_out)]
+ffi_line = "use std::ffi::{" + ", ".join(ffi) + "};" if len(ffi) > 1 else (f"use std::ffi::{ffi[0]};" if ffi else "")
+text_out = text_out.replace("use std::ffi::{c_char, c_void};", ffi_line)
+Path("src/stubs.rs").write_text(text_out)
 if "--slots" in sys.argv:
     # Every slot in table order, for the list in dispatch.rs.
     print("\n".join(n for n, _ in slots))

@@ -6,7 +6,10 @@
 pub mod context;
 pub mod device;
 pub mod event;
+pub mod kernel;
+pub mod memobj;
 pub mod platform;
+pub mod program;
 pub mod queue;
 pub mod svm;
 pub mod usm;

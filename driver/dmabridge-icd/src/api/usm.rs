@@ -12,7 +12,7 @@ use opencl_sys::*;
 use super::context::ContextObj;
 use super::event::return_event;
 use super::queue::queue;
-use crate::entry::{info_bytes, object, pointer_bytes, slice, status, unsupported, wait_list, Cl};
+use crate::entry::{info_bytes, object, pointer_bytes, slice, status, wait_list, Cl};
 use crate::handles::{self, device_handle, DeviceObj};
 
 /// A zero-terminated `cl_mem_properties_intel` list as (name, value) pairs.
@@ -236,14 +236,4 @@ pub(crate) unsafe extern "C" fn clEnqueueMemAdviseINTEL(
             return_event(&q, ev, event)
         }
     })
-}
-
-/// `clSetKernelArgMemPointerINTEL`: no kernel objects exist through the ICD
-/// yet, so every handle is an invalid kernel.
-pub(crate) unsafe extern "C" fn clSetKernelArgMemPointerINTEL(
-    _kernel: cl_kernel,
-    _arg_index: cl_uint,
-    _arg_value: *const c_void,
-) -> cl_int {
-    unsupported("clSetKernelArgMemPointerINTEL", CL_INVALID_KERNEL)
 }

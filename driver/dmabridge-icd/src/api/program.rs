@@ -1,0 +1,435 @@
+//! Program entry points. There is no OpenCL C compiler: a program holds
+//! either built-in kernels of its devices (`runtime::kernel`'s list, always
+//! built) or source text, which can be created and queried but whose
+//! build, compile and link answer that no compiler (linker) is available.
+
+use std::ffi::{c_char, c_void, CStr};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use dmabridge::runtime::device::Device;
+use dmabridge::runtime::info::InfoValue;
+use dmabridge::runtime::kernel::builtin_kernel_names;
+use opencl_sys::*;
+
+use super::context::ContextObj;
+use crate::entry::{info_bytes, info_value, lock, object, pointer_bytes, slice, status, ClRes};
+use crate::handles::{self, device_handle, DeviceObj, Kind, Obj, Tag};
+
+/// What a program was created from.
+#[derive(Debug)]
+pub enum Contents {
+    /// Built-in kernels (`clCreateProgramWithBuiltInKernels`, or a link of
+    /// such programs), by name.
+    BuiltIn(Vec<&'static str>),
+    /// OpenCL C source (`clCreateProgramWithSource`), concatenated.
+    Source(String),
+}
+
+/// The state of the last build, per program (all its devices alike).
+#[derive(Debug)]
+struct Build {
+    status: cl_build_status,
+    options: String,
+    log: String,
+}
+
+/// A program.
+#[derive(Debug)]
+pub struct ProgramObj {
+    /// Its context's object.
+    pub context: Arc<Obj<ContextObj>>,
+    /// Its devices.
+    pub devices: Vec<Arc<Device>>,
+    /// Built-in kernels or source.
+    pub contents: Contents,
+    build: Mutex<Build>,
+    /// Kernel objects created from it and not released yet.
+    pub(crate) kernels: AtomicUsize,
+}
+
+impl Kind for ProgramObj {
+    const TAG: Tag = Tag::Program;
+    const INVALID: cl_int = CL_INVALID_PROGRAM;
+}
+
+impl ProgramObj {
+    /// The built-in kernel names, or `CL_INVALID_PROGRAM_EXECUTABLE` for a
+    /// program from source (never built).
+    pub(crate) fn kernel_names(&self) -> ClRes<&[&'static str]> {
+        match &self.contents {
+            Contents::BuiltIn(names) => Ok(names),
+            Contents::Source(_) => Err(CL_INVALID_PROGRAM_EXECUTABLE),
+        }
+    }
+}
+
+/// The program object behind a handle.
+pub(crate) fn program(handle: cl_program) -> ClRes<Arc<Obj<ProgramObj>>> {
+    handles::get::<ProgramObj>(handle.cast())
+}
+
+fn new_program(context: Arc<Obj<ContextObj>>, devices: Vec<Arc<Device>>, contents: Contents) -> cl_program {
+    let status = if matches!(contents, Contents::BuiltIn(_)) { CL_BUILD_SUCCESS } else { CL_BUILD_NONE };
+    let build = Mutex::new(Build { status, options: String::new(), log: String::new() });
+    let obj = ProgramObj { context, devices, contents, build, kernels: AtomicUsize::new(0) };
+    handles::into_handle(handles::new_object(obj)).cast()
+}
+
+/// The devices of a device list that must all be in `ctx`
+/// (`CL_INVALID_DEVICE` otherwise).
+///
+/// # Safety
+/// As [`handles::device_list`].
+unsafe fn devices_in(ctx: &ContextObj, num: cl_uint, list: *const cl_device_id) -> ClRes<Vec<Arc<Device>>> {
+    // SAFETY: forwarded to the caller.
+    let devices = unsafe { handles::device_list(num, list) }?;
+    if devices.iter().any(|d| !ctx.ctx.has_device(d)) {
+        return Err(CL_INVALID_DEVICE);
+    }
+    Ok(devices)
+}
+
+/// The built-in kernels named in `names` (`;`-separated, blanks around a
+/// name ignored), each offered by at least one of `devices`; repeated names
+/// count once. `CL_INVALID_VALUE` for an empty list or an unknown name.
+fn builtin_names(names: &[u8], devices: &[Arc<Device>]) -> ClRes<Vec<&'static str>> {
+    let offered: Vec<&'static str> = devices.iter().flat_map(|d| builtin_kernel_names(d)).collect();
+    let mut out: Vec<&'static str> = Vec::new();
+    for name in names.split(|&b| b == b';') {
+        let name = name.trim_ascii();
+        let known = offered.iter().find(|n| n.as_bytes() == name).ok_or(CL_INVALID_VALUE)?;
+        if !out.contains(known) {
+            out.push(known);
+        }
+    }
+    Ok(out)
+}
+
+/// `clCreateProgramWithBuiltInKernels`.
+pub(crate) unsafe extern "C" fn clCreateProgramWithBuiltInKernels(
+    context: cl_context,
+    num_devices: cl_uint,
+    device_list: *const cl_device_id,
+    kernel_names: *const c_char,
+    errcode_ret: *mut cl_int,
+) -> cl_program {
+    // SAFETY: the C contract of `errcode_ret`, `device_list` and
+    // `kernel_names` (NULL or NUL-terminated).
+    unsafe {
+        object("clCreateProgramWithBuiltInKernels", errcode_ret, || {
+            let ctx = handles::get::<ContextObj>(context.cast())?;
+            let devices = devices_in(&ctx.inner, num_devices, device_list)?;
+            if kernel_names.is_null() {
+                return Err(CL_INVALID_VALUE);
+            }
+            let names = builtin_names(CStr::from_ptr(kernel_names).to_bytes(), &devices)?;
+            Ok(new_program(ctx, devices, Contents::BuiltIn(names)))
+        })
+    }
+}
+
+/// `clCreateProgramWithSource`: the program is created (for all the
+/// context's devices) and keeps its source; it cannot be built.
+pub(crate) unsafe extern "C" fn clCreateProgramWithSource(
+    context: cl_context,
+    count: cl_uint,
+    strings: *mut *const c_char,
+    lengths: *const usize,
+    errcode_ret: *mut cl_int,
+) -> cl_program {
+    // SAFETY: the C contract of `errcode_ret`, `strings` (`count` entries)
+    // and `lengths` (NULL or `count` entries).
+    unsafe {
+        object("clCreateProgramWithSource", errcode_ret, || {
+            let ctx = handles::get::<ContextObj>(context.cast())?;
+            if count == 0 || strings.is_null() {
+                return Err(CL_INVALID_VALUE);
+            }
+            let strings = slice(strings.cast_const(), count as usize);
+            let lengths = if lengths.is_null() { &[][..] } else { slice(lengths, count as usize) };
+            let mut source = Vec::new();
+            for (i, &s) in strings.iter().enumerate() {
+                if s.is_null() {
+                    return Err(CL_INVALID_VALUE);
+                }
+                match lengths.get(i) {
+                    Some(&n) if n > 0 => source.extend_from_slice(slice(s.cast::<u8>(), n)),
+                    _ => source.extend_from_slice(CStr::from_ptr(s).to_bytes()),
+                }
+            }
+            let source = String::from_utf8_lossy(&source).into_owned();
+            let devices = ctx.inner.ctx.devices().to_vec();
+            Ok(new_program(ctx, devices, Contents::Source(source)))
+        })
+    }
+}
+
+/// `clRetainProgram`.
+pub(crate) unsafe extern "C" fn clRetainProgram(program: cl_program) -> cl_int {
+    status("clRetainProgram", || handles::retain::<ProgramObj>(program.cast()))
+}
+
+/// `clReleaseProgram`.
+pub(crate) unsafe extern "C" fn clReleaseProgram(program: cl_program) -> cl_int {
+    status("clReleaseProgram", || handles::release::<ProgramObj>(program.cast()))
+}
+
+/// The C callback of the build calls.
+type BuildNotify = Option<unsafe extern "C" fn(cl_program, *mut c_void)>;
+
+/// The checks `clBuildProgram` and `clCompileProgram` share: the device
+/// list (all of the program's devices when empty), the callback rule, no
+/// kernel attached. Records the options.
+///
+/// # Safety
+/// `device_list` as [`handles::device_list`] when `num_devices > 0`;
+/// `options` NULL or NUL-terminated.
+unsafe fn check_build(
+    p: &ProgramObj,
+    num_devices: cl_uint,
+    device_list: *const cl_device_id,
+    options: *const c_char,
+    pfn_notify: BuildNotify,
+    user_data: *mut c_void,
+) -> ClRes<()> {
+    if (num_devices == 0) != device_list.is_null() || (pfn_notify.is_none() && !user_data.is_null()) {
+        return Err(CL_INVALID_VALUE);
+    }
+    if num_devices > 0 {
+        // SAFETY: the caller's contract.
+        let devices = unsafe { handles::device_list(num_devices, device_list) }?;
+        if devices.iter().any(|d| !p.devices.iter().any(|pd| Arc::ptr_eq(pd, d))) {
+            return Err(CL_INVALID_DEVICE);
+        }
+    }
+    if p.kernels.load(Ordering::Acquire) > 0 {
+        return Err(CL_INVALID_OPERATION);
+    }
+    // SAFETY: the caller's contract.
+    let options = if options.is_null() {
+        String::new()
+    } else {
+        unsafe { CStr::from_ptr(options) }.to_string_lossy().into_owned()
+    };
+    let mut build = lock(&p.build);
+    build.options = options;
+    if let Contents::Source(_) = p.contents {
+        build.status = CL_BUILD_ERROR;
+        build.log = "dmabridge has no OpenCL C compiler: only built-in and native kernels run".into();
+        return Err(CL_COMPILER_NOT_AVAILABLE);
+    }
+    Ok(())
+}
+
+/// Calls the build callback (after the build: with no lock held).
+fn notify(pfn_notify: BuildNotify, program: cl_program, user_data: *mut c_void) {
+    if let Some(f) = pfn_notify {
+        // SAFETY: the application's callback with the arguments OpenCL
+        // defines; the caller holds the program alive.
+        unsafe { f(program, user_data) };
+    }
+}
+
+/// `clBuildProgram`: built-in programs are built already (success);
+/// programs from source answer `CL_COMPILER_NOT_AVAILABLE`.
+pub(crate) unsafe extern "C" fn clBuildProgram(
+    program: cl_program,
+    num_devices: cl_uint,
+    device_list: *const cl_device_id,
+    options: *const c_char,
+    pfn_notify: BuildNotify,
+    user_data: *mut c_void,
+) -> cl_int {
+    status("clBuildProgram", || {
+        let p = self::program(program)?;
+        // SAFETY: the C contract of `device_list` and `options`.
+        unsafe { check_build(&p.inner, num_devices, device_list, options, pfn_notify, user_data) }?;
+        notify(pfn_notify, program, user_data);
+        Ok(())
+    })
+}
+
+/// `clCompileProgram`: as [`clBuildProgram`]; headers must be consistent
+/// (`CL_INVALID_VALUE`) and be programs.
+pub(crate) unsafe extern "C" fn clCompileProgram(
+    program: cl_program,
+    num_devices: cl_uint,
+    device_list: *const cl_device_id,
+    options: *const c_char,
+    num_input_headers: cl_uint,
+    input_headers: *const cl_program,
+    header_include_names: *mut *const c_char,
+    pfn_notify: BuildNotify,
+    user_data: *mut c_void,
+) -> cl_int {
+    status("clCompileProgram", || {
+        let p = self::program(program)?;
+        if (num_input_headers == 0) != (input_headers.is_null() && header_include_names.is_null())
+            || (num_input_headers > 0 && (input_headers.is_null() || header_include_names.is_null()))
+        {
+            return Err(CL_INVALID_VALUE);
+        }
+        // SAFETY: the C contract: `num_input_headers` readable handles.
+        for &h in unsafe { slice(input_headers, num_input_headers as usize) } {
+            self::program(h)?;
+        }
+        // SAFETY: the C contract of `device_list` and `options`.
+        unsafe { check_build(&p.inner, num_devices, device_list, options, pfn_notify, user_data) }?;
+        notify(pfn_notify, program, user_data);
+        Ok(())
+    })
+}
+
+/// `clLinkProgram`: a link of built-in programs is a new built-in program
+/// with all their kernels (for the given devices, or the context's); a
+/// program from source among the inputs answers `CL_LINKER_NOT_AVAILABLE`
+/// (no device has a linker).
+pub(crate) unsafe extern "C" fn clLinkProgram(
+    context: cl_context,
+    num_devices: cl_uint,
+    device_list: *const cl_device_id,
+    _options: *const c_char,
+    num_input_programs: cl_uint,
+    input_programs: *const cl_program,
+    pfn_notify: BuildNotify,
+    user_data: *mut c_void,
+    errcode_ret: *mut cl_int,
+) -> cl_program {
+    // SAFETY: the C contract of `errcode_ret`, `device_list` and
+    // `input_programs`.
+    unsafe {
+        object("clLinkProgram", errcode_ret, || {
+            let ctx = handles::get::<ContextObj>(context.cast())?;
+            if (num_devices == 0) != device_list.is_null()
+                || num_input_programs == 0
+                || input_programs.is_null()
+                || (pfn_notify.is_none() && !user_data.is_null())
+            {
+                return Err(CL_INVALID_VALUE);
+            }
+            let devices = if num_devices == 0 {
+                ctx.inner.ctx.devices().to_vec()
+            } else {
+                devices_in(&ctx.inner, num_devices, device_list)?
+            };
+            let mut names: Vec<&'static str> = Vec::new();
+            for &h in slice(input_programs, num_input_programs as usize) {
+                let p = self::program(h)?;
+                if !Arc::ptr_eq(&p.inner.context, &ctx) {
+                    return Err(CL_INVALID_CONTEXT);
+                }
+                let Contents::BuiltIn(ns) = &p.inner.contents else { return Err(CL_LINKER_NOT_AVAILABLE) };
+                names.extend(ns.iter().filter(|n| !names.contains(n)).copied().collect::<Vec<_>>());
+            }
+            let joined = names.join(";");
+            let names = builtin_names(joined.as_bytes(), &devices)?;
+            let linked = new_program(ctx, devices, Contents::BuiltIn(names));
+            notify(pfn_notify, linked, user_data);
+            Ok(linked)
+        })
+    }
+}
+
+/// `clGetProgramInfo`. A program has no binary: `CL_PROGRAM_BINARY_SIZES`
+/// answers 0 for each device and `CL_PROGRAM_BINARIES` writes nothing
+/// through the application's pointers.
+pub(crate) unsafe extern "C" fn clGetProgramInfo(
+    program: cl_program,
+    param_name: cl_program_info,
+    param_value_size: usize,
+    param_value: *mut c_void,
+    param_value_size_ret: *mut usize,
+) -> cl_int {
+    status("clGetProgramInfo", || {
+        let p = self::program(program)?;
+        let pi = &p.inner;
+        let value = match param_name {
+            CL_PROGRAM_REFERENCE_COUNT => InfoValue::U32(handles::reference_count(&p)),
+            CL_PROGRAM_NUM_DEVICES => InfoValue::U32(pi.devices.len() as cl_uint),
+            CL_PROGRAM_SOURCE => InfoValue::Str(match &pi.contents {
+                Contents::Source(s) => s.clone(),
+                Contents::BuiltIn(_) => String::new(),
+            }),
+            CL_PROGRAM_BINARY_SIZES => InfoValue::Sizes(vec![0; pi.devices.len()]),
+            CL_PROGRAM_NUM_KERNELS => InfoValue::Usize(pi.kernel_names()?.len()),
+            CL_PROGRAM_KERNEL_NAMES => InfoValue::Str(pi.kernel_names()?.join(";")),
+            CL_PROGRAM_SCOPE_GLOBAL_CTORS_PRESENT | CL_PROGRAM_SCOPE_GLOBAL_DTORS_PRESENT => InfoValue::Bool(false),
+            _ => {
+                let bytes = match param_name {
+                    CL_PROGRAM_CONTEXT => pointer_bytes(&[handles::handle_of(&pi.context)]),
+                    CL_PROGRAM_DEVICES => {
+                        pointer_bytes(&pi.devices.iter().map(|d| device_handle(d) as *const c_void).collect::<Vec<_>>())
+                    }
+                    // No IL: an empty answer.
+                    CL_PROGRAM_IL => Vec::new(),
+                    CL_PROGRAM_BINARIES => {
+                        // One pointer per device, each to a binary of 0 bytes:
+                        // the size rules apply, but nothing is written.
+                        let size = pi.devices.len() * std::mem::size_of::<*mut u8>();
+                        if !param_value.is_null() && param_value_size < size {
+                            return Err(CL_INVALID_VALUE);
+                        }
+                        // SAFETY: the C contract of `param_value_size_ret`.
+                        unsafe { crate::entry::write_opt(param_value_size_ret, size) };
+                        return Ok(());
+                    }
+                    _ => return Err(CL_INVALID_VALUE),
+                };
+                // SAFETY: the C contract of the `param_value` arguments.
+                return unsafe { info_bytes(&bytes, param_value_size, param_value, param_value_size_ret) };
+            }
+        };
+        // SAFETY: the C contract of the `param_value` arguments.
+        unsafe { info_value(&value, param_value_size, param_value, param_value_size_ret) }
+    })
+}
+
+/// `clGetProgramBuildInfo`.
+pub(crate) unsafe extern "C" fn clGetProgramBuildInfo(
+    program: cl_program,
+    device: cl_device_id,
+    param_name: cl_program_build_info,
+    param_value_size: usize,
+    param_value: *mut c_void,
+    param_value_size_ret: *mut usize,
+) -> cl_int {
+    status("clGetProgramBuildInfo", || {
+        let p = self::program(program)?;
+        let d = handles::get::<DeviceObj>(device.cast())?;
+        if !p.inner.devices.iter().any(|pd| Arc::ptr_eq(pd, &d.inner.device)) {
+            return Err(CL_INVALID_DEVICE);
+        }
+        let value = {
+            let build = lock(&p.inner.build);
+            match param_name {
+                CL_PROGRAM_BUILD_STATUS => InfoValue::I32(build.status),
+                CL_PROGRAM_BUILD_OPTIONS => InfoValue::Str(build.options.clone()),
+                CL_PROGRAM_BUILD_LOG => InfoValue::Str(build.log.clone()),
+                CL_PROGRAM_BINARY_TYPE => InfoValue::U32(match p.inner.contents {
+                    Contents::BuiltIn(_) => CL_PROGRAM_BINARY_TYPE_EXECUTABLE,
+                    Contents::Source(_) => CL_PROGRAM_BINARY_TYPE_NONE,
+                }),
+                CL_PROGRAM_BUILD_GLOBAL_VARIABLE_TOTAL_SIZE => InfoValue::Usize(0),
+                _ => return Err(CL_INVALID_VALUE),
+            }
+        };
+        // SAFETY: the C contract of the `param_value` arguments.
+        unsafe { info_value(&value, param_value_size, param_value, param_value_size_ret) }
+    })
+}
+
+/// `clSetProgramReleaseCallback`: no program-scope global destructors
+/// exist, so it is not supported (`CL_INVALID_OPERATION`, as OpenCL 3.0
+/// allows) once the handle is checked.
+pub(crate) unsafe extern "C" fn clSetProgramReleaseCallback(
+    program: cl_program,
+    pfn_notify: BuildNotify,
+    _user_data: *mut c_void,
+) -> cl_int {
+    status("clSetProgramReleaseCallback", || {
+        self::program(program)?;
+        pfn_notify.ok_or(CL_INVALID_VALUE)?;
+        Err(CL_INVALID_OPERATION)
+    })
+}
