@@ -1,0 +1,150 @@
+//! The helper threads that large copies and fills are split across.
+//!
+//! One process-wide pool, started on the first large transfer: one thread
+//! fewer than the cores (at most [`MAX_THREADS`] in all), since the thread
+//! that asked takes parts too. A transfer is a [`Job`] of equal parts
+//! (the last one shorter) that the caller and the helpers claim one at a
+//! time from a shared counter, so a helper that is slow to wake, or a core
+//! busy with something else, costs only the parts it did not take. The
+//! caller returns once every part is done; a helper that comes late finds
+//! no part left and touches only the job itself (kept alive by its `Arc`),
+//! never the memory of the transfer.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
+
+/// Threads taking part in one transfer, the caller included.
+pub(super) const MAX_THREADS: usize = 8;
+
+/// What each part does: its byte range `[offset, offset + len)` of the
+/// transfer. Plain data (addresses as integers), so that a job can outlive
+/// the caller's borrow without holding a dangling reference.
+#[derive(Clone, Copy)]
+pub(super) enum Op {
+    Copy { dst: usize, src: usize },
+    Fill { dst: usize, pattern: [u8; super::MAX_PATTERN], len: usize },
+}
+
+pub(super) struct Job {
+    op: Op,
+    size: usize,
+    chunk: usize,
+    parts: usize,
+    next: AtomicUsize,
+    done: Mutex<usize>,
+    all_done: Condvar,
+}
+
+impl Job {
+    /// Claim and run parts until none is left.
+    fn work(&self) {
+        loop {
+            let i = self.next.fetch_add(1, Ordering::Relaxed);
+            if i >= self.parts {
+                return;
+            }
+            let offset = i * self.chunk;
+            let len = self.chunk.min(self.size - offset);
+            // SAFETY: `offset + len <= size` and the ranges of the parts are
+            // disjoint; the caller of `run` keeps `[dst, dst + size)` (and
+            // the source) valid until every part is done, which it waits for.
+            unsafe { super::run_part(&self.op, offset, len) };
+            let mut done = lock(&self.done);
+            *done += 1;
+            if *done == self.parts {
+                self.all_done.notify_all();
+            }
+        }
+    }
+
+    fn has_parts_left(&self) -> bool {
+        self.next.load(Ordering::Relaxed) < self.parts
+    }
+}
+
+struct Pool {
+    jobs: Mutex<VecDeque<Arc<Job>>>,
+    wake: Condvar,
+    /// Helper threads running (set once, when the pool starts).
+    helpers: AtomicUsize,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Only counters and a list of jobs live under these locks, and no code
+    // that can panic runs while they are held.
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+static POOL: OnceLock<Arc<Pool>> = OnceLock::new();
+
+/// Threads that take part in a transfer, the caller included.
+pub(super) fn threads() -> usize {
+    pool().helpers.load(Ordering::Relaxed) + 1
+}
+
+fn pool() -> &'static Arc<Pool> {
+    POOL.get_or_init(|| {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let pool =
+            Arc::new(Pool { jobs: Mutex::new(VecDeque::new()), wake: Condvar::new(), helpers: AtomicUsize::new(0) });
+        for k in 0..cores.clamp(1, MAX_THREADS) - 1 {
+            let p = pool.clone();
+            if let Err(e) = std::thread::Builder::new().name(format!("dmab-xfer-{k}")).spawn(move || helper(&p)) {
+                log::warn!("transfer helper thread {k} not started: {e}; large transfers use {k} helpers");
+                break;
+            }
+            pool.helpers.store(k + 1, Ordering::Relaxed);
+        }
+        pool
+    })
+}
+
+/// A helper: take parts of whatever job has some left; sleep otherwise.
+fn helper(pool: &Pool) {
+    let mut jobs = lock(&pool.jobs);
+    loop {
+        if let Some(job) = jobs.iter().find(|j| j.has_parts_left()).cloned() {
+            drop(jobs);
+            job.work();
+            jobs = lock(&pool.jobs);
+            continue;
+        }
+        jobs = pool.wake.wait(jobs).unwrap_or_else(PoisonError::into_inner);
+    }
+}
+
+/// Run `op` over `size` bytes in parts of `chunk` bytes on the pool and the
+/// calling thread; returns when every part is done.
+///
+/// # Safety
+/// The ranges of `op` must be valid for `size` bytes for the whole call, as
+/// [`super::run_part`] requires for every part.
+pub(super) unsafe fn run(op: Op, size: usize, chunk: usize) {
+    debug_assert!(chunk > 0);
+    let parts = size.div_ceil(chunk);
+    let job = Arc::new(Job {
+        op,
+        size,
+        chunk,
+        parts,
+        next: AtomicUsize::new(0),
+        done: Mutex::new(0),
+        all_done: Condvar::new(),
+    });
+    let pool = pool();
+    let shared = parts > 1 && pool.helpers.load(Ordering::Relaxed) > 0;
+    if shared {
+        lock(&pool.jobs).push_back(job.clone());
+        pool.wake.notify_all();
+    }
+    job.work();
+    let mut done = lock(&job.done);
+    while *done < parts {
+        done = job.all_done.wait(done).unwrap_or_else(PoisonError::into_inner);
+    }
+    drop(done);
+    if shared {
+        lock(&pool.jobs).retain(|j| !Arc::ptr_eq(j, &job));
+    }
+}
