@@ -71,6 +71,28 @@ fn bits_of(v: &InfoValue) -> u64 {
     *x
 }
 
+/// True where `/dev/udmabuf` opens (the dma-buf export extension works).
+fn udmabuf_opens() -> bool {
+    dmabridge::sys::udmabuf::Udmabuf::open().is_ok()
+}
+
+/// A `cl_name_version[]` answer, decoded from its C bytes (68 bytes each:
+/// the version, then the NUL-terminated, zero-padded name).
+fn name_versions(v: &InfoValue) -> Vec<(String, u32)> {
+    let InfoValue::NameVersions(list) = v else { panic!("{v:?} is not a cl_name_version[]") };
+    let b = bytes(v);
+    assert_eq!(b.len(), list.len() * 68, "cl_name_version is 68 bytes");
+    b.chunks_exact(68)
+        .map(|c| {
+            let version = u32::from_ne_bytes(c[..4].try_into().unwrap());
+            let name = &c[4..];
+            let end = name.iter().position(|&x| x == 0).expect("NUL-terminated name");
+            assert!(name[end..].iter().all(|&x| x == 0), "zero-padded");
+            (String::from_utf8(name[..end].to_vec()).unwrap(), version)
+        })
+        .collect()
+}
+
 fn dev(d: &Device, param: u32) -> InfoValue {
     info::device_info(d, param).unwrap_or_else(|e| panic!("device param {param:#x}: {e}"))
 }
@@ -94,7 +116,14 @@ fn platform_answers() {
     assert_eq!(text(&plat(pp::VENDOR)), "dmabridge");
     let ext = text(&plat(pp::EXTENSIONS));
     let list: Vec<&str> = ext.split(' ').collect();
-    assert_eq!(list, ["cl_intel_unified_shared_memory", "cl_khr_icd"], "only what is implemented: {ext:?}");
+    let mut want = vec!["cl_intel_unified_shared_memory", "cl_khr_icd"];
+    if udmabuf_opens() {
+        want.push("cl_dmabridge_dma_buf_export");
+    }
+    assert_eq!(list, want, "only what works here: {ext:?}");
+    // CL_PLATFORM_EXTENSIONS_WITH_VERSION: the same names, 1.0.0 each.
+    let with = plat(pp::EXTENSIONS_WITH_VERSION);
+    assert_eq!(name_versions(&with), want.iter().map(|n| (n.to_string(), 1 << 22)).collect::<Vec<_>>());
     assert_eq!(u64_of(&plat(pp::HOST_TIMER_RESOLUTION)), 0);
     assert_eq!(u32_of(&plat(pp::NUMERIC_VERSION)), 3 << 22);
     assert_eq!(info::make_version(3, 0, 0), 3 << 22);
@@ -102,7 +131,7 @@ fn platform_answers() {
     for &p in pp::ALL {
         plat(p);
     }
-    for p in [0x08FF, 0x0907, 0x091F, 0x0921, 0x1000, 0] {
+    for p in [0x08FF, 0x0908, 0x091F, 0x0921, 0x1000, 0] {
         assert_unknown(info::platform_info(p), p);
     }
 }
@@ -119,6 +148,8 @@ enum Ty {
     Sizes,
     PlatformId,
     DeviceId,
+    NameVersions,
+    PartitionProps,
 }
 
 fn device_param_type(p: u32) -> Ty {
@@ -133,8 +164,33 @@ fn device_param_type(p: u32) -> Ty {
         | dp::SINGLE_DEVICE_SHARED_MEM_CAPABILITIES_INTEL
         | dp::CROSS_DEVICE_SHARED_MEM_CAPABILITIES_INTEL
         | dp::SHARED_SYSTEM_MEM_CAPABILITIES_INTEL => Bitfield,
-        dp::MAX_MEM_ALLOC_SIZE | dp::GLOBAL_MEM_SIZE => Ulong,
-        dp::MAX_WORK_GROUP_SIZE | dp::MAX_PARAMETER_SIZE | dp::PROFILING_TIMER_RESOLUTION => SizeT,
+        dp::SINGLE_FP_CONFIG
+        | dp::DOUBLE_FP_CONFIG
+        | dp::HALF_FP_CONFIG
+        | dp::PARTITION_AFFINITY_DOMAIN
+        | dp::QUEUE_ON_DEVICE_PROPERTIES
+        | dp::DEVICE_ENQUEUE_CAPABILITIES
+        | dp::ATOMIC_MEMORY_CAPABILITIES
+        | dp::ATOMIC_FENCE_CAPABILITIES => Bitfield,
+        dp::MAX_MEM_ALLOC_SIZE
+        | dp::GLOBAL_MEM_SIZE
+        | dp::GLOBAL_MEM_CACHE_SIZE
+        | dp::MAX_CONSTANT_BUFFER_SIZE
+        | dp::LOCAL_MEM_SIZE => Ulong,
+        dp::MAX_WORK_GROUP_SIZE
+        | dp::MAX_PARAMETER_SIZE
+        | dp::PROFILING_TIMER_RESOLUTION
+        | dp::IMAGE2D_MAX_WIDTH
+        | dp::IMAGE2D_MAX_HEIGHT
+        | dp::IMAGE3D_MAX_WIDTH
+        | dp::IMAGE3D_MAX_HEIGHT
+        | dp::IMAGE3D_MAX_DEPTH
+        | dp::IMAGE_MAX_BUFFER_SIZE
+        | dp::IMAGE_MAX_ARRAY_SIZE
+        | dp::PRINTF_BUFFER_SIZE
+        | dp::MAX_GLOBAL_VARIABLE_SIZE
+        | dp::GLOBAL_VARIABLE_PREFERRED_TOTAL_SIZE
+        | dp::PREFERRED_WORK_GROUP_SIZE_MULTIPLE => SizeT,
         dp::MAX_WORK_ITEM_SIZES => Sizes,
         dp::IMAGE_SUPPORT
         | dp::ERROR_CORRECTION_SUPPORT
@@ -142,7 +198,13 @@ fn device_param_type(p: u32) -> Ty {
         | dp::AVAILABLE
         | dp::COMPILER_AVAILABLE
         | dp::LINKER_AVAILABLE
-        | dp::HOST_UNIFIED_MEMORY => Bool,
+        | dp::HOST_UNIFIED_MEMORY
+        | dp::PREFERRED_INTEROP_USER_SYNC
+        | dp::NON_UNIFORM_WORK_GROUP_SUPPORT
+        | dp::WORK_GROUP_COLLECTIVE_FUNCTIONS_SUPPORT
+        | dp::GENERIC_ADDRESS_SPACE_SUPPORT
+        | dp::PIPE_SUPPORT
+        | dp::SUB_GROUP_INDEPENDENT_FORWARD_PROGRESS => Bool,
         dp::NAME
         | dp::VENDOR
         | dp::DRIVER_VERSION
@@ -150,7 +212,16 @@ fn device_param_type(p: u32) -> Ty {
         | dp::VERSION
         | dp::EXTENSIONS
         | dp::OPENCL_C_VERSION
-        | dp::BUILT_IN_KERNELS => Str,
+        | dp::BUILT_IN_KERNELS
+        | dp::IL_VERSION
+        | dp::LATEST_CONFORMANCE_VERSION_PASSED => Str,
+        dp::EXTENSIONS_WITH_VERSION
+        | dp::ILS_WITH_VERSION
+        | dp::BUILT_IN_KERNELS_WITH_VERSION
+        | dp::OPENCL_C_ALL_VERSIONS
+        | dp::OPENCL_C_FEATURES => NameVersions,
+        // cl_device_partition_property[] (intptr_t).
+        dp::PARTITION_PROPERTIES | dp::PARTITION_TYPE => PartitionProps,
         dp::PLATFORM => PlatformId,
         dp::PARENT_DEVICE => DeviceId,
         _ => Uint,
@@ -168,6 +239,8 @@ fn type_of(v: &InfoValue) -> (Ty, usize) {
         InfoValue::Sizes(s) => (Ty::Sizes, s.len() * PTR),
         InfoValue::Platform(_) => (Ty::PlatformId, PTR),
         InfoValue::Device(_) => (Ty::DeviceId, PTR),
+        InfoValue::NameVersions(v) => (Ty::NameVersions, v.len() * 68),
+        InfoValue::Properties(v) => (Ty::PartitionProps, v.len() * PTR),
         other => panic!("no device param answers {other:?}"),
     }
 }
@@ -175,7 +248,7 @@ fn type_of(v: &InfoValue) -> (Ty, usize) {
 #[test]
 fn every_device_param_has_its_c_type_and_size() {
     let d = cpu();
-    assert!(dp::ALL.len() >= 50);
+    assert!(dp::ALL.len() >= 110, "every OpenCL 3.0 device query");
     for &p in dp::ALL {
         let v = dev(&d, p);
         let (ty, size) = type_of(&v);
@@ -233,7 +306,7 @@ fn cpu_device_values() {
     assert!(ext.split(' ').any(|e| e == "cl_intel_unified_shared_memory"), "{ext:?}");
     assert!(!ext.contains("cl_arm_import_memory") && !ext.contains("cl_amd_bus_addressable_memory"));
     assert_eq!(u32_of(&dev(&d, dp::ADDRESS_BITS)), 64);
-    assert_eq!(text(&dev(&d, dp::OPENCL_C_VERSION)), "");
+    assert!(text(&dev(&d, dp::OPENCL_C_VERSION)).starts_with("OpenCL C 1.2"));
     assert_eq!(
         text(&dev(&d, dp::BUILT_IN_KERNELS)),
         dmabridge::runtime::kernel::builtin_kernel_names(&d).join(";"),
@@ -310,7 +383,8 @@ fn device_platform_is_a_handle_for_the_c_face() {
 #[test]
 fn unknown_device_params() {
     let d = cpu();
-    for p in [0x0FFF, 0x100C, 0x1011, 0x104F, 0x4195, 0x419A, 0xFFFF_FFFF] {
+    // 0x105F: CL_DEVICE_OPENCL_C_NUMERIC_VERSION_KHR (cl_khr_extended_versioning only).
+    for p in [0x0FFF, 0x105F, 0x106A, 0x1073, 0x4195, 0x419A, 0xFFFF_FFFF] {
         assert!(!dp::ALL.contains(&p));
         assert_unknown(info::device_info(&d, p), p);
     }
@@ -497,4 +571,192 @@ fn command_event_answers() {
     let e = plain.enqueue_marker(&[]).unwrap();
     plain.finish().unwrap();
     assert_eq!(kind(info::event_profiling_info(&e, profiling_info::END)), ProfilingInfoNotAvailable);
+}
+
+/// The OpenCL 3.0 queries a conformance harness or clinfo asks at start-up,
+/// with values true for the device: every one answers (none is
+/// CL_INVALID_VALUE any more) and agrees with the others.
+#[test]
+fn opencl_3_0_startup_queries() {
+    use dmabridge::runtime::info::{atomic_caps as ac, fp_config};
+    let v3 = |major: u32, minor: u32| (major << 22) | (minor << 12);
+    for d in [cpu(), odd_device()] {
+        // OpenCL C: a version string that parses as the CTS parses it, and
+        // is in the list of all versions (1.0, 1.1, 1.2 and 3.0).
+        let c = text(&dev(&d, dp::OPENCL_C_VERSION));
+        let rest = c.strip_prefix("OpenCL C ").unwrap_or_else(|| panic!("{c:?}"));
+        let (major, minor) = rest.split(' ').next().unwrap().split_once('.').unwrap();
+        let version = v3(major.parse().unwrap(), minor.parse().unwrap());
+        assert_eq!(version, v3(1, 2));
+        let all = name_versions(&dev(&d, dp::OPENCL_C_ALL_VERSIONS));
+        assert!(all.iter().all(|(n, _)| n == "OpenCL C"), "{all:?}");
+        let versions: Vec<u32> = all.iter().map(|&(_, v)| v).collect();
+        assert_eq!(versions, [v3(1, 0), v3(1, 1), v3(1, 2), v3(3, 0)]);
+        assert!(versions.contains(&version), "CL_DEVICE_OPENCL_C_VERSION must be in the list");
+        assert!(name_versions(&dev(&d, dp::OPENCL_C_FEATURES)).is_empty(), "no optional OpenCL C feature");
+        // A CTS version string: vYYYY-MM-DD-XX.
+        let cts = text(&dev(&d, dp::LATEST_CONFORMANCE_VERSION_PASSED));
+        let digits: Vec<&str> = cts.strip_prefix('v').unwrap().split('-').collect();
+        assert_eq!(digits.iter().map(|s| s.len()).collect::<Vec<_>>(), [4, 2, 2, 2], "{cts:?}");
+        assert!(digits.iter().all(|s| s.bytes().all(|b| b.is_ascii_digit())));
+        // The *_WITH_VERSION lists name what the strings name.
+        let ext = text(&dev(&d, dp::EXTENSIONS));
+        let with: Vec<String> = name_versions(&dev(&d, dp::EXTENSIONS_WITH_VERSION)).into_iter().map(|e| e.0).collect();
+        assert_eq!(with, ext.split(' ').map(str::to_owned).collect::<Vec<_>>());
+        assert_eq!(ext.split(' ').any(|e| e == "cl_dmabridge_dma_buf_export"), udmabuf_opens());
+        let kernels = text(&dev(&d, dp::BUILT_IN_KERNELS));
+        let with = name_versions(&dev(&d, dp::BUILT_IN_KERNELS_WITH_VERSION));
+        let names: Vec<&str> = with.iter().map(|e| e.0.as_str()).collect();
+        let expected: Vec<&str> = if kernels.is_empty() { vec![] } else { kernels.split(';').collect() };
+        assert_eq!(names, expected);
+        assert_eq!(u32_of(&dev(&d, dp::NUMERIC_VERSION)), v3(3, 0));
+        // No IL, pipes, images, sub-groups, device queues, program globals.
+        assert_eq!(text(&dev(&d, dp::IL_VERSION)), "");
+        assert!(name_versions(&dev(&d, dp::ILS_WITH_VERSION)).is_empty());
+        for p in [dp::PIPE_SUPPORT, dp::IMAGE_SUPPORT, dp::GENERIC_ADDRESS_SPACE_SUPPORT] {
+            assert!(!bool_of(&dev(&d, p)), "{p:#x}");
+        }
+        for p in [dp::MAX_PIPE_ARGS, dp::PIPE_MAX_ACTIVE_RESERVATIONS, dp::PIPE_MAX_PACKET_SIZE] {
+            assert_eq!(u32_of(&dev(&d, p)), 0, "must be 0 without pipe support: {p:#x}");
+        }
+        for p in [dp::MAX_READ_IMAGE_ARGS, dp::MAX_WRITE_IMAGE_ARGS, dp::MAX_READ_WRITE_IMAGE_ARGS, dp::MAX_SAMPLERS] {
+            assert_eq!(u32_of(&dev(&d, p)), 0, "{p:#x}");
+        }
+        for p in [dp::IMAGE2D_MAX_WIDTH, dp::IMAGE3D_MAX_DEPTH, dp::IMAGE_MAX_BUFFER_SIZE, dp::MAX_GLOBAL_VARIABLE_SIZE]
+        {
+            assert_eq!(usize_of(&dev(&d, p)), 0, "{p:#x}");
+        }
+        assert_eq!(u32_of(&dev(&d, dp::MAX_NUM_SUB_GROUPS)), 0, "no sub-groups");
+        assert_eq!(bits_of(&dev(&d, dp::DEVICE_ENQUEUE_CAPABILITIES)), 0);
+        assert_eq!(u32_of(&dev(&d, dp::MAX_ON_DEVICE_QUEUES)), 0);
+        // Atomics: at least OpenCL 3.0's mandated minimum.
+        let mem = bits_of(&dev(&d, dp::ATOMIC_MEMORY_CAPABILITIES));
+        let fence = bits_of(&dev(&d, dp::ATOMIC_FENCE_CAPABILITIES));
+        let min_mem = ac::ORDER_RELAXED | ac::SCOPE_WORK_GROUP;
+        let min_fence = ac::ORDER_RELAXED | ac::ORDER_ACQ_REL | ac::SCOPE_WORK_GROUP;
+        assert_eq!(mem & min_mem, min_mem, "{mem:#x}");
+        assert_eq!(fence & min_fence, min_fence, "{fence:#x}");
+        assert_eq!(mem & ac::SCOPE_WORK_ITEM, 0, "work-item scope is for fences only");
+        // Floating point: single precision as the full profile requires, no
+        // double or half.
+        let single = bits_of(&dev(&d, dp::SINGLE_FP_CONFIG));
+        assert_eq!(single & (fp_config::ROUND_TO_NEAREST | fp_config::INF_NAN), 6, "{single:#x}");
+        assert_eq!(bits_of(&dev(&d, dp::DOUBLE_FP_CONFIG)), 0);
+        assert_eq!(bits_of(&dev(&d, dp::HALF_FP_CONFIG)), 0);
+        // Not partitionable: {0}; a root device has no partition type.
+        assert_eq!(bytes(&dev(&d, dp::PARTITION_PROPERTIES)), vec![0; PTR]);
+        assert_eq!(copy_out(&dev(&d, dp::PARTITION_TYPE), None).unwrap(), 0);
+        assert_eq!(bits_of(&dev(&d, dp::PARTITION_AFFINITY_DOMAIN)), 0);
+        assert_eq!(u32_of(&dev(&d, dp::PARTITION_MAX_SUB_DEVICES)), 0);
+        // Alignment: the largest built-in type, as the USM/SVM alignment.
+        assert_eq!(u32_of(&dev(&d, dp::MIN_DATA_TYPE_ALIGN_SIZE)) as u64, d.max_alignment);
+        assert!(d.max_alignment >= 64, "long16, or int16 in the embedded profile");
+        let multiple = usize_of(&dev(&d, dp::PREFERRED_WORK_GROUP_SIZE_MULTIPLE));
+        assert!(multiple >= 1 && multiple <= usize_of(&dev(&d, dp::MAX_WORK_GROUP_SIZE)));
+        assert!(u64_of(&dev(&d, dp::LOCAL_MEM_SIZE)) >= 1024, "embedded-profile minimum");
+        assert!(u64_of(&dev(&d, dp::MAX_CONSTANT_BUFFER_SIZE)) >= 1024, "embedded-profile minimum");
+        assert!(u32_of(&dev(&d, dp::MAX_CONSTANT_ARGS)) >= 4, "embedded-profile minimum");
+    }
+}
+
+/// What is read from the machine for the CPU device: the clock, the cache;
+/// a DMA accelerator reports an unknown clock, no cache and the minimum
+/// atomics.
+#[test]
+fn cpu_device_reads_the_machine() {
+    let d = cpu();
+    let cpufreq = std::fs::read_to_string("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq")
+        .ok()
+        .map(|s| s.trim().parse::<u64>().unwrap() / 1000);
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").ok().and_then(|s| {
+        let line = s.lines().find(|l| l.starts_with("cpu MHz"))?.to_owned();
+        Some(line.split(':').nth(1)?.trim().parse::<f64>().ok()?.round() as u64)
+    });
+    let clock = u32_of(&dev(&d, dp::MAX_CLOCK_FREQUENCY)) as u64;
+    assert_eq!(clock, cpufreq.or(cpuinfo).unwrap_or(0));
+    if cpufreq.is_some() || cpuinfo.is_some() {
+        assert!(clock > 0);
+    }
+    let line = std::fs::read_to_string("/sys/devices/system/cpu/cpu0/cache/index0/coherency_line_size").ok();
+    let cacheline = u32_of(&dev(&d, dp::GLOBAL_MEM_CACHELINE_SIZE));
+    let cache = u64_of(&dev(&d, dp::GLOBAL_MEM_CACHE_SIZE));
+    let cache_type = u32_of(&dev(&d, dp::GLOBAL_MEM_CACHE_TYPE));
+    if let Some(line) = line {
+        assert_eq!(cacheline, line.trim().parse::<u32>().unwrap());
+        assert!(cacheline.is_power_of_two());
+        assert!(cache >= 1024, "at least an L1 cache: {cache}");
+        assert_eq!(cache_type, 2, "CL_READ_WRITE_CACHE");
+    }
+    let all = bits_of(&dev(&d, dp::ATOMIC_MEMORY_CAPABILITIES));
+    assert_eq!(all, 0b111_0111, "host code: every order and scope but work-item");
+    let odd = odd_device();
+    assert_eq!(u32_of(&dev(&odd, dp::MAX_CLOCK_FREQUENCY)), 0);
+    assert_eq!(u32_of(&dev(&odd, dp::GLOBAL_MEM_CACHE_TYPE)), 0, "CL_NONE");
+    assert_eq!(u64_of(&dev(&odd, dp::GLOBAL_MEM_CACHE_SIZE)), 0);
+    assert_eq!(bits_of(&dev(&odd, dp::ATOMIC_MEMORY_CAPABILITIES)), 0b1_0001, "relaxed, work-group");
+    assert_eq!(bits_of(&dev(&odd, dp::ATOMIC_FENCE_CAPABILITIES)), 0b1_0011, "relaxed, acq_rel, work-group");
+}
+
+/// cl_dmabridge_dma_buf_export in the core: info queries everywhere; on a
+/// machine without /dev/udmabuf the exports answer CL_INVALID_OPERATION
+/// (with udmabuf they succeed: the guest and the C test cover the bytes).
+#[test]
+fn dma_buf_export_queries_and_errors() {
+    use dmabridge::ext::dma_buf_export::{self as export, info_param, Info};
+    use dmabridge::ext::usm;
+    use dmabridge::runtime::buffer::{mem_flags, Buffer};
+    let page = dmabridge::sys::page_size();
+    let c = ctx();
+    let have = udmabuf_opens();
+    assert_eq!(export::available(), have);
+    let p = usm::host_mem_alloc(&c, &[], 3 * page, 0).unwrap().as_ptr();
+    let lead = p as usize % page;
+    let at = |q: *const u8, param| export::mem_alloc_info(&c, q, param).unwrap();
+    assert_eq!(at(p, info_param::EXPORTABLE), Info::Exportable(have));
+    assert_eq!(at(p.wrapping_add(7), info_param::SIZE), Info::Size((lead + 3 * page).next_multiple_of(page)));
+    assert_eq!(at(p.wrapping_add(2 * page), info_param::OFFSET), Info::Offset(lead + 2 * page));
+    assert_eq!(kind(export::mem_alloc_info(&c, p, 0x4F1F)), InvalidValue);
+    let v = [0u8; 8];
+    assert_eq!(kind(export::mem_alloc_info(&c, v.as_ptr(), info_param::EXPORTABLE)), InvalidValue);
+    assert_eq!(kind(export::export_mem_alloc(&c, v.as_ptr(), &[])), InvalidValue, "not an allocation");
+    assert_eq!(kind(export::export_mem_alloc(&c, p, &[(0x4F1F, 1)])), InvalidProperty);
+    // Another context's allocation is not this one's.
+    let other = ctx();
+    assert_eq!(kind(export::export_mem_alloc(&other, p, &[])), InvalidValue);
+    match export::export_mem_alloc(&c, p.wrapping_add(1), &[]) {
+        Ok(e) => {
+            assert!(have);
+            assert_eq!(e.offset, lead + 1);
+            assert_eq!(e.dmabuf.size().unwrap() as usize, (lead + 3 * page).next_multiple_of(page));
+        }
+        Err(e) => {
+            assert!(!have, "{e}");
+            assert_eq!(e.kind, InvalidOperation, "no /dev/udmabuf: {e}");
+            assert!(e.message.contains("udmabuf"), "{e}");
+        }
+    }
+    usm::mem_free(&c, p).unwrap();
+    assert_eq!(kind(export::export_mem_alloc(&c, p, &[])), InvalidValue, "freed");
+
+    // Buffers: sub-buffers and USE_HOST_PTR buffers never; others where udmabuf is.
+    // SAFETY: no host pointer.
+    let b = unsafe { Buffer::create(&c, mem_flags::READ_WRITE, page + 1, std::ptr::null_mut()) }.unwrap();
+    assert_eq!(export::buffer_info(&b, info_param::EXPORTABLE).unwrap(), Info::Exportable(have));
+    assert_eq!(export::buffer_info(&b, info_param::SIZE).unwrap(), Info::Size(2 * page));
+    assert_eq!(export::buffer_info(&b, info_param::OFFSET).unwrap(), Info::Offset(0));
+    assert_eq!(kind(export::buffer_info(&b, 0)), InvalidValue);
+    let sub = Buffer::create_sub_buffer(&b, mem_flags::READ_WRITE, 0x1220, 0, page).unwrap(); // CL_BUFFER_CREATE_TYPE_REGION
+    assert_eq!(export::buffer_info(&sub, info_param::EXPORTABLE).unwrap(), Info::Exportable(false));
+    assert_eq!(kind(export::export_buffer(&sub, &[])), InvalidMemObject);
+    let mut host = vec![0u8; page];
+    // SAFETY: `host` outlives the buffer, which is dropped below.
+    let u = unsafe { Buffer::create(&c, mem_flags::USE_HOST_PTR, page, host.as_mut_ptr().cast()) }.unwrap();
+    assert_eq!(export::buffer_info(&u, info_param::EXPORTABLE).unwrap(), Info::Exportable(false));
+    assert_eq!(kind(export::export_buffer(&u, &[])), InvalidMemObject);
+    drop(u);
+    assert_eq!(kind(export::export_buffer(&b, &[(1, 1)])), InvalidProperty);
+    match export::export_buffer(&b, &[]) {
+        Ok(e) => assert_eq!((e.dmabuf.size().unwrap() as usize, e.offset), (2 * page, 0)),
+        Err(e) => assert_eq!(e.kind, InvalidOperation, "{e}"),
+    }
 }

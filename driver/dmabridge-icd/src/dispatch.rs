@@ -207,4 +207,12 @@ extensions! {
     clEnqueueMigrateMemINTEL: clEnqueueMigrateMemINTEL_fn => api::usm::clEnqueueMigrateMemINTEL,
     clEnqueueMemAdviseINTEL: clEnqueueMemAdviseINTEL_fn => api::usm::clEnqueueMemAdviseINTEL,
     clSetKernelArgMemPointerINTEL: clSetKernelArgMemPointerINTEL_fn => api::kernel::clSetKernelArgMemPointerINTEL,
+    clGetMemAllocDmaBufFdDMABRIDGE: api::export::clGetMemAllocDmaBufFdDMABRIDGE_fn
+        => api::export::clGetMemAllocDmaBufFdDMABRIDGE,
+    clGetMemObjectDmaBufFdDMABRIDGE: api::export::clGetMemObjectDmaBufFdDMABRIDGE_fn
+        => api::export::clGetMemObjectDmaBufFdDMABRIDGE,
+    clGetMemAllocDmaBufInfoDMABRIDGE: api::export::clGetMemAllocDmaBufInfoDMABRIDGE_fn
+        => api::export::clGetMemAllocDmaBufInfoDMABRIDGE,
+    clGetMemObjectDmaBufInfoDMABRIDGE: api::export::clGetMemObjectDmaBufInfoDMABRIDGE_fn
+        => api::export::clGetMemObjectDmaBufInfoDMABRIDGE,
 }

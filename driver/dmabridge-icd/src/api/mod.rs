@@ -6,6 +6,7 @@
 pub mod context;
 pub mod device;
 pub mod event;
+pub mod export;
 pub mod kernel;
 pub mod memobj;
 pub mod platform;
