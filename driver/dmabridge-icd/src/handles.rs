@@ -138,13 +138,42 @@ pub fn handle_of<T>(obj: &Arc<Obj<T>>) -> *mut c_void {
     Arc::as_ptr(obj) as *mut c_void
 }
 
+thread_local! {
+    /// The last handle this thread found in the registry, and its object:
+    /// the registry's own answer again, without its lock, while the object
+    /// lives (calls on one context or queue come in runs). The `Weak` keeps
+    /// the object's memory, as the registry's does, so the address cannot
+    /// name another object while it is cached; it upgrades exactly while
+    /// the object is alive, which is exactly while the registry holds it.
+    static LAST: std::cell::RefCell<Option<(usize, Weak<dyn Any + Send + Sync>)>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// [`LAST`]'s object if it is `handle`'s and alive.
+fn cached(handle: usize) -> Option<Arc<dyn Any + Send + Sync>> {
+    // `try_with`: during thread teardown the cache may be gone; the
+    // registry still answers.
+    LAST.try_with(|last| match &*last.borrow() {
+        Some((h, weak)) if *h == handle => weak.upgrade(),
+        _ => None,
+    })
+    .ok()
+    .flatten()
+}
+
 /// The live object of kind `T` behind `handle`, or `T::INVALID` for NULL, a
 /// released object, an address that was never a handle, or another kind.
 pub fn get<T: Kind>(handle: *const c_void) -> ClRes<Arc<Obj<T>>> {
     if handle.is_null() {
         return Err(T::INVALID);
     }
-    let any = lock(registry()).get(&(handle as usize)).and_then(Weak::upgrade);
+    let any = cached(handle as usize).or_else(|| {
+        let any = lock(registry()).get(&(handle as usize)).and_then(Weak::upgrade)?;
+        // Replacing the cached `Weak` runs no object's `Drop` (a `Weak`
+        // only frees memory), so nothing can re-enter the cache here.
+        let _ = LAST.try_with(|last| *last.borrow_mut() = Some((handle as usize, Arc::downgrade(&any))));
+        Some(any)
+    });
     let obj = any.ok_or(T::INVALID)?.downcast::<Obj<T>>().map_err(|_| T::INVALID)?;
     if !obj.header.is(T::TAG) {
         return Err(T::INVALID);
@@ -245,7 +274,7 @@ mod tests {
     use super::*;
 
     #[derive(Debug)]
-    struct Thing(#[allow(dead_code)] u32);
+    struct Thing(u32);
     impl Kind for Thing {
         const TAG: Tag = Tag::Context;
         const INVALID: cl_int = CL_INVALID_CONTEXT;
@@ -277,6 +306,31 @@ mod tests {
         assert_eq!(reference_count(&get::<Thing>(h).unwrap()), 1);
         drop(obj);
         assert!(get::<Thing>(h).is_err());
+    }
+
+    #[test]
+    fn the_per_thread_cache_answers_as_the_registry_does() {
+        let a = into_handle(new_object(Thing(1)));
+        assert_eq!(get::<Thing>(a).unwrap().inner.0, 1, "now cached");
+        assert_eq!(get::<DeviceObj>(a).unwrap_err(), CL_INVALID_DEVICE, "cached, but another kind");
+        release::<Thing>(a).unwrap();
+        assert_eq!(get::<Thing>(a).unwrap_err(), CL_INVALID_CONTEXT, "cached, then freed");
+        // The cached `Weak` keeps the freed object's memory: a new object
+        // cannot take its address while the cache names it.
+        let b = into_handle(new_object(Thing(2)));
+        assert_ne!(a, b);
+        assert_eq!(get::<Thing>(b).unwrap().inner.0, 2);
+        assert_eq!(get::<Thing>(a).unwrap_err(), CL_INVALID_CONTEXT, "not cached, freed");
+        // Another thread has its own cache and the same answers.
+        let (ua, ub) = (a as usize, b as usize);
+        std::thread::scope(|s| {
+            s.spawn(move || {
+                assert_eq!(get::<Thing>(ub as *const c_void).unwrap().inner.0, 2);
+                assert_eq!(get::<Thing>(ua as *const c_void).unwrap_err(), CL_INVALID_CONTEXT);
+            });
+        });
+        release::<Thing>(b).unwrap();
+        assert_eq!(get::<Thing>(b).unwrap_err(), CL_INVALID_CONTEXT);
     }
 
     #[test]
