@@ -119,13 +119,18 @@ test-rig: guest
 	@$(CARGO) test -p dmabridge-tests --test guest --no-run --quiet 2>/dev/null
 	@set -o pipefail; $(CARGO) test -p dmabridge-tests --test rig --color never -- --test-threads=1 2>&1 | tee $(LOGS)/rig.log
 
-# Benchmarks print the peer's figure from the same run beside ours: the peer is
-# bench/peer/ocl_peer_bench.c (OpenCL SVM on PoCL's CPU device, and libc), which
-# benches/common/peer.rs compiles; bench/peer-deps installs PoCL, the ICD loader
-# and the OpenCL headers. Last figures: docs/BENCHMARKS.md.
-bench: guest
+# Benchmarks print the peers' figures from the same run beside ours. First the C
+# program bench/icd/icd_bench.c through the ICD loader, one column each for
+# dmabridge's ICD, PoCL and Intel's OpenCL CPU runtime (bench/icd/run; bench/intel-rt
+# installs Intel's from PyPI into target/bench-peers for the benchmark only); then
+# the Rust benches, whose peer is the same C program (benches/common/peer.rs
+# compiles it) on PoCL, and on our ICD for the C-vs-Rust allocation row.
+# bench/peer-deps installs PoCL, the ICD loader and the OpenCL headers.
+# Last figures: docs/BENCHMARKS.md.
+bench: guest icd
 	@bench/peer-deps
-	@$(CARGO) bench -p dmabridge --bench memory
+	@ICD_PROFILE=$(ICD_PROFILE) bench/icd/run
+	@DMABRIDGE_ICD=$(CURDIR)/target/$(ICD_PROFILE)/dmabridge.icd $(CARGO) bench -p dmabridge --bench memory
 	@echo "== buffer map/unmap, linked vs unlinked (in the QEMU guest: the BAR device is ivshmem's BAR 2)"
 	@bin=$$($(CARGO) bench -p dmabridge --bench buffer_map --no-run 2>&1 | sed -n 's/.*Executable .*(\(.*\)).*/\1/p' | tail -1); \
 	test -n "$$bin" || { echo "bench: could not build benches/buffer_map.rs"; exit 1; }; \

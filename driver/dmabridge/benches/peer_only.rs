@@ -1,5 +1,5 @@
 //! Smoke bench for the peer harness alone: builds and runs the peer program
-//! (`bench/peer/ocl_peer_bench.c`: OpenCL SVM on PoCL, and libc) and lists its figures.
+//! (`bench/icd/icd_bench.c`: OpenCL SVM on PoCL, and libc) and lists its figures.
 //! `bench/peer-deps && cargo bench -p dmabridge --bench peer_only`
 
 #[path = "common/peer.rs"]
@@ -10,7 +10,7 @@ fn main() {
     let start = std::time::Instant::now();
     match peer::run_peer() {
         Ok(figures) => {
-            println!("peer: bench/peer/ocl_peer_bench.c, {:.1} s", start.elapsed().as_secs_f64());
+            println!("peer: bench/icd/icd_bench.c, {:.1} s", start.elapsed().as_secs_f64());
             for line in &figures.about {
                 println!("  {line}");
             }

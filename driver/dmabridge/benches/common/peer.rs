@@ -1,7 +1,8 @@
-//! Peer side of the benchmark harness: builds and runs the repository's peer program
-//! `bench/peer/ocl_peer_bench.c` (OpenCL SVM through the ICD loader, PoCL's CPU device once
-//! `bench/peer-deps` installed it, and libc's equivalents) and parses its figures, so that a bench
-//! binary can print the peer's number beside ours from the same run.
+//! Peer side of the benchmark harness: builds and runs the repository's OpenCL benchmark program
+//! `bench/icd/icd_bench.c` (OpenCL SVM and USM through the ICD loader, on PoCL's CPU device once
+//! `bench/peer-deps` installed it, or on any vendor's, dmabridge's own ICD included, and libc's
+//! equivalents) and parses its figures, so that a bench binary can print the peer's number beside
+//! ours from the same run.
 //!
 //! Self-contained (std only). Include it from a bench binary with `#[path = "common/peer.rs"] mod peer;`.
 //!
@@ -40,6 +41,8 @@ pub struct PeerFigures {
     pub svm_fill_64mib_gbps: f64,
     /// libc `memset` of 64 MiB, GB/s.
     pub libc_memset_64mib_gbps: f64,
+    /// `clHostMemAllocINTEL` + `clMemFreeINTEL` of 4 KiB, ns per pair (platforms with USM only).
+    pub usm_host_alloc_free_4k_ns: Option<f64>,
 }
 
 impl PeerFigures {
@@ -68,11 +71,24 @@ const NAMES: [&str; 7] = [
     "libc_memset_64mib_gbps",
 ];
 
-/// Builds (cached), runs the peer and parses its output.
+/// The USM allocation figure, printed only by platforms that have USM.
+const USM_ALLOC_NAME: &str = "cl_usm_host_alloc_free_4k_ns";
+
+/// Builds (cached), runs the program on PoCL's platform and parses its output.
 pub fn run_peer() -> Result<PeerFigures, String> {
+    run(&["--platform", "Portable Computing Language"], None)
+}
+
+/// Builds (cached), runs the program on the first platform that `vendors` (an `.icd` file or a
+/// directory of them, as `OCL_ICD_VENDORS` takes) gives the loader, and parses its output.
+pub fn run_icd(vendors: &Path) -> Result<PeerFigures, String> {
+    run(&[], Some(vendors))
+}
+
+fn run(args: &[&str], vendors: Option<&Path>) -> Result<PeerFigures, String> {
     let src = source()?;
     let exe = build(&src)?;
-    let (stdout, stderr) = execute(&exe)?;
+    let (stdout, stderr) = execute(&exe, args, vendors)?;
     let figures = parse(&stdout).map_err(|e| {
         format!(
             "peer {}: could not parse its output: {e}\n--- stdout ---\n{stdout}{}",
@@ -91,7 +107,7 @@ pub fn run_peer() -> Result<PeerFigures, String> {
 
 /// The peer program, in this repository.
 fn source() -> Result<PathBuf, String> {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bench/peer/ocl_peer_bench.c");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bench/icd/icd_bench.c");
     if src.is_file() {
         Ok(src)
     } else {
@@ -140,13 +156,13 @@ fn build(src: &Path) -> Result<PathBuf, String> {
     let cc = compiler();
     let key = fnv1a64(&[&text, cc.as_bytes(), CFLAGS.join(" ").as_bytes(), LIBS.join(" ").as_bytes()]);
     let dir = cache_dir();
-    let exe = dir.join(format!("ocl_peer_bench-{key:016x}"));
+    let exe = dir.join(format!("icd_bench-{key:016x}"));
     if exe.is_file() {
         return Ok(exe);
     }
     std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     // Build under a private name, then rename: concurrent bench binaries never see a half-written file.
-    let tmp = dir.join(format!(".ocl_peer_bench-{key:016x}.{}.tmp", std::process::id()));
+    let tmp = dir.join(format!(".icd_bench-{key:016x}.{}.tmp", std::process::id()));
     let mut words = cc.split_whitespace();
     let mut cmd = Command::new(words.next().unwrap_or("cc"));
     cmd.args(words).args(CFLAGS).arg(src).arg("-o").arg(&tmp).args(LIBS);
@@ -212,9 +228,15 @@ fn icd_vendor_files() -> (PathBuf, Vec<PathBuf>) {
     (dir, v)
 }
 
-/// Runs the peer with a time limit; stdout and stderr are kept apart. `OCL_ICD_VENDORS` is left as it is.
-fn execute(exe: &Path) -> Result<(String, String), String> {
-    let mut child = Command::new(exe)
+/// Runs the peer with a time limit; stdout and stderr are kept apart. `OCL_ICD_VENDORS` is
+/// `vendors` if given, else left as it is.
+fn execute(exe: &Path, args: &[&str], vendors: Option<&Path>) -> Result<(String, String), String> {
+    let mut cmd = Command::new(exe);
+    cmd.args(args);
+    if let Some(v) = vendors {
+        cmd.env("OCL_ICD_VENDORS", v);
+    }
+    let mut child = cmd
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -296,6 +318,7 @@ fn execute(exe: &Path) -> Result<(String, String), String> {
 /// what ran; other lines are ignored.
 fn parse(stdout: &str) -> Result<PeerFigures, String> {
     let mut vals: [Option<f64>; 7] = [None; 7];
+    let mut usm_alloc = None;
     let mut about = Vec::new();
     for (lineno, line) in stdout.lines().enumerate() {
         if let Some(note) = line.strip_prefix("# ") {
@@ -304,6 +327,10 @@ fn parse(stdout: &str) -> Result<PeerFigures, String> {
         }
         let mut it = line.split_whitespace();
         let (Some(name), Some(value)) = (it.next(), it.next()) else { continue };
+        if name == USM_ALLOC_NAME {
+            usm_alloc = value.parse::<f64>().ok().filter(|v| v.is_finite());
+            continue;
+        }
         let Some(i) = NAMES.iter().position(|n| *n == name) else { continue };
         if it.next().is_some() {
             return Err(format!("line {}: `{line}`: expected `name value`", lineno + 1));
@@ -330,6 +357,7 @@ fn parse(stdout: &str) -> Result<PeerFigures, String> {
         libc_memcpy_64mib_gbps: v(4),
         svm_fill_64mib_gbps: v(5),
         libc_memset_64mib_gbps: v(6),
+        usm_host_alloc_free_4k_ns: usm_alloc,
     })
 }
 

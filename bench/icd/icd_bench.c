@@ -1,0 +1,584 @@
+/*
+ * icd_bench: dmabridge's OpenCL benchmark, run through the ICD loader.
+ *
+ * It measures, on one OpenCL device, the operations the memory extensions are
+ * judged on, and libc's equivalents in the same process at the same time:
+ *
+ *   cl_svm_alloc_free_4k_ns       clSVMAlloc(4 KiB) + clSVMFree, one store between
+ *   cl_usm_host_alloc_free_4k_ns  clHostMemAllocINTEL(4 KiB) + clMemFreeINTEL, one store between (USM only)
+ *   libc_alloc_free_4k_ns         aligned_alloc(128, 4 KiB) + one store + free
+ *   cl_svm_memcpy_64b_ns          blocking clEnqueueSVMMemcpy of 64 bytes, enqueue -> complete
+ *   cl_usm_memcpy_64b_ns          blocking clEnqueueMemcpyINTEL of 64 bytes (USM only)
+ *   cl_svm_memcpy_64mib_gbps      blocking clEnqueueSVMMemcpy of 64 MiB
+ *   cl_usm_memcpy_64mib_gbps      blocking clEnqueueMemcpyINTEL of 64 MiB, USM host memory (USM only)
+ *   libc_memcpy_64mib_gbps        memcpy of 64 MiB
+ *   cl_svm_fill_64mib_gbps        clEnqueueSVMMemFill of 64 MiB with a 4-byte pattern, waited for
+ *   cl_usm_fill_64mib_gbps        clEnqueueMemFillINTEL, the same (USM only)
+ *   libc_memset_64mib_gbps        memset of 64 MiB
+ *
+ * Two ways to run it:
+ *
+ *   icd_bench [--platform SUBSTRING]
+ *       One device: the first with coarse-grain SVM on the first platform whose
+ *       name contains SUBSTRING (any platform without it), among the vendors the
+ *       loader finds (OCL_ICD_VENDORS or /etc/OpenCL/vendors). Prints `# ...`
+ *       lines saying what ran, then one `name value` line per figure (ns, or GB/s
+ *       with GB = 1e9 bytes). driver/dmabridge/benches/common/peer.rs runs it so.
+ *
+ *   icd_bench --table NAME=VENDOR [NAME=VENDOR ...]
+ *       Each VENDOR (an .icd file, or a directory of them, as OCL_ICD_VENDORS
+ *       takes) is measured in a child process of its own, one after the other
+ *       (so that no runtime's threads disturb another's figures, and a runtime
+ *       that fails or crashes costs only its column), and the figures are
+ *       printed side by side, each with its ratio to libc's from the same
+ *       child. `make bench` runs it so for dmabridge, PoCL and Intel's runtime.
+ *
+ * Each figure is the best of several timed runs (the machines are shared: the
+ * least disturbed run is the one to compare). Every OpenCL result is checked; a
+ * failure prints the call that failed and its error code on stderr and exits
+ * with status 1. The copied and filled bytes are checked too, so a figure is
+ * never that of an operation that did nothing.
+ *
+ * Build: cc -O2 -o icd_bench icd_bench.c -lOpenCL
+ */
+#define _GNU_SOURCE
+#define CL_TARGET_OPENCL_VERSION 300
+#include <CL/cl.h>
+#include <CL/cl_ext.h>
+
+#include <errno.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define BIG ((size_t)64 << 20) /* the bandwidth rows: 64 MiB */
+#define SMALL_ALLOC 4096       /* the allocation rows: 4 KiB */
+#define SMALL_COPY 64          /* the round-trip rows: 64 bytes */
+#define ALLOC_ITERS 20000      /* pairs per timed run */
+#define COPY_ITERS 20000       /* copies per timed run */
+#define SMALL_RUNS 5           /* timed runs of the small rows */
+#define BIG_RUNS 10            /* timed runs of the 64 MiB rows (one operation each) */
+#define CHILD_TIMEOUT 300      /* seconds a --table child may take */
+
+static double now_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static double min_d(double a, double b) { return a < b ? a : b; }
+static double max_d(double a, double b) { return a > b ? a : b; }
+
+/* Keeps the compiler from dropping stores it cannot see being read. */
+static void clobber(void *p) { __asm__ volatile("" : : "r"(p) : "memory"); }
+
+static void fail(const char *what, cl_int err) {
+    fprintf(stderr, "icd_bench: %s failed: OpenCL error %d\n", what, (int)err);
+    exit(1);
+}
+
+#define CHECK(call)                        \
+    do {                                   \
+        cl_int err_ = (call);              \
+        if (err_ != CL_SUCCESS) {          \
+            fail(#call, err_);             \
+        }                                  \
+    } while (0)
+
+/* The figures, in output order. */
+enum {
+    SVM_ALLOC,
+    USM_ALLOC,
+    LIBC_ALLOC,
+    SVM_COPY64,
+    USM_COPY64,
+    SVM_COPY_BIG,
+    USM_COPY_BIG,
+    LIBC_COPY_BIG,
+    SVM_FILL_BIG,
+    USM_FILL_BIG,
+    LIBC_FILL_BIG,
+    NFIG
+};
+static const char *const fig_name[NFIG] = {
+    "cl_svm_alloc_free_4k_ns",  "cl_usm_host_alloc_free_4k_ns", "libc_alloc_free_4k_ns",
+    "cl_svm_memcpy_64b_ns",     "cl_usm_memcpy_64b_ns",         "cl_svm_memcpy_64mib_gbps",
+    "cl_usm_memcpy_64mib_gbps", "libc_memcpy_64mib_gbps",       "cl_svm_fill_64mib_gbps",
+    "cl_usm_fill_64mib_gbps",   "libc_memset_64mib_gbps",
+};
+
+/* USM entry points, from clGetExtensionFunctionAddressForPlatform. */
+typedef void *(CL_API_CALL *host_alloc_fn)(cl_context, const cl_mem_properties_intel *, size_t, cl_uint, cl_int *);
+typedef cl_int(CL_API_CALL *mem_free_fn)(cl_context, void *);
+typedef cl_int(CL_API_CALL *memcpy_fn)(cl_command_queue, cl_bool, void *, const void *, size_t, cl_uint,
+                                       const cl_event *, cl_event *);
+typedef cl_int(CL_API_CALL *fill_fn)(cl_command_queue, void *, const void *, size_t, size_t, cl_uint, const cl_event *,
+                                     cl_event *);
+
+struct usm {
+    host_alloc_fn host_alloc;
+    mem_free_fn mem_free;
+    memcpy_fn memcpy;
+    fill_fn fill;
+};
+
+/* A device with coarse-grain SVM: the first one on the first platform whose name contains `want` (any if NULL). */
+static void pick_device(const char *want, cl_platform_id *platform, cl_device_id *device) {
+    cl_uint np = 0;
+    cl_platform_id platforms[16];
+    CHECK(clGetPlatformIDs(16, platforms, &np));
+    if (np > 16) {
+        np = 16;
+    }
+    for (cl_uint i = 0; i < np; i++) {
+        char name[256] = "";
+        if (want != NULL && (clGetPlatformInfo(platforms[i], CL_PLATFORM_NAME, sizeof name - 1, name, NULL) !=
+                                 CL_SUCCESS ||
+                             strstr(name, want) == NULL)) {
+            continue;
+        }
+        cl_uint nd = 0;
+        cl_device_id devices[16];
+        if (clGetDeviceIDs(platforms[i], CL_DEVICE_TYPE_ALL, 16, devices, &nd) != CL_SUCCESS) {
+            continue;
+        }
+        if (nd > 16) {
+            nd = 16;
+        }
+        for (cl_uint j = 0; j < nd; j++) {
+            cl_device_svm_capabilities svm = 0;
+            if (clGetDeviceInfo(devices[j], CL_DEVICE_SVM_CAPABILITIES, sizeof svm, &svm, NULL) == CL_SUCCESS &&
+                (svm & CL_DEVICE_SVM_COARSE_GRAIN_BUFFER)) {
+                *platform = platforms[i];
+                *device = devices[j];
+                return;
+            }
+        }
+    }
+    fprintf(stderr, "icd_bench: clGetDeviceIDs: no OpenCL device with coarse-grain SVM on %u platform(s)%s%s\n",
+            (unsigned)np, want ? " named like " : "", want ? want : "");
+    exit(1);
+}
+
+static void print_info(const char *label, cl_platform_id p, cl_device_id d, cl_uint param) {
+    char name[256] = "?";
+    cl_int err = p ? clGetPlatformInfo(p, param, sizeof name - 1, name, NULL)
+                   : clGetDeviceInfo(d, param, sizeof name - 1, name, NULL);
+    if (err != CL_SUCCESS) {
+        strcpy(name, "?");
+    }
+    printf("# %s: %s\n", label, name);
+}
+
+/* USM host allocations, if the device reports any host USM capability and the platform has the entry points. */
+static int find_usm(cl_platform_id platform, cl_device_id device, struct usm *u) {
+    char ext[8192] = "";
+    if (clGetDeviceInfo(device, CL_DEVICE_EXTENSIONS, sizeof ext - 1, ext, NULL) != CL_SUCCESS ||
+        strstr(ext, "cl_intel_unified_shared_memory") == NULL) {
+        return 0;
+    }
+    cl_device_unified_shared_memory_capabilities_intel caps = 0;
+    if (clGetDeviceInfo(device, CL_DEVICE_HOST_MEM_CAPABILITIES_INTEL, sizeof caps, &caps, NULL) != CL_SUCCESS ||
+        !(caps & CL_UNIFIED_SHARED_MEMORY_ACCESS_INTEL)) {
+        return 0;
+    }
+    u->host_alloc = (host_alloc_fn)clGetExtensionFunctionAddressForPlatform(platform, "clHostMemAllocINTEL");
+    u->mem_free = (mem_free_fn)clGetExtensionFunctionAddressForPlatform(platform, "clMemFreeINTEL");
+    u->memcpy = (memcpy_fn)clGetExtensionFunctionAddressForPlatform(platform, "clEnqueueMemcpyINTEL");
+    u->fill = (fill_fn)clGetExtensionFunctionAddressForPlatform(platform, "clEnqueueMemFillINTEL");
+    return u->host_alloc && u->mem_free && u->memcpy && u->fill;
+}
+
+/* Aborts unless `n` bytes at `p` all hold the 4-byte `pattern`, repeated. */
+static void expect_pattern(const unsigned char *p, size_t n, const unsigned char pattern[4], const char *what) {
+    for (size_t i = 0; i < n; i += 4099) { /* a prime stride: every page, every position in the pattern */
+        if (p[i] != pattern[i % 4]) {
+            fprintf(stderr, "icd_bench: %s: byte %zu is %#x, expected %#x\n", what, i, p[i], pattern[i % 4]);
+            exit(1);
+        }
+    }
+    if (p[n - 1] != pattern[(n - 1) % 4]) {
+        fprintf(stderr, "icd_bench: %s: the last byte is wrong\n", what);
+        exit(1);
+    }
+}
+
+static const unsigned char PATTERN[4] = {0x5b, 0x5a, 0x5a, 0x5a};
+
+/* Blocking 64-byte copies, then 64 MiB copies and fills, between a and b
+ * (either SVM or USM, the same calls otherwise); figures into f[copy64],
+ * f[copy_big], f[fill_big]. */
+static void copy_rows(cl_command_queue q, const struct usm *u, unsigned char *a, unsigned char *b, double *f,
+                      int copy64, int copy_big, int fill_big) {
+    const char *what = u ? "USM" : "SVM";
+#define COPY(blocking, dst, src, n, ev)                                                               \
+    (u ? u->memcpy(q, blocking, dst, src, n, 0, NULL, ev)                                             \
+       : clEnqueueSVMMemcpy(q, blocking, dst, src, n, 0, NULL, ev))
+    memset(a, 1, BIG);
+    memset(b, 2, BIG);
+    for (int i = 0; i < 1000; i++) { /* warm-up: the queue's worker threads start */
+        CHECK(COPY(CL_TRUE, b, a, SMALL_COPY, NULL));
+    }
+    for (int r = 0; r < SMALL_RUNS; r++) {
+        double t0 = now_s();
+        for (int i = 0; i < COPY_ITERS; i++) {
+            CHECK(COPY(CL_TRUE, b, a, SMALL_COPY, NULL));
+        }
+        f[copy64] = min_d(f[copy64], (now_s() - t0) / COPY_ITERS * 1e9);
+    }
+    if (b[0] != 1 || b[SMALL_COPY - 1] != 1 || b[SMALL_COPY] != 2) {
+        fprintf(stderr, "icd_bench: the 64-byte %s copy did not copy exactly 64 bytes\n", what);
+        exit(1);
+    }
+    for (int r = 0; r < BIG_RUNS; r++) {
+        double t0 = now_s();
+        CHECK(COPY(CL_TRUE, b, a, BIG, NULL));
+        f[copy_big] = max_d(f[copy_big], (double)BIG / (now_s() - t0) / 1e9);
+    }
+    if (b[BIG / 2] != 1 || b[BIG - 1] != 1) {
+        fprintf(stderr, "icd_bench: the 64 MiB %s copy did not copy\n", what);
+        exit(1);
+    }
+#undef COPY
+    for (int r = 0; r < BIG_RUNS; r++) {
+        cl_event done;
+        double t0 = now_s();
+        if (u) {
+            CHECK(u->fill(q, b, PATTERN, sizeof PATTERN, BIG, 0, NULL, &done));
+        } else {
+            CHECK(clEnqueueSVMMemFill(q, b, PATTERN, sizeof PATTERN, BIG, 0, NULL, &done));
+        }
+        CHECK(clWaitForEvents(1, &done));
+        f[fill_big] = max_d(f[fill_big], (double)BIG / (now_s() - t0) / 1e9);
+        CHECK(clReleaseEvent(done));
+    }
+    expect_pattern(b, BIG, PATTERN, u ? "the 64 MiB USM fill" : "the 64 MiB SVM fill");
+}
+
+/* Measures one device and prints its figures (a figure the device lacks is not printed). */
+static int measure(const char *want) {
+    cl_platform_id platform;
+    cl_device_id device;
+    cl_int err;
+    double f[NFIG];
+    for (int i = 0; i < NFIG; i++) {
+        f[i] = (i == SVM_COPY_BIG || i == USM_COPY_BIG || i == LIBC_COPY_BIG || i == SVM_FILL_BIG ||
+                i == USM_FILL_BIG || i == LIBC_FILL_BIG)
+                   ? 0.0      /* GB/s: the best is the largest */
+                   : 1e300;   /* ns: the best is the smallest */
+    }
+    pick_device(want, &platform, &device);
+    print_info("platform", platform, NULL, CL_PLATFORM_NAME);
+    print_info("platform version", platform, NULL, CL_PLATFORM_VERSION);
+    print_info("device", NULL, device, CL_DEVICE_NAME);
+    struct usm usm;
+    int has_usm = find_usm(platform, device, &usm);
+    printf("# usm: %s\n", has_usm ? "yes" : "no");
+    fflush(stdout);
+
+    cl_context ctx = clCreateContext(NULL, 1, &device, NULL, NULL, &err);
+    CHECK(err);
+    cl_command_queue q = clCreateCommandQueueWithProperties(ctx, device, NULL, &err);
+    CHECK(err);
+
+    /* 4 KiB allocation + free: SVM, USM, libc, interleaved run by run so that a
+     * disturbance hits them alike. */
+    for (int r = 0; r < SMALL_RUNS; r++) {
+        double t0 = now_s();
+        for (int i = 0; i < ALLOC_ITERS; i++) {
+            volatile char *p = clSVMAlloc(ctx, CL_MEM_READ_WRITE, SMALL_ALLOC, 0);
+            if (p == NULL) {
+                fprintf(stderr, "icd_bench: clSVMAlloc of %d bytes returned NULL\n", SMALL_ALLOC);
+                return 1;
+            }
+            p[0] = 1;
+            clSVMFree(ctx, (void *)p);
+        }
+        f[SVM_ALLOC] = min_d(f[SVM_ALLOC], (now_s() - t0) / ALLOC_ITERS * 1e9);
+        if (has_usm) {
+            t0 = now_s();
+            for (int i = 0; i < ALLOC_ITERS; i++) {
+                volatile char *p = usm.host_alloc(ctx, NULL, SMALL_ALLOC, 0, &err);
+                CHECK(err);
+                p[0] = 1;
+                CHECK(usm.mem_free(ctx, (void *)p));
+            }
+            f[USM_ALLOC] = min_d(f[USM_ALLOC], (now_s() - t0) / ALLOC_ITERS * 1e9);
+        }
+        t0 = now_s();
+        for (int i = 0; i < ALLOC_ITERS; i++) {
+            volatile char *p = aligned_alloc(128, SMALL_ALLOC);
+            if (p == NULL) {
+                fprintf(stderr, "icd_bench: aligned_alloc failed\n");
+                return 1;
+            }
+            p[0] = 1;
+            free((void *)p);
+        }
+        f[LIBC_ALLOC] = min_d(f[LIBC_ALLOC], (now_s() - t0) / ALLOC_ITERS * 1e9);
+    }
+
+    /* Two 64 MiB allocations of each kind, touched first (copy_rows) so that
+     * no timed operation pays for first-touch page faults. */
+    unsigned char *a = clSVMAlloc(ctx, CL_MEM_READ_WRITE, BIG, 0);
+    unsigned char *b = clSVMAlloc(ctx, CL_MEM_READ_WRITE, BIG, 0);
+    if (a == NULL || b == NULL) {
+        fprintf(stderr, "icd_bench: clSVMAlloc of 64 MiB returned NULL\n");
+        return 1;
+    }
+    copy_rows(q, NULL, a, b, f, SVM_COPY64, SVM_COPY_BIG, SVM_FILL_BIG);
+    clSVMFree(ctx, a);
+    clSVMFree(ctx, b);
+    if (has_usm) {
+        a = usm.host_alloc(ctx, NULL, BIG, 0, &err);
+        CHECK(err);
+        b = usm.host_alloc(ctx, NULL, BIG, 0, &err);
+        CHECK(err);
+        copy_rows(q, &usm, a, b, f, USM_COPY64, USM_COPY_BIG, USM_FILL_BIG);
+    } else {
+        a = malloc(BIG);
+        b = malloc(BIG);
+        if (a == NULL || b == NULL) {
+            fprintf(stderr, "icd_bench: malloc of 64 MiB failed\n");
+            return 1;
+        }
+        memset(a, 1, BIG);
+        memset(b, 2, BIG);
+    }
+
+    /* libc on the same memory (USM host memory if there is some). */
+    for (int r = 0; r < BIG_RUNS; r++) {
+        double t0 = now_s();
+        memcpy(b, a, BIG);
+        clobber(b);
+        f[LIBC_COPY_BIG] = max_d(f[LIBC_COPY_BIG], (double)BIG / (now_s() - t0) / 1e9);
+    }
+    for (int r = 0; r < BIG_RUNS; r++) {
+        double t0 = now_s();
+        memset(b, 0x5a, BIG);
+        clobber(b);
+        f[LIBC_FILL_BIG] = max_d(f[LIBC_FILL_BIG], (double)BIG / (now_s() - t0) / 1e9);
+    }
+    if (has_usm) {
+        CHECK(usm.mem_free(ctx, a));
+        CHECK(usm.mem_free(ctx, b));
+    } else {
+        free(a);
+        free(b);
+    }
+    CHECK(clReleaseCommandQueue(q));
+    CHECK(clReleaseContext(ctx));
+
+    for (int i = 0; i < NFIG; i++) {
+        int usm_row = i == USM_ALLOC || i == USM_COPY64 || i == USM_COPY_BIG || i == USM_FILL_BIG;
+        if (!usm_row || has_usm) {
+            printf(strstr(fig_name[i], "gbps") ? "%s %.3f\n" : "%s %.1f\n", fig_name[i], f[i]);
+        }
+    }
+    return 0;
+}
+
+/* ---- --table: one child per vendor, figures side by side ---- */
+
+#define MAXCOL 8
+
+struct column {
+    const char *name;
+    const char *vendor;
+    char about[512]; /* the platform and device that ran, or why nothing did */
+    double f[NFIG];  /* < 0: not measured */
+    int ok;
+};
+
+/* Runs `measure` in a child with OCL_ICD_VENDORS=vendor; parses its output into `c`. */
+static void run_child(struct column *c) {
+    int out[2];
+    for (int i = 0; i < NFIG; i++) {
+        c->f[i] = -1;
+    }
+    if (pipe(out) != 0) {
+        snprintf(c->about, sizeof c->about, "pipe: %s", strerror(errno));
+        return;
+    }
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid < 0) {
+        snprintf(c->about, sizeof c->about, "fork: %s", strerror(errno));
+        return;
+    }
+    if (pid == 0) {
+        close(out[0]);
+        dup2(out[1], 1);
+        close(out[1]);
+        setenv("OCL_ICD_VENDORS", c->vendor, 1);
+        alarm(CHILD_TIMEOUT);
+        exit(measure(NULL));
+    }
+    close(out[1]);
+    FILE *in = fdopen(out[0], "r");
+    char line[1024];
+    char about[512] = "";
+    while (in && fgets(line, sizeof line, in)) {
+        line[strcspn(line, "\n")] = 0;
+        if (strncmp(line, "# ", 2) == 0) {
+            if (strncmp(line, "# platform: ", 12) == 0 || strncmp(line, "# device: ", 10) == 0) {
+                size_t n = strlen(about);
+                snprintf(about + n, sizeof about - n, "%s%s", n ? ", " : "", strchr(line, ':') + 2);
+            }
+            continue;
+        }
+        for (int i = 0; i < NFIG; i++) {
+            size_t n = strlen(fig_name[i]);
+            if (strncmp(line, fig_name[i], n) == 0 && line[n] == ' ') {
+                c->f[i] = strtod(line + n + 1, NULL);
+            }
+        }
+    }
+    if (in) {
+        fclose(in);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    c->ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    if (c->ok) {
+        snprintf(c->about, sizeof c->about, "%s", about);
+    } else if (WIFSIGNALED(status)) {
+        snprintf(c->about, sizeof c->about, "failed: killed by signal %d%s (%s)", WTERMSIG(status),
+                 WTERMSIG(status) == SIGALRM ? ", timed out" : "", about[0] ? about : "no platform reported");
+    } else {
+        snprintf(c->about, sizeof c->about, "failed: exit status %d (%s; see its stderr above)",
+                 WIFEXITED(status) ? WEXITSTATUS(status) : -1, about[0] ? about : "no platform reported");
+    }
+}
+
+static void cell(char *buf, size_t n, double v, double libc, int ns) {
+    if (v < 0) {
+        snprintf(buf, n, "-");
+    } else if (ns) {
+        double r = v / libc;
+        if (v >= 1000) {
+            snprintf(buf, n, "%.2f us (%.1fx)", v / 1000, r);
+        } else {
+            snprintf(buf, n, "%.0f ns (%.1fx)", v, r);
+        }
+    } else {
+        snprintf(buf, n, "%.1f GB/s (%.2fx)", v, v / libc);
+    }
+}
+
+static int table(int argc, char **argv) {
+    struct column cols[MAXCOL];
+    int n = 0;
+    for (int i = 0; i < argc && n < MAXCOL; i++) {
+        char *eq = strchr(argv[i], '=');
+        if (eq == NULL) {
+            fprintf(stderr, "icd_bench: --table takes NAME=VENDOR arguments, not %s\n", argv[i]);
+            return 2;
+        }
+        *eq = 0;
+        memset(&cols[n], 0, sizeof cols[n]);
+        cols[n].name = argv[i];
+        cols[n].vendor = eq + 1;
+        n++;
+    }
+    for (int i = 0; i < n; i++) {
+        fprintf(stderr, "icd_bench: measuring %s (OCL_ICD_VENDORS=%s)\n", cols[i].name, cols[i].vendor);
+        run_child(&cols[i]);
+    }
+    printf("\n");
+    for (int i = 0; i < n; i++) {
+        printf("%-10s %s\n", cols[i].name, cols[i].about);
+    }
+    /* Rows: the OpenCL figure, with its ratio to libc's from the same child
+     * (the ratio's libc figure is the same row's libc one). */
+    static const struct {
+        const char *what;
+        int fig, libc, ns;
+    } rows[] = {
+        {"4 KiB clSVMAlloc+clSVMFree (x libc)", SVM_ALLOC, LIBC_ALLOC, 1},
+        {"4 KiB USM host alloc+free (x libc)", USM_ALLOC, LIBC_ALLOC, 1},
+        {"libc aligned_alloc+free 4 KiB", LIBC_ALLOC, LIBC_ALLOC, 1},
+        {"blocking 64 B SVM memcpy, round trip", SVM_COPY64, -1, 1},
+        {"blocking 64 B USM memcpy, round trip", USM_COPY64, -1, 1},
+        {"64 MiB SVM memcpy (x memcpy)", SVM_COPY_BIG, LIBC_COPY_BIG, 0},
+        {"64 MiB USM memcpy (x memcpy)", USM_COPY_BIG, LIBC_COPY_BIG, 0},
+        {"libc memcpy 64 MiB", LIBC_COPY_BIG, LIBC_COPY_BIG, 0},
+        {"64 MiB SVM fill, 4 B pattern (x memset)", SVM_FILL_BIG, LIBC_FILL_BIG, 0},
+        {"64 MiB USM fill, 4 B pattern (x memset)", USM_FILL_BIG, LIBC_FILL_BIG, 0},
+        {"libc memset 64 MiB", LIBC_FILL_BIG, LIBC_FILL_BIG, 0},
+    };
+    printf("\n%-40s", "");
+    for (int i = 0; i < n; i++) {
+        printf(" %22s", cols[i].name);
+    }
+    printf("\n");
+    for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
+        printf("%-40s", rows[r].what);
+        for (int i = 0; i < n; i++) {
+            char buf[64];
+            double v = cols[i].f[rows[r].fig];
+            if (rows[r].libc < 0) {
+                if (v < 0) {
+                    snprintf(buf, sizeof buf, "-");
+                } else if (v >= 1000) {
+                    snprintf(buf, sizeof buf, "%.2f us", v / 1000);
+                } else {
+                    snprintf(buf, sizeof buf, "%.0f ns", v);
+                }
+            } else if (rows[r].fig == rows[r].libc) {
+                if (v < 0) {
+                    snprintf(buf, sizeof buf, "-");
+                } else {
+                    snprintf(buf, sizeof buf, rows[r].ns ? "%.0f ns" : "%.1f GB/s", v);
+                }
+            } else {
+                cell(buf, sizeof buf, v, cols[i].f[rows[r].libc], rows[r].ns);
+            }
+            printf(" %22s", buf);
+        }
+        printf("\n");
+    }
+    /* The first column against each other one, row by row. */
+    if (n > 1 && cols[0].ok) {
+        printf("\n%s against the others (>1: %s ahead):\n", cols[0].name, cols[0].name);
+        for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
+            if (rows[r].fig == rows[r].libc || cols[0].f[rows[r].fig] < 0) {
+                continue;
+            }
+            printf("  %-40s", rows[r].what);
+            for (int i = 1; i < n; i++) {
+                double us = cols[0].f[rows[r].fig], them = cols[i].f[rows[r].fig];
+                if (them < 0) {
+                    printf("  vs %s: -", cols[i].name);
+                } else {
+                    printf("  vs %s: %.2fx", cols[i].name, rows[r].ns ? them / us : us / them);
+                }
+            }
+            printf("\n");
+        }
+    }
+    int failed = 0;
+    for (int i = 0; i < n; i++) {
+        failed |= !cols[i].ok;
+    }
+    return failed && !cols[0].ok ? 1 : 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc >= 2 && strcmp(argv[1], "--table") == 0) {
+        return table(argc - 2, argv + 2);
+    }
+    if (argc == 3 && strcmp(argv[1], "--platform") == 0) {
+        return measure(argv[2]);
+    }
+    if (argc != 1) {
+        fprintf(stderr, "usage: icd_bench [--platform SUBSTRING] | --table NAME=VENDOR...\n");
+        return 2;
+    }
+    return measure(NULL);
+}
