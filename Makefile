@@ -50,7 +50,9 @@ test: guest
 test-host:
 	@mkdir -p $(LOGS)
 	@echo "== host tests (unit, doc and integration tests on this machine)"
+	@tests/icd-deps
 	@$(CARGO) build -p dmabridge-cli --quiet
+	@$(MAKE) --no-print-directory icd ICD_PROFILE=debug  # tests/icd-client loads target/debug/dmabridge.icd
 	@set -o pipefail; $(CARGO) test --workspace --color never -- --test-threads=1 2>&1 | tee $(LOGS)/host.log
 	@$(MAKE) --no-print-directory test-icd
 
