@@ -13,4 +13,5 @@ pub mod platform;
 pub mod program;
 pub mod queue;
 pub mod svm;
+pub mod unbuilt;
 pub mod usm;

@@ -1,0 +1,161 @@
+/* C tests of the entry points that answer an error rather than work, through
+ * the real loader (-lOpenCL, OCL_ICD_VENDORS=<dmabridge.icd>):
+ *  - extensions of the seeds not built yet (cl_amd_bus_addressable_memory in
+ *    AMD's header order, cl_arm_import_memory from Khronos CL/cl_ext.h): the
+ *    entry points resolve through clGetExtensionFunctionAddressForPlatform,
+ *    are not advertised, validate their first handle and answer
+ *    CL_INVALID_OPERATION for a valid one;
+ *  - core entry points not supported: the invalid-handle code only for an
+ *    invalid handle, CL_INVALID_OPERATION (or the call's own rule) for a
+ *    valid one.
+ * Closing line: "N passed, N failed". */
+#define CL_TARGET_OPENCL_VERSION 300
+#include <CL/cl.h>
+#include <CL/cl_ext.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+static int failed_checks;
+#define CHECK(cond)                                                                  \
+    do {                                                                             \
+        if (!(cond)) {                                                               \
+            printf("    check failed at %s:%d: %s\n", __FILE__, __LINE__, #cond);    \
+            failed_checks++;                                                         \
+        }                                                                            \
+    } while (0)
+#define CHECK_ERR(expr, code)                                                        \
+    do {                                                                             \
+        cl_int got_ = (expr);                                                        \
+        if (got_ != (code)) {                                                        \
+            printf("    check failed at %s:%d: %s = %d, expected %d\n", __FILE__,    \
+                   __LINE__, #expr, got_, (code));                                   \
+            failed_checks++;                                                         \
+        }                                                                            \
+    } while (0)
+
+/* AMD's CL/cl_ext.h (cl_amd_bus_addressable_memory); not in Khronos' headers. */
+typedef struct _cl_bus_address_amd {
+    cl_ulong surface_bus_address;
+    cl_ulong marker_bus_address;
+} cl_bus_address_amd;
+typedef cl_int(CL_API_CALL *clEnqueueWaitSignalAMD_fn)(cl_command_queue, cl_mem, cl_uint, cl_uint,
+                                                       const cl_event *, cl_event *);
+typedef cl_int(CL_API_CALL *clEnqueueWriteSignalAMD_fn)(cl_command_queue, cl_mem, cl_uint, cl_ulong, cl_uint,
+                                                        const cl_event *, cl_event *);
+typedef cl_int(CL_API_CALL *clEnqueueMakeBuffersResidentAMD_fn)(cl_command_queue, cl_uint, cl_mem *, cl_bool,
+                                                                cl_bus_address_amd *, cl_uint, const cl_event *,
+                                                                cl_event *);
+
+/* The type of Khronos CL/cl_ext.h's prototype (Debian's header has no _fn
+   typedef for it; __typeof__ takes the header's own signature without
+   referencing the symbol, which the loader does not export). */
+typedef __typeof__(&clImportMemoryARM) import_arm_fn;
+
+static cl_platform_id platform;
+static cl_device_id device;
+static cl_context ctx;
+static cl_command_queue queue;
+
+static void setup(void) {
+    cl_uint n = 0;
+    cl_platform_id ps[16];
+    clGetPlatformIDs(16, ps, &n);
+    for (cl_uint i = 0; i < n && i < 16; i++) {
+        char name[64] = {0};
+        clGetPlatformInfo(ps[i], CL_PLATFORM_NAME, sizeof name, name, NULL);
+        if (strcmp(name, "dmabridge") == 0) platform = ps[i];
+    }
+    if (!platform || clGetDeviceIDs(platform, CL_DEVICE_TYPE_CPU, 1, &device, NULL) != CL_SUCCESS) return;
+    cl_int err;
+    ctx = clCreateContext(NULL, 1, &device, NULL, NULL, &err);
+    queue = clCreateCommandQueueWithProperties(ctx, device, NULL, &err);
+}
+
+static int has_word(const char *list, const char *word) {
+    size_t n = strlen(word);
+    for (const char *p = list; (p = strstr(p, word)) != NULL; p += n)
+        if ((p == list || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\0')) return 1;
+    return 0;
+}
+
+static void test_unbuilt_not_advertised(void) {
+    char ext[4096] = {0};
+    CHECK_ERR(clGetPlatformInfo(platform, CL_PLATFORM_EXTENSIONS, sizeof ext, ext, NULL), CL_SUCCESS);
+    CHECK(!has_word(ext, "cl_amd_bus_addressable_memory") && !has_word(ext, "cl_arm_import_memory"));
+    CHECK_ERR(clGetDeviceInfo(device, CL_DEVICE_EXTENSIONS, sizeof ext, ext, NULL), CL_SUCCESS);
+    CHECK(!has_word(ext, "cl_amd_bus_addressable_memory") && !has_word(ext, "cl_arm_import_memory"));
+    CHECK(has_word(ext, "cl_intel_unified_shared_memory"));
+}
+
+static void test_amd_bus_addressable_entry_points(void) {
+    clEnqueueWaitSignalAMD_fn wait_signal =
+        (clEnqueueWaitSignalAMD_fn)clGetExtensionFunctionAddressForPlatform(platform, "clEnqueueWaitSignalAMD");
+    clEnqueueWriteSignalAMD_fn write_signal =
+        (clEnqueueWriteSignalAMD_fn)clGetExtensionFunctionAddressForPlatform(platform, "clEnqueueWriteSignalAMD");
+    clEnqueueMakeBuffersResidentAMD_fn resident = (clEnqueueMakeBuffersResidentAMD_fn)
+        clGetExtensionFunctionAddressForPlatform(platform, "clEnqueueMakeBuffersResidentAMD");
+    CHECK(wait_signal != NULL && write_signal != NULL && resident != NULL);
+    if (!wait_signal || !write_signal || !resident) return;
+    cl_int err;
+    cl_mem buf = clCreateBuffer(ctx, CL_MEM_READ_WRITE, 4096, NULL, &err);
+    CHECK(buf != NULL);
+    cl_event ev = (cl_event)(uintptr_t)0x1234; /* must stay untouched */
+    CHECK_ERR(wait_signal(queue, buf, 1, 0, NULL, &ev), CL_INVALID_OPERATION);
+    CHECK_ERR(write_signal(queue, buf, 1, 0, 0, NULL, &ev), CL_INVALID_OPERATION);
+    cl_bus_address_amd addr = {0, 0};
+    CHECK_ERR(resident(queue, 1, &buf, CL_TRUE, &addr, 0, NULL, &ev), CL_INVALID_OPERATION);
+    CHECK(ev == (cl_event)(uintptr_t)0x1234);
+    /* The first handle is validated: NULL, another kind, released. */
+    CHECK_ERR(wait_signal(NULL, buf, 1, 0, NULL, NULL), CL_INVALID_COMMAND_QUEUE);
+    CHECK_ERR(write_signal((cl_command_queue)ctx, buf, 1, 0, 0, NULL, NULL), CL_INVALID_COMMAND_QUEUE);
+    CHECK_ERR(resident((cl_command_queue)buf, 1, &buf, CL_TRUE, &addr, 0, NULL, NULL), CL_INVALID_COMMAND_QUEUE);
+    cl_command_queue q2 = clCreateCommandQueueWithProperties(ctx, device, NULL, &err);
+    CHECK_ERR(clReleaseCommandQueue(q2), CL_SUCCESS);
+    CHECK_ERR(wait_signal(q2, buf, 1, 0, NULL, NULL), CL_INVALID_COMMAND_QUEUE);
+    clReleaseMemObject(buf);
+}
+
+static void test_arm_import_entry_point(void) {
+    import_arm_fn import =
+        (import_arm_fn)clGetExtensionFunctionAddressForPlatform(platform, "clImportMemoryARM");
+    CHECK(import != NULL);
+    if (!import) return;
+    static char host[4096];
+    cl_import_properties_arm props[] = {CL_IMPORT_TYPE_ARM, CL_IMPORT_TYPE_HOST_ARM, 0};
+    cl_int err = 1;
+    CHECK(import(ctx, CL_MEM_READ_WRITE, props, host, sizeof host, &err) == NULL);
+    CHECK(err == CL_INVALID_OPERATION);
+    CHECK(import(ctx, CL_MEM_READ_WRITE, props, host, sizeof host, NULL) == NULL);
+    err = 1;
+    CHECK(import(NULL, CL_MEM_READ_WRITE, props, host, sizeof host, &err) == NULL && err == CL_INVALID_CONTEXT);
+    err = 1;
+    CHECK(import((cl_context)queue, CL_MEM_READ_WRITE, props, host, sizeof host, &err) == NULL &&
+          err == CL_INVALID_CONTEXT);
+}
+
+int main(void) {
+    setup();
+    struct {
+        const char *name;
+        void (*f)(void);
+    } tests[] = {
+        {"unbuilt_extensions_not_advertised", test_unbuilt_not_advertised},
+        {"amd_bus_addressable_entry_points", test_amd_bus_addressable_entry_points},
+        {"arm_import_entry_point", test_arm_import_entry_point},
+    };
+    int passed = 0, failed = 0;
+    for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
+        int before = failed_checks;
+        if (platform && device && ctx && queue) tests[i].f();
+        else failed_checks++;
+        int ok = failed_checks == before;
+        printf("test icd::%s ... %s\n", tests[i].name, ok ? "ok" : "FAILED");
+        ok ? passed++ : failed++;
+        fflush(stdout);
+    }
+    printf("%d passed, %d failed\n", passed, failed);
+    if (queue) clReleaseCommandQueue(queue);
+    if (ctx) clReleaseContext(ctx);
+    return failed != 0;
+}
