@@ -134,6 +134,90 @@ static void test_arm_import_entry_point(void) {
           err == CL_INVALID_CONTEXT);
 }
 
+/* Core entry points that are not supported: the invalid-handle code for an
+   invalid first handle only (NULL, another kind, released), the call's own
+   answer for a valid one. */
+static void test_unsupported_core_valid_and_invalid_handles(void) {
+    cl_int err = 1;
+    cl_program p = clCreateProgramWithBuiltInKernels(ctx, 1, &device, "copy_bytes", &err);
+    cl_kernel k = clCreateKernel(p, "copy_bytes", &err);
+    CHECK(k != NULL);
+    /* clCloneKernel */
+    err = 1;
+    CHECK(clCloneKernel(k, &err) == NULL && err == CL_INVALID_OPERATION);
+    err = 1;
+    CHECK(clCloneKernel((cl_kernel)p, &err) == NULL && err == CL_INVALID_KERNEL);
+    /* clGetKernelSubGroupInfo */
+    size_t in = 64, out = 0;
+    CHECK_ERR(clGetKernelSubGroupInfo(k, device, CL_KERNEL_MAX_SUB_GROUP_SIZE_FOR_NDRANGE, sizeof in, &in, sizeof out,
+                                      &out, NULL),
+              CL_INVALID_OPERATION);
+    CHECK_ERR(clGetKernelSubGroupInfo((cl_kernel)ctx, device, CL_KERNEL_MAX_SUB_GROUP_SIZE_FOR_NDRANGE, sizeof in,
+                                      &in, sizeof out, &out, NULL),
+              CL_INVALID_KERNEL);
+    /* clSetProgramSpecializationConstant: no IL programs. */
+    cl_uint v = 1;
+    CHECK_ERR(clSetProgramSpecializationConstant(p, 0, sizeof v, &v), CL_INVALID_OPERATION);
+    CHECK_ERR(clSetProgramSpecializationConstant((cl_program)k, 0, sizeof v, &v), CL_INVALID_PROGRAM);
+    /* Timers, sub-devices. */
+    cl_ulong t = 0;
+    CHECK_ERR(clGetHostTimer(device, &t), CL_INVALID_OPERATION);
+    CHECK_ERR(clGetHostTimer((cl_device_id)ctx, &t), CL_INVALID_DEVICE);
+    cl_device_partition_property props[] = {CL_DEVICE_PARTITION_EQUALLY, 1, 0};
+    cl_device_id sub[4];
+    cl_uint nsub = 0;
+    CHECK_ERR(clCreateSubDevices(device, props, 4, sub, &nsub), CL_INVALID_VALUE);
+    CHECK_ERR(clCreateSubDevices((cl_device_id)queue, props, 4, sub, &nsub), CL_INVALID_DEVICE);
+    /* Images: a buffer is no image; a context makes none. */
+    cl_mem buf = clCreateBuffer(ctx, CL_MEM_READ_WRITE, 64, NULL, &err);
+    size_t w = 0;
+    CHECK_ERR(clGetImageInfo(buf, CL_IMAGE_WIDTH, sizeof w, &w, NULL), CL_INVALID_MEM_OBJECT);
+    cl_image_format fmt = {CL_RGBA, CL_UNORM_INT8};
+    cl_image_desc desc = {0};
+    desc.image_type = CL_MEM_OBJECT_IMAGE2D;
+    desc.image_width = desc.image_height = 4;
+    err = 1;
+    CHECK(clCreateImage(ctx, CL_MEM_READ_WRITE, &fmt, &desc, NULL, &err) == NULL && err == CL_INVALID_OPERATION);
+    err = 1;
+    CHECK(clCreateImage((cl_context)buf, CL_MEM_READ_WRITE, &fmt, &desc, NULL, &err) == NULL &&
+          err == CL_INVALID_CONTEXT);
+    size_t origin[3] = {0, 0, 0}, region[3] = {1, 1, 1};
+    cl_uint pattern[4] = {0};
+    CHECK_ERR(clEnqueueFillImage(queue, buf, pattern, origin, region, 0, NULL, NULL), CL_INVALID_OPERATION);
+    cl_command_queue q2 = clCreateCommandQueueWithProperties(ctx, device, NULL, &err);
+    clReleaseCommandQueue(q2);
+    CHECK_ERR(clEnqueueFillImage(q2, buf, pattern, origin, region, 0, NULL, NULL), CL_INVALID_COMMAND_QUEUE);
+    /* Samplers: none exists, so no handle is one. */
+    CHECK_ERR(clRetainSampler((cl_sampler)ctx), CL_INVALID_SAMPLER);
+    /* clSetContextDestructorCallback */
+    CHECK_ERR(clSetContextDestructorCallback((cl_context)queue, NULL, NULL), CL_INVALID_CONTEXT);
+    clReleaseMemObject(buf);
+    clReleaseKernel(k);
+    clReleaseProgram(p);
+}
+
+/* No program binary format: CL_INVALID_BINARY after the argument rules. */
+static void test_program_with_binary(void) {
+    const unsigned char bin[] = {0x7f, 'E', 'L', 'F'};
+    const unsigned char *bins[1] = {bin};
+    size_t len[1] = {sizeof bin};
+    cl_int status[1] = {42}, err = 1;
+    CHECK(clCreateProgramWithBinary(ctx, 1, &device, len, bins, status, &err) == NULL);
+    CHECK(err == CL_INVALID_BINARY && status[0] == CL_INVALID_BINARY);
+    CHECK(clCreateProgramWithBinary(ctx, 1, &device, len, bins, NULL, &err) == NULL && err == CL_INVALID_BINARY);
+    CHECK(clCreateProgramWithBinary(ctx, 1, &device, NULL, bins, NULL, &err) == NULL && err == CL_INVALID_VALUE);
+    CHECK(clCreateProgramWithBinary(ctx, 1, &device, len, NULL, NULL, &err) == NULL && err == CL_INVALID_VALUE);
+    size_t zero[1] = {0};
+    CHECK(clCreateProgramWithBinary(ctx, 1, &device, zero, bins, NULL, &err) == NULL && err == CL_INVALID_VALUE);
+    const unsigned char *nobin[1] = {NULL};
+    CHECK(clCreateProgramWithBinary(ctx, 1, &device, len, nobin, NULL, &err) == NULL && err == CL_INVALID_VALUE);
+    CHECK(clCreateProgramWithBinary(ctx, 0, NULL, len, bins, NULL, &err) == NULL && err == CL_INVALID_VALUE);
+    cl_device_id notdev = (cl_device_id)ctx;
+    CHECK(clCreateProgramWithBinary(ctx, 1, &notdev, len, bins, NULL, &err) == NULL && err == CL_INVALID_DEVICE);
+    CHECK(clCreateProgramWithBinary((cl_context)queue, 1, &device, len, bins, NULL, &err) == NULL &&
+          err == CL_INVALID_CONTEXT);
+}
+
 int main(void) {
     setup();
     struct {
@@ -143,6 +227,8 @@ int main(void) {
         {"unbuilt_extensions_not_advertised", test_unbuilt_not_advertised},
         {"amd_bus_addressable_entry_points", test_amd_bus_addressable_entry_points},
         {"arm_import_entry_point", test_arm_import_entry_point},
+        {"unsupported_core_valid_and_invalid_handles", test_unsupported_core_valid_and_invalid_handles},
+        {"program_with_binary", test_program_with_binary},
     };
     int passed = 0, failed = 0;
     for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {

@@ -86,10 +86,47 @@ pub(crate) fn unsupported(name: &str, code: cl_int) -> cl_int {
 ///
 /// # Safety
 /// `errcode_ret` is NULL or valid for a write of a `cl_int`.
+// For generated stubs whose first argument is no handle (none at present).
+#[allow(dead_code)]
 pub(crate) unsafe fn unsupported_object(name: &str, code: cl_int, errcode_ret: *mut cl_int) -> *mut c_void {
     // SAFETY: the caller's contract.
     unsafe { write_opt(errcode_ret, unsupported(name, code)) };
     std::ptr::null_mut()
+}
+
+/// An entry point that is not implemented, whose first argument is a
+/// handle of kind `T`: `T::INVALID` for an invalid handle (NULL, released,
+/// another kind), else `code` (the call's answer for a valid one).
+pub(crate) fn unsupported_for<T: crate::handles::Kind>(name: &str, handle: *const c_void, code: cl_int) -> cl_int {
+    status(name, || {
+        handles::get::<T>(handle)?;
+        Err(unsupported(name, code))
+    })
+}
+
+/// [`unsupported_for`] of an object-returning entry point: NULL, the code
+/// in `errcode_ret` (when given).
+///
+/// # Safety
+/// `errcode_ret` is NULL or valid for a write of a `cl_int`.
+pub(crate) unsafe fn unsupported_object_for<T: crate::handles::Kind>(
+    name: &str,
+    handle: *const c_void,
+    code: cl_int,
+    errcode_ret: *mut cl_int,
+) -> *mut c_void {
+    // SAFETY: `errcode_ret` is NULL or writable (the caller's contract).
+    unsafe { write_opt(errcode_ret, unsupported_for::<T>(name, handle, code)) };
+    std::ptr::null_mut()
+}
+
+/// [`unsupported_for`] with a platform as first argument
+/// (`CL_INVALID_PLATFORM` for any other than dmabridge's).
+pub(crate) fn unsupported_for_platform(name: &str, platform: cl_platform_id, code: cl_int) -> cl_int {
+    status(name, || {
+        handles::check_platform(platform, false)?;
+        Err(unsupported(name, code))
+    })
 }
 
 /// Writes `v` to `p` unless `p` is NULL.

@@ -129,6 +129,42 @@ pub(crate) unsafe extern "C" fn clCreateProgramWithBuiltInKernels(
     }
 }
 
+/// `clCreateProgramWithBinary`: dmabridge has no program binary format, so
+/// no binary is valid. After the argument checks (context, device list,
+/// `lengths` and `binaries` with an entry per device), every
+/// `binary_status` entry gets `CL_INVALID_BINARY` and so does the call.
+pub(crate) unsafe extern "C" fn clCreateProgramWithBinary(
+    context: cl_context,
+    num_devices: cl_uint,
+    device_list: *const cl_device_id,
+    lengths: *const usize,
+    binaries: *mut *const u8,
+    binary_status: *mut cl_int,
+    errcode_ret: *mut cl_int,
+) -> cl_program {
+    // SAFETY: the C contract of `errcode_ret`, `device_list`, `lengths`,
+    // `binaries` and `binary_status` (NULL or `num_devices` entries each).
+    unsafe {
+        object("clCreateProgramWithBinary", errcode_ret, || {
+            let ctx = handles::get::<ContextObj>(context.cast())?;
+            let n = devices_in(&ctx.inner, num_devices, device_list)?.len();
+            if lengths.is_null() || binaries.is_null() {
+                return Err(CL_INVALID_VALUE);
+            }
+            let (lens, bins) = (slice(lengths, n), slice(binaries.cast_const(), n));
+            if lens.iter().zip(bins).any(|(&len, bin)| len == 0 || bin.is_null()) {
+                return Err(CL_INVALID_VALUE);
+            }
+            if !binary_status.is_null() {
+                for i in 0..n {
+                    binary_status.add(i).write_unaligned(CL_INVALID_BINARY);
+                }
+            }
+            Err(CL_INVALID_BINARY)
+        })
+    }
+}
+
 /// `clCreateProgramWithSource`: the program is created (for all the
 /// context's devices) and keeps its source; it cannot be built.
 pub(crate) unsafe extern "C" fn clCreateProgramWithSource(

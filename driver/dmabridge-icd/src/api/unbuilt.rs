@@ -14,8 +14,7 @@ use opencl_sys::*;
 
 use super::context::ContextObj;
 use super::queue::QueueObj;
-use crate::entry::{object, status, unsupported};
-use crate::handles;
+use crate::entry::{unsupported_for, unsupported_object_for};
 
 /// `cl_bus_address_amd` (AMD's `CL/cl_ext.h`).
 #[allow(non_camel_case_types)]
@@ -63,10 +62,7 @@ pub type clEnqueueMakeBuffersResidentAMD_fn = Option<
 
 /// The queue must be live; then the extension is not available.
 fn queue_then_unsupported(name: &str, queue: cl_command_queue) -> cl_int {
-    status(name, || {
-        handles::get::<QueueObj>(queue.cast())?;
-        Err(unsupported(name, CL_INVALID_OPERATION))
-    })
+    unsupported_for::<QueueObj>(name, queue.cast(), CL_INVALID_OPERATION)
 }
 
 /// `clEnqueueWaitSignalAMD`: `CL_INVALID_COMMAND_QUEUE` or
@@ -124,9 +120,7 @@ pub(crate) unsafe extern "C" fn clImportMemoryARM(
 ) -> cl_mem {
     // SAFETY: `errcode_ret` is NULL or writable (the C contract).
     unsafe {
-        object("clImportMemoryARM", errcode_ret, || {
-            handles::get::<ContextObj>(context.cast())?;
-            Err(unsupported("clImportMemoryARM", CL_INVALID_OPERATION))
-        })
+        unsupported_object_for::<ContextObj>("clImportMemoryARM", context.cast(), CL_INVALID_OPERATION, errcode_ret)
     }
+    .cast()
 }
