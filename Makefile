@@ -69,8 +69,9 @@ icd:
 	@echo "$(CURDIR)/target/$(ICD_PROFILE)/libdmabridge_icd.so" > target/$(ICD_PROFILE)/dmabridge.icd
 	@echo "wrote target/$(ICD_PROFILE)/dmabridge.icd: OCL_ICD_VENDORS=$(CURDIR)/target/$(ICD_PROFILE)/dmabridge.icd"
 
-# Installs the ICD library and registers it with the loaders
-# (/etc/OpenCL/vendors/dmabridge.icd names the installed library).
+# Installs the ICD library, registers it with the loaders
+# (/etc/OpenCL/vendors/dmabridge.icd names the installed library) and installs
+# the header of dmabridge's own extension (include/CL/cl_dmabridge.h).
 PREFIX     ?= /usr/local
 DESTDIR    ?=
 LIBDIR     ?= $(PREFIX)/lib
@@ -78,6 +79,7 @@ install: icd
 	install -D -m 0755 target/$(ICD_PROFILE)/libdmabridge_icd.so $(DESTDIR)$(LIBDIR)/libdmabridge_icd.so
 	install -d $(DESTDIR)/etc/OpenCL/vendors
 	echo "$(LIBDIR)/libdmabridge_icd.so" > $(DESTDIR)/etc/OpenCL/vendors/dmabridge.icd
+	install -D -m 0644 include/CL/cl_dmabridge.h $(DESTDIR)$(PREFIX)/include/CL/cl_dmabridge.h
 
 # The guest suites run under tests/guest-runner: one process per test, each
 # killed and reported by name when it gives no result within its timeout
