@@ -18,8 +18,15 @@ use dmabridge::runtime::platform::Platform;
 use dmabridge::runtime::queue::{Queue, QueueProps};
 use dmabridge_tests::Resources;
 
+/// Threads of the process, less the CPU device's transfer helpers
+/// (`dmab-xfer-N`): those are started once, by the first large copy or fill,
+/// and serve every queue for the life of the process.
 fn threads() -> usize {
-    std::fs::read_dir("/proc/self/task").unwrap().count()
+    std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+        .filter(|name| !name.starts_with("dmab-xfer-"))
+        .count()
 }
 
 /// The first round creates what libc keeps for the life of the process
