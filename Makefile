@@ -11,7 +11,7 @@ RIG        := qemu/run-in-guest
 GUEST_RIG  := --edu 2 --bind 0000:00:10.0 --bind 0000:00:08.0 --module vgem
 LOGS       := target/test-logs
 
-.PHONY: all build deps guest demo test test-host test-icd icd install test-guest test-guest-doc test-rig lint bench fuzz clean-guest
+.PHONY: all build deps guest demo test test-host test-icd icd install test-guest test-guest-icd test-guest-doc test-rig lint bench fuzz clean-guest
 
 all: build
 
@@ -42,6 +42,7 @@ test: guest
 	@status=0; \
 	$(MAKE) --no-print-directory test-host || status=1; \
 	$(MAKE) --no-print-directory test-guest || status=1; \
+	$(MAKE) --no-print-directory test-guest-icd || status=1; \
 	$(MAKE) --no-print-directory test-guest-doc || status=1; \
 	$(MAKE) --no-print-directory test-rig || status=1; \
 	tests/summarize $(LOGS)/*.log; \
@@ -93,6 +94,16 @@ test-guest: guest
 	@bin=$$($(CARGO) test -p dmabridge-tests --test guest --no-run 2>&1 | sed -n 's/.*Executable .*(\(.*\)).*/\1/p' | tail -1); \
 	test -n "$$bin" || { echo "test-guest: could not build the guest tests"; exit 1; }; \
 	set -o pipefail; $(RIG) $(GUEST_RIG) -- tests/guest-runner $$bin --color never 2>&1 | tee $(LOGS)/guest.log
+
+# The ICD's C tests and C examples again, in the guest, where udmabuf (so
+# cl_dmabridge_dma_buf_export really exports), the edu devices and the BAR
+# device are there: compiled on the host by tests/icd/run, run with --exec-only.
+test-guest-icd: guest
+	@mkdir -p $(LOGS)
+	@echo "== OpenCL ICD: the C tests and examples through the loader, inside the QEMU guest"
+	@test -f target/debug/dmabridge.icd -a -d target/debug/icd-tests || tests/icd/run >/dev/null 2>&1 || true
+	@set -o pipefail; $(RIG) $(GUEST_RIG) --env DMABRIDGE_BAR_DEVICE=0000:00:08.0,bar=2,engine=0000:00:10.0 \
+	    -- tests/icd/run --exec-only 2>&1 | tee $(LOGS)/guest-icd.log
 
 # The doc examples again, in the guest: on a development host the examples
 # of udmabuf, VFIO, edu and the BAR device only reach their "no device"
