@@ -79,24 +79,17 @@ pub(crate) unsafe extern "C" fn clGetDeviceInfo(
 ) -> cl_int {
     status("clGetDeviceInfo", || {
         let dev = handles::get::<DeviceObj>(device.cast())?;
-        // SAFETY (all three): the C contract of the `param_value` arguments.
-        match param_name {
-            device_param::PLATFORM => unsafe {
-                info_bytes(
-                    &pointer_bytes(&[platform_handle().cast()]),
-                    param_value_size,
-                    param_value,
-                    param_value_size_ret,
-                )
-            },
-            device_param::REFERENCE_COUNT => unsafe {
-                info_bytes(&1u32.to_ne_bytes(), param_value_size, param_value, param_value_size_ret)
-            },
+        let answer = match param_name {
+            device_param::PLATFORM => pointer_bytes(&[platform_handle().cast()]),
+            device_param::REFERENCE_COUNT => 1u32.to_ne_bytes().to_vec(),
             _ => {
                 let value = info::device_info(&dev.inner.device, param_name).cl()?;
-                unsafe { info_value(&value, param_value_size, param_value, param_value_size_ret) }
+                // SAFETY: the C contract of the `param_value` arguments.
+                return unsafe { info_value(&value, param_value_size, param_value, param_value_size_ret) };
             }
-        }
+        };
+        // SAFETY: the C contract of the `param_value` arguments.
+        unsafe { info_bytes(&answer, param_value_size, param_value, param_value_size_ret) }
     })
 }
 

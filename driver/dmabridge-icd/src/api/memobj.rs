@@ -54,10 +54,10 @@ fn new_buffer(
     properties: Vec<cl_mem_properties>,
 ) -> ClRes<cl_mem> {
     let ctx = handles::get::<ContextObj>(context.cast())?;
-    // SAFETY: the C contract of `clCreateBuffer`: with USE_HOST_PTR the
-    // application keeps `host_ptr` valid for `size` bytes for the buffer's
-    // life and touches it only while mapped; with COPY_HOST_PTR it is
-    // readable for `size` bytes now.
+    // The C contract of `clCreateBuffer`: with USE_HOST_PTR the application
+    // keeps `host_ptr` valid for `size` bytes for the buffer's life and
+    // touches it only while mapped; with COPY_HOST_PTR it is readable now.
+    // SAFETY: that contract is `Buffer::create`'s.
     let buffer = unsafe { Buffer::create(&ctx.inner.ctx, flags, size, host_ptr.cast()) }.cl()?;
     let obj = MemObj { buffer, context: ctx, parent: None, properties };
     Ok(handles::into_handle(handles::new_object(obj)).cast())

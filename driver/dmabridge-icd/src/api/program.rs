@@ -242,10 +242,10 @@ unsafe fn check_build(
     if p.kernels.load(Ordering::Acquire) > 0 {
         return Err(CL_INVALID_OPERATION);
     }
-    // SAFETY: the caller's contract.
     let options = if options.is_null() {
         String::new()
     } else {
+        // SAFETY: the caller's contract: a non-NULL `options` is a C string.
         unsafe { CStr::from_ptr(options) }.to_string_lossy().into_owned()
     };
     let mut build = lock(&p.build);

@@ -152,10 +152,9 @@ pub(crate) unsafe extern "C" fn clEnqueueMemFillINTEL(
 ) -> cl_int {
     status("clEnqueueMemFillINTEL", || {
         let q = queue(command_queue)?;
-        // SAFETY: the C contract: the wait list, `pattern` holding
-        // `pattern_size` bytes (a NULL pattern is passed as empty and
-        // refused by the core), `dst_ptr` valid for `size` bytes until the
-        // command completes, and `event`.
+        // A NULL pattern is passed as empty and refused by the core.
+        // SAFETY: the C contract: the wait list, `pattern` holding `pattern_size`
+        // bytes, `dst_ptr` valid for `size` bytes until completion, and `event`.
         unsafe {
             let wait = wait_list(num_events_in_wait_list, event_wait_list)?;
             let pattern: &[u8] = if pattern.is_null() { &[] } else { slice(pattern.cast(), pattern_size) };

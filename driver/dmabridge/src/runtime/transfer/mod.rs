@@ -217,10 +217,10 @@ unsafe fn stosq_fill(dst: *mut u8, pattern: &[u8], size: usize) {
     unsafe { std::ptr::copy_nonoverlapping(block.0.as_ptr(), dst, head) };
     let words = (size - head) / 8;
     let word = u64::from_ne_bytes(block.0[..8].try_into().expect("8 bytes"));
-    // SAFETY: `rep stosq` writes `words` 8-byte words from `dst + head`,
-    // which is 8-byte aligned, and `head + 8 * words <= size`; the
-    // direction flag is clear (the ABI guarantees it at every call), the
+    // The direction flag is clear (the ABI guarantees it at every call); the
     // instruction touches no stack and no flags.
+    // SAFETY: `rep stosq` writes `words` 8-byte words from `dst + head`,
+    // which is 8-byte aligned, and `head + 8 * words <= size`.
     unsafe {
         std::arch::asm!(
             "rep stosq",

@@ -328,13 +328,13 @@ impl Container {
         if !inside {
             return Err(VfioError::OutsideMapping { offset, size, len: mapping.len() });
         }
-        // SAFETY: the range lies inside `mapping` (checked above), a shared
-        // mapping whose bytes Rust only reaches through volatile accesses and
-        // raw pointers, never references, so device writes into it cannot
-        // invalidate Rust references. VFIO resolves the range to what backs
-        // it when it maps (pinning RAM pages), so even after the mapping is
+        // `mapping`'s bytes are reached by Rust only through volatile accesses
+        // and raw pointers, never references, so device writes into it cannot
+        // invalidate Rust references. VFIO resolves the range to what backs it
+        // when it maps (pinning RAM pages), so even after the mapping is
         // dropped the device reaches those pages, never whatever the process
         // maps at the same address later.
+        // SAFETY: the range lies inside `mapping` (checked above); see above.
         unsafe { self.map_dma_raw(mapping.as_ptr().add(offset) as u64, size, iova, read, write) }
     }
 

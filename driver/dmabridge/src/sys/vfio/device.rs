@@ -476,14 +476,14 @@ impl Device {
         if !self.decodes_memory()? {
             return Err(VfioError::MemoryDisabled(self.address));
         }
+        // The region's pages fault in for as long as the function decodes
+        // memory, which it does now (checked just above, under the lock); the
+        // safe API refuses every config write that would stop it
+        // (`write_region`, and `Device` lends no fd), a reset restores it
+        // before faults resume, and no other process can open the device while
+        // this one holds its group.
         // SAFETY: the mapping covers exactly the region, whose size the kernel
-        // fixes for the device's life (vfio-pci refuses mmaps beyond it), and
-        // the device file stays open while the mapping exists. Its pages fault
-        // in for as long as the function decodes memory, which it does now
-        // (checked just above, under the lock); the safe API refuses every
-        // config write that would stop it (`write_region`), a reset restores
-        // it before faults resume, and no other process can open the device
-        // while this one holds its group.
+        // fixes for the device's life, and the device file outlives it.
         Ok(unsafe { Mapping::shared(self.fd.as_fd(), r.offset, len, access) }?)
     }
 
