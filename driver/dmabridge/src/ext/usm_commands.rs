@@ -336,10 +336,10 @@ pub(crate) fn migrate(info: &AllocInfo, p: usize, size: usize, drop_content: boo
         // shares may hold other data.
         let (start, end) = (p.next_multiple_of(page), end / page * page);
         if end > start {
-            // SAFETY: the pages lie inside a live heap allocation (the
-            // caller's claim keeps it from being freed meanwhile) whose
-            // content the caller declared undefined; MADV_REMOVE on the
-            // heap's shared memfd mapping hands them back (they read as zeros).
+            // MADV_REMOVE on the heap's shared memfd mapping hands the pages
+            // back (they read as zeros); the claim keeps the allocation alive.
+            // SAFETY: the pages lie inside a live heap allocation whose
+            // content the caller declared undefined.
             let _ = unsafe { rustix::mm::madvise(start as *mut _, end - start, rustix::mm::Advice::LinuxRemove) };
         }
     } else {

@@ -252,10 +252,10 @@ impl DmaBuf {
     pub fn map(&self, access: Access) -> OsResult<Mapping> {
         let size = self.size()?;
         let len = usize::try_from(size).map_err(|_| OsError::new("mmap dma-buf", Errno::OVERFLOW))?;
-        // SAFETY: the mapping covers exactly the buffer, whose size is fixed
-        // for its whole life (set by the exporter at export, `dma_buf->size`),
-        // and whose pages the exporter keeps for as long as any mapping holds
-        // the buffer: a dma-buf cannot shrink, whoever else holds its fd.
+        // A dma-buf's size is set by the exporter at export (`dma_buf->size`)
+        // and its pages kept for as long as any mapping holds the buffer.
+        // SAFETY: the mapping covers exactly the buffer, which cannot shrink,
+        // whoever else holds its fd.
         unsafe { Mapping::shared(self.fd.as_fd(), 0, len, access) }
     }
 

@@ -220,12 +220,12 @@ impl Memfd {
             return Err(MapError::HugeTlb);
         }
         check_range(offset, len, self.size()?)?;
-        // SAFETY: `offset..offset + len` lies inside the file (checked just
-        // above), which cannot shrink (F_SEAL_SHRINK, which cannot be removed,
+        // The file cannot shrink (F_SEAL_SHRINK, which cannot be removed, was
         // seen before the size was read); shmem faults inside the file size
         // never fail with SIGBUS, and on hugetlbfs the write seals forbid the
-        // hole punching that could leave a page without a huge page. So every
-        // page stays backed for the mapping's life, whoever holds the fd.
+        // hole punching that could leave a page without a huge page.
+        // SAFETY: `offset..offset + len` lies inside the file (checked above), so
+        // every page stays backed for the mapping's life, whoever holds the fd.
         Ok(unsafe { Mapping::shared(self.fd.as_fd(), offset, len, access) }?)
     }
 

@@ -167,10 +167,10 @@ unsafe impl Sync for Mapping {}
 unsafe fn copy_from_io(src: *const u8, dst: *mut u8, len: usize) {
     let head = ((8 - src as usize % 8) % 8).min(len);
     let words = (len - head) / 8;
+    // The word loads are 8-byte aligned because `src + head` is; the stores
+    // into `dst` are unaligned-tolerant.
     // SAFETY: in the three loops every offset is below `len`, so each access
-    // stays inside `src..src + len` and `dst..dst + len` (the caller's
-    // contract); the word loads are 8-byte aligned because `src + head` is;
-    // the stores into `dst` are unaligned-tolerant.
+    // stays inside `src..src + len` and `dst..dst + len` (the caller's contract).
     unsafe {
         for i in 0..head {
             dst.add(i).write(src.add(i).read_volatile());
@@ -300,10 +300,9 @@ impl Mapping {
         if len == 0 {
             return Err(OsError::new("mmap", rustix::io::Errno::INVAL));
         }
-        // SAFETY: a null hint lets the kernel pick a fresh range, so no
-        // existing Rust object is overlapped; the result is owned by the
-        // returned `Mapping` and unmapped exactly once, in `Drop`. That its
-        // pages stay backed is the caller's promise.
+        // That the pages stay backed is the caller's promise.
+        // SAFETY: a null hint lets the kernel pick a fresh range, so no Rust object
+        // is overlapped; the returned `Mapping` owns it and unmaps it once, in `Drop`.
         let ptr = unsafe { rustix::mm::mmap(std::ptr::null_mut(), len, access.prot(), flags, fd, offset) }
             .map_err(OsError::tag("mmap"))?;
         let ptr = NonNull::new(ptr.cast::<u8>()).ok_or(OsError::new("mmap", rustix::io::Errno::FAULT))?;

@@ -164,12 +164,11 @@ impl EventWaiter {
         if let Some(ts) = ts {
             entries.push(opcode::Timeout::new(ts).build().user_data(TIMEOUT_TAG));
         }
-        // SAFETY: each read writes 8 bytes into its own element of `bufs`,
-        // and the timeout reads `ts`; both live until every operation has
-        // completed (this function reaps them all before returning `Ok`) or
-        // are leaked by `wait` (when it returns `Err`); the borrowed fds are
-        // referenced by the kernel for as long as it needs them. The entries
-        // are queued all or none.
+        // `bufs` and `ts` live until every operation has completed (this
+        // function reaps them all before returning `Ok`) or are leaked by
+        // `wait` (when it returns `Err`). The entries are queued all or none.
+        // SAFETY: each read writes 8 bytes into its own element of `bufs`, the
+        // timeout reads `ts`, and the borrowed fds outlive the operations.
         if unsafe { self.ring.submission().push_multiple(&entries) }.is_err() {
             // Nothing was queued: nothing is in flight.
             return Ok(Err(OsError::new("io_uring push", Errno::BUSY)));
