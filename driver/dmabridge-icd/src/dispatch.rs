@@ -43,7 +43,7 @@ dispatch_table! {
     clCreateImage3D => stubs::clCreateImage3D,
     clRetainMemObject => api::memobj::clRetainMemObject,
     clReleaseMemObject => api::memobj::clReleaseMemObject,
-    clGetSupportedImageFormats => stubs::clGetSupportedImageFormats,
+    clGetSupportedImageFormats => api::context::clGetSupportedImageFormats,
     clGetMemObjectInfo => api::memobj::clGetMemObjectInfo,
     clGetImageInfo => stubs::clGetImageInfo,
     clCreateSampler => stubs::clCreateSampler,
@@ -172,7 +172,7 @@ dispatch_table! {
     clSetProgramSpecializationConstant => stubs::clSetProgramSpecializationConstant,
     clCreateBufferWithProperties => api::memobj::clCreateBufferWithProperties,
     clCreateImageWithProperties => stubs::clCreateImageWithProperties,
-    clSetContextDestructorCallback => stubs::clSetContextDestructorCallback,
+    clSetContextDestructorCallback => api::context::clSetContextDestructorCallback,
     clGetKernelSuggestedLocalWorkSize => stubs::clGetKernelSuggestedLocalWorkSize,
 }
 

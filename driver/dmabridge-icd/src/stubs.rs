@@ -74,21 +74,6 @@ pub(crate) unsafe extern "C" fn clCreateImage3D(
     .cast()
 }
 
-pub(crate) unsafe extern "C" fn clGetSupportedImageFormats(
-    context: cl_context,
-    flags: cl_mem_flags,
-    image_type: cl_mem_object_type,
-    num_entries: cl_uint,
-    image_formats: *mut cl_image_format,
-    num_image_formats: *mut cl_uint,
-) -> cl_int {
-    unsupported_for::<crate::api::context::ContextObj>(
-        "clGetSupportedImageFormats",
-        context.cast(),
-        CL_INVALID_OPERATION,
-    )
-}
-
 pub(crate) unsafe extern "C" fn clGetImageInfo(
     image: cl_mem,
     param_name: cl_image_info,
@@ -959,18 +944,6 @@ pub(crate) unsafe extern "C" fn clCreateImageWithProperties(
         )
     }
     .cast()
-}
-
-pub(crate) unsafe extern "C" fn clSetContextDestructorCallback(
-    context: cl_context,
-    pfn_notify: Option<unsafe extern "C" fn(context: cl_context, user_data: *mut c_void)>,
-    user_data: *mut c_void,
-) -> cl_int {
-    unsupported_for::<crate::api::context::ContextObj>(
-        "clSetContextDestructorCallback",
-        context.cast(),
-        CL_INVALID_OPERATION,
-    )
 }
 
 pub(crate) unsafe extern "C" fn clGetKernelSuggestedLocalWorkSize(

@@ -8,7 +8,7 @@ use dmabridge::runtime::device::Device;
 use dmabridge::runtime::info::{self, context_param};
 use opencl_sys::*;
 
-use crate::entry::{info_bytes, info_value, object, pointer_bytes, status, Cl, ClRes};
+use crate::entry::{info_bytes, info_value, object, pointer_bytes, status, write_opt, Cl, ClRes};
 use crate::handles::{self, check_platform, device_handle, Kind, Tag};
 
 /// A context: the core context and the properties it was created with
@@ -149,5 +149,69 @@ pub(crate) unsafe extern "C" fn clGetContextInfo(
         };
         // SAFETY: the C contract of the `param_value` arguments.
         unsafe { info_bytes(&bytes, param_value_size, param_value, param_value_size_ret) }
+    })
+}
+
+/// The C callback of `clSetContextDestructorCallback`.
+type ContextNotify = Option<unsafe extern "C" fn(cl_context, *mut c_void)>;
+
+/// The application's `user_data`, handed back untouched.
+struct UserData(*mut c_void);
+// SAFETY: an opaque word only passed back to the application's callback,
+// which OpenCL allows to run on any thread.
+unsafe impl Send for UserData {}
+
+/// `clSetContextDestructorCallback`: the callback runs (with no dmabridge
+/// lock held, in reverse order of registration) when the context is
+/// destroyed, i.e. once the application's references and those its queues,
+/// buffers, programs, kernels and events hold are all gone; it gets the
+/// handle the context had (for identification only: the object is gone).
+pub(crate) unsafe extern "C" fn clSetContextDestructorCallback(
+    context: cl_context,
+    pfn_notify: ContextNotify,
+    user_data: *mut c_void,
+) -> cl_int {
+    status("clSetContextDestructorCallback", || {
+        let obj = handles::get::<ContextObj>(context.cast())?;
+        let f = pfn_notify.ok_or(CL_INVALID_VALUE)?;
+        let (handle, data) = (handles::handle_of(&obj) as usize, UserData(user_data));
+        obj.inner.ctx.on_destroy(Box::new(move || {
+            let data = data;
+            // SAFETY: the application's callback with the arguments OpenCL
+            // defines; the handle is passed as a value, never dereferenced.
+            unsafe { f(handle as cl_context, data.0) };
+        }));
+        Ok(())
+    })
+}
+
+/// `clGetSupportedImageFormats`: no formats (dmabridge has no images), after
+/// the argument rules: `CL_INVALID_VALUE` for bad `flags` or `image_type`, or
+/// `num_entries` 0 with a non-NULL `image_formats`.
+pub(crate) unsafe extern "C" fn clGetSupportedImageFormats(
+    context: cl_context,
+    flags: cl_mem_flags,
+    image_type: cl_mem_object_type,
+    num_entries: cl_uint,
+    image_formats: *mut cl_image_format,
+    num_image_formats: *mut cl_uint,
+) -> cl_int {
+    status("clGetSupportedImageFormats", || {
+        let obj = handles::get::<ContextObj>(context.cast())?;
+        if num_entries == 0 && !image_formats.is_null() {
+            return Err(CL_INVALID_VALUE);
+        }
+        let formats = obj.inner.ctx.supported_image_formats(flags, image_type).cl()?;
+        for (i, f) in formats.iter().take(num_entries as usize).enumerate() {
+            let format =
+                cl_image_format { image_channel_order: f.channel_order, image_channel_data_type: f.channel_data_type };
+            // SAFETY: the C contract: a non-NULL `image_formats` has room for
+            // `num_entries` formats, and `i < num_entries`.
+            unsafe { image_formats.add(i).write_unaligned(format) };
+        }
+        let count = cl_uint::try_from(formats.len()).unwrap_or(cl_uint::MAX);
+        // SAFETY: the C contract of `num_image_formats` (NULL or writable).
+        unsafe { write_opt(num_image_formats, count) };
+        Ok(())
     })
 }

@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 use std::ptr::NonNull;
-use std::sync::{Arc, OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Arc, Mutex, OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use crate::cl_err;
 use crate::error::{ClError, ClErrorKind, ClResult};
@@ -24,6 +24,20 @@ pub struct Context {
     /// The local-memory allocations and the range claims, behind the one
     /// lock every free of a USM or SVM allocation takes (exclusive, briefly).
     owned: RwLock<Owned>,
+    /// The callbacks of `clSetContextDestructorCallback`, run in reverse
+    /// order of registration when the context is dropped.
+    destructors: Destructors,
+}
+
+/// A context's destructor callbacks.
+#[derive(Default)]
+struct Destructors(Mutex<Vec<Box<dyn FnOnce() + Send>>>);
+
+impl std::fmt::Debug for Destructors {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let n = self.0.lock().map_or(0, |v| v.len());
+        f.debug_struct("Destructors").field("count", &n).finish()
+    }
 }
 
 /// What the context's frees work under.
@@ -90,7 +104,13 @@ impl Context {
         }
         let heap = Heap::new()
             .map_err(|e| ClError::new(ClErrorKind::OutOfHostMemory, format!("reserving the context's heap: {e}")))?;
-        Ok(Arc::new(Context { devices: list, heap, buffer_heap: OnceLock::new(), owned: RwLock::default() }))
+        Ok(Arc::new(Context {
+            devices: list,
+            heap,
+            buffer_heap: OnceLock::new(),
+            owned: RwLock::default(),
+            destructors: Destructors::default(),
+        }))
     }
 
     /// The context's devices.
@@ -154,6 +174,71 @@ impl Context {
         })?;
         Ok(self.buffer_heap.get_or_init(|| heap))
     }
+
+    /// `clSetContextDestructorCallback`: `f` runs when the context is
+    /// destroyed, i.e. when the last `Arc` of it drops (the application's
+    /// references and those its queues, buffers, programs and events hold),
+    /// after everything the context owned is released. Callbacks run in the
+    /// reverse order of their registration, on the thread that drops the
+    /// last reference, with no lock of the context held.
+    ///
+    /// ```
+    /// use std::sync::{Arc, Mutex};
+    /// use dmabridge::runtime::{context::Context, platform::Platform};
+    /// let ctx = Context::new(std::slice::from_ref(Platform::get().cpu()))?;
+    /// let order = Arc::new(Mutex::new(Vec::new()));
+    /// for i in 0..3 {
+    ///     let o = order.clone();
+    ///     ctx.on_destroy(Box::new(move || o.lock().unwrap().push(i)));
+    /// }
+    /// let retained = ctx.clone();
+    /// drop(ctx);
+    /// assert!(order.lock().unwrap().is_empty(), "still referenced");
+    /// drop(retained);
+    /// assert_eq!(*order.lock().unwrap(), [2, 1, 0]);
+    /// # Ok::<(), dmabridge::error::ClError>(())
+    /// ```
+    pub fn on_destroy(&self, f: Box<dyn FnOnce() + Send>) {
+        self.destructors.0.lock().unwrap_or_else(|p| p.into_inner()).push(f);
+    }
+
+    /// `clGetSupportedImageFormats`: dmabridge has no images
+    /// (`CL_DEVICE_IMAGE_SUPPORT` is `CL_FALSE`), so the list is empty for
+    /// every valid `flags` and `image_type`.
+    ///
+    /// Errors: `CL_INVALID_VALUE` when `flags` has a bit no memory object
+    /// takes (`CL_MEM_KERNEL_READ_AND_WRITE` is allowed here) or combines
+    /// exclusive access flags, or `image_type` is not an image type.
+    ///
+    /// ```
+    /// use dmabridge::runtime::{buffer::mem_flags, context::Context, platform::Platform};
+    /// let ctx = Context::new(std::slice::from_ref(Platform::get().cpu()))?;
+    /// const CL_MEM_OBJECT_IMAGE2D: u32 = 0x10F1;
+    /// assert!(ctx.supported_image_formats(mem_flags::READ_WRITE, CL_MEM_OBJECT_IMAGE2D)?.is_empty());
+    /// assert!(ctx.supported_image_formats(mem_flags::READ_WRITE, 0x10F0).is_err(), "a buffer is no image");
+    /// assert!(ctx.supported_image_formats(1 << 40, CL_MEM_OBJECT_IMAGE2D).is_err());
+    /// # Ok::<(), dmabridge::error::ClError>(())
+    /// ```
+    pub fn supported_image_formats(&self, flags: u64, image_type: u32) -> ClResult<Vec<ImageFormat>> {
+        /// `CL_MEM_KERNEL_READ_AND_WRITE`.
+        const KERNEL_READ_AND_WRITE: u64 = 1 << 12;
+        /// `CL_MEM_OBJECT_IMAGE2D` .. `CL_MEM_OBJECT_IMAGE1D_BUFFER`.
+        const IMAGE_TYPES: std::ops::RangeInclusive<u32> = 0x10F1..=0x10F6;
+        super::buffer::check_exclusive(flags & !KERNEL_READ_AND_WRITE)?;
+        if !IMAGE_TYPES.contains(&image_type) {
+            return cl_err!(InvalidValue, "image_type {image_type:#x} is not an image type");
+        }
+        Ok(Vec::new())
+    }
+}
+
+/// A `cl_image_format`: channel order and channel data type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ImageFormat {
+    /// `image_channel_order`.
+    pub channel_order: u32,
+    /// `image_channel_data_type`.
+    pub channel_data_type: u32,
 }
 
 /// USM allocations in devices' local memory (BAR devices), and lookups over
@@ -419,6 +504,10 @@ impl Drop for Context {
             if let Some(m) = a.device.local_memory() {
                 let _ = m.free(base as *const u8);
             }
+        }
+        let callbacks = std::mem::take(self.destructors.0.get_mut().unwrap_or_else(|p| p.into_inner()));
+        for f in callbacks.into_iter().rev() {
+            f();
         }
     }
 }

@@ -123,7 +123,7 @@ impl std::fmt::Debug for Buffer {
 
 /// The flag rules `clCreateBuffer` and `clCreateSubBuffer` share: known
 /// bits, at most one access flag, at most one host access flag.
-fn check_exclusive(flags: u64) -> ClResult<()> {
+pub(crate) fn check_exclusive(flags: u64) -> ClResult<()> {
     use mem_flags::*;
     if flags & !ALL != 0 {
         return cl_err!(InvalidValue, "flags {flags:#x} has bits no buffer takes: {:#x}", flags & !ALL);
