@@ -10,7 +10,7 @@
  * invalid calls. Where a device is absent (the development host) its tests
  * are reported as "ignored" with the reason, and counted apart.
  *
- * Closing line: "N passed, N failed" (ignored tests are in neither). Sizes
+ * Closing lines (check.h): "N ignored" and "N passed, N failed". Sizes
  * are small: edu's DMA is slow under TCG. */
 #define CL_TARGET_OPENCL_VERSION 300
 #include <CL/cl.h>
@@ -20,23 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int failed_checks;
-#define CHECK(cond)                                                                  \
-    do {                                                                             \
-        if (!(cond)) {                                                               \
-            printf("    check failed at %s:%d: %s\n", __FILE__, __LINE__, #cond);    \
-            failed_checks++;                                                         \
-        }                                                                            \
-    } while (0)
-#define CHECK_ERR(expr, code)                                                        \
-    do {                                                                             \
-        cl_int got_ = (expr);                                                        \
-        if (got_ != (code)) {                                                        \
-            printf("    check failed at %s:%d: %s = %d, expected %d\n", __FILE__,    \
-                   __LINE__, #expr, got_, (code));                                   \
-            failed_checks++;                                                         \
-        }                                                                            \
-    } while (0)
+#include "check.h"
 
 static cl_platform_id platform;
 /* The first edu and BAR accelerators (NULL when absent). */
@@ -54,14 +38,7 @@ static void *ext(const char *name) {
 }
 
 static void setup(void) {
-    cl_uint n = 0;
-    cl_platform_id ps[16];
-    clGetPlatformIDs(16, ps, &n);
-    for (cl_uint i = 0; i < n; i++) {
-        char name[64] = {0};
-        clGetPlatformInfo(ps[i], CL_PLATFORM_NAME, sizeof name, name, NULL);
-        if (strcmp(name, "dmabridge") == 0) platform = ps[i];
-    }
+    platform = dmabridge_platform();
     if (!platform) return;
     dev_alloc = (clDeviceMemAllocINTEL_fn)ext("clDeviceMemAllocINTEL");
     mem_free = (clMemFreeINTEL_fn)ext("clMemFreeINTEL");
@@ -242,25 +219,18 @@ int main(void) {
         {"accelerators::bar_buffer_write_fill_read", test_bar_buffer_write_fill_read, 0, 1},
         {"accelerators::errors", test_accelerator_errors, 1, 1},
     };
-    int passed = 0, failed = 0, ignored = 0;
+    int ready = platform && dev_alloc && mem_free && blocking_free && alloc_info && usm_memcpy;
     for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
         if (platform && ((tests[i].needs_edu && !edu) || (tests[i].needs_bar && !bar))) {
-            printf("test icd::%s ... ignored (needs %s%s%s, absent here: %u accelerator(s) listed)\n", tests[i].name,
-                   tests[i].needs_edu && !edu ? "an edu device bound to vfio-pci" : "",
-                   tests[i].needs_edu && !edu && tests[i].needs_bar && !bar ? " and " : "",
-                   tests[i].needs_bar && !bar ? "a BAR device (DMABRIDGE_BAR_DEVICE)" : "", accelerators);
-            ignored++;
-            continue;
+            char why[256];
+            snprintf(why, sizeof why, "needs %s%s%s, absent here: %u accelerator(s) listed; run in the QEMU guest: make test-guest-icd",
+                     tests[i].needs_edu && !edu ? "an edu device bound to vfio-pci" : "",
+                     tests[i].needs_edu && !edu && tests[i].needs_bar && !bar ? " and " : "",
+                     tests[i].needs_bar && !bar ? "a BAR device (DMABRIDGE_BAR_DEVICE)" : "", accelerators);
+            ignore_test(tests[i].name, why);
+        } else {
+            run_test(tests[i].name, tests[i].f, ready);
         }
-        int before = failed_checks;
-        if (platform && dev_alloc && mem_free && blocking_free && alloc_info && usm_memcpy) tests[i].f();
-        else failed_checks++;
-        int ok = failed_checks == before;
-        printf("test icd::%s ... %s\n", tests[i].name, ok ? "ok" : "FAILED");
-        ok ? passed++ : failed++;
-        fflush(stdout);
     }
-    if (ignored) printf("%d ignored: no edu/BAR device (run in the QEMU guest: make test-guest-icd)\n", ignored);
-    printf("%d passed, %d failed\n", passed, failed);
-    return failed != 0;
+    return finish_tests();
 }

@@ -10,7 +10,7 @@
  * With it (the QEMU guest): USM, SVM and buffer exports give an fd whose
  * mmap shows the allocation's bytes, both ways, and outlives the free.
  *
- * Closing line: "N passed, N failed" (ignored tests are in neither). */
+ * Closing lines (check.h): "N ignored" and "N passed, N failed". */
 #define _GNU_SOURCE /* O_CLOEXEC, mmap, sysconf under -std=c11 */
 #define CL_TARGET_OPENCL_VERSION 300
 #include <CL/cl.h>
@@ -25,23 +25,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-static int failed_checks;
-#define CHECK(cond)                                                                  \
-    do {                                                                             \
-        if (!(cond)) {                                                               \
-            printf("    check failed at %s:%d: %s\n", __FILE__, __LINE__, #cond);    \
-            failed_checks++;                                                         \
-        }                                                                            \
-    } while (0)
-#define CHECK_ERR(expr, code)                                                        \
-    do {                                                                             \
-        cl_int got_ = (expr);                                                        \
-        if (got_ != (code)) {                                                        \
-            printf("    check failed at %s:%d: %s = %d, expected %d\n", __FILE__,    \
-                   __LINE__, #expr, got_, (code));                                   \
-            failed_checks++;                                                         \
-        }                                                                            \
-    } while (0)
+#include "check.h"
 
 static cl_platform_id platform;
 static cl_device_id device;
@@ -63,14 +47,7 @@ static void *ext(const char *name) {
 }
 
 static void setup(void) {
-    cl_uint n = 0;
-    cl_platform_id ps[16];
-    clGetPlatformIDs(16, ps, &n);
-    for (cl_uint i = 0; i < n && i < 16; i++) {
-        char name[64] = {0};
-        clGetPlatformInfo(ps[i], CL_PLATFORM_NAME, sizeof name, name, NULL);
-        if (strcmp(name, "dmabridge") == 0) platform = ps[i];
-    }
+    platform = dmabridge_platform();
     if (!platform || clGetDeviceIDs(platform, CL_DEVICE_TYPE_CPU, 1, &device, NULL) != CL_SUCCESS) return;
     cl_int err;
     ctx = clCreateContext(NULL, 1, &device, NULL, NULL, &err);
@@ -359,25 +336,15 @@ int main(void) {
         {"export_usm_svm_dma_buf", test_usm_export, 1},
         {"export_buffer_dma_buf", test_buffer_export, 1},
     };
-    int passed = 0, failed = 0, ignored = 0;
+    int ready = platform && device && ctx && queue && alloc_fd && mem_fd && alloc_info && mem_info;
+    char why[320];
+    snprintf(why, sizeof why, "needs /dev/udmabuf, absent here: %s; run in the QEMU guest: make test-guest-icd",
+             no_udmabuf_why);
     for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
-        if (tests[i].needs_udmabuf && !have_udmabuf) {
-            printf("test icd::%s ... ignored (needs /dev/udmabuf, absent here: %s)\n", tests[i].name,
-                   no_udmabuf_why);
-            ignored++;
-            continue;
-        }
-        int before = failed_checks;
-        if (platform && device && ctx && queue && alloc_fd && mem_fd && alloc_info && mem_info) tests[i].f();
-        else failed_checks++;
-        int ok = failed_checks == before;
-        printf("test icd::%s ... %s\n", tests[i].name, ok ? "ok" : "FAILED");
-        ok ? passed++ : failed++;
-        fflush(stdout);
+        if (tests[i].needs_udmabuf && !have_udmabuf) ignore_test(tests[i].name, why);
+        else run_test(tests[i].name, tests[i].f, ready);
     }
-    if (ignored) printf("%d ignored: no /dev/udmabuf (run in the QEMU guest to export)\n", ignored);
-    printf("%d passed, %d failed\n", passed, failed);
     if (queue) clReleaseCommandQueue(queue);
     if (ctx) clReleaseContext(ctx);
-    return failed != 0;
+    return finish_tests();
 }

@@ -10,23 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int failed_checks;
-#define CHECK(cond)                                                                  \
-    do {                                                                             \
-        if (!(cond)) {                                                               \
-            printf("    check failed at %s:%d: %s\n", __FILE__, __LINE__, #cond);    \
-            failed_checks++;                                                         \
-        }                                                                            \
-    } while (0)
-#define CHECK_ERR(expr, code)                                                        \
-    do {                                                                             \
-        cl_int got_ = (expr);                                                        \
-        if (got_ != (code)) {                                                        \
-            printf("    check failed at %s:%d: %s = %d, expected %d\n", __FILE__,    \
-                   __LINE__, #expr, got_, (code));                                   \
-            failed_checks++;                                                         \
-        }                                                                            \
-    } while (0)
+#include "check.h"
 
 static cl_platform_id platform;
 static cl_device_id device;
@@ -36,14 +20,7 @@ static void *ext(const char *name) {
 }
 
 static void setup(void) {
-    cl_uint n = 0;
-    cl_platform_id ps[16];
-    clGetPlatformIDs(16, ps, &n);
-    for (cl_uint i = 0; i < n; i++) {
-        char name[64] = {0};
-        clGetPlatformInfo(ps[i], CL_PLATFORM_NAME, sizeof name, name, NULL);
-        if (strcmp(name, "dmabridge") == 0) platform = ps[i];
-    }
+    platform = dmabridge_platform();
     if (platform) clGetDeviceIDs(platform, CL_DEVICE_TYPE_CPU, 1, &device, NULL);
 }
 
@@ -425,16 +402,7 @@ int main(void) {
         {"usm", test_usm},
         {"svm", test_svm},
     };
-    int passed = 0, failed = 0;
-    for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
-        int before = failed_checks;
-        if (platform && device) tests[i].f();
-        else failed_checks++;
-        int ok = failed_checks == before;
-        printf("test icd::%s ... %s\n", tests[i].name, ok ? "ok" : "FAILED");
-        ok ? passed++ : failed++;
-        fflush(stdout);
-    }
-    printf("%d passed, %d failed\n", passed, failed);
-    return failed != 0;
+    int ready = platform && device;
+    for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) run_test(tests[i].name, tests[i].f, ready);
+    return finish_tests();
 }

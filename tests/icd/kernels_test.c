@@ -12,23 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int failed_checks;
-#define CHECK(cond)                                                                  \
-    do {                                                                             \
-        if (!(cond)) {                                                               \
-            printf("    check failed at %s:%d: %s\n", __FILE__, __LINE__, #cond);    \
-            failed_checks++;                                                         \
-        }                                                                            \
-    } while (0)
-#define CHECK_ERR(expr, code)                                                        \
-    do {                                                                             \
-        cl_int got_ = (expr);                                                        \
-        if (got_ != (code)) {                                                        \
-            printf("    check failed at %s:%d: %s = %d, expected %d\n", __FILE__,    \
-                   __LINE__, #expr, got_, (code));                                   \
-            failed_checks++;                                                         \
-        }                                                                            \
-    } while (0)
+#include "check.h"
 
 static cl_platform_id platform;
 static cl_device_id device;
@@ -39,14 +23,7 @@ static clMemFreeINTEL_fn mem_free;
 static clSetKernelArgMemPointerINTEL_fn set_arg_ptr;
 
 static void setup(void) {
-    cl_uint n = 0;
-    cl_platform_id ps[16];
-    clGetPlatformIDs(16, ps, &n);
-    for (cl_uint i = 0; i < n; i++) {
-        char name[64] = {0};
-        clGetPlatformInfo(ps[i], CL_PLATFORM_NAME, sizeof name, name, NULL);
-        if (strcmp(name, "dmabridge") == 0) platform = ps[i];
-    }
+    platform = dmabridge_platform();
     if (!platform || clGetDeviceIDs(platform, CL_DEVICE_TYPE_CPU, 1, &device, NULL) != CL_SUCCESS) return;
     cl_int err;
     ctx = clCreateContext(NULL, 1, &device, NULL, NULL, &err);
@@ -434,18 +411,9 @@ int main(void) {
         {"kernels::args_and_launch", test_args_and_launch},
         {"kernels::native_kernel", test_native_kernel},
     };
-    int passed = 0, failed = 0;
-    for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
-        int before = failed_checks;
-        if (platform && device && ctx && queue) tests[i].f();
-        else failed_checks++;
-        int ok = failed_checks == before;
-        printf("test icd::%s ... %s\n", tests[i].name, ok ? "ok" : "FAILED");
-        ok ? passed++ : failed++;
-        fflush(stdout);
-    }
+    int ready = platform && device && ctx && queue;
+    for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) run_test(tests[i].name, tests[i].f, ready);
     if (queue) clReleaseCommandQueue(queue);
     if (ctx) clReleaseContext(ctx);
-    printf("%d passed, %d failed\n", passed, failed);
-    return failed != 0;
+    return finish_tests();
 }

@@ -16,23 +16,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static int failed_checks;
-#define CHECK(cond)                                                                  \
-    do {                                                                             \
-        if (!(cond)) {                                                               \
-            printf("    check failed at %s:%d: %s\n", __FILE__, __LINE__, #cond);    \
-            failed_checks++;                                                         \
-        }                                                                            \
-    } while (0)
-#define CHECK_ERR(expr, code)                                                        \
-    do {                                                                             \
-        cl_int got_ = (expr);                                                        \
-        if (got_ != (code)) {                                                        \
-            printf("    check failed at %s:%d: %s = %d, expected %d\n", __FILE__,    \
-                   __LINE__, #expr, got_, (code));                                   \
-            failed_checks++;                                                         \
-        }                                                                            \
-    } while (0)
+#include "check.h"
 
 /* AMD's CL/cl_ext.h (cl_amd_bus_addressable_memory); not in Khronos' headers. */
 typedef struct _cl_bus_address_amd {
@@ -58,14 +42,7 @@ static cl_context ctx;
 static cl_command_queue queue;
 
 static void setup(void) {
-    cl_uint n = 0;
-    cl_platform_id ps[16];
-    clGetPlatformIDs(16, ps, &n);
-    for (cl_uint i = 0; i < n && i < 16; i++) {
-        char name[64] = {0};
-        clGetPlatformInfo(ps[i], CL_PLATFORM_NAME, sizeof name, name, NULL);
-        if (strcmp(name, "dmabridge") == 0) platform = ps[i];
-    }
+    platform = dmabridge_platform();
     if (!platform || clGetDeviceIDs(platform, CL_DEVICE_TYPE_CPU, 1, &device, NULL) != CL_SUCCESS) return;
     cl_int err;
     ctx = clCreateContext(NULL, 1, &device, NULL, NULL, &err);
@@ -230,18 +207,9 @@ int main(void) {
         {"unsupported_core_valid_and_invalid_handles", test_unsupported_core_valid_and_invalid_handles},
         {"program_with_binary", test_program_with_binary},
     };
-    int passed = 0, failed = 0;
-    for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
-        int before = failed_checks;
-        if (platform && device && ctx && queue) tests[i].f();
-        else failed_checks++;
-        int ok = failed_checks == before;
-        printf("test icd::%s ... %s\n", tests[i].name, ok ? "ok" : "FAILED");
-        ok ? passed++ : failed++;
-        fflush(stdout);
-    }
-    printf("%d passed, %d failed\n", passed, failed);
+    int ready = platform && device && ctx && queue;
+    for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) run_test(tests[i].name, tests[i].f, ready);
     if (queue) clReleaseCommandQueue(queue);
     if (ctx) clReleaseContext(ctx);
-    return failed != 0;
+    return finish_tests();
 }

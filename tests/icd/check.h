@@ -1,0 +1,79 @@
+/* What every C test of tests/icd shares: the check macros, the test runner
+ * and its closing lines, and finding the dmabridge platform among the
+ * loader's platforms.
+ *
+ * A test is a void function that counts its failed checks; run_test prints
+ * "test icd::NAME ... ok|FAILED", ignore_test "test icd::NAME ... ignored
+ * (WHY)", and finish_tests the closing "N ignored" (when there are any) and
+ * "N passed, N failed" lines that tests/icd/run adds up. Header-only, each
+ * test file is one program. */
+#ifndef DMABRIDGE_ICD_TEST_CHECK_H
+#define DMABRIDGE_ICD_TEST_CHECK_H
+
+#include <CL/cl.h>
+#include <stdio.h>
+#include <string.h>
+
+static int failed_checks;
+static int tests_passed, tests_failed, tests_ignored;
+
+#define CHECK(cond)                                                                  \
+    do {                                                                             \
+        if (!(cond)) {                                                               \
+            printf("    check failed at %s:%d: %s\n", __FILE__, __LINE__, #cond);    \
+            failed_checks++;                                                         \
+        }                                                                            \
+    } while (0)
+#define CHECK_ERR(expr, code)                                                        \
+    do {                                                                             \
+        cl_int got_ = (expr);                                                        \
+        if (got_ != (code)) {                                                        \
+            printf("    check failed at %s:%d: %s = %d, expected %d\n", __FILE__,    \
+                   __LINE__, #expr, got_, (code));                                   \
+            failed_checks++;                                                         \
+        }                                                                            \
+    } while (0)
+
+/* Runs test f as icd::name; when the program's set-up did not succeed
+ * (ready == 0) the test fails without running. */
+static inline void run_test(const char *name, void (*f)(void), int ready) {
+    int before = failed_checks;
+    if (ready) f();
+    else {
+        printf("    set-up failed: no dmabridge platform or device (is OCL_ICD_VENDORS set?)\n");
+        failed_checks++;
+    }
+    int ok = failed_checks == before;
+    printf("test icd::%s ... %s\n", name, ok ? "ok" : "FAILED");
+    ok ? tests_passed++ : tests_failed++;
+    fflush(stdout);
+}
+
+/* Reports test name as not run here, and why. */
+static inline void ignore_test(const char *name, const char *why) {
+    printf("test icd::%s ... ignored (%s)\n", name, why);
+    tests_ignored++;
+    fflush(stdout);
+}
+
+/* The closing lines; the program's exit status. */
+static inline int finish_tests(void) {
+    if (tests_ignored) printf("%d ignored\n", tests_ignored);
+    printf("%d passed, %d failed\n", tests_passed, tests_failed);
+    return tests_failed != 0;
+}
+
+/* The platform named "dmabridge", or NULL. */
+static inline cl_platform_id dmabridge_platform(void) {
+    cl_uint n = 0;
+    cl_platform_id ps[16];
+    if (clGetPlatformIDs(16, ps, &n) != CL_SUCCESS) return NULL;
+    for (cl_uint i = 0; i < n && i < 16; i++) {
+        char name[64] = {0};
+        clGetPlatformInfo(ps[i], CL_PLATFORM_NAME, sizeof name, name, NULL);
+        if (strcmp(name, "dmabridge") == 0) return ps[i];
+    }
+    return NULL;
+}
+
+#endif
