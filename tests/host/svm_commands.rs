@@ -20,7 +20,14 @@ fn free_with_and_without_callback() {
     let (ctx, q) = setup();
     let a = svm(&ctx, 64);
     let b = svm(&ctx, 64);
-    assert_eq!(cmd::enqueue_svm_free(&q, &[], None, &[]).unwrap_err().kind, InvalidValue);
+    // No pointer (clEnqueueSVMFree with 0 and NULL): a command that frees
+    // nothing, whose callback still runs.
+    let called = Arc::new(Mutex::new(None));
+    let c = called.clone();
+    let e = cmd::enqueue_svm_free(&q, &[], Some(Box::new(move |_q, ptrs| *c.lock().unwrap() = Some(ptrs.len()))), &[]);
+    Event::wait(&[e.unwrap()]).unwrap();
+    assert_eq!(*called.lock().unwrap(), Some(0));
+    assert_eq!(cmd::enqueue_svm_free(&q, &[], None, &[]).map(|e| Event::wait(&[e])).unwrap(), Ok(()));
     let seen = Arc::new(Mutex::new(Vec::new()));
     let s = seen.clone();
     let e = cmd::enqueue_svm_free(

@@ -381,6 +381,11 @@ static void test_svm(void) {
     CHECK(svm_free_calls == 2);
     clReleaseEvent(ev);
     CHECK_ERR(clEnqueueSVMFree(q, 1, NULL, NULL, NULL, 0, NULL, NULL), CL_INVALID_VALUE);
+    CHECK_ERR(clEnqueueSVMFree(q, 0, frees, NULL, NULL, 0, NULL, NULL), CL_INVALID_VALUE);
+    /* No count and no list: a valid command that frees nothing. */
+    CHECK_ERR(clEnqueueSVMFree(q, 0, NULL, NULL, NULL, 0, NULL, &ev), CL_SUCCESS);
+    CHECK_ERR(clWaitForEvents(1, &ev), CL_SUCCESS);
+    clReleaseEvent(ev);
     clSVMFree(ctx, NULL);
     clSVMFree(NULL, a); /* ignored */
     clReleaseCommandQueue(q);

@@ -717,10 +717,9 @@ impl World {
         ps.dedup();
         ps.sort_unstable();
         ps.dedup();
+        // An empty list frees nothing and succeeds (OpenCL 2.1+: only a count
+        // without a list, or a list without a count, is CL_INVALID_VALUE).
         let mut e = g.expect(false);
-        if ps.is_empty() {
-            e.fail(InvalidValue);
-        }
         let svm_base = |p: usize| self.allocs.iter().position(|a| a.live && a.kind.is_svm() && a.base == p);
         if ps.iter().any(|&p| svm_base(p).is_none()) {
             // Only clSVMAlloc pointers may be freed; the others may be

@@ -32,9 +32,11 @@ pub type SvmFreeCallback = Box<dyn FnOnce(&Arc<Queue>, &[*mut u8]) + Send>;
 /// `clEnqueueSVMFree`: once the wait list is done, hands `pointers` to
 /// `callback`, or frees them with `clSVMFree` when there is none.
 ///
-/// Errors: `CL_INVALID_VALUE` for an empty pointer list (the C face also
-/// checks a NULL list with a count); `CL_INVALID_CONTEXT` for a wait-list
-/// event of another context.
+/// An empty list is a valid command that frees nothing (OpenCL 2.1 and later
+/// refuse only a count without a list or a list without a count, which is
+/// the C face's check); a callback still runs, with no pointer.
+///
+/// Errors: `CL_INVALID_CONTEXT` for a wait-list event of another context.
 ///
 /// ```
 /// use dmabridge::ext::{svm, svm_commands};
@@ -57,9 +59,6 @@ pub fn enqueue_svm_free(
     callback: Option<SvmFreeCallback>,
     wait_list: &[Event],
 ) -> ClResult<Event> {
-    if pointers.is_empty() {
-        return cl_err!(InvalidValue, "num_svm_pointers is 0");
-    }
     let ptrs: Vec<usize> = pointers.iter().map(|&p| p as usize).collect();
     let usage = CommandUse::Ranges(ptrs.iter().map(|&p| (p, 1)).collect());
     let weak = Arc::downgrade(queue);
