@@ -128,3 +128,24 @@ pub fn run_in_child(path: &str, env: &[(&str, Option<&str>)]) {
     println!("{text}");
     assert!(out.status.success() && text.contains("1 passed"), "child test {path} failed:\n{text}");
 }
+
+/// A host-unified device outside the platform (index `index`) that claims it
+/// can allocate anything (`CL_DEVICE_MAX_MEM_ALLOC_SIZE` = 2^64 - 1), so
+/// that buffers of hostile sizes pass creation and reach the allocation. It
+/// has no USM and no SVM.
+pub fn boundless_device(index: u16, name: &str) -> std::sync::Arc<dmabridge::runtime::device::Device> {
+    use dmabridge::runtime::device::{Device, DeviceType, UsmCaps};
+    let cpu = dmabridge::runtime::platform::Platform::get().cpu().clone();
+    let no_usm = UsmCaps { host: 0, device: 0, single_device_shared: 0, cross_device_shared: 0, shared_system: 0 };
+    std::sync::Arc::new(Device {
+        index,
+        name: name.into(),
+        device_type: DeviceType::Cpu,
+        max_mem_alloc_size: u64::MAX,
+        max_alignment: cpu.max_alignment,
+        host_unified_memory: true,
+        usm: no_usm,
+        svm: 0,
+        compute_units: 1,
+    })
+}

@@ -473,24 +473,12 @@ fn failed_exports_leave_nothing_behind() {
 #[test]
 #[ignore = "run in a child process"]
 fn child_failed_exports_leave_nothing_behind() {
-    use dmabridge::runtime::device::UsmCaps;
     let p = Platform::get();
     let cpu = p.cpu().clone();
     let udmabuf = Udmabuf::open().unwrap();
     let too_big = udmabuf.limits().size_limit as usize + 4096;
     // A host-unified device that allocates more than udmabuf exports.
-    let no_usm = UsmCaps { host: 0, device: 0, single_device_shared: 0, cross_device_shared: 0, shared_system: 0 };
-    let big = Arc::new(Device {
-        index: 200,
-        name: "big".into(),
-        device_type: DeviceType::Cpu,
-        max_mem_alloc_size: u64::MAX,
-        max_alignment: cpu.max_alignment,
-        host_unified_memory: true,
-        usm: no_usm,
-        svm: 0,
-        compute_units: 1,
-    });
+    let big = dmabridge_tests::boundless_device(200, "big");
     let ctx = Context::new(&[cpu.clone(), big]).unwrap();
     let q = queue(&ctx, &cpu);
     // SAFETY: no host pointer.

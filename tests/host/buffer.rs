@@ -297,26 +297,6 @@ fn releasing_buffers_frees_their_memory() {
     before.assert_unchanged();
 }
 
-/// A host-unified device that claims it can allocate anything
-/// (`CL_DEVICE_MAX_MEM_ALLOC_SIZE` = 2^64 - 1), so that buffers of hostile
-/// sizes pass creation and reach the allocation.
-fn boundless_device() -> Arc<dmabridge::runtime::device::Device> {
-    use dmabridge::runtime::device::{Device, DeviceType, UsmCaps};
-    let cpu = cpu_device();
-    let no_usm = UsmCaps { host: 0, device: 0, single_device_shared: 0, cross_device_shared: 0, shared_system: 0 };
-    Arc::new(Device {
-        index: 200,
-        name: "boundless".into(),
-        device_type: DeviceType::Cpu,
-        max_mem_alloc_size: u64::MAX,
-        max_alignment: cpu.max_alignment,
-        host_unified_memory: true,
-        usm: no_usm,
-        svm: 0,
-        compute_units: 1,
-    })
-}
-
 /// Buffers of hostile sizes (up to `usize::MAX`, whose whole pages do not
 /// fit in the address space) are created, as nothing is allocated yet; their
 /// first use fails with `CL_MEM_OBJECT_ALLOCATION_FAILURE` and leaves no
@@ -324,7 +304,7 @@ fn boundless_device() -> Arc<dmabridge::runtime::device::Device> {
 #[test]
 fn hostile_buffer_sizes_fail_at_first_use_and_leave_nothing_behind() {
     use dmabridge::runtime::{context::Context, queue::Queue, queue::QueueProps};
-    let dev = boundless_device();
+    let dev = dmabridge_tests::boundless_device(200, "boundless");
     let ctx = Context::new(std::slice::from_ref(&dev)).unwrap();
     let q = Queue::new(&ctx, &dev, QueueProps::default()).unwrap();
     let (host, here) = (Location::Host, Location::Device(dev.index));
