@@ -253,6 +253,31 @@ static void test_args_and_launch(void) {
     CHECK(ct == CL_COMMAND_TASK);
     clReleaseEvent(ev);
     CHECK(usm[0] == 7 && usm[N - 1] == 7);
+    /* A clone keeps the arguments set so far; changing them on either
+       kernel afterwards leaves the other as it was. */
+    cl_kernel twin = clCloneKernel(fill, &err);
+    CHECK(twin != NULL && err == CL_SUCCESS);
+    if (twin) {
+        cl_uint refs = 0, args = 0;
+        CHECK_ERR(clGetKernelInfo(twin, CL_KERNEL_REFERENCE_COUNT, sizeof refs, &refs, NULL), CL_SUCCESS);
+        CHECK_ERR(clGetKernelInfo(twin, CL_KERNEL_NUM_ARGS, sizeof args, &args, NULL), CL_SUCCESS);
+        CHECK(refs == 1 && args == 3);
+        cl_uint pattern3 = 9;
+        CHECK_ERR(clSetKernelArg(fill, 2, sizeof pattern3, &pattern3), CL_SUCCESS);
+        CHECK_ERR(clEnqueueTask(queue, twin, 0, NULL, NULL), CL_SUCCESS);
+        CHECK_ERR(clFinish(queue), CL_SUCCESS);
+        CHECK(usm[0] == pattern && usm[N - 1] == pattern); /* the clone's pattern, set before cloning */
+        CHECK_ERR(clSetKernelArg(twin, 2, sizeof pattern2, &pattern2), CL_SUCCESS);
+        CHECK_ERR(clEnqueueTask(queue, fill, 0, NULL, NULL), CL_SUCCESS);
+        CHECK_ERR(clFinish(queue), CL_SUCCESS);
+        CHECK(usm[0] == pattern3 && usm[N - 1] == pattern3);
+        CHECK_ERR(clReleaseKernel(twin), CL_SUCCESS);
+    }
+    /* Back to the 7s the copy below expects. */
+    CHECK_ERR(clSetKernelArg(fill, 2, sizeof pattern2, &pattern2), CL_SUCCESS);
+    CHECK_ERR(clEnqueueTask(queue, fill, 0, NULL, NULL), CL_SUCCESS);
+    CHECK_ERR(clFinish(queue), CL_SUCCESS);
+    CHECK_ERR(clSetKernelArg(fill, 2, sizeof pattern, &pattern), CL_SUCCESS);
     /* copy_bytes from the USM allocation into an SVM allocation. */
     uint32_t *svm = clSVMAlloc(ctx, CL_MEM_READ_WRITE, N * 4, 0);
     CHECK(svm != NULL);

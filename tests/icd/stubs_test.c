@@ -119,9 +119,7 @@ static void test_unsupported_core_valid_and_invalid_handles(void) {
     cl_program p = clCreateProgramWithBuiltInKernels(ctx, 1, &device, "copy_bytes", &err);
     cl_kernel k = clCreateKernel(p, "copy_bytes", &err);
     CHECK(k != NULL);
-    /* clCloneKernel */
-    err = 1;
-    CHECK(clCloneKernel(k, &err) == NULL && err == CL_INVALID_OPERATION);
+    /* clCloneKernel (implemented: kernels_test.c) refuses what is not a kernel. */
     err = 1;
     CHECK(clCloneKernel((cl_kernel)p, &err) == NULL && err == CL_INVALID_KERNEL);
     /* clGetKernelSubGroupInfo */

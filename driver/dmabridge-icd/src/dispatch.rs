@@ -161,7 +161,7 @@ dispatch_table! {
     clSetKernelArgSVMPointer => api::kernel::clSetKernelArgSVMPointer,
     clSetKernelExecInfo => api::kernel::clSetKernelExecInfo,
     clGetKernelSubGroupInfoKHR => stubs::clGetKernelSubGroupInfoKHR,
-    clCloneKernel => stubs::clCloneKernel,
+    clCloneKernel => api::kernel::clCloneKernel,
     clCreateProgramWithIL => stubs::clCreateProgramWithIL,
     clEnqueueSVMMigrateMem => api::svm::clEnqueueSVMMigrateMem,
     clGetDeviceAndHostTimer => stubs::clGetDeviceAndHostTimer,

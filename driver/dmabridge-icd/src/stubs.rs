@@ -844,19 +844,6 @@ pub(crate) unsafe extern "C" fn clGetKernelSubGroupInfoKHR(
     )
 }
 
-pub(crate) unsafe extern "C" fn clCloneKernel(source_kernel: cl_kernel, errcode_ret: *mut cl_int) -> cl_kernel {
-    // SAFETY: `errcode_ret` is NULL or writable (the C contract).
-    unsafe {
-        unsupported_object_for::<crate::api::kernel::KernelObj>(
-            "clCloneKernel",
-            source_kernel.cast(),
-            CL_INVALID_OPERATION,
-            errcode_ret,
-        )
-    }
-    .cast()
-}
-
 pub(crate) unsafe extern "C" fn clCreateProgramWithIL(
     context: cl_context,
     il: *const c_void,

@@ -70,6 +70,22 @@ fn new_kernel(p: &Arc<Obj<ProgramObj>>, name: &str) -> ClRes<cl_kernel> {
     Ok(handles::into_handle(handles::new_object(obj)).cast())
 }
 
+/// `clCloneKernel`: a kernel object of the same program with a copy of the
+/// source's arguments and execution info (`Kernel::clone_kernel`).
+pub(crate) unsafe extern "C" fn clCloneKernel(source_kernel: cl_kernel, errcode_ret: *mut cl_int) -> cl_kernel {
+    // SAFETY: the C contract of `errcode_ret` (NULL or writable).
+    unsafe {
+        object("clCloneKernel", errcode_ret, || {
+            let k = handles::get::<KernelObj>(source_kernel.cast())?;
+            let indirect_ptrs = Mutex::new(lock(&k.inner.indirect_ptrs).clone());
+            k.inner.program.inner.kernels.fetch_add(1, Ordering::AcqRel);
+            let obj =
+                KernelObj { kernel: k.inner.kernel.clone_kernel(), program: k.inner.program.clone(), indirect_ptrs };
+            Ok(handles::into_handle(handles::new_object(obj)).cast())
+        })
+    }
+}
+
 /// `clCreateKernel`.
 pub(crate) unsafe extern "C" fn clCreateKernel(
     program: cl_program,

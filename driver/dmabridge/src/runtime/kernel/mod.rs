@@ -125,6 +125,7 @@ impl KernelArgValue {
 /// arguments; `Err` carries the negative CL code its event ends with.
 pub type NativeFn = Arc<dyn Fn(&[KernelArgValue]) -> Result<(), i32> + Send + Sync>;
 
+#[derive(Clone)]
 enum Body {
     Builtin(&'static Builtin),
     Native(NativeFn),
@@ -247,6 +248,31 @@ impl Kernel {
     fn with(ctx: &Arc<Context>, name: &'static str, body: Body, kinds: Vec<ArgKind>) -> Arc<Kernel> {
         let state = Mutex::new(ArgState { args: vec![None; kinds.len()], ..ArgState::default() });
         Arc::new(Kernel { context: ctx.clone(), name, body, kinds, state })
+    }
+
+    /// `clCloneKernel`: a new kernel of the same code, context and argument
+    /// kinds, with a copy of the arguments and execution info set so far;
+    /// setting either on one kernel afterwards does not change the other.
+    ///
+    /// ```
+    /// use dmabridge::runtime::{context::Context, kernel::Kernel, platform::Platform};
+    /// let cpu = Platform::get().cpu();
+    /// let ctx = Context::new(std::slice::from_ref(cpu))?;
+    /// let k = Kernel::builtin(&ctx, cpu, "fill_pattern_u32")?;
+    /// k.set_arg_scalar(1, &16u64.to_ne_bytes())?;
+    /// let copy = k.clone_kernel();
+    /// assert_eq!((copy.name(), copy.num_args()), ("fill_pattern_u32", 3));
+    /// k.set_arg_scalar(1, &32u64.to_ne_bytes())?; // the copy keeps 16
+    /// # Ok::<(), dmabridge::error::ClError>(())
+    /// ```
+    pub fn clone_kernel(&self) -> Arc<Kernel> {
+        Arc::new(Kernel {
+            context: self.context.clone(),
+            name: self.name,
+            body: self.body.clone(),
+            kinds: self.kinds.clone(),
+            state: Mutex::new(self.snapshot()),
+        })
     }
 
     /// `CL_KERNEL_FUNCTION_NAME` (empty for a native kernel).
