@@ -624,3 +624,145 @@ fn hostile_argument_and_global_sizes() {
     usm::mem_free(&ctx, a).unwrap();
     usm::mem_free(&ctx, b).unwrap();
 }
+
+mod buffer_args {
+    use super::*;
+    use dmabridge::runtime::buffer::store::Location;
+    use dmabridge::runtime::buffer::{commands, Buffer, BUFFER_CREATE_TYPE_REGION};
+
+    fn buffer(ctx: &Arc<Context>, size: usize) -> Arc<Buffer> {
+        // SAFETY: no host pointer.
+        unsafe { Buffer::create(ctx, 0, size, std::ptr::null_mut()) }.unwrap()
+    }
+
+    fn read(q: &Arc<Queue>, b: &Arc<Buffer>) -> Vec<u8> {
+        let mut out = vec![0u8; b.size()];
+        // SAFETY: blocking; `out` holds the buffer's size.
+        unsafe { commands::enqueue_read_buffer(q, b, true, 0, out.len(), out.as_mut_ptr(), &[]) }.unwrap();
+        out
+    }
+
+    fn write(q: &Arc<Queue>, b: &Arc<Buffer>, data: &[u8]) {
+        // SAFETY: blocking; `data` holds the bytes.
+        unsafe { commands::enqueue_write_buffer(q, b, true, 0, data.len(), data.as_ptr(), &[]) }.unwrap();
+    }
+
+    #[test]
+    fn fill_pattern_writes_a_buffer_that_a_read_shows() {
+        let (ctx, q) = setup();
+        let b = buffer(&ctx, 4096 + 4);
+        write(&q, &b, &[0x11; 4100]);
+        let k = builtin(&ctx, "fill_pattern_u32");
+        k.set_arg_buffer(0, &b).unwrap();
+        k.set_arg_scalar(1, &1024u64.to_ne_bytes()).unwrap();
+        k.set_arg_scalar(2, &0xA1B2_C3D4u32.to_ne_bytes()).unwrap();
+        run_nd(&q, &k, 7);
+        let out = read(&q, &b);
+        assert!(out[..4096].chunks(4).all(|w| w == 0xA1B2_C3D4u32.to_ne_bytes()));
+        assert_eq!(out[4096..], [0x11; 4], "wrote past count");
+        let cpu = Location::Device(Platform::get().cpu().index);
+        assert_eq!(b.stats(cpu).allocations, 1);
+    }
+
+    #[test]
+    fn copy_bytes_between_buffers_and_from_usm_into_a_sub_buffer() {
+        let (ctx, q) = setup();
+        let n = 5000;
+        let data = noise(n, 7);
+        let (src, dst) = (buffer(&ctx, n), buffer(&ctx, n));
+        write(&q, &src, &data);
+        let k = builtin(&ctx, "copy_bytes");
+        k.set_arg_buffer(0, &dst).unwrap();
+        k.set_arg_buffer(1, &src).unwrap();
+        k.set_arg_scalar(2, &(n as u64).to_ne_bytes()).unwrap();
+        run_nd(&q, &k, 3);
+        assert!(read(&q, &dst) == data);
+
+        // USM → the sub-buffer at 1024 of a zeroed 8 KiB buffer.
+        let parent = buffer(&ctx, 8192);
+        write(&q, &parent, &[0; 8192]);
+        let sub = Buffer::create_sub_buffer(&parent, 0, BUFFER_CREATE_TYPE_REGION, 1024, 2048).unwrap();
+        let usm_src = host(&ctx, 2048);
+        // SAFETY: 2048 bytes as allocated.
+        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), usm_src, 2048) };
+        k.set_arg_buffer(0, &sub).unwrap();
+        k.set_arg_mem_pointer(1, usm_src).unwrap();
+        k.set_arg_scalar(2, &2048u64.to_ne_bytes()).unwrap();
+        run_task(&q, &k);
+        let out = read(&q, &parent);
+        assert!(out[..1024].iter().all(|&x| x == 0));
+        assert!(out[1024..3072] == data[..2048]);
+        assert!(out[3072..].iter().all(|&x| x == 0));
+        usm::mem_free(&ctx, usm_src).unwrap();
+    }
+
+    #[test]
+    fn a_null_buffer_stays_a_null_pointer_and_is_refused_where_accessed() {
+        let (ctx, q) = setup();
+        let k = builtin(&ctx, "fill_pattern_u32");
+        k.set_arg_mem_pointer(0, std::ptr::null()).unwrap();
+        k.set_arg_scalar(1, &0u64.to_ne_bytes()).unwrap();
+        k.set_arg_scalar(2, &1u32.to_ne_bytes()).unwrap();
+        run_nd(&q, &k, 1); // nothing accessed: fine
+        k.set_arg_scalar(1, &1u64.to_ne_bytes()).unwrap();
+        // SAFETY: refused at enqueue.
+        let e = unsafe { kernel::enqueue_nd_range(&q, &k, 1, &[]) }.unwrap_err();
+        assert_eq!(e.kind, InvalidKernelArgs);
+    }
+
+    #[test]
+    fn buffer_argument_errors_leave_no_allocation() {
+        let (ctx, q) = setup();
+        let (other, _) = setup();
+        let k = builtin(&ctx, "fill_pattern_u32");
+        assert_eq!(k.set_arg_buffer(0, &buffer(&other, 64)).unwrap_err().kind, InvalidMemObject);
+        let b = buffer(&ctx, 64);
+        assert_eq!(k.set_arg_buffer(1, &b).unwrap_err().kind, InvalidArgValue);
+        assert_eq!(k.set_arg_buffer(3, &b).unwrap_err().kind, InvalidArgIndex);
+        // 17 words into a 64-byte buffer: refused, and the allocation the
+        // enqueue made for it is given back.
+        k.set_arg_buffer(0, &b).unwrap();
+        k.set_arg_scalar(1, &17u64.to_ne_bytes()).unwrap();
+        k.set_arg_scalar(2, &1u32.to_ne_bytes()).unwrap();
+        // SAFETY: refused at enqueue.
+        let e = unsafe { kernel::enqueue_nd_range(&q, &k, 1, &[]) }.unwrap_err();
+        assert_eq!(e.kind, InvalidKernelArgs);
+        let cpu = Location::Device(Platform::get().cpu().index);
+        assert_eq!(b.stats(cpu).allocations, 0);
+        // 16 words fit.
+        k.set_arg_scalar(1, &16u64.to_ne_bytes()).unwrap();
+        run_task(&q, &k);
+        assert!(read(&q, &b).chunks(4).all(|w| w == 1u32.to_ne_bytes()));
+    }
+
+    #[test]
+    fn the_launch_holds_the_buffer_until_it_completes() {
+        let (ctx, q) = setup();
+        let gate = Arc::new(std::sync::Barrier::new(2));
+        let g = gate.clone();
+        let native = Kernel::native(
+            &ctx,
+            Arc::new(move |_: &[KernelArgValue]| {
+                g.wait();
+                Ok(())
+            }),
+            vec![],
+        )
+        .unwrap();
+        // SAFETY: the native kernel reaches nothing.
+        let blocker = unsafe { kernel::enqueue_task(&q, &native, &[]) }.unwrap();
+        let b = buffer(&ctx, 64);
+        let weak = Arc::downgrade(&b);
+        let k = builtin(&ctx, "fill_pattern_u32");
+        k.set_arg_buffer(0, &b).unwrap();
+        k.set_arg_scalar(1, &16u64.to_ne_bytes()).unwrap();
+        k.set_arg_scalar(2, &5u32.to_ne_bytes()).unwrap();
+        // SAFETY: the buffer is the only memory reached.
+        let e = unsafe { kernel::enqueue_nd_range(&q, &k, 1, &[]) }.unwrap();
+        drop(b);
+        drop(k);
+        assert!(weak.upgrade().is_some(), "the queued launch holds the buffer");
+        gate.wait();
+        Event::wait(&[blocker, e]).unwrap();
+    }
+}

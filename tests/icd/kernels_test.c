@@ -1,7 +1,7 @@
 /* C tests of the dmabridge ICD's programs and kernels, through the real
  * loader (-lOpenCL, OCL_ICD_VENDORS=<dmabridge.icd>), on the host's CPU
  * device: built-in programs, programs from source (no compiler), kernels and
- * their arguments (scalars, USM and SVM pointers), execution info, NDRange
+ * their arguments (scalars, USM and SVM pointers, buffers), execution info, NDRange
  * and task launches, native kernels over buffers, and their error codes.
  * Closing line: "N passed, N failed". */
 #define CL_TARGET_OPENCL_VERSION 300
@@ -300,8 +300,8 @@ static void test_args_and_launch(void) {
     CHECK_ERR(set_arg_ptr(NULL, 0, usm), CL_INVALID_KERNEL);
     CHECK_ERR(clSetKernelArgSVMPointer((cl_kernel)ctx, 0, usm), CL_INVALID_KERNEL);
     cl_mem buf = clCreateBuffer(ctx, 0, N * 4, NULL, &err);
-    /* Buffer objects are not kernel arguments here (USM/SVM pointers are). */
-    CHECK_ERR(clSetKernelArg(fill, 0, sizeof buf, &buf), CL_INVALID_ARG_VALUE);
+    /* A buffer object is a pointer argument (test_buffer_args launches it). */
+    CHECK_ERR(clSetKernelArg(fill, 0, sizeof buf, &buf), CL_SUCCESS);
     cl_mem notmem = (cl_mem)queue;
     CHECK_ERR(clSetKernelArg(fill, 0, sizeof notmem, &notmem), CL_INVALID_MEM_OBJECT);
     CHECK_ERR(clSetKernelArg(fill, 0, 4, &buf), CL_INVALID_ARG_SIZE);
@@ -354,6 +354,68 @@ static void test_args_and_launch(void) {
     CHECK_ERR(clFinish(queue), CL_SUCCESS);
     CHECK(usm[0] == pattern && usm[N - 1] == pattern);
     CHECK_ERR(mem_free(ctx, usm), CL_SUCCESS);
+    clReleaseKernel(fill);
+    clReleaseKernel(copy);
+    clReleaseProgram(p);
+}
+
+/* Buffer objects as pointer arguments: fill_pattern_u32 into a buffer,
+ * copy_bytes buffer -> sub-buffer, each shown by clEnqueueReadBuffer; a
+ * released handle and a buffer of another context are not memory objects
+ * of the kernel. */
+static void test_buffer_args(void) {
+    enum { N = 1024 };
+    cl_int err;
+    cl_program p = clCreateProgramWithBuiltInKernels(ctx, 1, &device, "fill_pattern_u32;copy_bytes", &err);
+    CHECK_ERR(err, CL_SUCCESS);
+    cl_kernel fill = clCreateKernel(p, "fill_pattern_u32", &err);
+    cl_kernel copy = clCreateKernel(p, "copy_bytes", &err);
+    CHECK_ERR(err, CL_SUCCESS);
+    cl_mem src = clCreateBuffer(ctx, CL_MEM_READ_WRITE, N * 4, NULL, &err);
+    CHECK_ERR(err, CL_SUCCESS);
+    cl_mem dst = clCreateBuffer(ctx, CL_MEM_READ_WRITE, 2 * N * 4, NULL, &err);
+    CHECK_ERR(err, CL_SUCCESS);
+    static uint32_t zero[2 * N], back[2 * N];
+    CHECK_ERR(clEnqueueWriteBuffer(queue, dst, CL_TRUE, 0, sizeof zero, zero, 0, NULL, NULL), CL_SUCCESS);
+    cl_ulong count = N;
+    cl_uint pattern = 0xA1B2C3D4u;
+    size_t global = 16;
+    CHECK_ERR(clSetKernelArg(fill, 0, sizeof src, &src), CL_SUCCESS);
+    CHECK_ERR(clSetKernelArg(fill, 1, sizeof count, &count), CL_SUCCESS);
+    CHECK_ERR(clSetKernelArg(fill, 2, sizeof pattern, &pattern), CL_SUCCESS);
+    CHECK_ERR(clEnqueueNDRangeKernel(queue, fill, 1, NULL, &global, NULL, 0, NULL, NULL), CL_SUCCESS);
+    CHECK_ERR(clEnqueueReadBuffer(queue, src, CL_TRUE, 0, N * 4, back, 0, NULL, NULL), CL_SUCCESS);
+    int all = 1;
+    for (int i = 0; i < N; i++) all &= back[i] == pattern;
+    CHECK(all);
+    /* copy_bytes from the buffer into the sub-buffer at 4096 of dst. */
+    cl_buffer_region region = {4096, N * 4};
+    cl_mem sub = clCreateSubBuffer(dst, 0, CL_BUFFER_CREATE_TYPE_REGION, &region, &err);
+    CHECK_ERR(err, CL_SUCCESS);
+    cl_ulong bytes = N * 4;
+    CHECK_ERR(clSetKernelArg(copy, 0, sizeof sub, &sub), CL_SUCCESS);
+    CHECK_ERR(clSetKernelArg(copy, 1, sizeof src, &src), CL_SUCCESS);
+    CHECK_ERR(clSetKernelArg(copy, 2, sizeof bytes, &bytes), CL_SUCCESS);
+    CHECK_ERR(clEnqueueTask(queue, copy, 0, NULL, NULL), CL_SUCCESS);
+    CHECK_ERR(clEnqueueReadBuffer(queue, dst, CL_TRUE, 0, sizeof back, back, 0, NULL, NULL), CL_SUCCESS);
+    all = 1;
+    for (int i = 0; i < 2 * N; i++) all &= back[i] == (i >= 1024 && i < 1024 + N ? pattern : 0);
+    CHECK(all);
+    /* More bytes than the buffer holds. */
+    bytes = N * 4 + 1;
+    CHECK_ERR(clSetKernelArg(copy, 2, sizeof bytes, &bytes), CL_SUCCESS);
+    CHECK_ERR(clEnqueueTask(queue, copy, 0, NULL, NULL), CL_INVALID_KERNEL_ARGS);
+    /* A released handle; a buffer of another context. */
+    clReleaseMemObject(sub);
+    CHECK_ERR(clSetKernelArg(copy, 0, sizeof sub, &sub), CL_INVALID_MEM_OBJECT);
+    cl_context other = clCreateContext(NULL, 1, &device, NULL, NULL, &err);
+    cl_mem foreign = clCreateBuffer(other, 0, 64, NULL, &err);
+    CHECK_ERR(err, CL_SUCCESS);
+    CHECK_ERR(clSetKernelArg(copy, 0, sizeof foreign, &foreign), CL_INVALID_MEM_OBJECT);
+    clReleaseMemObject(foreign);
+    clReleaseContext(other);
+    clReleaseMemObject(src);
+    clReleaseMemObject(dst);
     clReleaseKernel(fill);
     clReleaseKernel(copy);
     clReleaseProgram(p);
@@ -434,6 +496,7 @@ int main(void) {
         {"kernels::source_program", test_source_program},
         {"kernels::kernel_objects", test_kernel_objects},
         {"kernels::args_and_launch", test_args_and_launch},
+        {"kernels::buffer_args", test_buffer_args},
         {"kernels::native_kernel", test_native_kernel},
     };
     int ready = platform && device && ctx && queue;

@@ -3,10 +3,10 @@
 //! launches (`clEnqueueNDRangeKernel`, `clEnqueueTask`) and native kernels
 //! (`clEnqueueNativeKernel`).
 //!
-//! Buffer objects as kernel arguments are not supported by the runtime
-//! (its kernels take USM/SVM pointers): `clSetKernelArg` with a buffer
-//! answers `CL_INVALID_ARG_VALUE`; pass the pointer of a USM or SVM
-//! allocation instead.
+//! A pointer argument takes a USM or SVM pointer
+//! (`clSetKernelArgMemPointerINTEL`, `clSetKernelArgSVMPointer`) or a
+//! buffer object (`clSetKernelArg` with a `cl_mem`, `Kernel::set_arg_buffer`):
+//! a launch passes the buffer's bytes on the queue's device.
 
 use std::ffi::{c_char, c_void, CStr};
 use std::sync::atomic::Ordering;
@@ -156,9 +156,8 @@ pub(crate) unsafe extern "C" fn clReleaseKernel(kernel: cl_kernel) -> cl_int {
 }
 
 /// `clSetKernelArg`: a scalar argument takes its bytes; a pointer argument
-/// takes a NULL buffer (`arg_value` NULL or pointing to NULL). A buffer
-/// object is refused with `CL_INVALID_ARG_VALUE` (the runtime's kernels take
-/// USM/SVM pointers), anything else that is not a buffer with
+/// takes a buffer object, or NULL (`arg_value` NULL or pointing to NULL);
+/// anything else that is not a buffer of the kernel's context answers
 /// `CL_INVALID_MEM_OBJECT`.
 pub(crate) unsafe extern "C" fn clSetKernelArg(
     kernel: cl_kernel,
@@ -185,13 +184,7 @@ pub(crate) unsafe extern "C" fn clSetKernelArg(
                 if handle.is_null() {
                     return k.set_arg_mem_pointer(arg_index, std::ptr::null()).cl();
                 }
-                mem(handle)?;
-                log::debug!(
-                    "clSetKernelArg: argument {arg_index} of {:?}: buffer objects cannot be kernel arguments; pass a \
-                     USM or SVM pointer (clSetKernelArgMemPointerINTEL, clSetKernelArgSVMPointer)",
-                    k.name()
-                );
-                Err(CL_INVALID_ARG_VALUE)
+                k.set_arg_buffer(arg_index, &mem(handle)?.inner.buffer).cl()
             }
             Some(ArgKind::Scalar(_)) => {
                 if arg_value.is_null() {

@@ -15,6 +15,8 @@ use crate::error::{code, ClResult};
 use crate::ext::usm;
 use crate::memory::heap::{AllocInfo, AllocKind};
 use crate::runtime::backend::{self, domain::DmaDomain};
+use crate::runtime::buffer::commands::{check_target, Target, Undo};
+use crate::runtime::buffer::store::{Location, Store};
 use crate::runtime::context::Context;
 use crate::runtime::event::Event;
 use crate::runtime::queue::{CommandUse, Queue};
@@ -71,6 +73,13 @@ pub unsafe fn enqueue_task(queue: &Arc<Queue>, kernel: &Arc<Kernel>, wait_list: 
 /// OpenCL 2.1). Built-ins give work-item `i` the `i`-th of `global_size`
 /// equal slices of their work, so the result does not depend on the size.
 ///
+/// A buffer argument ([`Kernel::set_arg_buffer`]) gets its allocation on
+/// the queue's device at enqueue (its first use there); when the command
+/// runs, the buffer's data is made current there, the kernel gets the
+/// address of the buffer's bytes (a sub-buffer's origin), and afterwards
+/// the device holds the current data. The command holds the buffer until
+/// it ends.
+///
 /// The command declares the memory it uses ([`CommandUse`]): the whole
 /// allocation each pointer argument and each `USM_PTRS` entry points into
 /// (or, outside the context's heap, the bytes the built-in accesses), and,
@@ -85,7 +94,11 @@ pub unsafe fn enqueue_task(queue: &Arc<Queue>, kernel: &Arc<Kernel>, wait_list: 
 /// (they run as tasks); `CL_INVALID_DEVICE` if the queue's device does not
 /// offer the built-in; `CL_INVALID_KERNEL_ARGS` if an argument is unset, or
 /// the built-in's arguments do not make sense (odd width, NULL or
-/// overlapping buffers it accesses, a range past the end of its allocation).
+/// overlapping buffers it accesses, a range past the end of its allocation
+/// or buffer); `CL_MISALIGNED_SUB_BUFFER_OFFSET` for a sub-buffer argument
+/// whose origin is not aligned to the device's
+/// `CL_DEVICE_MEM_BASE_ADDR_ALIGN`; `CL_MEM_OBJECT_ALLOCATION_FAILURE` if a
+/// buffer argument cannot be allocated on the device.
 ///
 /// # Safety
 /// As [`enqueue_task`].
@@ -132,16 +145,67 @@ fn launch(queue: &Arc<Queue>, kernel: &Arc<Kernel>, global: usize, ty: u32, wait
     if !unset.is_empty() {
         return cl_err!(InvalidKernelArgs, "kernel {:?}: arguments {unset:?} are not set", kernel.name());
     }
-    let args: Vec<KernelArgValue> = state.args.into_iter().flatten().collect();
-    let extents = match &kernel.body {
-        Body::Builtin(b) => {
-            if !builtin_kernel_names(queue.device()).contains(&b.name) {
-                return cl_err!(InvalidDevice, "device {:?} does not offer built-in {:?}", queue.device().name, b.name);
-            }
-            check_builtin(ctx, b, &args)?
+    let mut args: Vec<KernelArgValue> = state.args.into_iter().flatten().collect();
+    if let Body::Builtin(b) = &kernel.body {
+        if !builtin_kernel_names(queue.device()).contains(&b.name) {
+            return cl_err!(InvalidDevice, "device {:?} does not offer built-in {:?}", queue.device().name, b.name);
         }
+    }
+    // Buffer arguments: their allocation on the queue's device (made now,
+    // undone if the launch fails), passed as the address of their bytes.
+    let mut targets: Vec<(usize, Target)> = Vec::new();
+    for i in 0..args.len() {
+        let KernelArgValue::Buffer(buffer) = &args[i] else { continue };
+        let buffer = buffer.clone();
+        match check_target(queue, &buffer, &format!("the buffer of argument {i}"))
+            .and_then(|()| Target::new(queue, &buffer))
+        {
+            Ok(t) => {
+                args[i] = KernelArgValue::Pointer(t.addr(0));
+                targets.push((i, t));
+            }
+            Err(e) => {
+                targets.iter().for_each(|(_, t)| t.undo().run());
+                return Err(e);
+            }
+        }
+    }
+    let undo: Vec<Undo> = targets.iter().map(|(_, t)| t.undo()).collect();
+    launch_args(queue, kernel, global, ty, wait_list, state.usm_ptrs, state.indirect, args, targets)
+        .inspect_err(|_| undo.iter().for_each(Undo::run))
+}
+
+/// The rest of [`launch`], with the buffer arguments placed on the queue's
+/// device (`targets`: argument index and allocation) and `args` holding
+/// their addresses.
+#[allow(clippy::too_many_arguments)]
+fn launch_args(
+    queue: &Arc<Queue>,
+    kernel: &Arc<Kernel>,
+    global: usize,
+    ty: u32,
+    wait_list: &[Event],
+    usm_ptrs: Vec<usize>,
+    indirect: [bool; 3],
+    args: Vec<KernelArgValue>,
+    targets: Vec<(usize, Target)>,
+) -> ClResult<Event> {
+    let ctx = queue.context();
+    let extents = match &kernel.body {
+        Body::Builtin(b) => check_builtin(ctx, b, &args)?,
         Body::Native(_) => Vec::new(),
     };
+    for (i, t) in &targets {
+        let len = extents.iter().find(|e| e.0 as usize == *i).map_or(0, |e| e.1);
+        if len > t.buffer.size() {
+            return cl_err!(
+                InvalidKernelArgs,
+                "{}: argument {i} needs {len} bytes, past the end of its {}-byte buffer",
+                kernel.name(),
+                t.buffer.size()
+            );
+        }
+    }
     let whole = |p: usize, len: usize| ctx.heap().lookup(p).map_or((p, len), |i| (i.base, i.size));
     let mut ranges: Vec<(usize, usize)> = Vec::new();
     for (i, a) in args.iter().enumerate() {
@@ -150,8 +214,8 @@ fn launch(queue: &Arc<Queue>, kernel: &Arc<Kernel>, global: usize, ty: u32, wait
             ranges.push(whole(p as usize, len));
         }
     }
-    ranges.extend(state.usm_ptrs.iter().filter(|&&p| p != 0).map(|&p| whole(p, 0)));
-    let [host, device, shared] = state.indirect;
+    ranges.extend(usm_ptrs.iter().filter(|&&p| p != 0).map(|&p| whole(p, 0)));
+    let [host, device, shared] = indirect;
     // On a device with an IOMMU domain (edu), everything the launch may
     // reach is made resident first, when the command runs.
     let reach = queue.device().dma_domain().map(|domain| Reach {
@@ -159,14 +223,14 @@ fn launch(queue: &Arc<Queue>, kernel: &Arc<Kernel>, global: usize, ty: u32, wait
         domain,
         device: queue.device().index,
         ranges: ranges.clone(),
-        indirect: state.indirect,
+        indirect,
     });
     let usage = if host || device || shared {
         CommandUse::Kinds { host, device, shared, ranges }
     } else {
         CommandUse::Ranges(ranges)
     };
-    let work: Box<dyn FnOnce() -> Result<(), i32> + Send> = match &kernel.body {
+    let work: Work = match &kernel.body {
         Body::Native(f) => {
             let f = f.clone();
             Box::new(move || f(&args))
@@ -198,6 +262,7 @@ fn launch(queue: &Arc<Queue>, kernel: &Arc<Kernel>, global: usize, ty: u32, wait
             })
         }
     };
+    let work = with_buffers(targets, work);
     let work = match reach {
         None => work,
         Some(reach) => Box::new(move || {
@@ -207,6 +272,35 @@ fn launch(queue: &Arc<Queue>, kernel: &Arc<Kernel>, global: usize, ty: u32, wait
     };
     queue.enqueue_with_use(ty, wait_list, false, usage, work)
 }
+
+/// Wraps a launch's `work` for its buffer arguments: when it runs, each
+/// buffer's data is made current on the queue's device (under its store's
+/// lock, held while the kernel runs; stores locked in address order, as
+/// buffer copies lock theirs), and afterwards recorded as written there.
+/// The command holds the buffers until it ends.
+fn with_buffers(targets: Vec<(usize, Target)>, work: Work) -> Work {
+    if targets.is_empty() {
+        return work;
+    }
+    let mut stores: Vec<(Arc<Store>, Location)> = targets.iter().map(|(_, t)| (t.store().clone(), t.loc)).collect();
+    stores.sort_by_key(|(s, _)| Arc::as_ptr(s));
+    stores.dedup_by(|a, b| Arc::ptr_eq(&a.0, &b.0));
+    Box::new(move || {
+        let _buffers = targets;
+        let mut guards: Vec<_> = stores.iter().map(|(s, _)| s.lock()).collect();
+        for ((s, loc), g) in stores.iter().zip(guards.iter_mut()) {
+            s.make_current(g, *loc, false)?;
+        }
+        // Even a failed kernel may have written: its device alone is current.
+        let r = work();
+        for ((s, loc), g) in stores.iter().zip(guards.iter_mut()) {
+            s.wrote(g, *loc);
+        }
+        r
+    })
+}
+
+type Work = Box<dyn FnOnce() -> Result<(), i32> + Send>;
 
 /// What a launch on a device with an IOMMU domain may reach, to be made
 /// resident before it runs.

@@ -14,6 +14,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use crate::cl_err;
 use crate::error::ClResult;
 
+use super::buffer::Buffer;
 use super::context::Context;
 use super::device::{Device, DeviceType};
 
@@ -43,20 +44,40 @@ pub mod kernel_command_type {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ArgKind {
     /// A USM or SVM pointer (`clSetKernelArgMemPointerINTEL`,
-    /// `clSetKernelArgSVMPointer`).
+    /// `clSetKernelArgSVMPointer`) or a buffer object (`clSetKernelArg`).
     Pointer,
     /// A scalar of this many bytes (`clSetKernelArg`).
     Scalar(usize),
 }
 
 /// The value of an argument, as a launch captured it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+///
+/// A kernel body never sees [`Buffer`](KernelArgValue::Buffer): a launch
+/// passes a buffer argument as the [`Pointer`](KernelArgValue::Pointer) to
+/// the buffer's bytes on the queue's device.
+#[derive(Debug, Clone)]
 pub enum KernelArgValue {
     /// A pointer (its address; 0 for NULL).
     Pointer(usize),
     /// The bytes of a scalar, in the C (native-endian) representation.
     Scalar(Vec<u8>),
+    /// A buffer object (`clSetKernelArg` with a `cl_mem`), held until the
+    /// argument is set again and by every launch that captured it.
+    Buffer(Arc<Buffer>),
 }
+
+impl PartialEq for KernelArgValue {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (KernelArgValue::Pointer(a), KernelArgValue::Pointer(b)) => a == b,
+            (KernelArgValue::Scalar(a), KernelArgValue::Scalar(b)) => a == b,
+            (KernelArgValue::Buffer(a), KernelArgValue::Buffer(b)) => Arc::ptr_eq(a, b),
+            _ => false,
+        }
+    }
+}
+
+impl Eq for KernelArgValue {}
 
 impl KernelArgValue {
     /// The pointer, if this is a pointer argument.
@@ -72,7 +93,7 @@ impl KernelArgValue {
     pub fn as_ptr(&self) -> Option<*const u8> {
         match self {
             KernelArgValue::Pointer(p) => Some(*p as *const u8),
-            KernelArgValue::Scalar(_) => None,
+            KernelArgValue::Scalar(_) | KernelArgValue::Buffer(_) => None,
         }
     }
 
@@ -89,7 +110,7 @@ impl KernelArgValue {
     pub fn as_bytes(&self) -> Option<&[u8]> {
         match self {
             KernelArgValue::Scalar(b) => Some(b),
-            KernelArgValue::Pointer(_) => None,
+            KernelArgValue::Pointer(_) | KernelArgValue::Buffer(_) => None,
         }
     }
 
@@ -387,6 +408,43 @@ impl Kernel {
                 Ok(())
             }
             ArgKind::Scalar(n) => cl_err!(InvalidArgValue, "argument {index} is a {n}-byte scalar, not a pointer"),
+        }
+    }
+
+    /// `clSetKernelArg` with a buffer object for a pointer argument: a
+    /// launch passes the address of the buffer's bytes on the queue's device
+    /// (a sub-buffer's, at its origin), made current there before the kernel
+    /// runs; afterwards that device holds the buffer's current data (the
+    /// kernel may have written it). The kernel holds `buffer` until the
+    /// argument is set again. A NULL buffer is
+    /// [`set_arg_mem_pointer`](Self::set_arg_mem_pointer) with NULL.
+    ///
+    /// Errors: `CL_INVALID_ARG_INDEX` for an index past the last argument;
+    /// `CL_INVALID_ARG_VALUE` if the argument is a scalar;
+    /// `CL_INVALID_MEM_OBJECT` for a buffer of another context.
+    ///
+    /// ```
+    /// use dmabridge::runtime::buffer::Buffer;
+    /// use dmabridge::runtime::{context::Context, kernel::Kernel, platform::Platform};
+    /// let cpu = Platform::get().cpu();
+    /// let ctx = Context::new(std::slice::from_ref(cpu))?;
+    /// let k = Kernel::builtin(&ctx, cpu, "fill_pattern_u32")?;
+    /// // SAFETY: no host pointer.
+    /// let b = unsafe { Buffer::create(&ctx, 0, 256, std::ptr::null_mut()) }?;
+    /// k.set_arg_buffer(0, &b)?;
+    /// assert!(k.set_arg_buffer(1, &b).is_err()); // a scalar
+    /// # Ok::<(), dmabridge::error::ClError>(())
+    /// ```
+    pub fn set_arg_buffer(&self, index: u32, buffer: &Arc<Buffer>) -> ClResult<()> {
+        match self.kind(index)? {
+            ArgKind::Pointer if !Arc::ptr_eq(buffer.context(), &self.context) => {
+                cl_err!(InvalidMemObject, "argument {index}: the buffer belongs to another context than the kernel")
+            }
+            ArgKind::Pointer => {
+                self.state().args[index as usize] = Some(KernelArgValue::Buffer(buffer.clone()));
+                Ok(())
+            }
+            ArgKind::Scalar(n) => cl_err!(InvalidArgValue, "argument {index} is a {n}-byte scalar, not a buffer"),
         }
     }
 
