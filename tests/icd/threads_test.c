@@ -1,0 +1,188 @@
+/* C tests of the dmabridge ICD from several threads at once, through the
+ * real loader (-lOpenCL, OCL_ICD_VENDORS=<dmabridge.icd>), on the CPU
+ * device: every entry point is thread-safe, and a handle that another
+ * thread releases is answered with its CL_INVALID_* code (or, once the
+ * address is a live object of that kind again, as that object), never a
+ * crash. Closing lines (check.h): "N passed, N failed". */
+#define CL_TARGET_OPENCL_VERSION 300
+#include <CL/cl.h>
+#include <CL/cl_ext.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "check.h"
+
+enum { THREADS = 4, ROUNDS = 50, SIZE = 4096 };
+
+static cl_platform_id platform;
+static cl_device_id device;
+static cl_context shared_ctx;
+static cl_command_queue shared_queue;
+static clHostMemAllocINTEL_fn host_alloc;
+static clSharedMemAllocINTEL_fn shared_alloc;
+static clEnqueueMemFillINTEL_fn mem_fill;
+static clEnqueueMemcpyINTEL_fn mem_copy;
+static clMemBlockingFreeINTEL_fn blocking_free;
+static atomic_int thread_failures;
+static atomic_int callbacks;
+
+static void setup(void) {
+    platform = dmabridge_platform();
+    if (!platform || clGetDeviceIDs(platform, CL_DEVICE_TYPE_CPU, 1, &device, NULL) != CL_SUCCESS) return;
+    cl_int err;
+    shared_ctx = clCreateContext(NULL, 1, &device, NULL, NULL, &err);
+    cl_queue_properties props[] = {CL_QUEUE_PROPERTIES, CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE, 0};
+    shared_queue = clCreateCommandQueueWithProperties(shared_ctx, device, props, &err);
+    host_alloc = (clHostMemAllocINTEL_fn)clGetExtensionFunctionAddressForPlatform(platform, "clHostMemAllocINTEL");
+    shared_alloc = (clSharedMemAllocINTEL_fn)clGetExtensionFunctionAddressForPlatform(platform, "clSharedMemAllocINTEL");
+    mem_fill = (clEnqueueMemFillINTEL_fn)clGetExtensionFunctionAddressForPlatform(platform, "clEnqueueMemFillINTEL");
+    mem_copy = (clEnqueueMemcpyINTEL_fn)clGetExtensionFunctionAddressForPlatform(platform, "clEnqueueMemcpyINTEL");
+    blocking_free =
+        (clMemBlockingFreeINTEL_fn)clGetExtensionFunctionAddressForPlatform(platform, "clMemBlockingFreeINTEL");
+}
+
+/* A failed check inside a thread: counted, and said where. */
+#define T_CHECK(cond)                                                                \
+    do {                                                                             \
+        if (!(cond)) {                                                               \
+            printf("    thread check failed at %s:%d: %s\n", __FILE__, __LINE__, #cond); \
+            atomic_fetch_add(&thread_failures, 1);                                   \
+        }                                                                            \
+    } while (0)
+
+static void CL_CALLBACK on_complete(cl_event ev, cl_int status, void *user) {
+    (void)ev;
+    (void)user;
+    if (status == CL_COMPLETE) atomic_fetch_add(&callbacks, 1);
+}
+
+/* Each round: its own context and queue, and commands on the shared queue,
+ * with USM, buffers, user events and callbacks. */
+static void *worker(void *arg) {
+    uintptr_t id = (uintptr_t)arg;
+    for (int r = 0; r < ROUNDS; r++) {
+        cl_int err = CL_SUCCESS;
+        cl_context ctx = clCreateContext(NULL, 1, &device, NULL, NULL, &err);
+        T_CHECK(ctx != NULL && err == CL_SUCCESS);
+        cl_command_queue q = clCreateCommandQueueWithProperties(ctx, device, NULL, &err);
+        T_CHECK(q != NULL && err == CL_SUCCESS);
+        if (!ctx || !q) return NULL;
+        unsigned char *a = host_alloc(ctx, NULL, SIZE, 0, &err);
+        unsigned char *b = shared_alloc(ctx, device, NULL, SIZE, 0, &err);
+        T_CHECK(a && b);
+        if (a && b) {
+            unsigned char pattern = (unsigned char)(id * 16 + r);
+            T_CHECK(mem_fill(q, a, &pattern, 1, SIZE, 0, NULL, NULL) == CL_SUCCESS);
+            T_CHECK(mem_copy(q, CL_TRUE, b, a, SIZE, 0, NULL, NULL) == CL_SUCCESS);
+            T_CHECK(b[0] == pattern && b[SIZE - 1] == pattern);
+        }
+        /* A buffer on the shared queue, gated on a user event of that context. */
+        cl_event gate = clCreateUserEvent(shared_ctx, &err);
+        cl_mem buf = clCreateBuffer(shared_ctx, CL_MEM_READ_WRITE, 256, NULL, &err);
+        T_CHECK(gate && buf);
+        cl_uint word = (cl_uint)(id << 16 | (cl_uint)r), back[64] = {0};
+        cl_event filled = NULL;
+        T_CHECK(clEnqueueFillBuffer(shared_queue, buf, &word, sizeof word, 0, 256, 1, &gate, &filled) == CL_SUCCESS);
+        T_CHECK(clSetEventCallback(filled, CL_COMPLETE, on_complete, NULL) == CL_SUCCESS);
+        T_CHECK(clSetUserEventStatus(gate, CL_COMPLETE) == CL_SUCCESS);
+        T_CHECK(clEnqueueReadBuffer(shared_queue, buf, CL_TRUE, 0, sizeof back, back, 1, &filled, NULL) == CL_SUCCESS);
+        T_CHECK(back[0] == word && back[63] == word);
+        T_CHECK(clRetainMemObject(buf) == CL_SUCCESS);
+        T_CHECK(clReleaseMemObject(buf) == CL_SUCCESS);
+        T_CHECK(clReleaseMemObject(buf) == CL_SUCCESS);
+        T_CHECK(clReleaseEvent(filled) == CL_SUCCESS);
+        T_CHECK(clReleaseEvent(gate) == CL_SUCCESS);
+        if (a) T_CHECK(blocking_free(ctx, a) == CL_SUCCESS);
+        if (b) T_CHECK(blocking_free(ctx, b) == CL_SUCCESS);
+        T_CHECK(clReleaseCommandQueue(q) == CL_SUCCESS);
+        T_CHECK(clReleaseContext(ctx) == CL_SUCCESS);
+    }
+    return NULL;
+}
+
+static void test_threads_share_a_context_and_make_their_own(void) {
+    pthread_t t[THREADS];
+    atomic_store(&thread_failures, 0);
+    atomic_store(&callbacks, 0);
+    int started = 0;
+    for (uintptr_t i = 0; i < THREADS; i++) started += pthread_create(&t[i], NULL, worker, (void *)i) == 0;
+    CHECK(started == THREADS);
+    for (int i = 0; i < started; i++) pthread_join(t[i], NULL);
+    CHECK(atomic_load(&thread_failures) == 0);
+    CHECK_ERR(clFinish(shared_queue), CL_SUCCESS);
+    CHECK(atomic_load(&callbacks) == started * ROUNDS);
+}
+
+/* One thread makes and releases user events; others ask about the handles
+ * it released. Each answer is CL_INVALID_EVENT or, where the address holds a
+ * new event again, CL_SUCCESS: never a crash or another code. */
+static cl_event released[256];
+static atomic_int released_count;
+static atomic_int odd_answers;
+
+static void *releaser(void *arg) {
+    (void)arg;
+    for (int i = 0; i < 256; i++) {
+        cl_int err;
+        cl_event e = clCreateUserEvent(shared_ctx, &err);
+        if (!e) continue;
+        clReleaseEvent(e);
+        released[atomic_load(&released_count)] = e;
+        atomic_fetch_add(&released_count, 1);
+    }
+    return NULL;
+}
+
+static void *asker(void *arg) {
+    (void)arg;
+    for (int round = 0; round < 20; round++) {
+        int n = atomic_load(&released_count);
+        for (int i = 0; i < n; i++) {
+            cl_int status = 0;
+            cl_int r = clGetEventInfo(released[i], CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, NULL);
+            if (r != CL_INVALID_EVENT && r != CL_SUCCESS) atomic_fetch_add(&odd_answers, 1);
+            r = clRetainEvent(released[i]);
+            if (r == CL_SUCCESS) clReleaseEvent(released[i]); /* it was a live event again: give it back */
+            else if (r != CL_INVALID_EVENT) atomic_fetch_add(&odd_answers, 1);
+        }
+    }
+    return NULL;
+}
+
+static void test_released_handles_from_other_threads(void) {
+    pthread_t rel, ask[2];
+    atomic_store(&released_count, 0);
+    atomic_store(&odd_answers, 0);
+    pthread_create(&rel, NULL, releaser, NULL);
+    pthread_create(&ask[0], NULL, asker, NULL);
+    pthread_create(&ask[1], NULL, asker, NULL);
+    pthread_join(rel, NULL);
+    pthread_join(ask[0], NULL);
+    pthread_join(ask[1], NULL);
+    CHECK(atomic_load(&released_count) == 256);
+    CHECK(atomic_load(&odd_answers) == 0);
+    /* Every handle is released for good now. */
+    cl_int status = 0;
+    for (int i = 0; i < 256; i++)
+        CHECK_ERR(clGetEventInfo(released[i], CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, NULL),
+                  CL_INVALID_EVENT);
+}
+
+int main(void) {
+    setup();
+    struct {
+        const char *name;
+        void (*f)(void);
+    } tests[] = {
+        {"threads::share_a_context_and_make_their_own", test_threads_share_a_context_and_make_their_own},
+        {"threads::released_handles_from_other_threads", test_released_handles_from_other_threads},
+    };
+    int ready = platform && device && shared_ctx && shared_queue && host_alloc && shared_alloc && mem_fill && mem_copy &&
+                blocking_free;
+    for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) run_test(tests[i].name, tests[i].f, ready);
+    if (shared_queue) clReleaseCommandQueue(shared_queue);
+    if (shared_ctx) clReleaseContext(shared_ctx);
+    return finish_tests();
+}
