@@ -8,6 +8,7 @@
 #include <CL/cl.h>
 #include <CL/cl_ext.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -25,6 +26,7 @@ static clSharedMemAllocINTEL_fn shared_alloc;
 static clEnqueueMemFillINTEL_fn mem_fill;
 static clEnqueueMemcpyINTEL_fn mem_copy;
 static clMemBlockingFreeINTEL_fn blocking_free;
+static clMemFreeINTEL_fn mem_free;
 static atomic_int thread_failures;
 static atomic_int callbacks;
 
@@ -41,6 +43,7 @@ static void setup(void) {
     mem_copy = (clEnqueueMemcpyINTEL_fn)clGetExtensionFunctionAddressForPlatform(platform, "clEnqueueMemcpyINTEL");
     blocking_free =
         (clMemBlockingFreeINTEL_fn)clGetExtensionFunctionAddressForPlatform(platform, "clMemBlockingFreeINTEL");
+    mem_free = (clMemFreeINTEL_fn)clGetExtensionFunctionAddressForPlatform(platform, "clMemFreeINTEL");
 }
 
 /* A failed check inside a thread: counted, and said where. */
@@ -170,6 +173,65 @@ static void test_released_handles_from_other_threads(void) {
                   CL_INVALID_EVENT);
 }
 
+/* Threads allocate and free through a context while another thread
+ * releases it: the hot USM/SVM entry points borrow the context without a
+ * reference count, so its destruction must wait for the calls in flight.
+ * Every answer is success or CL_INVALID_CONTEXT, the destructor callback
+ * runs once, and nothing crashes. (Releasing a context that other threads
+ * still use is an application bug; it must not be a crash.) */
+static cl_context racing_ctx;
+static atomic_int racing_calls;
+static atomic_int racing_odd;
+static atomic_int racing_destroyed;
+
+static void CL_CALLBACK on_racing_destroyed(cl_context c, void *user) {
+    (void)c;
+    (void)user;
+    atomic_fetch_add(&racing_destroyed, 1);
+}
+
+static void *racer(void *arg) {
+    (void)arg;
+    cl_context c = racing_ctx;
+    for (int invalid = 0; invalid < 1000;) {
+        cl_int err = CL_SUCCESS;
+        void *p = host_alloc(c, NULL, SIZE, 0, &err);
+        void *q = clSVMAlloc(c, CL_MEM_READ_WRITE, SIZE, 0);
+        if (p) {
+            cl_int r = mem_free(c, p);
+            if (r != CL_SUCCESS && r != CL_INVALID_CONTEXT) atomic_fetch_add(&racing_odd, 1);
+        } else if (err != CL_INVALID_CONTEXT) {
+            atomic_fetch_add(&racing_odd, 1);
+        }
+        if (q) clSVMFree(c, q);
+        if (err == CL_INVALID_CONTEXT) invalid++;
+        atomic_fetch_add(&racing_calls, 1);
+    }
+    return NULL;
+}
+
+static void test_context_released_under_running_calls(void) {
+    for (int round = 0; round < 20; round++) {
+        cl_int err;
+        racing_ctx = clCreateContext(NULL, 1, &device, NULL, NULL, &err);
+        CHECK_ERR(err, CL_SUCCESS);
+        if (!racing_ctx) return;
+        atomic_store(&racing_destroyed, 0);
+        CHECK_ERR(clSetContextDestructorCallback(racing_ctx, on_racing_destroyed, NULL), CL_SUCCESS);
+        atomic_store(&racing_calls, 0);
+        pthread_t t[2];
+        pthread_create(&t[0], NULL, racer, NULL);
+        pthread_create(&t[1], NULL, racer, NULL);
+        while (atomic_load(&racing_calls) < 200) sched_yield();
+        CHECK_ERR(clReleaseContext(racing_ctx), CL_SUCCESS);
+        CHECK(atomic_load(&racing_destroyed) == 1);
+        pthread_join(t[0], NULL);
+        pthread_join(t[1], NULL);
+        CHECK(atomic_load(&racing_destroyed) == 1);
+    }
+    CHECK(atomic_load(&racing_odd) == 0);
+}
+
 int main(void) {
     setup();
     struct {
@@ -178,9 +240,10 @@ int main(void) {
     } tests[] = {
         {"threads::share_a_context_and_make_their_own", test_threads_share_a_context_and_make_their_own},
         {"threads::released_handles_from_other_threads", test_released_handles_from_other_threads},
+        {"threads::context_released_under_running_calls", test_context_released_under_running_calls},
     };
     int ready = platform && device && shared_ctx && shared_queue && host_alloc && shared_alloc && mem_fill && mem_copy &&
-                blocking_free;
+                blocking_free && mem_free;
     for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) run_test(tests[i].name, tests[i].f, ready);
     if (shared_queue) clReleaseCommandQueue(shared_queue);
     if (shared_ctx) clReleaseContext(shared_ctx);

@@ -28,6 +28,7 @@ use opencl_sys::*;
 
 use crate::dispatch::DISPATCH;
 use crate::entry::{lock, ClRes};
+use crate::hazard;
 
 /// What a handle is.
 #[repr(u32)]
@@ -49,6 +50,15 @@ pub enum Tag {
     Program,
     /// `cl_kernel`.
     Kernel,
+}
+
+impl Tag {
+    /// Whether objects of this kind may be borrowed by [`with`] (their
+    /// destruction then waits for borrowers): contexts, which the hot USM and
+    /// SVM entry points name.
+    const fn borrowable(self) -> bool {
+        matches!(self, Tag::Context)
+    }
 }
 
 /// The first words of every C object.
@@ -102,6 +112,11 @@ pub struct Obj<T> {
 
 impl<T> Drop for Obj<T> {
     fn drop(&mut self) {
+        if self.header.tag.borrowable() {
+            // The strong count is 0: no new borrow starts; wait for the
+            // running ones before the fields go.
+            hazard::wait_unprotected(self as *const Obj<T> as usize);
+        }
         // The registry's `Weak` keeps the memory until the entry is gone, so
         // the address cannot be reused by a new object before this removal.
         let entry = lock(registry()).remove(&(self as *const Obj<T> as usize));
@@ -179,6 +194,59 @@ pub fn get<T: Kind>(handle: *const c_void) -> ClRes<Arc<Obj<T>>> {
         return Err(T::INVALID);
     }
     Ok(obj)
+}
+
+/// Runs `f` on the live object of kind `T` behind `handle`, borrowed for the
+/// call without taking a reference (see [`crate::hazard`]); errors as
+/// [`get`]. For the hot entry points of borrowable kinds ([`Tag`]); any
+/// other kind, or a nested call, takes a counted reference instead.
+pub fn with<T: Kind, R>(handle: *const c_void, f: impl FnOnce(&Obj<T>) -> ClRes<R>) -> ClRes<R> {
+    if handle.is_null() {
+        return Err(T::INVALID);
+    }
+    let addr = handle as usize;
+    let Some(_protected) = T::TAG.borrowable().then(|| hazard::protect(addr)).flatten() else {
+        return f(&*get::<T>(handle)?);
+    };
+    // The object is alive (strong count > 0) now that `addr` is protected:
+    // it stays so until `_protected` drops. The `Weak` that answers keeps its
+    // memory, so reading the count of a released object is sound.
+    let alive = |weak: &Weak<dyn Any + Send + Sync>| (weak.strong_count() > 0).then_some(weak.as_ptr());
+    let cached = LAST
+        .try_with(|last| match &*last.borrow() {
+            Some((h, weak)) if *h == addr => Some(alive(weak)),
+            _ => None,
+        })
+        .ok()
+        .flatten();
+    let ptr = match cached {
+        Some(p) => p,
+        None => {
+            let registry = lock(registry());
+            let weak = registry.get(&addr);
+            let p = weak.and_then(alive);
+            if let Some(weak) = weak.filter(|_| p.is_some()) {
+                let weak = weak.clone();
+                drop(registry);
+                // Replacing the cached `Weak` runs no object's `Drop`.
+                let _ = LAST.try_with(|last| *last.borrow_mut() = Some((addr, weak)));
+            }
+            p
+        }
+    };
+    let ptr = ptr.ok_or(T::INVALID)?;
+    // SAFETY: `ptr` is the data of an `Arc` whose strong count was above 0
+    // after `addr` was protected, so its destruction had not begun; it is of
+    // a borrowable kind (`T::TAG`, checked above; a wrong kind fails the
+    // downcast before any field is read), whose `Obj::drop` waits until
+    // `_protected` drops — after this borrow ends — before dropping fields,
+    // and the `Arc`'s memory outlives its `Drop`.
+    let any: &(dyn Any + Send + Sync) = unsafe { &*ptr };
+    let obj = any.downcast_ref::<Obj<T>>().ok_or(T::INVALID)?;
+    if !obj.header.is(T::TAG) {
+        return Err(T::INVALID);
+    }
+    f(obj)
 }
 
 /// `clRetain*`.
@@ -294,6 +362,66 @@ mod tests {
         assert_eq!(get::<Thing>(std::ptr::null()).unwrap_err(), CL_INVALID_CONTEXT);
         let stack = 0u64;
         assert_eq!(get::<Thing>(&stack as *const u64 as *const c_void).unwrap_err(), CL_INVALID_CONTEXT);
+    }
+
+    #[test]
+    fn a_borrow_answers_as_a_lookup_does() {
+        let h = into_handle(new_object(Thing(5)));
+        assert_eq!(with::<Thing, _>(h, |t| Ok(t.inner.0)).unwrap(), 5, "from the registry");
+        assert_eq!(with::<Thing, _>(h, |t| Ok(t.inner.0)).unwrap(), 5, "from the cache");
+        assert_eq!(with::<DeviceObj, _>(h, |_| Ok(())).unwrap_err(), CL_INVALID_DEVICE, "another kind");
+        assert_eq!(with::<Thing, _>(std::ptr::null(), |_| Ok(())).unwrap_err(), CL_INVALID_CONTEXT);
+        let stack = 0u64;
+        assert_eq!(
+            with::<Thing, _>(&stack as *const u64 as *const c_void, |_| Ok(())).unwrap_err(),
+            CL_INVALID_CONTEXT
+        );
+        // A nested borrow (one slot per thread) takes a counted reference.
+        let nested = with::<Thing, _>(h, |outer| with::<Thing, _>(h, |inner| Ok(outer.inner.0 + inner.inner.0)));
+        assert_eq!(nested.unwrap(), 10);
+        release::<Thing>(h).unwrap();
+        assert_eq!(with::<Thing, _>(h, |_| Ok(())).unwrap_err(), CL_INVALID_CONTEXT, "cached, then freed");
+    }
+
+    #[test]
+    fn destruction_waits_for_a_borrow_on_another_thread() {
+        use std::sync::atomic::AtomicBool;
+        use std::sync::mpsc;
+
+        static DROPPED: AtomicBool = AtomicBool::new(false);
+        #[derive(Debug)]
+        struct Noisy;
+        impl Drop for Noisy {
+            fn drop(&mut self) {
+                DROPPED.store(true, Ordering::SeqCst);
+            }
+        }
+        impl Kind for Noisy {
+            const TAG: Tag = Tag::Context;
+            const INVALID: cl_int = CL_INVALID_CONTEXT;
+        }
+
+        let h = into_handle(new_object(Noisy)) as usize;
+        let (borrowed_tx, borrowed_rx) = mpsc::channel();
+        let (go_tx, go_rx) = mpsc::channel::<()>();
+        std::thread::scope(|s| {
+            let borrower = s.spawn(move || {
+                with::<Noisy, _>(h as *const c_void, |_| {
+                    borrowed_tx.send(()).unwrap();
+                    go_rx.recv().unwrap(); // the release has started
+                    std::thread::sleep(std::time::Duration::from_millis(50));
+                    // Still ours: its fields were not dropped under us.
+                    Ok(DROPPED.load(Ordering::SeqCst))
+                })
+            });
+            borrowed_rx.recv().unwrap();
+            let releaser = s.spawn(move || release::<Noisy>(h as *const c_void));
+            go_tx.send(()).unwrap();
+            assert_eq!(borrower.join().unwrap(), Ok(false), "destroyed while borrowed");
+            assert_eq!(releaser.join().unwrap(), Ok(()));
+        });
+        assert!(DROPPED.load(Ordering::SeqCst), "destroyed once the borrow ended");
+        assert_eq!(with::<Noisy, _>(h as *const c_void, |_| Ok(())).unwrap_err(), CL_INVALID_CONTEXT);
     }
 
     #[test]

@@ -20,6 +20,7 @@ pub mod api;
 pub mod dispatch;
 pub mod entry;
 pub mod handles;
+mod hazard;
 mod stubs;
 
 use std::ffi::{c_char, c_void};

@@ -24,8 +24,9 @@ pub(crate) unsafe extern "C" fn clSVMAlloc(
     // SAFETY: `code` is a local.
     unsafe {
         crate::entry::object("clSVMAlloc", &mut code, || {
-            let ctx = handles::get::<ContextObj>(context.cast())?;
-            Ok(svm::svm_alloc(&ctx.inner.ctx, flags, size, alignment).cl()?.as_ptr().cast())
+            handles::with::<ContextObj, _>(context.cast(), |ctx| {
+                Ok(svm::svm_alloc(&ctx.inner.ctx, flags, size, alignment).cl()?.as_ptr().cast())
+            })
         })
     }
 }
@@ -34,9 +35,10 @@ pub(crate) unsafe extern "C" fn clSVMAlloc(
 /// allocations of it.
 pub(crate) unsafe extern "C" fn clSVMFree(context: cl_context, svm_pointer: *mut c_void) {
     status("clSVMFree", || {
-        let ctx = handles::get::<ContextObj>(context.cast())?;
-        svm::svm_free(&ctx.inner.ctx, svm_pointer.cast());
-        Ok(())
+        handles::with::<ContextObj, _>(context.cast(), |ctx| {
+            svm::svm_free(&ctx.inner.ctx, svm_pointer.cast());
+            Ok(())
+        })
     });
 }
 

@@ -50,9 +50,10 @@ pub(crate) unsafe extern "C" fn clHostMemAllocINTEL(
     // SAFETY: the C contract of `errcode_ret` and `props`.
     unsafe {
         object("clHostMemAllocINTEL", errcode_ret, || {
-            let ctx = handles::get::<ContextObj>(context.cast())?;
-            let p = usm::host_mem_alloc(&ctx.inner.ctx, &properties(props), size, alignment).cl()?;
-            Ok(p.as_ptr().cast())
+            handles::with::<ContextObj, _>(context.cast(), |ctx| {
+                let p = usm::host_mem_alloc(&ctx.inner.ctx, &properties(props), size, alignment).cl()?;
+                Ok(p.as_ptr().cast())
+            })
         })
     }
 }
@@ -69,11 +70,12 @@ pub(crate) unsafe extern "C" fn clDeviceMemAllocINTEL(
     // SAFETY: the C contract of `errcode_ret` and `props`.
     unsafe {
         object("clDeviceMemAllocINTEL", errcode_ret, || {
-            let ctx = handles::get::<ContextObj>(context.cast())?;
-            let dev = handles::get::<DeviceObj>(device.cast())?;
-            let p =
-                usm::device_mem_alloc(&ctx.inner.ctx, &dev.inner.device, &properties(props), size, alignment).cl()?;
-            Ok(p.as_ptr().cast())
+            handles::with::<ContextObj, _>(context.cast(), |ctx| {
+                let dev = handles::get::<DeviceObj>(device.cast())?;
+                let p = usm::device_mem_alloc(&ctx.inner.ctx, &dev.inner.device, &properties(props), size, alignment)
+                    .cl()?;
+                Ok(p.as_ptr().cast())
+            })
         })
     }
 }
@@ -90,11 +92,12 @@ pub(crate) unsafe extern "C" fn clSharedMemAllocINTEL(
     // SAFETY: the C contract of `errcode_ret` and `props`.
     unsafe {
         object("clSharedMemAllocINTEL", errcode_ret, || {
-            let ctx = handles::get::<ContextObj>(context.cast())?;
-            let dev = if device.is_null() { None } else { Some(handles::get::<DeviceObj>(device.cast())?) };
-            let dev = dev.as_ref().map(|d| &d.inner.device);
-            let p = usm::shared_mem_alloc(&ctx.inner.ctx, dev, &properties(props), size, alignment).cl()?;
-            Ok(p.as_ptr().cast())
+            handles::with::<ContextObj, _>(context.cast(), |ctx| {
+                let dev = if device.is_null() { None } else { Some(handles::get::<DeviceObj>(device.cast())?) };
+                let dev = dev.as_ref().map(|d| &d.inner.device);
+                let p = usm::shared_mem_alloc(&ctx.inner.ctx, dev, &properties(props), size, alignment).cl()?;
+                Ok(p.as_ptr().cast())
+            })
         })
     }
 }
@@ -102,8 +105,7 @@ pub(crate) unsafe extern "C" fn clSharedMemAllocINTEL(
 /// `clMemFreeINTEL`.
 pub(crate) unsafe extern "C" fn clMemFreeINTEL(context: cl_context, ptr: *mut c_void) -> cl_int {
     status("clMemFreeINTEL", || {
-        let ctx = handles::get::<ContextObj>(context.cast())?;
-        usm::mem_free(&ctx.inner.ctx, ptr.cast()).cl()
+        handles::with::<ContextObj, _>(context.cast(), |ctx| usm::mem_free(&ctx.inner.ctx, ptr.cast()).cl())
     })
 }
 
