@@ -871,7 +871,12 @@ impl Heap {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn export_dmabuf(&self, udmabuf: &Udmabuf, ptr: usize) -> Result<DmaBuf, ExportError> {
-        self.export_with(ptr, |memfd, offset, len| Ok(udmabuf.create(memfd, offset, len)?))
+        self.export_with(ptr, |memfd, offset, len| {
+            let dmabuf = udmabuf.create(memfd, offset, len)?;
+            // Imports of it (clImportMemoryARM) pin these memfd pages.
+            crate::ext::arm_import::note_export(&dmabuf, memfd, offset, len);
+            Ok(dmabuf)
+        })
     }
 
     /// The bookkeeping of [`export_dmabuf`](Self::export_dmabuf) around

@@ -439,11 +439,15 @@ pub const DMA_BUF_EXPORT_EXTENSION: &str = "cl_dmabridge_dma_buf_export";
 /// The platform's extensions (`CL_PLATFORM_EXTENSIONS`, and with their
 /// versions `CL_PLATFORM_EXTENSIONS_WITH_VERSION`): only what works here.
 /// [`DMA_BUF_EXPORT_EXTENSION`] is listed only where `/dev/udmabuf` can be
-/// opened ([`dma_buf_export::available`](crate::ext::dma_buf_export::available)).
+/// opened ([`dma_buf_export::available`](crate::ext::dma_buf_export::available));
+/// the `cl_arm_import_memory` strings (seed 004) when a device of the
+/// platform supports them ([`arm_import::extensions`](crate::ext::arm_import::extensions):
+/// always, the CPU device does).
 ///
 /// ```
 /// use dmabridge::runtime::info::platform_extensions;
 /// assert!(platform_extensions().iter().any(|e| e.name == "cl_khr_icd"));
+/// assert!(platform_extensions().iter().any(|e| e.name == "cl_arm_import_memory_host"));
 /// # Ok::<(), dmabridge::error::ClError>(())
 /// ```
 pub fn platform_extensions() -> Vec<NameVersion> {
@@ -452,20 +456,36 @@ pub fn platform_extensions() -> Vec<NameVersion> {
     if crate::ext::dma_buf_export::available() {
         list.push(NameVersion::new(DMA_BUF_EXPORT_EXTENSION, EXTENSION_VERSION));
     }
+    let import = Platform::get().devices().iter().flat_map(|d| crate::ext::arm_import::extensions(d)).copied();
+    for name in import {
+        if !list.iter().any(|e| e.name == name) {
+            list.push(NameVersion::new(name, EXTENSION_VERSION));
+        }
+    }
     list
 }
 
-/// The extensions of every device (`CL_DEVICE_EXTENSIONS`, and with their
+/// The extensions of `device` (`CL_DEVICE_EXTENSIONS`, and with their
 /// versions `CL_DEVICE_EXTENSIONS_WITH_VERSION`): the platform's, without
-/// `cl_khr_icd` (a platform extension).
+/// `cl_khr_icd` (a platform extension), and with only the
+/// `cl_arm_import_memory` strings the device itself supports (none for a
+/// device without host-unified memory).
 ///
 /// ```
 /// use dmabridge::runtime::info::device_extensions;
-/// assert!(device_extensions().iter().any(|e| e.name == "cl_intel_unified_shared_memory"));
+/// use dmabridge::runtime::platform::Platform;
+/// let cpu = Platform::get().cpu();
+/// assert!(device_extensions(cpu).iter().any(|e| e.name == "cl_intel_unified_shared_memory"));
+/// assert!(device_extensions(cpu).iter().any(|e| e.name == "cl_arm_import_memory_dma_buf"));
 /// # Ok::<(), dmabridge::error::ClError>(())
 /// ```
-pub fn device_extensions() -> Vec<NameVersion> {
-    platform_extensions().into_iter().filter(|e| e.name != "cl_khr_icd").collect()
+pub fn device_extensions(device: &Device) -> Vec<NameVersion> {
+    let import = crate::ext::arm_import::extensions(device);
+    platform_extensions()
+        .into_iter()
+        .filter(|e| e.name != "cl_khr_icd")
+        .filter(|e| !e.name.starts_with("cl_arm_import_memory") || import.contains(&e.name.as_str()))
+        .collect()
 }
 
 /// The names of a `*_WITH_VERSION` list joined by `sep` (the string form of
@@ -1011,7 +1031,7 @@ pub fn device_info(device: &Device, param: u32) -> ClResult<InfoValue> {
                 .collect(),
         ),
         LATEST_CONFORMANCE_VERSION_PASSED => InfoValue::Str("v0000-01-01-00".into()),
-        EXTENSIONS_WITH_VERSION => InfoValue::NameVersions(device_extensions()),
+        EXTENSIONS_WITH_VERSION => InfoValue::NameVersions(device_extensions(device)),
         BUILT_IN_KERNELS_WITH_VERSION => InfoValue::NameVersions(
             super::kernel::builtin_kernel_names(device)
                 .iter()
@@ -1032,7 +1052,7 @@ pub fn device_info(device: &Device, param: u32) -> ClResult<InfoValue> {
         DRIVER_VERSION => InfoValue::Str(env!("CARGO_PKG_VERSION").into()),
         PROFILE => InfoValue::Str(self::PROFILE.into()),
         VERSION => InfoValue::Str(format!("OpenCL 3.0 dmabridge {}", driver_version_short())),
-        EXTENSIONS => InfoValue::Str(names(&device_extensions(), " ")),
+        EXTENSIONS => InfoValue::Str(names(&device_extensions(device), " ")),
         PLATFORM => InfoValue::Platform(Platform::get()),
         HOST_UNIFIED_MEMORY => InfoValue::Bool(device.host_unified_memory),
         OPENCL_C_VERSION => InfoValue::Str("OpenCL C 1.2 dmabridge".into()),

@@ -340,8 +340,143 @@ impl DmaBuf {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn cpu_access(&self, dir: SyncDir) -> OsResult<CpuAccess<'_>> {
-        self.sync(SyncFlags::START | dir.flags())?;
+        self.begin_cpu_access(dir)?;
         Ok(CpuAccess { buf: self, dir, ended: false })
+    }
+
+    /// Begins CPU access without a guard (`DMA_BUF_IOCTL_SYNC` start), for
+    /// an access whose end is issued elsewhere (a map ended by its unmap):
+    /// pair it with [`DmaBuf::end_cpu_access`] of the same direction.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::os::fd::AsFd;
+    /// use dmabridge::sys::memfd::{Memfd, Seals};
+    /// use dmabridge::sys::udmabuf::Udmabuf;
+    /// use dmabridge::sys::dma_buf::SyncDir;
+    ///
+    /// // A dma-buf of memfd pages through udmabuf, where this machine has it.
+    /// let memfd = Memfd::create(c"frame", 4096)?;
+    /// memfd.add_seals(Seals::SHRINK)?;
+    /// let udmabuf = match Udmabuf::open() {
+    ///     Ok(u) => u,
+    ///     Err(e) => {
+    ///         println!("{e}");
+    ///         return Ok(());
+    ///     }
+    /// };
+    /// let buf = udmabuf.create(memfd.as_fd(), 0, 4096)?;
+    /// buf.begin_cpu_access(SyncDir::Read)?;
+    /// buf.end_cpu_access(SyncDir::Read)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn begin_cpu_access(&self, dir: SyncDir) -> OsResult<()> {
+        self.sync(SyncFlags::START | dir.flags())
+    }
+
+    /// Ends CPU access begun by [`DmaBuf::begin_cpu_access`]
+    /// (`DMA_BUF_IOCTL_SYNC` with `DMA_BUF_SYNC_END`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::os::fd::AsFd;
+    /// use dmabridge::sys::memfd::{Memfd, Seals};
+    /// use dmabridge::sys::udmabuf::Udmabuf;
+    /// use dmabridge::sys::dma_buf::SyncDir;
+    ///
+    /// // A dma-buf of memfd pages through udmabuf, where this machine has it.
+    /// let memfd = Memfd::create(c"frame", 4096)?;
+    /// memfd.add_seals(Seals::SHRINK)?;
+    /// let udmabuf = match Udmabuf::open() {
+    ///     Ok(u) => u,
+    ///     Err(e) => {
+    ///         println!("{e}");
+    ///         return Ok(());
+    ///     }
+    /// };
+    /// let buf = udmabuf.create(memfd.as_fd(), 0, 4096)?;
+    /// buf.begin_cpu_access(SyncDir::ReadWrite)?;
+    /// buf.end_cpu_access(SyncDir::ReadWrite)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn end_cpu_access(&self, dir: SyncDir) -> OsResult<()> {
+        self.sync(SyncFlags::END | dir.flags())
+    }
+
+    /// The access mode the dma-buf's file was opened with (`O_ACCMODE` of
+    /// its status flags): an exporter may hand out read-only dma-bufs
+    /// (e.g. a DMA-BUF heap allocation or `VIDIOC_EXPBUF` with `O_RDONLY`,
+    /// a PRIME export without `DRM_RDWR`), whose mappings cannot be
+    /// writable.
+    ///
+    /// Wraps `fcntl(2)` `F_GETFL`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::os::fd::AsFd;
+    /// use dmabridge::sys::memfd::{Memfd, Seals};
+    /// use dmabridge::sys::udmabuf::Udmabuf;
+    /// use dmabridge::sys::mmap::Access;
+    ///
+    /// // A dma-buf of memfd pages through udmabuf, where this machine has it.
+    /// let memfd = Memfd::create(c"frame", 4096)?;
+    /// memfd.add_seals(Seals::SHRINK)?;
+    /// let udmabuf = match Udmabuf::open() {
+    ///     Ok(u) => u,
+    ///     Err(e) => {
+    ///         println!("{e}");
+    ///         return Ok(());
+    ///     }
+    /// };
+    /// // udmabuf exports read-write dma-bufs.
+    /// assert_eq!(udmabuf.create(memfd.as_fd(), 0, 4096)?.access_mode()?, Access::ReadWrite);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn access_mode(&self) -> OsResult<Access> {
+        use rustix::fs::OFlags;
+        let flags = rustix::fs::fcntl_getfl(&self.fd).map_err(OsError::tag("fcntl F_GETFL dma-buf"))?;
+        Ok(match flags & OFlags::RWMODE {
+            m if m == OFlags::RDONLY => Access::Read,
+            m if m == OFlags::WRONLY => Access::Write,
+            _ => Access::ReadWrite,
+        })
+    }
+
+    /// The name of the kernel driver that exported the buffer (`exp_name`
+    /// in `/proc/self/fdinfo`), e.g. `udmabuf`, `system` (the DMA-BUF system
+    /// heap), `vb2_vmalloc`, `drm_gem_shmem` or `vgem`; `None` if the kernel
+    /// does not say.
+    ///
+    /// Reads `/proc/self/fdinfo/<fd>`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::os::fd::AsFd;
+    /// use dmabridge::sys::memfd::{Memfd, Seals};
+    /// use dmabridge::sys::udmabuf::Udmabuf;
+    ///
+    /// // A dma-buf of memfd pages through udmabuf, where this machine has it.
+    /// let memfd = Memfd::create(c"frame", 4096)?;
+    /// memfd.add_seals(Seals::SHRINK)?;
+    /// let udmabuf = match Udmabuf::open() {
+    ///     Ok(u) => u,
+    ///     Err(e) => {
+    ///         println!("{e}");
+    ///         return Ok(());
+    ///     }
+    /// };
+    /// let buf = udmabuf.create(memfd.as_fd(), 0, 4096)?;
+    /// assert_eq!(buf.exporter().as_deref(), Some("udmabuf"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn exporter(&self) -> Option<String> {
+        use std::os::fd::AsRawFd;
+        let info = std::fs::read_to_string(format!("/proc/self/fdinfo/{}", self.fd.as_raw_fd())).ok()?;
+        info.lines().find_map(|l| l.strip_prefix("exp_name:")).map(|v| v.trim().to_string())
     }
 
     fn sync(&self, flags: SyncFlags) -> OsResult<()> {

@@ -27,6 +27,7 @@ pub mod probe;
 pub mod udmabuf;
 pub mod uring;
 pub mod vfio;
+pub mod vm;
 
 pub use error::{OsError, OsResult};
 

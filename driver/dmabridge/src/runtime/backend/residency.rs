@@ -93,6 +93,41 @@ impl DmaDomain {
     /// # Ok::<(), dmabridge::error::ClError>(())
     /// ```
     pub unsafe fn make_resident(&self, addr: usize, len: usize) -> ClResult<u64> {
+        // SAFETY: forwarded to the caller; the pages pinned are the ones
+        // `addr` shows.
+        unsafe { self.make_resident_via(addr, len, addr, true) }
+    }
+
+    /// [`DmaDomain::make_resident`] where the pages are pinned through
+    /// another mapping of the same memory: `pin_addr` is the address, in a
+    /// mapping VFIO can pin (e.g. a memfd's), of the page that `addr` shows
+    /// (in one VFIO cannot pin, e.g. a udmabuf dma-buf's PFN mapping), with
+    /// the same offset in the page. The range is looked up and evicted by
+    /// `addr`, as any other. `write` false maps it read-only for the
+    /// devices (pages of a read-only mapping cannot be pinned for writing).
+    ///
+    /// The residency of a dma-buf imported by `clImportMemoryARM` (seed 004)
+    /// whose pages dmabridge itself exported from memfd pages.
+    ///
+    /// # Safety
+    /// As [`DmaDomain::make_resident`]; and the pages covering
+    /// `[pin_addr, pin_addr + len)` must be the very pages that cover
+    /// `[addr, addr + len)`, else the devices reach other memory than the
+    /// CPU at `addr` sees.
+    ///
+    /// ```
+    /// use dmabridge::runtime::platform::Platform;
+    /// if let Some(domain) = Platform::get().dma_domain() {
+    ///     let page = vec![0u8; 8192];
+    ///     let addr = page.as_ptr() as usize;
+    ///     // SAFETY: the same pages; only read through raw pointers until evicted.
+    ///     let iova = unsafe { domain.make_resident_via(addr, 4096, addr, false) }?;
+    ///     assert_eq!(domain.resident_iova(addr, 4096), Some(iova));
+    ///     domain.evict(addr)?;
+    /// }
+    /// # Ok::<(), dmabridge::error::ClError>(())
+    /// ```
+    pub unsafe fn make_resident_via(&self, addr: usize, len: usize, pin_addr: usize, write: bool) -> ClResult<u64> {
         let mut reg = self.residency.lock().unwrap();
         if let Some(r) = reg.ranges.get_mut(&addr) {
             if r.len < len {
@@ -112,6 +147,13 @@ impl DmaDomain {
             .filter(|_| len > 0)
             .ok_or_else(|| ClError::new(ClErrorKind::InvalidValue, format!("bad host range {addr:#x}+{len:#x}")))?;
         let span_len = (span_end - span_start) as u64;
+        if pin_addr % page != addr % page || pin_addr.checked_add(len).is_none() {
+            return Err(ClError::new(
+                ClErrorKind::InvalidValue,
+                format!("pin address {pin_addr:#x} is not at {addr:#x}'s offset in a page, or wraps"),
+            ));
+        }
+        let pin_start = pin_addr & !(page - 1);
         // IOVA == VA when the devices reach it and nothing else sits there.
         let span_iova = match self.reserve_iova(span_start as u64, span_len) {
             true => span_start as u64,
@@ -119,7 +161,7 @@ impl DmaDomain {
         };
         // SAFETY: forwarded to the caller (no Rust reference into the pages
         // while the devices may write them).
-        let mapped = unsafe { self.container().map_dma_raw(span_start as u64, span_len, span_iova, true, true) };
+        let mapped = unsafe { self.container().map_dma_raw(pin_start as u64, span_len, span_iova, true, write) };
         if let Err(e) = mapped {
             self.free_iova(span_iova);
             let kind = match e {

@@ -19,8 +19,9 @@ use crate::runtime::device::{Device, DeviceType};
 use crate::runtime::event::{command_type, Event};
 use crate::runtime::queue::{check_wait_list, CommandUse, Queue};
 use crate::runtime::transfer;
+use crate::sys::dma_buf::SyncDir;
 
-use super::store::{Location, Placed, Store};
+use super::store::{CpuSync, Location, Placed, Store};
 use super::{mem_flags, Buffer};
 
 /// The checks every buffer command makes of its queue and buffer:
@@ -103,6 +104,19 @@ pub(crate) fn check_user_ptr(queue: &Queue, ptr: *const u8, name: &str) -> ClRes
     Ok(())
 }
 
+/// `CL_INVALID_OPERATION` if nothing may write the buffer's memory: an
+/// imported dma-buf that its exporter opened read-only (seed 004: the
+/// dma-buf's access mode wins over the flags). `what` names the command.
+pub(crate) fn check_writable(buffer: &Buffer, what: &str) -> ClResult<()> {
+    if buffer.store().read_only() {
+        return cl_err!(
+            InvalidOperation,
+            "{what}: the buffer is an imported dma-buf opened read-only (O_RDONLY): nothing may write it"
+        );
+    }
+    Ok(())
+}
+
 /// `CL_INVALID_VALUE` if the `len` bytes of the application's memory at
 /// `ptr` wrap around the end of the address space (no memory is like that).
 pub(crate) fn check_host_span(ptr: *const u8, len: usize, name: &str) -> ClResult<()> {
@@ -175,6 +189,23 @@ impl Target {
     pub(crate) fn store(&self) -> &Arc<Store> {
         self.buffer.store()
     }
+
+    /// True if the queue's device accesses this allocation with the CPU
+    /// (no DMA engine).
+    pub(crate) fn on_cpu(&self) -> bool {
+        self.undo.device.backend().is_none()
+    }
+
+    /// Begins the CPU access of `dir` that an imported dma-buf needs
+    /// (`DMA_BUF_IOCTL_SYNC`) if the CPU accesses it; ended when the guard
+    /// drops. The error is a command status.
+    pub(crate) fn cpu_sync(&self, dir: SyncDir) -> Result<Option<CpuSync<'_>>, i32> {
+        if self.on_cpu() {
+            self.store().cpu_sync(dir)
+        } else {
+            Ok(None)
+        }
+    }
 }
 
 /// Runs `copy` from `s` to `d` (two views on one device): makes the source
@@ -192,6 +223,7 @@ pub(crate) fn copy_between(
     if Arc::ptr_eq(ss, ds) {
         let mut st = ss.lock();
         ss.make_current(&mut st, s.loc, false)?;
+        let _sync = d.cpu_sync(SyncDir::ReadWrite)?;
         let r = copy();
         ss.wrote(&mut st, d.loc);
         return r;
@@ -205,6 +237,8 @@ pub(crate) fn copy_between(
     };
     ss.make_current(&mut gs, s.loc, false)?;
     ds.make_current(&mut gd, d.loc, discard)?;
+    let _read = s.cpu_sync(SyncDir::Read)?;
+    let _write = d.cpu_sync(SyncDir::Write)?;
     // Even a failed copy may have landed bytes: the destination alone is
     // current, so every device sees the same (undefined) contents.
     let r = copy();
@@ -230,6 +264,9 @@ fn host_transfer(
     check_user_ptr(queue, ptr, "ptr")?;
     check_host_span(ptr, size, "ptr")?;
     check_host_access(buffer, read, if read { "clEnqueueReadBuffer" } else { "clEnqueueWriteBuffer" })?;
+    if !read {
+        check_writable(buffer, "clEnqueueWriteBuffer")?;
+    }
     Target::new(queue, buffer)
 }
 
@@ -304,6 +341,7 @@ pub unsafe fn enqueue_read_buffer(
     let work = Box::new(move || {
         let mut st = t.store().lock();
         t.store().make_current(&mut st, t.loc, false)?;
+        let _sync = t.cpu_sync(SyncDir::Read)?;
         // SAFETY: the allocation holds the buffer's `size` bytes at
         // `offset` (checked at enqueue); the caller keeps `dst` valid and
         // unshared; the store's lock keeps other commands of the buffer out.
@@ -354,6 +392,7 @@ pub unsafe fn enqueue_write_buffer(
     let work = Box::new(move || {
         let mut st = t.store().lock();
         t.store().make_current(&mut st, t.loc, t.covers_store(offset, size))?;
+        let _sync = t.cpu_sync(SyncDir::Write)?;
         // SAFETY: as in `enqueue_read_buffer`, the other way.
         let r = unsafe { engine_copy(&device, t.addr(offset), src, size) };
         // Even a failed copy may have landed bytes: this location alone is
@@ -372,7 +411,8 @@ pub unsafe fn enqueue_write_buffer(
 /// Errors: `CL_INVALID_CONTEXT`; `CL_INVALID_VALUE` (a range outside its
 /// buffer, size 0); `CL_MEM_COPY_OVERLAP` (the same buffer, or sub-buffers
 /// of one buffer, with overlapping ranges); `CL_MISALIGNED_SUB_BUFFER_OFFSET`;
-/// `CL_MEM_OBJECT_ALLOCATION_FAILURE`.
+/// `CL_MEM_OBJECT_ALLOCATION_FAILURE`; `CL_INVALID_OPERATION` if `dst` is an
+/// imported read-only dma-buf.
 ///
 /// ```
 /// use dmabridge::runtime::buffer::{commands, mem_flags, Buffer};
@@ -406,6 +446,7 @@ pub fn enqueue_copy_buffer(
     check_wait_list(queue.context(), wait_list)?;
     check_range(src, src_offset, size, "src_buffer")?;
     check_range(dst, dst_offset, size, "dst_buffer")?;
+    check_writable(dst, "clEnqueueCopyBuffer into dst_buffer")?;
     let same = Arc::ptr_eq(src.store(), dst.store());
     if same && transfer::overlaps(src.origin() + src_offset, dst.origin() + dst_offset, size) {
         return cl_err!(
@@ -438,7 +479,8 @@ pub fn enqueue_copy_buffer(
 /// power of two up to 128, `offset` or `size` not a multiple of it, a range
 /// outside the buffer); `CL_INVALID_HOST_PTR` for a pattern in a device or
 /// shared USM allocation (seed 000, issue 23); `CL_INVALID_CONTEXT`;
-/// `CL_MISALIGNED_SUB_BUFFER_OFFSET`; `CL_MEM_OBJECT_ALLOCATION_FAILURE`.
+/// `CL_MISALIGNED_SUB_BUFFER_OFFSET`; `CL_MEM_OBJECT_ALLOCATION_FAILURE`;
+/// `CL_INVALID_OPERATION` for an imported read-only dma-buf.
 ///
 /// ```
 /// use dmabridge::runtime::buffer::{commands, Buffer};
@@ -485,12 +527,14 @@ pub fn enqueue_fill_buffer(
         return cl_err!(InvalidValue, "offset {offset} and size {size} must be multiples of pattern_size {p}");
     }
     check_range(buffer, offset, size, "buffer")?;
+    check_writable(buffer, "clEnqueueFillBuffer")?;
     let t = Target::new(queue, buffer)?;
     let undo = [t.undo()];
     let (device, pattern) = (queue.device().clone(), pattern.to_vec());
     let work = Box::new(move || {
         let mut st = t.store().lock();
         t.store().make_current(&mut st, t.loc, t.covers_store(offset, size))?;
+        let _sync = t.cpu_sync(SyncDir::Write)?;
         let dst = t.addr(offset);
         let r = if device.device_type == DeviceType::Cpu && t.placed.local_device.is_none() && dst % p == 0 {
             // SAFETY: the range lies in the host pages (checked at enqueue),

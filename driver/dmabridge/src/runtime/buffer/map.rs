@@ -17,8 +17,9 @@ use crate::cl_err;
 use crate::error::ClResult;
 use crate::runtime::event::{command_type, Event};
 use crate::runtime::queue::{check_wait_list, CommandUse, Queue};
+use crate::sys::dma_buf::SyncDir;
 
-use super::commands::{check_host_access, check_range, check_target};
+use super::commands::{check_host_access, check_range, check_target, check_writable};
 use super::store::Location;
 use super::Buffer;
 
@@ -38,6 +39,9 @@ pub mod map_flags {
 pub(crate) struct MapRecord {
     ptr: usize,
     writes: bool,
+    /// The host's access, for an imported dma-buf's `DMA_BUF_IOCTL_SYNC`
+    /// (begun when the map runs, ended when the unmap runs).
+    dir: SyncDir,
 }
 
 impl Buffer {
@@ -159,10 +163,18 @@ pub fn enqueue_map_buffer_after(
     }
     if map_flags & (WRITE | WRITE_INVALIDATE_REGION) != 0 {
         check_host_access(buffer, false, "clEnqueueMapBuffer with CL_MAP_WRITE")?;
+        check_writable(buffer, "clEnqueueMapBuffer with CL_MAP_WRITE")?;
     }
     // Flags 0 name no access (no host-access rule applies); the unmap still
     // counts it as a write, the safe assumption for whatever the host did.
     let writes = map_flags & (WRITE | WRITE_INVALIDATE_REGION) != 0 || map_flags == 0;
+    // The host reads and writes the mapped bytes with the CPU, whatever the
+    // queue's device: an imported dma-buf is synchronised for it.
+    let dir = match (map_flags & READ != 0 || map_flags == 0, writes) {
+        (true, true) => SyncDir::ReadWrite,
+        (false, true) => SyncDir::Write,
+        _ => SyncDir::Read,
+    };
     let store = buffer.store().clone();
     let store_for_undo = store.clone();
     let (base, fresh) = store.host_alloc()?;
@@ -172,14 +184,15 @@ pub fn enqueue_map_buffer_after(
     let work = Box::new(move || {
         let _alive = &keep;
         let mut st = store.lock();
-        store.make_current(&mut st, Location::Host, discard)
+        store.make_current(&mut st, Location::Host, discard)?;
+        store.begin_cpu(dir)
     });
     let usage = CommandUse::Range(ptr, size);
     let undo = store_for_undo.clone();
     let event = queue
         .enqueue_with_use(command_type::MAP_BUFFER, wait_list, blocking, usage, work)
         .inspect_err(|_| undo.undo_host_alloc(fresh))?;
-    buffer.maps.lock().unwrap_or_else(|p| p.into_inner()).push(MapRecord { ptr, writes });
+    buffer.maps.lock().unwrap_or_else(|p| p.into_inner()).push(MapRecord { ptr, writes, dir });
     Ok((NonNull::new(ptr as *mut u8).expect("host pages are not at address 0"), event))
 }
 
@@ -232,6 +245,7 @@ pub fn enqueue_unmap_mem_object(
     let keep = buffer.clone();
     let work = Box::new(move || {
         let _alive = &keep;
+        store.end_cpu(record.dir);
         if record.writes {
             let mut st = store.lock();
             store.wrote(&mut st, Location::Host);

@@ -361,6 +361,45 @@ impl Buffer {
         }))
     }
 
+    /// A buffer over imported memory (`clImportMemoryARM`, seed 004): its
+    /// store was made by the import; `flags` are already checked.
+    pub(crate) fn imported(ctx: &Arc<Context>, flags: u64, size: usize, store: Store) -> Arc<Buffer> {
+        Arc::new(Buffer {
+            context: ctx.clone(),
+            flags,
+            size,
+            parent: None,
+            origin: 0,
+            host_ptr: None,
+            uses_svm: false,
+            store: Arc::new(store),
+            maps: Mutex::new(Vec::new()),
+            destructors: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// True if the buffer (or its parent) is imported memory
+    /// (`clImportMemoryARM`, seed 004).
+    ///
+    /// No OpenCL function of its own.
+    ///
+    /// ```
+    /// use dmabridge::ext::arm_import;
+    /// use dmabridge::runtime::buffer::{mem_flags, Buffer};
+    /// use dmabridge::runtime::{context::Context, platform::Platform};
+    /// let ctx = Context::new(std::slice::from_ref(Platform::get().cpu()))?;
+    /// let mut data = vec![0u8; 4096];
+    /// // SAFETY: `data` stays mapped, and is only used through the buffer, while it lives.
+    /// let b = unsafe { arm_import::import_host(&ctx, mem_flags::READ_WRITE, data.as_mut_ptr(), data.len()) }?;
+    /// assert!(b.is_imported());
+    /// // SAFETY: no host pointer.
+    /// assert!(!unsafe { Buffer::create(&ctx, 0, 64, std::ptr::null_mut()) }?.is_imported());
+    /// # Ok::<(), dmabridge::error::ClError>(())
+    /// ```
+    pub fn is_imported(&self) -> bool {
+        self.store.is_imported()
+    }
+
     /// Its context (`CL_MEM_CONTEXT`).
     ///
     /// ```
@@ -508,8 +547,8 @@ impl Buffer {
     /// No OpenCL function of its own: the reason `ALLOC_HOST_PTR` is
     /// memfd-backed.
     ///
-    /// Errors: `CL_INVALID_MEM_OBJECT` for a `USE_HOST_PTR` buffer, and for
-    /// a sub-buffer (it shares its parent's pages: export the parent);
+    /// Errors: `CL_INVALID_MEM_OBJECT` for a `USE_HOST_PTR` buffer, an
+    /// imported one (`clImportMemoryARM`), and for a sub-buffer (it shares its parent's pages: export the parent);
     /// `CL_OUT_OF_RESOURCES` when udmabuf refuses (the message says why). A
     /// failed export leaves no host allocation behind that it made.
     ///
@@ -525,6 +564,13 @@ impl Buffer {
     /// # Ok::<(), dmabridge::error::ClError>(())
     /// ```
     pub fn export_dmabuf(&self, udmabuf: &Udmabuf) -> ClResult<DmaBuf> {
+        if self.store.is_imported() {
+            return cl_err!(
+                InvalidMemObject,
+                "an imported buffer's pages are the memory it was imported from (clImportMemoryARM): share that \
+                 memory (or its dma-buf) itself"
+            );
+        }
         if self.host_ptr.is_some() {
             return cl_err!(
                 InvalidMemObject,

@@ -13,9 +13,11 @@ use crate::runtime::event::{command_type, Event};
 use crate::runtime::queue::{check_wait_list, CommandUse, Queue};
 
 use super::commands::{
-    check_host_access, check_host_span, check_target, check_user_ptr, copy_between, engine_copy, Target, Undo,
+    check_host_access, check_host_span, check_target, check_user_ptr, check_writable, copy_between, engine_copy,
+    Target, Undo,
 };
 use super::Buffer;
+use crate::sys::dma_buf::SyncDir;
 
 /// The geometry of a read or write rectangle (`buffer_origin`,
 /// `host_origin`, `region` and the four pitches of the C call; a pitch of 0
@@ -151,6 +153,9 @@ fn host_rect(
     check_user_ptr(queue, ptr, "ptr")?;
     let what = if read { "clEnqueueReadBufferRect" } else { "clEnqueueWriteBufferRect" };
     check_host_access(buffer, read, what)?;
+    if !read {
+        check_writable(buffer, what)?;
+    }
     let host_end =
         h.end(rect.region).ok_or_else(|| ClError::new(ClErrorKind::InvalidValue, "the host rectangle overflows"))?;
     check_host_span(ptr, host_end, "ptr")?;
@@ -201,6 +206,7 @@ pub unsafe fn enqueue_read_buffer_rect(
     let work = Box::new(move || {
         let mut st = t.buffer.store().lock();
         t.buffer.store().make_current(&mut st, t.loc, false)?;
+        let _sync = t.cpu_sync(SyncDir::Read)?;
         for (bo, ho) in b.rows(region).zip(h.rows(region)) {
             // SAFETY: every row lies in the buffer (checked at enqueue) and
             // in the caller's host rectangle.
@@ -254,6 +260,7 @@ pub unsafe fn enqueue_write_buffer_rect(
     let work = Box::new(move || {
         let mut st = t.buffer.store().lock();
         t.buffer.store().make_current(&mut st, t.loc, false)?;
+        let _sync = t.cpu_sync(SyncDir::Write)?;
         let r = b.rows(region).zip(h.rows(region)).try_for_each(|(bo, ho)| {
             // SAFETY: as in `enqueue_read_buffer_rect`, the other way.
             unsafe { engine_copy(&device, t.addr(bo), base + ho, region[0]) }
@@ -307,6 +314,7 @@ pub fn enqueue_copy_buffer_rect(
     let d = resolve(rect.dst_origin, rect.region, rect.dst_row_pitch, rect.dst_slice_pitch, "dst")?;
     s.check_inside(rect.region, src.size(), "src_buffer")?;
     d.check_inside(rect.region, dst.size(), "dst_buffer")?;
+    check_writable(dst, "clEnqueueCopyBufferRect into dst_buffer")?;
     let region = rect.region;
     let same = Arc::ptr_eq(src.store(), dst.store());
     if Arc::ptr_eq(src, dst) && s.row_pitch != d.row_pitch && s.slice_pitch != d.slice_pitch {

@@ -35,6 +35,16 @@
 //! Every allocation and every transferred byte is counted per location
 //! ([`LocationStats`]): the tests prove which path of the seed's table ran.
 //!
+//! **Imported memory** (`clImportMemoryARM`, seed 004) is the store's host
+//! pages for its whole life, like `CL_MEM_USE_HOST_PTR`'s, with three
+//! differences: every device's allocation is made at import (linked; a
+//! device behind an IOMMU gets the pages resident then, so that a device
+//! that cannot reach them fails the import rather than a later command);
+//! a device without host-unified memory is never given an unlinked copy
+//! (the seed forbids copies: the import refuses such a context); and an
+//! imported dma-buf is synchronised around every CPU access
+//! ([`Store::cpu_sync`]) and may be read-only ([`Store::read_only`]).
+//!
 //! This follows the seed with one deliberate difference: DPC++ links a host
 //! allocation with at most one device allocation, because one native memory
 //! object owns the pages. Here the pages belong to the store, so every
@@ -51,6 +61,7 @@ use crate::runtime::backend::device_copy;
 use crate::runtime::context::Context;
 use crate::runtime::device::Device;
 use crate::runtime::transfer;
+use crate::sys::dma_buf::{DmaBuf, SyncDir};
 
 /// Where an allocation of a buffer lives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -139,14 +150,55 @@ impl State {
     }
 }
 
+/// Memory imported by `clImportMemoryARM` (seed 004): what keeps it
+/// mapped (and pinned) for the store's life.
+pub(crate) struct Imported {
+    /// The imported dma-buf (a dup of the application's fd), whose CPU
+    /// accesses are bracketed with `DMA_BUF_IOCTL_SYNC`; `None` for host
+    /// memory.
+    pub dma_buf: Option<DmaBuf>,
+    /// Nothing may write the memory (a dma-buf opened read-only).
+    pub read_only: bool,
+    /// The mappings, pins and bookkeeping the import holds (dropped after
+    /// the devices' residency is evicted).
+    pub _keep: Box<dyn std::any::Any + Send + Sync>,
+}
+
+impl std::fmt::Debug for Imported {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Imported")
+            .field("dma_buf", &self.dma_buf)
+            .field("read_only", &self.read_only)
+            .finish_non_exhaustive()
+    }
+}
+
 /// The allocations of a buffer and its sub-buffers.
 #[derive(Debug)]
 pub(crate) struct Store {
     context: Arc<Context>,
     size: usize,
-    /// `CL_MEM_USE_HOST_PTR`'s pointer.
+    /// `CL_MEM_USE_HOST_PTR`'s pointer, or the imported memory's address.
     user_ptr: Option<usize>,
     state: Mutex<State>,
+    /// Imported memory (then `user_ptr` is its address).
+    imported: Option<Imported>,
+}
+
+/// CPU access to an imported dma-buf in progress: `DMA_BUF_IOCTL_SYNC` end
+/// is issued when dropped.
+#[derive(Debug)]
+pub(crate) struct CpuSync<'a> {
+    dma_buf: &'a DmaBuf,
+    dir: SyncDir,
+}
+
+impl Drop for CpuSync<'_> {
+    fn drop(&mut self) {
+        if let Err(e) = self.dma_buf.end_cpu_access(self.dir) {
+            log::warn!("ending CPU access to an imported dma-buf: {e}");
+        }
+    }
 }
 
 /// The memory a command works on at its location.
@@ -162,7 +214,79 @@ impl Store {
     /// A store of `size` bytes; `user_ptr` for `CL_MEM_USE_HOST_PTR`.
     pub fn new(context: &Arc<Context>, size: usize, user_ptr: Option<usize>) -> Store {
         let state = State { defined: user_ptr.is_some(), pages_current: user_ptr.is_some(), ..State::default() };
-        Store { context: context.clone(), size, user_ptr, state: Mutex::new(state) }
+        Store { context: context.clone(), size, user_ptr, state: Mutex::new(state), imported: None }
+    }
+
+    /// A store over `size` imported bytes at `base`, linked on `devices`
+    /// (every device of the context, each with host-unified memory; those
+    /// behind an IOMMU already hold the pages resident, evicted when the
+    /// store drops).
+    pub fn new_imported(
+        context: &Arc<Context>,
+        size: usize,
+        base: usize,
+        imported: Imported,
+        devices: &[Arc<Device>],
+    ) -> Store {
+        let mut state = State { defined: true, pages_current: true, ..State::default() };
+        state.pages = Some((base, PagesOwner::User));
+        for d in devices {
+            state.devices.push(DeviceAlloc { device: d.clone(), local: None });
+            state.stats_mut(Location::Device(d.index)).allocations += 1;
+        }
+        Store {
+            context: context.clone(),
+            size,
+            user_ptr: Some(base),
+            state: Mutex::new(state),
+            imported: Some(imported),
+        }
+    }
+
+    /// True if the store is imported memory (`clImportMemoryARM`).
+    pub fn is_imported(&self) -> bool {
+        self.imported.is_some()
+    }
+
+    /// True if nothing may write the store's memory (an imported dma-buf
+    /// opened read-only).
+    pub fn read_only(&self) -> bool {
+        self.imported.as_ref().is_some_and(|i| i.read_only)
+    }
+
+    fn dma_buf(&self) -> Option<&DmaBuf> {
+        self.imported.as_ref().and_then(|i| i.dma_buf.as_ref())
+    }
+
+    /// Begins a CPU access of `dir` to an imported dma-buf
+    /// (`DMA_BUF_IOCTL_SYNC` start; nothing for other memory), ended when
+    /// the guard drops. The error is a command status.
+    pub fn cpu_sync(&self, dir: SyncDir) -> Result<Option<CpuSync<'_>>, i32> {
+        let Some(dma_buf) = self.dma_buf() else {
+            return Ok(None);
+        };
+        let dir = if self.read_only() { SyncDir::Read } else { dir };
+        dma_buf.begin_cpu_access(dir).map_err(|e| {
+            log::warn!("beginning CPU access to an imported dma-buf: {e}");
+            crate::error::code::OUT_OF_RESOURCES
+        })?;
+        Ok(Some(CpuSync { dma_buf, dir }))
+    }
+
+    /// [`cpu_sync`](Self::cpu_sync) without a guard, for a map: its unmap
+    /// calls [`end_cpu`](Self::end_cpu) with the same direction.
+    pub fn begin_cpu(&self, dir: SyncDir) -> Result<(), i32> {
+        self.cpu_sync(dir).map(std::mem::forget)
+    }
+
+    /// Ends the CPU access a map began ([`begin_cpu`](Self::begin_cpu)).
+    pub fn end_cpu(&self, dir: SyncDir) {
+        if let Some(dma_buf) = self.dma_buf() {
+            let dir = if self.read_only() { SyncDir::Read } else { dir };
+            if let Err(e) = dma_buf.end_cpu_access(dir) {
+                log::warn!("ending CPU access to an imported dma-buf: {e}");
+            }
+        }
     }
 
     /// Its size in bytes.
@@ -283,6 +407,15 @@ impl Store {
             });
         }
         let loc = Location::Device(device.index);
+        if self.imported.is_some() {
+            // Import made every device's allocation; a device added later
+            // cannot exist (a context's devices are fixed), but never copy.
+            return cl_err!(
+                InvalidOperation,
+                "device {:?} was not part of the import of this buffer's memory: imported memory is never copied",
+                device.name
+            );
+        }
         let placed = if device.host_unified_memory {
             let fresh = st.pages.is_none();
             let base = self.pages(st, loc)?;

@@ -15,11 +15,13 @@ use crate::error::{code, ClResult};
 use crate::ext::usm;
 use crate::memory::heap::{AllocInfo, AllocKind};
 use crate::runtime::backend::{self, domain::DmaDomain};
-use crate::runtime::buffer::commands::{check_target, Target, Undo};
+use crate::runtime::buffer::commands::{check_target, check_writable, Target, Undo};
 use crate::runtime::buffer::store::{Location, Store};
+use crate::runtime::buffer::Buffer;
 use crate::runtime::context::Context;
 use crate::runtime::event::Event;
 use crate::runtime::queue::{CommandUse, Queue};
+use crate::sys::dma_buf::SyncDir;
 
 use super::builtin::Builtin;
 use super::{builtin_kernel_names, kernel_command_type, Body, Kernel, KernelArgValue};
@@ -158,6 +160,7 @@ fn launch(queue: &Arc<Queue>, kernel: &Arc<Kernel>, global: usize, ty: u32, wait
         let KernelArgValue::Buffer(buffer) = &args[i] else { continue };
         let buffer = buffer.clone();
         match check_target(queue, &buffer, &format!("the buffer of argument {i}"))
+            .and_then(|()| check_read_only_arg(&kernel.body, i, &buffer))
             .and_then(|()| Target::new(queue, &buffer))
         {
             Ok(t) => {
@@ -286,21 +289,50 @@ fn with_buffers(targets: Vec<(usize, Target)>, work: Work) -> Work {
     stores.sort_by_key(|(s, _)| Arc::as_ptr(s));
     stores.dedup_by(|a, b| Arc::ptr_eq(&a.0, &b.0));
     Box::new(move || {
-        let _buffers = targets;
         let mut guards: Vec<_> = stores.iter().map(|(s, _)| s.lock()).collect();
         for ((s, loc), g) in stores.iter().zip(guards.iter_mut()) {
             s.make_current(g, *loc, false)?;
         }
+        // Imported dma-bufs the CPU runs the kernel on: synchronised for
+        // reading and writing (read-only ones for reading) while it runs.
+        let on_cpu = targets.first().is_some_and(|(_, t)| t.on_cpu());
+        let mut syncs = Vec::new();
+        for (s, _) in stores.iter().filter(|_| on_cpu) {
+            syncs.extend(s.cpu_sync(SyncDir::ReadWrite)?);
+        }
         // Even a failed kernel may have written: its device alone is current.
         let r = work();
+        drop(syncs);
         for ((s, loc), g) in stores.iter().zip(guards.iter_mut()) {
             s.wrote(g, *loc);
         }
+        drop(targets);
         r
     })
 }
 
 type Work = Box<dyn FnOnce() -> Result<(), i32> + Send>;
+
+/// `CL_INVALID_OPERATION` if a built-in kernel writes argument `i` and the
+/// buffer there is an imported read-only dma-buf (its mapping is read-only:
+/// a write would fault). Native kernels are the application's code, bound
+/// by the buffer's `CL_MEM_READ_ONLY` flag like any other.
+fn check_read_only_arg(body: &Body, i: usize, buffer: &Buffer) -> ClResult<()> {
+    let Body::Builtin(b) = body else {
+        return Ok(());
+    };
+    // The arguments each built-in writes; any pointer of one not listed.
+    let written: &[usize] = match b.name {
+        "checksum_adler32" => &[2],
+        "fill_pattern_u32" | "copy_bytes" | "dma_copy" => &[0],
+        "yuyv_to_rgba" => &[1],
+        _ => &[i],
+    };
+    if written.contains(&i) {
+        check_writable(buffer, &format!("{}: argument {i} (written by the kernel)", b.name))?;
+    }
+    Ok(())
+}
 
 /// What a launch on a device with an IOMMU domain may reach, to be made
 /// resident before it runs.

@@ -1,0 +1,183 @@
+//! The process's own address space: which ranges are mapped (and how), and
+//! keeping pages resident (`mlock`).
+//!
+//! Used by host-memory import (`cl_arm_import_memory_host`, seed 004): the
+//! range must be mapped — a hole answers `CL_INVALID_OPERATION` — and its
+//! pages are committed and pinned for the life of the buffer. Nothing here
+//! touches the bytes of the range, so nothing here can fault.
+
+use rustix::io::Errno;
+
+use super::{OsError, OsResult};
+
+/// What the mappings covering a range allow (the intersection over all of
+/// them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RangeAccess {
+    /// Every page may be read.
+    pub read: bool,
+    /// Every page may be written.
+    pub write: bool,
+}
+
+/// Whether every byte of `[addr, addr + len)` is mapped in this process:
+/// `Ok(Some(access))` with the permissions every covering mapping grants,
+/// `Ok(None)` if some page is not mapped (a hole, or a range past the end of
+/// the address space). Pages that are mapped but not yet populated count as
+/// mapped. An empty range is mapped (with full access).
+///
+/// Reads `/proc/self/maps`. Another thread may map or unmap pages right
+/// after the answer: callers that rely on it must say so in their contract.
+///
+/// # Examples
+///
+/// ```
+/// use dmabridge::sys::vm::mapped;
+/// let data = vec![1u8; 10_000];
+/// let access = mapped(data.as_ptr() as usize, data.len())?.expect("a live Vec is mapped");
+/// assert!(access.read && access.write);
+/// // Page 0 is never mapped.
+/// assert_eq!(mapped(0, 4096)?, None);
+/// assert_eq!(mapped(usize::MAX - 10, 100)?, None, "wraps around");
+/// # Ok::<(), dmabridge::sys::OsError>(())
+/// ```
+pub fn mapped(addr: usize, len: usize) -> OsResult<Option<RangeAccess>> {
+    let full = RangeAccess { read: true, write: true };
+    if len == 0 {
+        return Ok(Some(full));
+    }
+    let Some(end) = addr.checked_add(len) else {
+        return Ok(None);
+    };
+    let maps = std::fs::read_to_string("/proc/self/maps")
+        .map_err(|e| OsError::new("read /proc/self/maps", Errno::from_io_error(&e).unwrap_or(Errno::IO)))?;
+    // The lines are sorted by address and do not overlap: walk them with a
+    // cursor that must never find a gap before `end`.
+    let mut cursor = addr;
+    let mut access = full;
+    for line in maps.lines() {
+        let Some((lo, hi, perms)) = parse_line(line) else { continue };
+        if hi <= cursor {
+            continue;
+        }
+        if lo > cursor {
+            return Ok(None);
+        }
+        access.read &= perms.as_bytes().first() == Some(&b'r');
+        access.write &= perms.as_bytes().get(1) == Some(&b'w');
+        cursor = hi;
+        if cursor >= end {
+            return Ok(Some(access));
+        }
+    }
+    Ok(None)
+}
+
+/// `start-end perms ...` of one `/proc/self/maps` line.
+fn parse_line(line: &str) -> Option<(usize, usize, &str)> {
+    let mut fields = line.split_ascii_whitespace();
+    let (lo, hi) = fields.next()?.split_once('-')?;
+    let perms = fields.next()?;
+    Some((usize::from_str_radix(lo, 16).ok()?, usize::from_str_radix(hi, 16).ok()?, perms))
+}
+
+/// Commits and locks the pages covering `[addr, addr + len)` in memory
+/// (`mlock(2)`): every page is faulted in now (a private writable mapping
+/// gets its own copy of each page, breaking copy-on-write, so that the
+/// physical page stays the one the process sees) and is never swapped out
+/// until [`unlock`]. Locks do not nest: one `unlock` of a page undoes every
+/// `lock` of it.
+///
+/// Errors: `ENOMEM` if part of the range is not mapped or the lock would
+/// exceed `RLIMIT_MEMLOCK`, `EPERM` without the right to lock memory.
+///
+/// Safe: locking changes neither the bytes nor the mappings of the range.
+///
+/// # Examples
+///
+/// ```
+/// use dmabridge::sys::vm::{lock, unlock};
+/// let data = vec![1u8; 4096];
+/// // Where RLIMIT_MEMLOCK allows it.
+/// if lock(data.as_ptr() as usize, data.len()).is_ok() {
+///     unlock(data.as_ptr() as usize, data.len())?;
+/// }
+/// assert!(lock(0, 4096).is_err(), "page 0 is not mapped");
+/// # Ok::<(), dmabridge::sys::OsError>(())
+/// ```
+pub fn lock(addr: usize, len: usize) -> OsResult<()> {
+    // SAFETY: mlock only faults pages in and marks them unevictable; it
+    // reads no byte the program sees differently, and the kernel checks the
+    // range (ENOMEM for unmapped pages).
+    unsafe { rustix::mm::mlock(addr as *mut _, len) }.map_err(OsError::tag("mlock"))
+}
+
+/// Unlocks the pages covering `[addr, addr + len)` (`munlock(2)`): they may
+/// be swapped out again.
+///
+/// Errors: `ENOMEM` if part of the range is not mapped.
+///
+/// Safe: unlocking changes neither the bytes nor the mappings of the range.
+///
+/// # Examples
+///
+/// ```
+/// use dmabridge::sys::vm::unlock;
+/// let data = vec![1u8; 4096];
+/// unlock(data.as_ptr() as usize, data.len())?; // unlocking unlocked pages is fine
+/// # Ok::<(), dmabridge::sys::OsError>(())
+/// ```
+pub fn unlock(addr: usize, len: usize) -> OsResult<()> {
+    // SAFETY: as in `lock`: munlock changes no byte and no mapping.
+    unsafe { rustix::mm::munlock(addr as *mut _, len) }.map_err(OsError::tag("munlock"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_hole_between_two_mappings_is_not_mapped() {
+        let page = crate::sys::page_size();
+        // Three anonymous pages, the middle one unmapped.
+        // SAFETY: a fresh private anonymous mapping that nothing else uses.
+        let p = unsafe {
+            rustix::mm::mmap_anonymous(
+                std::ptr::null_mut(),
+                3 * page,
+                rustix::mm::ProtFlags::READ | rustix::mm::ProtFlags::WRITE,
+                rustix::mm::MapFlags::PRIVATE,
+            )
+        }
+        .unwrap() as usize;
+        // SAFETY: the middle page of our own mapping.
+        unsafe { rustix::mm::munmap((p + page) as *mut _, page) }.unwrap();
+        assert!(mapped(p, page).unwrap().is_some());
+        assert!(mapped(p + 2 * page, page).unwrap().is_some());
+        assert_eq!(mapped(p, 3 * page).unwrap(), None);
+        assert_eq!(mapped(p + page - 1, 2).unwrap(), None);
+        // SAFETY: the two remaining pages of our own mapping.
+        unsafe {
+            rustix::mm::munmap(p as *mut _, page).unwrap();
+            rustix::mm::munmap((p + 2 * page) as *mut _, page).unwrap();
+        }
+    }
+
+    #[test]
+    fn a_read_only_mapping_says_so() {
+        let page = crate::sys::page_size();
+        // SAFETY: a fresh private anonymous mapping that nothing else uses.
+        let p = unsafe {
+            rustix::mm::mmap_anonymous(
+                std::ptr::null_mut(),
+                page,
+                rustix::mm::ProtFlags::READ,
+                rustix::mm::MapFlags::PRIVATE,
+            )
+        }
+        .unwrap() as usize;
+        assert_eq!(mapped(p, page).unwrap(), Some(RangeAccess { read: true, write: false }));
+        // SAFETY: our own mapping.
+        unsafe { rustix::mm::munmap(p as *mut _, page) }.unwrap();
+    }
+}
