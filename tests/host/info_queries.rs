@@ -120,6 +120,8 @@ fn platform_answers() {
     if udmabuf_opens() {
         want.push("cl_dmabridge_dma_buf_export");
     }
+    // Import works on every host-unified device, so on the CPU device here.
+    want.extend(["cl_arm_import_memory", "cl_arm_import_memory_host", "cl_arm_import_memory_dma_buf"]);
     assert_eq!(list, want, "only what works here: {ext:?}");
     // CL_PLATFORM_EXTENSIONS_WITH_VERSION: the same names, 1.0.0 each.
     let with = plat(pp::EXTENSIONS_WITH_VERSION);
@@ -304,7 +306,9 @@ fn cpu_device_values() {
     assert!(text(&dev(&d, dp::VERSION)).starts_with("OpenCL 3.0"));
     let ext = text(&dev(&d, dp::EXTENSIONS));
     assert!(ext.split(' ').any(|e| e == "cl_intel_unified_shared_memory"), "{ext:?}");
-    assert!(!ext.contains("cl_arm_import_memory") && !ext.contains("cl_amd_bus_addressable_memory"));
+    assert!(!ext.contains("cl_amd_bus_addressable_memory"));
+    let import = ["cl_arm_import_memory", "cl_arm_import_memory_host", "cl_arm_import_memory_dma_buf"];
+    assert!(import.iter().all(|i| ext.split(' ').any(|e| e == *i)), "{ext:?}");
     assert_eq!(u32_of(&dev(&d, dp::ADDRESS_BITS)), 64);
     assert!(text(&dev(&d, dp::OPENCL_C_VERSION)).starts_with("OpenCL C 1.2"));
     assert_eq!(

@@ -149,9 +149,10 @@ fn platform_and_device_through_the_loader() {
     assert!(u32::from(device::get_device_info(d, CL_DEVICE_ADDRESS_BITS).unwrap()) == 64);
     let dext = str_info(device::get_device_info(d, CL_DEVICE_EXTENSIONS).unwrap());
     assert!(dext.split(' ').any(|e| e == "cl_intel_unified_shared_memory"), "{dext}");
-    // Extensions not built yet are not advertised.
-    for e in ["cl_amd_bus_addressable_memory", "cl_arm_import_memory"] {
-        assert!(!ext.split(' ').chain(dext.split(' ')).any(|x| x == e), "{e} advertised");
+    // Extensions not built yet are not advertised; the import ones are.
+    assert!(!ext.split(' ').chain(dext.split(' ')).any(|x| x == "cl_amd_bus_addressable_memory"));
+    for e in ["cl_arm_import_memory", "cl_arm_import_memory_host", "cl_arm_import_memory_dma_buf"] {
+        assert!(ext.split(' ').any(|x| x == e) && dext.split(' ').any(|x| x == e), "{e} not advertised");
     }
 }
 

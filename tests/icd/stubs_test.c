@@ -1,7 +1,7 @@
 /* C tests of the entry points that answer an error rather than work, through
  * the real loader (-lOpenCL, OCL_ICD_VENDORS=<dmabridge.icd>):
- *  - extensions of the seeds not built yet (cl_amd_bus_addressable_memory in
- *    AMD's header order, cl_arm_import_memory from Khronos CL/cl_ext.h): the
+ *  - the extension of the seeds not built yet (cl_amd_bus_addressable_memory
+ *    in AMD's header order): the
  *    entry points resolve through clGetExtensionFunctionAddressForPlatform,
  *    are not advertised, validate their first handle and answer
  *    CL_INVALID_OPERATION for a valid one;
@@ -31,10 +31,6 @@ typedef cl_int(CL_API_CALL *clEnqueueMakeBuffersResidentAMD_fn)(cl_command_queue
                                                                 cl_bus_address_amd *, cl_uint, const cl_event *,
                                                                 cl_event *);
 
-/* The type of Khronos CL/cl_ext.h's prototype (Debian's header has no _fn
-   typedef for it; __typeof__ takes the header's own signature without
-   referencing the symbol, which the loader does not export). */
-typedef __typeof__(&clImportMemoryARM) import_arm_fn;
 
 static cl_platform_id platform;
 static cl_device_id device;
@@ -59,9 +55,9 @@ static int has_word(const char *list, const char *word) {
 static void test_unbuilt_not_advertised(void) {
     char ext[4096] = {0};
     CHECK_ERR(clGetPlatformInfo(platform, CL_PLATFORM_EXTENSIONS, sizeof ext, ext, NULL), CL_SUCCESS);
-    CHECK(!has_word(ext, "cl_amd_bus_addressable_memory") && !has_word(ext, "cl_arm_import_memory"));
+    CHECK(!has_word(ext, "cl_amd_bus_addressable_memory"));
     CHECK_ERR(clGetDeviceInfo(device, CL_DEVICE_EXTENSIONS, sizeof ext, ext, NULL), CL_SUCCESS);
-    CHECK(!has_word(ext, "cl_amd_bus_addressable_memory") && !has_word(ext, "cl_arm_import_memory"));
+    CHECK(!has_word(ext, "cl_amd_bus_addressable_memory"));
     CHECK(has_word(ext, "cl_intel_unified_shared_memory"));
 }
 
@@ -91,24 +87,6 @@ static void test_amd_bus_addressable_entry_points(void) {
     CHECK_ERR(clReleaseCommandQueue(q2), CL_SUCCESS);
     CHECK_ERR(wait_signal(q2, buf, 1, 0, NULL, NULL), CL_INVALID_COMMAND_QUEUE);
     clReleaseMemObject(buf);
-}
-
-static void test_arm_import_entry_point(void) {
-    import_arm_fn import =
-        (import_arm_fn)clGetExtensionFunctionAddressForPlatform(platform, "clImportMemoryARM");
-    CHECK(import != NULL);
-    if (!import) return;
-    static char host[4096];
-    cl_import_properties_arm props[] = {CL_IMPORT_TYPE_ARM, CL_IMPORT_TYPE_HOST_ARM, 0};
-    cl_int err = 1;
-    CHECK(import(ctx, CL_MEM_READ_WRITE, props, host, sizeof host, &err) == NULL);
-    CHECK(err == CL_INVALID_OPERATION);
-    CHECK(import(ctx, CL_MEM_READ_WRITE, props, host, sizeof host, NULL) == NULL);
-    err = 1;
-    CHECK(import(NULL, CL_MEM_READ_WRITE, props, host, sizeof host, &err) == NULL && err == CL_INVALID_CONTEXT);
-    err = 1;
-    CHECK(import((cl_context)queue, CL_MEM_READ_WRITE, props, host, sizeof host, &err) == NULL &&
-          err == CL_INVALID_CONTEXT);
 }
 
 /* Core entry points that are not supported: the invalid-handle code for an
@@ -201,7 +179,6 @@ int main(void) {
     } tests[] = {
         {"unbuilt_extensions_not_advertised", test_unbuilt_not_advertised},
         {"amd_bus_addressable_entry_points", test_amd_bus_addressable_entry_points},
-        {"arm_import_entry_point", test_arm_import_entry_point},
         {"unsupported_core_valid_and_invalid_handles", test_unsupported_core_valid_and_invalid_handles},
         {"program_with_binary", test_program_with_binary},
     };

@@ -215,10 +215,10 @@ extensions! {
         => api::export::clGetMemAllocDmaBufInfoDMABRIDGE,
     clGetMemObjectDmaBufInfoDMABRIDGE: api::export::clGetMemObjectDmaBufInfoDMABRIDGE_fn
         => api::export::clGetMemObjectDmaBufInfoDMABRIDGE,
+    clImportMemoryARM: clImportMemoryARM_fn => api::import::clImportMemoryARM,
     // Not built yet (not advertised): CL_INVALID_OPERATION for a valid handle.
     clEnqueueWaitSignalAMD: api::unbuilt::clEnqueueWaitSignalAMD_fn => api::unbuilt::clEnqueueWaitSignalAMD,
     clEnqueueWriteSignalAMD: api::unbuilt::clEnqueueWriteSignalAMD_fn => api::unbuilt::clEnqueueWriteSignalAMD,
     clEnqueueMakeBuffersResidentAMD: api::unbuilt::clEnqueueMakeBuffersResidentAMD_fn
         => api::unbuilt::clEnqueueMakeBuffersResidentAMD,
-    clImportMemoryARM: clImportMemoryARM_fn => api::unbuilt::clImportMemoryARM,
 }

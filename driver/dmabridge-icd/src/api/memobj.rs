@@ -59,8 +59,18 @@ fn new_buffer(
     // touches it only while mapped; with COPY_HOST_PTR it is readable now.
     // SAFETY: that contract is `Buffer::create`'s.
     let buffer = unsafe { Buffer::create(&ctx.inner.ctx, flags, size, host_ptr.cast()) }.cl()?;
-    let obj = MemObj { buffer, context: ctx, parent: None, properties };
-    Ok(handles::into_handle(handles::new_object(obj)).cast())
+    Ok(buffer_handle(buffer, ctx, properties))
+}
+
+/// The handle of a new buffer (not a sub-buffer) of `context`, with its
+/// `CL_MEM_PROPERTIES`.
+pub(crate) fn buffer_handle(
+    buffer: Arc<Buffer>,
+    context: Arc<Obj<ContextObj>>,
+    properties: Vec<cl_mem_properties>,
+) -> cl_mem {
+    let obj = MemObj { buffer, context, parent: None, properties };
+    handles::into_handle(handles::new_object(obj)).cast()
 }
 
 /// `clCreateBuffer`.

@@ -7,6 +7,7 @@ pub mod context;
 pub mod device;
 pub mod event;
 pub mod export;
+pub mod import;
 pub mod kernel;
 pub mod memobj;
 pub mod platform;

@@ -1,6 +1,6 @@
 //! Entry points of the seeds' extensions that the runtime does not offer yet:
 //! `cl_amd_bus_addressable_memory` (in AMD's header order, not the text's
-//! section 5.4.4 typo) and `cl_arm_import_memory` (Khronos `CL/cl_ext.h`).
+//! section 5.4.4 typo).
 //! They are reachable through `clGetExtensionFunctionAddressForPlatform`
 //! with the public headers' signatures, so that an application that looks
 //! them up gets a function rather than NULL, and are not advertised in any
@@ -8,13 +8,10 @@
 //! answers its kind's `CL_INVALID_*` code), then answers
 //! `CL_INVALID_OPERATION`; none touches its other arguments.
 
-use std::ffi::c_void;
-
 use opencl_sys::*;
 
-use super::context::ContextObj;
 use super::queue::QueueObj;
-use crate::entry::{unsupported_for, unsupported_object_for};
+use crate::entry::unsupported_for;
 
 /// `cl_bus_address_amd` (AMD's `CL/cl_ext.h`).
 #[allow(non_camel_case_types)]
@@ -106,21 +103,4 @@ pub(crate) unsafe extern "C" fn clEnqueueMakeBuffersResidentAMD(
     _event: *mut cl_event,
 ) -> cl_int {
     queue_then_unsupported("clEnqueueMakeBuffersResidentAMD", command_queue)
-}
-
-/// `clImportMemoryARM`: NULL with `CL_INVALID_CONTEXT` or
-/// `CL_INVALID_OPERATION` (no import yet) in `errcode_ret`.
-pub(crate) unsafe extern "C" fn clImportMemoryARM(
-    context: cl_context,
-    _flags: cl_mem_flags,
-    _properties: *const cl_import_properties_arm,
-    _memory: *mut c_void,
-    _size: usize,
-    errcode_ret: *mut cl_int,
-) -> cl_mem {
-    // SAFETY: `errcode_ret` is NULL or writable (the C contract).
-    unsafe {
-        unsupported_object_for::<ContextObj>("clImportMemoryARM", context.cast(), CL_INVALID_OPERATION, errcode_ret)
-    }
-    .cast()
 }
