@@ -1,0 +1,309 @@
+//! `cl_arm_import_memory` (seed 004) on the guest's kernel objects and
+//! devices: dma-bufs from udmabuf and the DMA-BUF system heap imported on
+//! the CPU device (zero copy, the fd closed after import, read-only
+//! dma-bufs), and on edu behind the IOMMU: host memory and dmabridge's own
+//! exported dma-bufs zero-copy (resident in edu's domain, data checked both
+//! ways, no byte transferred), udmabuf and system-heap dma-bufs refused with
+//! a clear error (VFIO cannot pin their PFN-mapped pages), and a context
+//! with the BAR device refused (it could only use a copy).
+//!
+//! As in `buffer.rs`, each test builds the platform in a child process.
+
+use std::os::fd::AsFd;
+use std::ptr::null_mut;
+use std::sync::Arc;
+
+use dmabridge::error::ClErrorKind;
+use dmabridge::ext::arm_import::{self, import_dma_buf, import_host};
+use dmabridge::runtime::backend::bar::ENV;
+use dmabridge::runtime::buffer::map::{self, map_flags};
+use dmabridge::runtime::buffer::store::Location;
+use dmabridge::runtime::buffer::{commands, mem_flags, Buffer};
+use dmabridge::runtime::context::Context;
+use dmabridge::runtime::device::{Device, DeviceType};
+use dmabridge::runtime::event::Event;
+use dmabridge::runtime::info::device_extensions;
+use dmabridge::runtime::kernel::{self, Kernel};
+use dmabridge::runtime::platform::Platform;
+use dmabridge::runtime::queue::{Queue, QueueProps};
+use dmabridge::sys::dma_buf::DmaBuf;
+use dmabridge::sys::dma_heap::DmaHeap;
+use dmabridge::sys::memfd::{Memfd, Seals};
+use dmabridge::sys::mmap::Access;
+use dmabridge::sys::udmabuf::Udmabuf;
+use dmabridge_tests::{err_kind, run_in_child, IVSHMEM};
+use rustix::fs::OFlags;
+
+fn in_child(name: &str, bar: Option<&str>) {
+    run_in_child(&format!("arm_import::{name}"), &[(ENV, bar)]);
+}
+
+fn pattern(len: usize, seed: u8) -> Vec<u8> {
+    (0..len).map(|i| (i as u8).wrapping_mul(seed).wrapping_add(seed)).collect()
+}
+
+fn edu(p: &Platform) -> Arc<Device> {
+    let edu = p.devices().iter().find(|d| d.device_type == DeviceType::Accelerator && d.host_unified_memory);
+    edu.cloned().unwrap_or_else(|| panic!("no edu device: {:?}, skipped {:?}", p.devices(), p.skipped()))
+}
+
+fn queue(ctx: &Arc<Context>, d: &Arc<Device>) -> Arc<Queue> {
+    Queue::new(ctx, d, QueueProps::default()).unwrap()
+}
+
+fn read(q: &Arc<Queue>, b: &Arc<Buffer>) -> Vec<u8> {
+    let mut out = vec![0u8; b.size()];
+    // SAFETY: blocking read into `out`.
+    unsafe { commands::enqueue_read_buffer(q, b, true, 0, b.size(), out.as_mut_ptr(), &[]) }.unwrap();
+    out
+}
+
+fn write(q: &Arc<Queue>, b: &Arc<Buffer>, offset: usize, data: &[u8]) -> Result<Event, dmabridge::error::ClError> {
+    // SAFETY: blocking write from `data`.
+    unsafe { commands::enqueue_write_buffer(q, b, true, offset, data.len(), data.as_ptr(), &[]) }
+}
+
+/// No byte of the buffer was moved or allocated anywhere.
+fn zero_copy(b: &Buffer, devices: &[&Arc<Device>]) {
+    let locs = std::iter::once(Location::Host).chain(devices.iter().map(|d| Location::Device(d.index)));
+    for loc in locs {
+        let s = b.stats(loc);
+        assert_eq!((s.bytes_in, s.bytes_out, s.bytes_allocated), (0, 0, 0), "{loc:?}: {s:?}");
+    }
+}
+
+/// A udmabuf dma-buf over a fresh memfd of `pages` pages holding `data`.
+fn udmabuf_with(pages: usize, data: &[u8]) -> (Memfd, DmaBuf) {
+    let len = pages * 4096;
+    let m = Memfd::create(c"import-test", len as u64).unwrap();
+    m.add_seals(Seals::SHRINK).unwrap();
+    m.map(0, len, Access::Write).unwrap().write_bytes(0, data);
+    let d = Udmabuf::open().unwrap().create(m.as_fd(), 0, len as u64).unwrap();
+    (m, d)
+}
+
+#[test]
+fn cpu_device_imports_a_udmabuf_in_place() {
+    in_child("child_cpu_device_imports_a_udmabuf_in_place", None);
+}
+
+#[test]
+#[ignore = "run in a child process"]
+fn child_cpu_device_imports_a_udmabuf_in_place() {
+    let p = Platform::get();
+    let cpu = p.cpu().clone();
+    let ctx = Context::new(std::slice::from_ref(&cpu)).unwrap();
+    let q = queue(&ctx, &cpu);
+    const N: usize = 3 * 4096;
+    let (memfd, dmabuf) = udmabuf_with(3, &pattern(N, 3));
+    // Larger than the dma-buf: CL_INVALID_VALUE; smaller is fine.
+    assert_eq!(err_kind(import_dma_buf(&ctx, 0, dmabuf.as_fd(), N + 1)), ClErrorKind::InvalidValue);
+    let small = import_dma_buf(&ctx, 0, dmabuf.as_fd(), 100).unwrap();
+    assert_eq!(read(&q, &small), pattern(N, 3)[..100]);
+    let b = import_dma_buf(&ctx, mem_flags::READ_WRITE, dmabuf.as_fd(), N).unwrap();
+    drop(dmabuf); // the application closes its fd: the buffer has its own
+    assert_eq!(b.flags(), mem_flags::READ_WRITE);
+    assert_eq!(read(&q, &b), pattern(N, 3));
+    // Writes, fills and maps reach the memfd's pages: the dma-buf's own.
+    write(&q, &b, 5000, b"through the import").unwrap();
+    Event::wait(&[commands::enqueue_fill_buffer(&q, &b, &[9; 4], 8192, 64, &[]).unwrap()]).unwrap();
+    let view = memfd.map(0, N, Access::Read).unwrap();
+    let mut got = [0u8; 18];
+    view.read_bytes(5000, &mut got);
+    assert_eq!(&got, b"through the import");
+    assert_eq!(view.read_u32(8192 + 60), u32::from_ne_bytes([9; 4]));
+    let (m, _) = map::enqueue_map_buffer(&q, &b, true, map_flags::WRITE, 0, 16).unwrap();
+    // SAFETY: mapped for writing, 16 bytes, until unmapped.
+    unsafe { m.as_ptr().write_bytes(0x77, 16) };
+    Event::wait(&[map::enqueue_unmap_mem_object(&q, &b, m.as_ptr(), &[]).unwrap()]).unwrap();
+    assert_eq!(view.read_u32(12), 0x7777_7777);
+    // A kernel on the CPU device, from one import into another.
+    let (_m2, other) = udmabuf_with(3, &[0; 16]);
+    let dst = import_dma_buf(&ctx, 0, other.as_fd(), N).unwrap();
+    let k = Kernel::builtin(&ctx, &cpu, "copy_bytes").unwrap();
+    k.set_arg_buffer(0, &dst).unwrap();
+    k.set_arg_buffer(1, &b).unwrap();
+    k.set_arg_scalar(2, &(N as u64).to_ne_bytes()).unwrap();
+    // SAFETY: both buffers hold N bytes.
+    Event::wait(&[unsafe { kernel::enqueue_task(&q, &k, &[]) }.unwrap()]).unwrap();
+    assert_eq!(read(&q, &dst), read(&q, &b));
+    zero_copy(&b, &[&cpu]);
+    zero_copy(&dst, &[&cpu]);
+}
+
+#[test]
+fn a_read_only_heap_dma_buf_makes_a_read_only_buffer() {
+    in_child("child_a_read_only_heap_dma_buf_makes_a_read_only_buffer", None);
+}
+
+#[test]
+#[ignore = "run in a child process"]
+fn child_a_read_only_heap_dma_buf_makes_a_read_only_buffer() {
+    let p = Platform::get();
+    let cpu = p.cpu().clone();
+    let ctx = Context::new(std::slice::from_ref(&cpu)).unwrap();
+    let q = queue(&ctx, &cpu);
+    let heap = DmaHeap::open("system").unwrap();
+    let rw = heap.alloc(8192).unwrap();
+    rw.map(Access::ReadWrite).unwrap().write_bytes(0, b"frame bytes");
+    // The same kind of buffer, opened read-only by its exporter.
+    let ro = heap.alloc_with_flags(8192, (OFlags::RDONLY | OFlags::CLOEXEC).bits(), 0).unwrap();
+    assert_eq!(ro.access_mode().unwrap(), Access::Read);
+    let b = import_dma_buf(&ctx, mem_flags::READ_WRITE, ro.as_fd(), 8192).unwrap();
+    assert_eq!(b.flags(), mem_flags::READ_ONLY | mem_flags::HOST_READ_ONLY, "the dma-buf's mode wins");
+    assert_eq!(read(&q, &b), vec![0; 8192]);
+    assert_eq!(err_kind(write(&q, &b, 0, &[1])), ClErrorKind::InvalidOperation);
+    assert_eq!(err_kind(commands::enqueue_fill_buffer(&q, &b, &[1], 0, 8, &[])), ClErrorKind::InvalidOperation);
+    let src = import_dma_buf(&ctx, 0, rw.as_fd(), 8192).unwrap();
+    assert_eq!(src.flags(), mem_flags::READ_WRITE);
+    let copy = commands::enqueue_copy_buffer(&q, &src, &b, 0, 0, 8, &[]);
+    assert_eq!(err_kind(copy), ClErrorKind::InvalidOperation);
+    assert_eq!(err_kind(map::enqueue_map_buffer(&q, &b, true, map_flags::WRITE, 0, 8)), ClErrorKind::InvalidOperation);
+    // Read from the heap buffer into... itself read-write import: fine.
+    Event::wait(&[commands::enqueue_copy_buffer(&q, &b, &src, 0, 100, 16, &[]).unwrap()]).unwrap();
+    assert_eq!(read(&q, &src)[..11], *b"frame bytes");
+    assert_eq!(read(&q, &src)[100..116], [0; 16]);
+    let (m, _) = map::enqueue_map_buffer(&q, &b, true, map_flags::READ, 0, 8).unwrap();
+    map::enqueue_unmap_mem_object(&q, &b, m.as_ptr(), &[]).unwrap();
+    q.finish().unwrap();
+    zero_copy(&b, &[&cpu]);
+}
+
+#[test]
+fn edu_uses_imported_host_memory_in_place() {
+    in_child("child_edu_uses_imported_host_memory_in_place", None);
+}
+
+#[test]
+#[ignore = "run in a child process"]
+fn child_edu_uses_imported_host_memory_in_place() {
+    let p = Platform::get();
+    let (cpu, edu) = (p.cpu().clone(), edu(p));
+    let domain = edu.dma_domain().expect("edu sits in a DMA domain");
+    let ctx = Context::new(&[cpu.clone(), edu.clone()]).unwrap();
+    let (qc, qe) = (queue(&ctx, &cpu), queue(&ctx, &edu));
+    const N: usize = 4096;
+    // An unaligned range of ordinary process memory: the two pages around it.
+    let mut mem = pattern(3 * N, 5);
+    let p0 = mem.as_mut_ptr().wrapping_add(N / 2);
+    // SAFETY: `mem` outlives the buffer and is only read back after it ends.
+    let b = unsafe { import_host(&ctx, 0, p0, N) }.unwrap();
+    assert_eq!(b.linked(&edu), Some(true));
+    assert!(domain.resident_iova(p0 as usize, N).is_some(), "resident in edu's domain at import");
+    let before = pattern(3 * N, 5);
+    // edu reads by DMA straight from the memory, and writes into it.
+    assert_eq!(read(&qe, &b), before[N / 2..N / 2 + N]);
+    write(&qe, &b, 0, &pattern(N, 11)).unwrap();
+    assert_eq!(read(&qc, &b), pattern(N, 11));
+    zero_copy(&b, &[&cpu, &edu]);
+    drop(b);
+    assert!(domain.resident_iova(p0 as usize, N).is_none(), "released: evicted");
+    assert_eq!(mem[N / 2..N / 2 + N], pattern(N, 11)[..], "edu wrote the application's memory");
+    assert_eq!(mem[..N / 2], before[..N / 2]);
+}
+
+#[test]
+fn edu_uses_a_dma_buf_dmabridge_exported_in_place() {
+    in_child("child_edu_uses_a_dma_buf_dmabridge_exported_in_place", None);
+}
+
+#[test]
+#[ignore = "run in a child process"]
+fn child_edu_uses_a_dma_buf_dmabridge_exported_in_place() {
+    let p = Platform::get();
+    let (cpu, edu) = (p.cpu().clone(), edu(p));
+    let domain = edu.dma_domain().expect("edu sits in a DMA domain");
+    let ctx = Context::new(&[cpu.clone(), edu.clone()]).unwrap();
+    let (qc, qe) = (queue(&ctx, &cpu), queue(&ctx, &edu));
+    const N: usize = 4096;
+    // The exporter: a buffer of another context (CPU only), as a producer would.
+    let producer = Context::new(std::slice::from_ref(&cpu)).unwrap();
+    let qp = queue(&producer, &cpu);
+    // SAFETY: no host pointer.
+    let src = unsafe { Buffer::create(&producer, mem_flags::ALLOC_HOST_PTR, N, null_mut()) }.unwrap();
+    write(&qp, &src, 0, &pattern(N, 13)).unwrap();
+    let dmabuf = src.export_dmabuf(&Udmabuf::open().unwrap()).unwrap();
+    let residents_before = domain.residents().len();
+    let b = import_dma_buf(&ctx, 0, dmabuf.as_fd(), N).unwrap();
+    drop(dmabuf);
+    assert_eq!(domain.residents().len(), residents_before + 1, "resident for edu (the memfd pages pinned)");
+    // edu by DMA, both ways, on the exporter's very pages.
+    assert_eq!(read(&qe, &b), pattern(N, 13));
+    write(&qe, &b, 0, &pattern(N, 17)).unwrap();
+    assert_eq!(read(&qp, &src), pattern(N, 17), "the producer sees edu's bytes: the same pages");
+    assert_eq!(read(&qc, &b), pattern(N, 17));
+    zero_copy(&b, &[&cpu, &edu]);
+    drop(b);
+    assert_eq!(domain.residents().len(), residents_before, "evicted with the buffer");
+
+    // Once the exporting buffer is gone, its pages are no longer the memfd's
+    // (handed back): the dma-buf is an ordinary udmabuf for edu, refused.
+    let dmabuf = src.export_dmabuf(&Udmabuf::open().unwrap()).unwrap();
+    drop(src);
+    let e = import_dma_buf(&ctx, 0, dmabuf.as_fd(), N).unwrap_err();
+    assert_eq!(e.kind, ClErrorKind::InvalidOperation, "{e}");
+    // ... while the CPU device still uses it in place, with its last bytes.
+    let cpu_only = Context::new(std::slice::from_ref(&cpu)).unwrap();
+    let b = import_dma_buf(&cpu_only, 0, dmabuf.as_fd(), N).unwrap();
+    assert_eq!(read(&queue(&cpu_only, &cpu), &b), pattern(N, 17));
+}
+
+#[test]
+fn edu_refuses_dma_bufs_it_cannot_reach_without_a_copy() {
+    in_child("child_edu_refuses_dma_bufs_it_cannot_reach_without_a_copy", None);
+}
+
+#[test]
+#[ignore = "run in a child process"]
+fn child_edu_refuses_dma_bufs_it_cannot_reach_without_a_copy() {
+    let p = Platform::get();
+    let (cpu, edu) = (p.cpu().clone(), edu(p));
+    let domain = edu.dma_domain().expect("edu sits in a DMA domain");
+    let ctx = Context::new(&[cpu.clone(), edu.clone()]).unwrap();
+    let (residents, iova) = (domain.residents().len(), domain.iova_allocated_bytes());
+    // A udmabuf of someone else's memfd: its mapping is PFN-mapped.
+    let (_memfd, foreign) = udmabuf_with(1, b"foreign");
+    let e = import_dma_buf(&ctx, 0, foreign.as_fd(), 4096).unwrap_err();
+    assert_eq!(e.kind, ClErrorKind::InvalidOperation);
+    let msg = e.to_string();
+    assert!(msg.contains(&edu.name) && msg.contains("udmabuf") && msg.contains("copy"), "{msg}");
+    // The system heap's too.
+    let heap = DmaHeap::open("system").unwrap().alloc(4096).unwrap();
+    let e = import_dma_buf(&ctx, 0, heap.as_fd(), 4096).unwrap_err();
+    assert_eq!(e.kind, ClErrorKind::InvalidOperation);
+    assert!(e.to_string().contains(&edu.name), "{e}");
+    // Nothing stays resident or reserved after the refusals.
+    assert_eq!((domain.residents().len(), domain.iova_allocated_bytes()), (residents, iova));
+    // The same dma-bufs work on the CPU device alone.
+    let cpu_only = Context::new(std::slice::from_ref(&cpu)).unwrap();
+    let b = import_dma_buf(&cpu_only, 0, foreign.as_fd(), 4096).unwrap();
+    assert_eq!(read(&queue(&cpu_only, &cpu), &b)[..7], *b"foreign");
+}
+
+#[test]
+fn a_context_with_the_bar_device_refuses_imports() {
+    in_child("child_a_context_with_the_bar_device_refuses_imports", Some(&format!("{IVSHMEM},bar=2")));
+}
+
+#[test]
+#[ignore = "run in a child process"]
+fn child_a_context_with_the_bar_device_refuses_imports() {
+    let p = Platform::get();
+    let bar = p.devices().iter().find(|d| d.local_memory().is_some()).cloned().expect("the BAR device");
+    let cpu = p.cpu().clone();
+    let ctx = Context::new(&[cpu.clone(), bar.clone()]).unwrap();
+    let mut mem = vec![0u8; 4096];
+    // SAFETY: refused before any use of the memory.
+    let e = unsafe { import_host(&ctx, 0, mem.as_mut_ptr(), 4096) }.unwrap_err();
+    assert_eq!(e.kind, ClErrorKind::InvalidOperation);
+    assert!(e.to_string().contains(&bar.name), "names the device: {e}");
+    let (_memfd, d) = udmabuf_with(1, b"x");
+    let e = import_dma_buf(&ctx, 0, d.as_fd(), 4096).unwrap_err();
+    assert_eq!(e.kind, ClErrorKind::InvalidOperation);
+    // The BAR device does not report the import extensions; the others do.
+    let names = |d: &Device| device_extensions(d).into_iter().map(|e| e.name).collect::<Vec<_>>();
+    assert!(!names(&bar).iter().any(|n| n.starts_with("cl_arm_import_memory")), "{:?}", names(&bar));
+    for d in p.devices().iter().filter(|d| d.host_unified_memory) {
+        assert!(names(d).iter().any(|n| n == arm_import::DMA_BUF_EXTENSION), "{}", d.name);
+    }
+}
