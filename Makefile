@@ -7,8 +7,9 @@ SHELL      := /bin/bash
 CARGO      ?= cargo
 RIG        := qemu/run-in-guest
 # The guest tests' machine: edu 00:10.0 and ivshmem 00:08.0 bound to vfio-pci,
-# edu 00:11.0 left unbound (for the "not bound" cases), vgem loaded.
-GUEST_RIG  := --edu 2 --bind 0000:00:10.0 --bind 0000:00:08.0 --module vgem
+# edu 00:11.0 left unbound (for the "not bound" cases), vgem and vivid
+# (V4L2 capture /dev/video0 and output /dev/video1, vmalloc buffers) loaded.
+GUEST_RIG  := --edu 2 --bind 0000:00:10.0 --bind 0000:00:08.0 --module vgem --module vivid
 LOGS       := target/test-logs
 
 .PHONY: all build deps guest demo test test-host test-icd icd install test-guest test-guest-icd test-guest-doc test-rig lint bench fuzz clean-guest

@@ -19,6 +19,7 @@
 pub mod error;
 pub mod ext;
 pub mod memory;
+pub mod pipeline;
 pub mod runtime;
 pub mod sys;
 

@@ -26,6 +26,7 @@ pub mod pci;
 pub mod probe;
 pub mod udmabuf;
 pub mod uring;
+pub mod v4l2;
 pub mod vfio;
 pub mod vm;
 

@@ -1,0 +1,299 @@
+//! The zero-copy capture pipeline against the kernel's vivid driver (the
+//! guest suite loads it with `--module vivid`: one instance, vmalloc
+//! allocator, capture `/dev/video0`, output `/dev/video1`).
+//!
+//! Frame content is checked at known pixels: vivid's 640x480 YUYV test
+//! pattern is 75% BT.601 colour bars, whose centres on line 240 have fixed
+//! (Y, U, V) values; frame sequence numbers must increase. That dmabridge
+//! copied no frame byte is counted: the buffers' per-location transfer
+//! counters stay 0, and USM frames show the driver's bytes at their own
+//! address.
+
+use std::os::fd::{AsFd, OwnedFd};
+use std::sync::Arc;
+use std::time::Duration;
+
+use dmabridge::ext::{dma_buf_export, usm};
+use dmabridge::pipeline::capture::{
+    find_capture_device, find_output_beside, hdmi_loopback, Converter, FrameMemory, PipelineError, Stream, StreamConfig,
+};
+use dmabridge::runtime::context::Context;
+use dmabridge::runtime::kernel::yuv_to_rgb;
+use dmabridge::sys::dma_buf::{DmaBuf, SyncDir};
+use dmabridge::sys::mmap::Access;
+use dmabridge::sys::v4l2::{Dequeued, VideoDevice};
+use dmabridge_tests::{cpu_context, require_guest, Resources};
+
+const TIMEOUT: Duration = Duration::from_secs(20);
+const W: u32 = 640;
+const H: u32 = 480;
+
+/// vivid's 75% colour bars: the (Y, U, V) at the centre of each bar, on
+/// line 240 of a 640x480 YUYV frame.
+const BARS: [(&str, [u8; 3]); 8] = [
+    ("white", [179, 128, 128]),
+    ("yellow", [160, 44, 141]),
+    ("cyan", [130, 156, 44]),
+    ("green", [111, 72, 58]),
+    ("magenta", [83, 183, 197]),
+    ("red", [64, 99, 211]),
+    ("blue", [34, 211, 114]),
+    ("black", [16, 128, 128]),
+];
+
+/// Byte offset of pixel pair (x, 240) in a YUYV frame, x even.
+fn bar_offset(i: usize) -> usize {
+    let x = (W as usize / 8) * i + W as usize / 16;
+    (240 * W as usize + x) * 2
+}
+
+#[track_caller]
+fn assert_bars_yuyv(yuyv: &[u8], what: &str) {
+    for (i, (name, [y, u, v])) in BARS.iter().enumerate() {
+        let o = bar_offset(i);
+        let got = [yuyv[o], yuyv[o + 1], yuyv[o + 3]];
+        assert_eq!(got, [*y, *u, *v], "{what}: the {name} bar's (Y, U, V) on line 240");
+    }
+}
+
+#[track_caller]
+fn assert_bars_rgba(rgba: &[u8], what: &str) {
+    for (i, (name, [y, u, v])) in BARS.iter().enumerate() {
+        let o = bar_offset(i) * 2;
+        let [r, g, b] = yuv_to_rgb(*y, *u, *v);
+        assert_eq!(rgba[o..o + 4], [r, g, b, 255], "{what}: the {name} bar in RGBA");
+    }
+}
+
+/// The bytes of a dequeued frame, read through its dma-buf's own mapping.
+fn frame_bytes(dmabuf: &DmaBuf, len: usize) -> Vec<u8> {
+    let map = dmabuf.map(Access::Read).unwrap();
+    let mut out = vec![0; len];
+    let cpu = dmabuf.cpu_access(SyncDir::Read).unwrap();
+    map.read_bytes(0, &mut out);
+    cpu.end().unwrap();
+    out
+}
+
+fn vivid_capture() -> VideoDevice {
+    let dev = find_capture_device(None).expect("the guest suite loads vivid (--module vivid)");
+    assert_eq!(dev.capability().driver, "vivid", "{}", dev.path().display());
+    dev
+}
+
+/// Captures `n` frames into `memory`, checking each one's bars in YUYV and,
+/// converted on a dmabridge queue, in RGBA; returns the sequence numbers.
+fn capture_and_check(ctx: &Arc<Context>, memory: FrameMemory, n: usize) -> Vec<u32> {
+    let cfg = StreamConfig { fps: Some(60), memory, ..StreamConfig::default() };
+    let mut stream = Stream::capture(ctx, vivid_capture(), &cfg).unwrap();
+    let f = stream.format();
+    assert_eq!((f.width, f.height, f.bytes_per_line, f.size_image), (W, H, W * 2, W * H * 2));
+    let mut converter = Converter::new(ctx, &f).unwrap();
+    stream.queue_all().unwrap();
+    stream.start().unwrap();
+    let mut seqs = Vec::new();
+    for _ in 0..n {
+        let d: Dequeued = stream.dequeue(TIMEOUT).unwrap();
+        assert_eq!(d.bytes_used, f.size_image, "{memory:?}: a whole frame");
+        let frame = &stream.frames()[d.index as usize];
+        let yuyv = frame_bytes(frame.dmabuf(), f.size_image as usize);
+        assert_bars_yuyv(&yuyv, &format!("{memory:?} frame {}", d.sequence));
+        if let Some(p) = frame.usm_ptr() {
+            // SAFETY: the frame is dequeued (the driver does not write it)
+            // and is a USM allocation of `len` bytes that lives as long as
+            // the stream.
+            let at_ptr = unsafe { std::slice::from_raw_parts(p as *const u8, yuyv.len()) };
+            assert!(at_ptr == yuyv, "{memory:?}: the driver's bytes are at the USM allocation itself");
+        }
+        let rgba = converter.convert(&stream, d.index).unwrap();
+        assert_bars_rgba(rgba, &format!("{memory:?} frame {} converted", d.sequence));
+        seqs.push(d.sequence);
+        stream.queue(d.index).unwrap();
+    }
+    assert!(seqs.windows(2).all(|w| w[0] < w[1]), "{memory:?}: sequence numbers increase: {seqs:?}");
+    assert_eq!(stream.bytes_copied(), 0, "{memory:?}: dmabridge moved no frame byte");
+    if memory == FrameMemory::Buffer {
+        let b = stream.frames()[0].buffer().unwrap();
+        assert_eq!(b.linked(dmabridge::runtime::platform::Platform::get().cpu()), Some(true));
+    }
+    seqs
+}
+
+/// Export direction: USM host and shared allocations and buffer objects,
+/// exported as dma-bufs, are queued to vivid with `V4L2_MEMORY_DMABUF`;
+/// the driver writes the test pattern straight into them and
+/// `yuyv_to_rgba` converts it where it lies.
+#[test]
+fn vivid_captures_into_exported_usm_and_buffers() {
+    require_guest();
+    let ctx = cpu_context();
+    // The first stream opens what the process keeps (/dev/udmabuf, the
+    // queue's worker, the buffer heap); the later ones must leave nothing.
+    let mut before = None;
+    for memory in [FrameMemory::Buffer, FrameMemory::UsmHost, FrameMemory::UsmShared, FrameMemory::Buffer] {
+        let seqs = capture_and_check(&ctx, memory, 8);
+        println!("{memory:?}: frames {seqs:?}");
+        before.get_or_insert_with(Resources::now).assert_unchanged();
+    }
+}
+
+/// A second stream on a device whose queue another stream holds is refused
+/// with the busy error (EBUSY), naming the device; the first one goes on.
+#[test]
+fn a_busy_device_is_reported_as_busy() {
+    require_guest();
+    let ctx = cpu_context();
+    let mut first = Stream::capture(&ctx, vivid_capture(), &StreamConfig::default()).unwrap();
+    first.queue_all().unwrap();
+    first.start().unwrap();
+    let err = Stream::capture(&ctx, vivid_capture(), &StreamConfig::default()).unwrap_err();
+    assert!(matches!(&err, PipelineError::Busy { path, .. } if path.ends_with("video0")), "{err:?}");
+    assert!(err.to_string().contains("busy"), "{err}");
+    first.dequeue(TIMEOUT).unwrap();
+    let missing = find_capture_device(Some("/dev/video99".as_ref())).unwrap_err();
+    assert!(matches!(missing, PipelineError::Device { ref source, .. } if source.errno == rustix::io::Errno::NOENT));
+}
+
+/// Fills `len` bytes at `p` with frame `id`'s pattern (limited-range YUYV
+/// values, different in every frame and on every line).
+fn write_pattern(p: *mut u8, len: usize, id: u8) -> Vec<u8> {
+    let bytes: Vec<u8> = (0..len).map(|i| 16 + ((i / 2 + i / 1280 * 3 + id as usize * 37) % 200) as u8).collect();
+    // SAFETY: `p` is a USM allocation of at least `len` bytes that the
+    // driver does not hold (not queued).
+    unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), p, len) };
+    bytes
+}
+
+/// Output direction: frames written in dmabridge memory are consumed by
+/// vivid's output device through `V4L2_MEMORY_DMABUF`; with the HDMI
+/// output looped back to the HDMI input, the capture side (into exported
+/// buffer objects) returns exactly those bytes.
+#[test]
+fn vivid_output_consumes_dmabridge_frames_and_hdmi_loopback_returns_them() {
+    require_guest();
+    let ctx = cpu_context();
+    let capture = vivid_capture();
+    let output = find_output_beside(&capture).unwrap();
+    let timings = hdmi_loopback(&capture, &output, W, H, 60.0).unwrap();
+    assert_eq!((timings.width(), timings.height()), (W, H));
+    let out_cfg = StreamConfig { memory: FrameMemory::UsmHost, ..StreamConfig::default() };
+    let mut out = Stream::output(&ctx, output, &out_cfg).unwrap();
+    let mut cap = Stream::capture(&ctx, capture, &StreamConfig::default()).unwrap();
+    let size = out.format().size_image as usize;
+    assert_eq!(cap.format().size_image as usize, size);
+    // Frame ids 1.. are written; the bytes of each are kept to compare.
+    let mut written: Vec<Vec<u8>> = vec![Vec::new()];
+    let mut next_id = 1u8;
+    for i in 0..out.frames().len() as u32 {
+        written.push(write_pattern(out.frames()[i as usize].usm_ptr().unwrap(), size, next_id));
+        next_id += 1;
+        out.queue(i).unwrap();
+    }
+    out.start().unwrap();
+    cap.queue_all().unwrap();
+    cap.start().unwrap();
+    let mut matched = Vec::new();
+    let mut last_seq = None;
+    for _ in 0..12 {
+        let d = cap.dequeue(TIMEOUT).unwrap();
+        assert!(last_seq.is_none_or(|s| d.sequence > s), "capture sequence numbers increase");
+        last_seq = Some(d.sequence);
+        let got = frame_bytes(cap.frames()[d.index as usize].dmabuf(), size);
+        if let Some(id) = written.iter().position(|w| *w == got) {
+            matched.push(id);
+        }
+        cap.queue(d.index).unwrap();
+        // Keep the output going: refill what it consumed with a new frame.
+        let o = out.dequeue(TIMEOUT).unwrap();
+        written.push(write_pattern(out.frames()[o.index as usize].usm_ptr().unwrap(), size, next_id));
+        next_id = next_id.wrapping_add(1);
+        out.queue(o.index).unwrap();
+    }
+    println!("captured frames matching output frames {matched:?}");
+    assert!(matched.len() >= 6, "most captured frames are exactly an output frame: {matched:?}");
+    assert!(matched.windows(2).all(|w| w[0] <= w[1]), "in the order they were output: {matched:?}");
+    assert_eq!(cap.bytes_copied() + out.bytes_copied(), 0);
+}
+
+/// Cross-process: this process exports a USM allocation as a dma-buf and
+/// sends the fd over a unix socket (`SCM_RIGHTS`) to a child process (this
+/// test binary again), which maps it, checks the bytes and writes its own;
+/// they appear in the allocation here.
+#[test]
+fn a_dma_buf_crosses_processes_over_scm_rights() {
+    require_guest();
+    use rustix::net::{AddressFamily, SocketFlags, SocketType};
+    let ctx = cpu_context();
+    let p = usm::host_mem_alloc(&ctx, &[], 8192, 0).unwrap().as_ptr();
+    let pattern: Vec<u8> = (0..8192u32).map(|i| (i * 7 + 3) as u8).collect();
+    // SAFETY: an 8 KiB USM allocation of this test.
+    unsafe { std::ptr::copy_nonoverlapping(pattern.as_ptr(), p, 8192) };
+    let export = dma_buf_export::export_mem_alloc(&ctx, p, &[]).unwrap();
+    let (mine, theirs) =
+        rustix::net::socketpair(AddressFamily::UNIX, SocketType::STREAM, SocketFlags::empty(), None).unwrap();
+    let exe = std::env::current_exe().unwrap();
+    // The child's end of the socket is its stdin.
+    let child = std::process::Command::new(exe)
+        .args(["--exact", "capture::child_receives_a_dma_buf", "--ignored", "--test-threads=1", "--nocapture"])
+        .stdin(std::process::Stdio::from(theirs))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    send_fd(mine.as_fd(), export.dmabuf.as_fd());
+    drop(export);
+    let out = child.wait_with_output().unwrap();
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success() && text.contains("1 passed"), "child failed:\n{text}");
+    // SAFETY: the allocation is this test's, 8 KiB.
+    let after = unsafe { std::slice::from_raw_parts(p, 8192) };
+    assert_eq!(&after[..4096], &pattern[..4096], "the child left page 0 alone");
+    assert!(after[4096..].iter().all(|&b| b == 0xC5), "the child's writes are in this process's allocation");
+    usm::mem_free(&ctx, p).unwrap();
+}
+
+fn send_fd(sock: std::os::fd::BorrowedFd<'_>, fd: std::os::fd::BorrowedFd<'_>) {
+    use rustix::net::{SendAncillaryBuffer, SendAncillaryMessage, SendFlags};
+    let fds = [fd];
+    let mut space = [std::mem::MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
+    let mut cmsg = SendAncillaryBuffer::new(&mut space);
+    assert!(cmsg.push(SendAncillaryMessage::ScmRights(&fds)));
+    let sent = rustix::net::sendmsg(sock, &[std::io::IoSlice::new(b"F")], &mut cmsg, SendFlags::empty()).unwrap();
+    assert_eq!(sent, 1);
+}
+
+fn recv_fd(sock: std::os::fd::BorrowedFd<'_>) -> OwnedFd {
+    use rustix::net::{RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags};
+    let mut space = [std::mem::MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
+    let mut cmsg = RecvAncillaryBuffer::new(&mut space);
+    let mut byte = [0u8; 1];
+    let got =
+        rustix::net::recvmsg(sock, &mut [std::io::IoSliceMut::new(&mut byte)], &mut cmsg, RecvFlags::CMSG_CLOEXEC)
+            .unwrap();
+    assert_eq!((got.bytes, byte), (1, *b"F"));
+    let mut fds: Vec<OwnedFd> = cmsg
+        .drain()
+        .filter_map(|m| match m {
+            RecvAncillaryMessage::ScmRights(fds) => Some(fds.collect::<Vec<_>>()),
+            _ => None,
+        })
+        .flatten()
+        .collect();
+    assert_eq!(fds.len(), 1, "one fd received");
+    fds.pop().unwrap()
+}
+
+#[test]
+#[ignore = "run by a_dma_buf_crosses_processes_over_scm_rights, its socket on stdin"]
+fn child_receives_a_dma_buf() {
+    let stdin = std::io::stdin();
+    let fd = recv_fd(stdin.as_fd());
+    let dmabuf = DmaBuf::from_fd(fd).expect("the fd received is a dma-buf");
+    assert_eq!(dmabuf.size().unwrap(), 8192);
+    let bytes = frame_bytes(&dmabuf, 8192);
+    assert!(bytes.iter().enumerate().all(|(i, &b)| b == (i as u32 * 7 + 3) as u8), "the sender's bytes");
+    let map = dmabuf.map(Access::ReadWrite).unwrap();
+    let cpu = dmabuf.cpu_access(SyncDir::Write).unwrap();
+    map.write_bytes(4096, &[0xC5; 4096]);
+    cpu.end().unwrap();
+}
