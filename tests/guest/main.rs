@@ -3,6 +3,7 @@
 //! `make test-guest` (with edu 0000:00:10.0 and ivshmem 0000:00:08.0 bound to
 //! vfio-pci, edu 0000:00:11.0 left unbound, and vgem and vivid loaded).
 
+mod amd_bus;
 mod arm_import;
 mod bar_device;
 mod buffer;

@@ -3,6 +3,7 @@
 //! no VFIO. They check what works here and that what is missing is reported
 //! with a way to fix it.
 
+mod amd_bus;
 mod arm_import;
 mod buffer;
 mod buffer_commands;

@@ -138,6 +138,33 @@ fn buffer_moves_between_two_device_memories_through_the_host() {
     );
 }
 
+/// The machine of seed 002's guest tests: edu 00:10.0 (the platform's
+/// engine), edu 00:12.0 (the remote device) and ivshmem 00:08.0 bound to
+/// vfio-pci, edu 00:11.0 left unbound.
+const AMD_RIG: &[&str] =
+    &["--edu", "3", "--bind", "0000:00:10.0", "--bind", "0000:00:12.0", "--bind", "0000:00:08.0"];
+
+/// `cl_amd_bus_addressable_memory` in the guest: residency and remote DMA by
+/// bus address, IOMMU confinement, wait-signal, external physical buffers
+/// on ivshmem and write-signal (tests/guest/amd_bus.rs), then the limits
+/// (RLIMIT_MEMLOCK, IOVA space) in processes of their own, in one boot.
+#[test]
+fn amd_bus_in_the_rig() {
+    let bin = guest_tests_bin();
+    let bin = bin.to_str().unwrap();
+    let script = format!(
+        "{bin} --exact amd_bus::limits_are_named --ignored --test-threads=1 --color never && \
+         {bin} amd_bus::child_ --ignored --test-threads=1 --color never"
+    );
+    let mut args = AMD_RIG.to_vec();
+    args.extend(["--", "sh", "-c", &script]);
+    let out = rig(&args);
+    let all = format!("{}{}", text(&out.stdout), text(&out.stderr));
+    println!("{all}");
+    assert!(out.status.success(), "the guest tests of seed 002 failed:\n{all}");
+    assert!(all.contains("test result: ok. 1 passed") && all.contains("test result: ok. 4 passed"), "{all}");
+}
+
 /// Boots a guest with `rig_args` and runs the ignored guest test `path`
 /// alone in it; asserts that it passed.
 fn run_guest_test(rig_args: &[&str], path: &str) {

@@ -1,5 +1,6 @@
 //! Layer 4: the OpenCL extensions, one module per seed.
 
+pub mod amd_bus;
 pub mod arm_import;
 pub mod dma_buf_export;
 pub mod svm;

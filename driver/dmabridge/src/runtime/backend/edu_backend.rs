@@ -103,6 +103,14 @@ impl EduBackend {
         &self.domain
     }
 
+    /// Holds edu's 4 KiB buffer for a sequence of transfers through it:
+    /// copies and other users of the engine (a remote DMA by bus address,
+    /// `ext::amd_bus::RemoteDma`) take it around the two transfers of each
+    /// chunk, so that none overwrites what another staged.
+    pub(crate) fn staging(&self) -> std::sync::MutexGuard<'_, ()> {
+        self.staging.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     fn dma_error(&self, what: &str, e: EduError) -> ClError {
         ClError::new(ClErrorKind::OutOfResources, format!("{}: {what}: {e}", self.name))
     }
@@ -161,7 +169,7 @@ impl EduBackend {
         let mut done = 0;
         while done < size {
             let n = (size - done).min(BUFFER_SIZE);
-            let _staging = self.staging.lock().unwrap();
+            let _staging = self.staging();
             self.edu
                 .dma(Direction::ToDevice, src_iova + done as u64, 0, n, TRANSFER_TIMEOUT)
                 .map_err(|e| self.dma_error("reading the source", e))?;
@@ -185,6 +193,10 @@ impl Backend for EduBackend {
 
     fn pci_address(&self) -> Option<PciAddress> {
         Some(self.edu.address())
+    }
+
+    fn into_edu(self: Arc<Self>) -> Option<Arc<EduBackend>> {
+        Some(self)
     }
 
     fn max_transfer(&self) -> usize {

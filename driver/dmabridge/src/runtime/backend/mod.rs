@@ -59,6 +59,11 @@ pub trait Backend: Send + Sync + std::fmt::Debug {
     fn into_bar(self: Arc<Self>) -> Option<Arc<bar::BarBackend>> {
         None
     }
+
+    /// This backend as an [`edu_backend::EduBackend`], if it is one.
+    fn into_edu(self: Arc<Self>) -> Option<Arc<edu_backend::EduBackend>> {
+        None
+    }
 }
 
 /// Memory that belongs to a device (not host-unified), mapped into the

@@ -443,6 +443,7 @@ pub fn enqueue_copy_buffer(
 ) -> ClResult<Event> {
     check_target(queue, src, "src_buffer")?;
     check_target(queue, dst, "dst_buffer")?;
+    crate::ext::amd_bus::external::refuse_read(src, "clEnqueueCopyBuffer from src_buffer")?;
     check_wait_list(queue.context(), wait_list)?;
     check_range(src, src_offset, size, "src_buffer")?;
     check_range(dst, dst_offset, size, "dst_buffer")?;

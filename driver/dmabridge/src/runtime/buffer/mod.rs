@@ -8,6 +8,7 @@
 //! The buffer is held by `Arc`: clone to retain (`clRetainMemObject`), drop
 //! to release; a sub-buffer holds its parent.
 
+mod bus;
 pub mod commands;
 pub mod map;
 pub mod rect;
@@ -169,7 +170,9 @@ impl Buffer {
     /// device behind an IOMMU the pages it spans are mapped for the device
     /// while the buffer lives there, so they must hold no Rust reference that
     /// a device write could invalidate. With `COPY_HOST_PTR` it must be valid
-    /// for reads of `size` bytes now.
+    /// for reads of `size` bytes now. With `CL_MEM_BUS_ADDRESSABLE_AMD` or
+    /// `CL_MEM_EXTERNAL_PHYSICAL_AMD` (seed 002), the buffer is
+    /// [`crate::ext::amd_bus::create_buffer`]'s, under its contract.
     ///
     /// ```
     /// use dmabridge::runtime::buffer::{mem_flags, Buffer};
@@ -185,6 +188,10 @@ impl Buffer {
     /// ```
     pub unsafe fn create(ctx: &Arc<Context>, flags: u64, size: usize, host_ptr: *mut u8) -> ClResult<Arc<Buffer>> {
         use mem_flags::*;
+        if flags & crate::ext::amd_bus::FLAGS != 0 {
+            // SAFETY: forwarded to the caller (the same contract).
+            return unsafe { crate::ext::amd_bus::create_buffer(ctx, flags, size, host_ptr) };
+        }
         check_exclusive(flags)?;
         if flags & USE_HOST_PTR != 0 && flags & (ALLOC_HOST_PTR | COPY_HOST_PTR) != 0 {
             return cl_err!(
@@ -300,6 +307,7 @@ impl Buffer {
         if parent.parent.is_some() {
             return cl_err!(InvalidMemObject, "buffer is a sub-buffer: sub-buffers of sub-buffers are not allowed");
         }
+        crate::ext::amd_bus::check_sub_buffer(parent)?;
         check_exclusive(flags)?;
         if flags & HOST_PTR != 0 {
             return cl_err!(
@@ -364,18 +372,7 @@ impl Buffer {
     /// A buffer over imported memory (`clImportMemoryARM`, seed 004): its
     /// store was made by the import; `flags` are already checked.
     pub(crate) fn imported(ctx: &Arc<Context>, flags: u64, size: usize, store: Store) -> Arc<Buffer> {
-        Arc::new(Buffer {
-            context: ctx.clone(),
-            flags,
-            size,
-            parent: None,
-            origin: 0,
-            host_ptr: None,
-            uses_svm: false,
-            store: Arc::new(store),
-            maps: Mutex::new(Vec::new()),
-            destructors: Mutex::new(Vec::new()),
-        })
+        Buffer::around_store(ctx, flags, size, Arc::new(store))
     }
 
     /// True if the buffer (or its parent) is imported memory

@@ -1,0 +1,329 @@
+//! External physical buffers (`CL_MEM_EXTERNAL_PHYSICAL_AMD`): a buffer
+//! over memory of another PCI device, named by its bus addresses.
+//!
+//! The surface and signal bus addresses are looked up in sysfs
+//! (`/sys/bus/pci/devices/*/resource`: the bus ranges of every function's
+//! BARs); both must lie in one memory BAR of one function, which must be
+//! bound to vfio-pci. The BAR is mapped through VFIO in the platform's
+//! container — the mapping of a BAR device of the platform that already
+//! has it ([`BarBackend`](crate::runtime::backend::bar::BarBackend)), else
+//! a mapping of its own shared by every buffer on that BAR — and the
+//! surface is made resident in the platform's IOMMU domain, so that the
+//! domain's DMA engines (edu) write it peer-to-peer and the CPU writes it
+//! through the mapping.
+//!
+//! The buffer is write-only: its `CL_MEM_FLAGS` gain `CL_MEM_WRITE_ONLY` and
+//! `CL_MEM_HOST_WRITE_ONLY`, so reads are `CL_INVALID_OPERATION`; maps
+//! (any kind) are refused as well, and so is a copy *from* it.
+
+use std::any::Any;
+use std::path::Path;
+use std::sync::{Arc, LazyLock, Mutex, PoisonError, Weak};
+
+use super::{register, Bus, BusAddress};
+use crate::cl_err;
+use crate::error::{ClError, ClErrorKind, ClResult};
+use crate::runtime::backend::domain::DmaDomain;
+use crate::runtime::buffer::store::Store;
+use crate::runtime::buffer::{mem_flags, Buffer};
+use crate::runtime::context::Context;
+use crate::runtime::platform::Platform;
+use crate::sys::page_size;
+use crate::sys::pci::PciAddress;
+
+/// A PCI BAR containing a bus address, as sysfs describes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BarSlot {
+    /// The function.
+    pub address: PciAddress,
+    /// The BAR (0-5).
+    pub bar: u32,
+    /// The BAR's first bus address.
+    pub start: u64,
+    /// Its length in bytes.
+    pub len: u64,
+}
+
+const IORESOURCE_MEM: u64 = 0x200;
+
+/// The memory BAR of a PCI function that contains the bus address `bus`,
+/// from `/sys/bus/pci/devices/*/resource`.
+///
+/// No OpenCL function of its own: how `clCreateBuffer` with
+/// `CL_MEM_EXTERNAL_PHYSICAL_AMD` finds the device behind a bus address.
+///
+/// ```
+/// use dmabridge::ext::amd_bus::external::find_bar;
+/// use dmabridge::sys::pci::PciFunction;
+/// assert_eq!(find_bar(0), None, "no BAR starts at 0");
+/// // Every BAR found contains the address asked for.
+/// for f in PciFunction::all() {
+///     let text = std::fs::read_to_string(format!("/sys/bus/pci/devices/{}/resource", f.address)).unwrap_or_default();
+///     if let Some(start) = text.lines().next().and_then(|l| l.split_whitespace().next()) {
+///         let start = u64::from_str_radix(start.trim_start_matches("0x"), 16).unwrap();
+///         if let Some(slot) = find_bar(start + 1) {
+///             assert!(slot.start <= start + 1 && start + 1 < slot.start + slot.len);
+///         }
+///     }
+/// }
+/// ```
+pub fn find_bar(bus: u64) -> Option<BarSlot> {
+    find_bar_in(Path::new("/sys/bus/pci/devices"), bus)
+}
+
+fn find_bar_in(root: &Path, bus: u64) -> Option<BarSlot> {
+    let hex = |s: &str| u64::from_str_radix(s.trim_start_matches("0x"), 16).ok();
+    for entry in std::fs::read_dir(root).ok()?.flatten() {
+        let Ok(address) = entry.file_name().to_string_lossy().parse::<PciAddress>() else { continue };
+        let Ok(text) = std::fs::read_to_string(entry.path().join("resource")) else { continue };
+        for (bar, line) in text.lines().take(6).enumerate() {
+            let f: Vec<u64> = line.split_whitespace().filter_map(hex).collect();
+            let [start, end, flags] = f[..] else { continue };
+            if start == 0 || end < start || flags & IORESOURCE_MEM == 0 {
+                continue;
+            }
+            if (start..=end).contains(&bus) {
+                return Some(BarSlot { address, bar: bar as u32, start, len: end - start + 1 });
+            }
+        }
+    }
+    None
+}
+
+/// A BAR mapped into the process through VFIO, shared by the buffers on it.
+struct OpenBar {
+    slot: BarSlot,
+    base: usize,
+    len: usize,
+    /// What keeps the mapping: the platform's BAR device, or our own VFIO
+    /// device and mapping.
+    _keep: Box<dyn Any + Send + Sync>,
+}
+
+impl std::fmt::Debug for OpenBar {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenBar").field("slot", &self.slot).field("base", &format_args!("{:#x}", self.base)).finish()
+    }
+}
+
+static OPEN: LazyLock<Mutex<Vec<Weak<OpenBar>>>> = LazyLock::new(Mutex::default);
+
+fn open_bar(slot: BarSlot, domain: &Arc<DmaDomain>) -> ClResult<Arc<OpenBar>> {
+    let fail = |why: String| {
+        ClError::new(
+            ClErrorKind::MemObjectAllocationFailure,
+            format!("the remote memory at BAR {} of {} cannot be mapped: {why}", slot.bar, slot.address),
+        )
+    };
+    let mut open = OPEN.lock().unwrap_or_else(PoisonError::into_inner);
+    open.retain(|w| w.strong_count() > 0);
+    if let Some(b) =
+        open.iter().filter_map(Weak::upgrade).find(|b| b.slot.address == slot.address && b.slot.bar == slot.bar)
+    {
+        return Ok(b);
+    }
+    // A BAR device of the platform already has it mapped.
+    for d in Platform::get().devices() {
+        if let Some(b) = d.bar_backend() {
+            if b.config().address == slot.address && b.config().bar == slot.bar {
+                let mem = b.memory().clone();
+                use crate::runtime::backend::LocalMemory;
+                let (base, len) = (mem.base().as_ptr() as usize, mem.size());
+                let bar = Arc::new(OpenBar { slot, base, len, _keep: Box::new(b) });
+                open.push(Arc::downgrade(&bar));
+                return Ok(bar);
+            }
+        }
+    }
+    match crate::sys::pci::PciFunction::read(slot.address) {
+        Some(f) if f.is_vfio_bound() => {}
+        Some(f) => {
+            return Err(fail(format!(
+                "it is bound to {}, not vfio-pci (kmod-helpers/dmabridge-kmod bind {})",
+                f.driver.as_deref().unwrap_or("no driver"),
+                slot.address
+            )))
+        }
+        None => return Err(fail("the function is gone".into())),
+    }
+    let device = domain.container().device(slot.address).map_err(|e| fail(format!("opening it through VFIO: {e}")))?;
+    let mapping = device.map_region(slot.bar).map_err(|e| fail(format!("mapping the BAR: {e}")))?;
+    if !mapping.access().writable() {
+        return Err(fail("VFIO maps the BAR read-only".into()));
+    }
+    let (base, len) = (mapping.as_ptr() as usize, mapping.len().min(slot.len as usize));
+    let bar = Arc::new(OpenBar { slot, base, len, _keep: Box::new((mapping, device)) });
+    open.push(Arc::downgrade(&bar));
+    Ok(bar)
+}
+
+/// What the extension keeps for an external physical buffer.
+#[derive(Debug)]
+pub(crate) struct External {
+    at: BusAddress,
+    /// Keeps the BAR mapped while the buffer lives.
+    _bar: Arc<OpenBar>,
+    /// CPU addresses of the surface and the signal surface in the mapping.
+    surface: usize,
+    signal: usize,
+    /// The last marker value enqueued.
+    last: Mutex<Option<u32>>,
+    /// The domain in which the surface is resident.
+    domain: Arc<DmaDomain>,
+}
+
+impl External {
+    /// The CPU address of the signal surface's byte `offset` (checked by
+    /// the caller to lie inside it).
+    pub(crate) fn signal_slot(&self, offset: usize) -> usize {
+        self.signal + offset
+    }
+
+    /// Takes `value` as the buffer's next marker: `CL_INVALID_VALUE` unless
+    /// it is above the last one.
+    pub(crate) fn claim_value(&self, value: u32) -> ClResult<()> {
+        let mut last = self.last.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(l) = *last {
+            if value <= l {
+                return cl_err!(
+                    InvalidValue,
+                    "marker value {value} does not increase on the last one written to this buffer ({l}): \
+                     consecutive markers must keep increasing"
+                );
+            }
+        }
+        *last = Some(value);
+        Ok(())
+    }
+}
+
+/// Creates the external physical buffer over the remote memory at `at`
+/// (for [`super::create_buffer`], whose flag and size checks come first).
+///
+/// Errors: `CL_INVALID_HOST_PTR` if either address is 0 or not page
+/// aligned, or if the two lie in different BARs; `CL_MEM_OBJECT_ALLOCATION_FAILURE`
+/// if the remote memory cannot be mapped (no PCI BAR contains the surface
+/// or holds `size` bytes from it, or the signal surface's `size` bytes; the
+/// function is not bound to vfio-pci; no VFIO domain); `CL_OUT_OF_RESOURCES`
+/// if a live buffer already uses the same surface address.
+pub(crate) fn create(ctx: &Arc<Context>, flags: u64, size: usize, at: BusAddress) -> ClResult<Arc<Buffer>> {
+    let page = page_size() as u64;
+    for (name, a) in [("surface", at.surface_bus_address), ("marker", at.marker_bus_address)] {
+        if a == 0 || a % page != 0 {
+            return cl_err!(
+                InvalidHostPtr,
+                "the {name} bus address {a:#x} is {}: CL_MEM_EXTERNAL_PHYSICAL_AMD takes page-aligned addresses",
+                if a == 0 { "0" } else { "not page aligned" }
+            );
+        }
+    }
+    let unmappable = |why: String| ClError::new(ClErrorKind::MemObjectAllocationFailure, why);
+    let slot = find_bar(at.surface_bus_address).ok_or_else(|| {
+        unmappable(format!("no PCI function has a memory BAR at bus address {:#x}", at.surface_bus_address))
+    })?;
+    let within = |a: u64| a >= slot.start && a.checked_add(size as u64).is_some_and(|e| e <= slot.start + slot.len);
+    if find_bar(at.marker_bus_address) != Some(slot) {
+        return cl_err!(
+            InvalidHostPtr,
+            "the marker bus address {:#x} is not in BAR {} of {} with the surface: both must come from the same \
+             device and memory pool",
+            at.marker_bus_address,
+            slot.bar,
+            slot.address
+        );
+    }
+    for (name, a) in [("surface", at.surface_bus_address), ("signal surface", at.marker_bus_address)] {
+        if !within(a) {
+            return Err(unmappable(format!(
+                "the {name} {a:#x} + {size} bytes runs past the end of BAR {} of {} ({:#x} + {:#x})",
+                slot.bar, slot.address, slot.start, slot.len
+            )));
+        }
+    }
+    let Some(domain) = Platform::get().dma_domain() else {
+        return Err(unmappable(format!(
+            "BAR {} of {} cannot be mapped: this platform has no VFIO domain (no device bound to vfio-pci)",
+            slot.bar, slot.address
+        )));
+    };
+    // One buffer per surface address; the lock is held until registered.
+    let mut reg = super::registry();
+    if reg.values().any(|b| matches!(&**b, Bus::External(x) if x.at.surface_bus_address == at.surface_bus_address)) {
+        return cl_err!(
+            OutOfResources,
+            "the remote memory at bus address {:#x} is already used by another external physical buffer",
+            at.surface_bus_address
+        );
+    }
+    let bar = open_bar(slot, domain)?;
+    let off = |a: u64| (a - slot.start) as usize;
+    if off(at.surface_bus_address) + size > bar.len || off(at.marker_bus_address) + size > bar.len {
+        return Err(unmappable(format!("VFIO maps only {:#x} bytes of BAR {} of {}", bar.len, slot.bar, slot.address)));
+    }
+    let surface = bar.base + off(at.surface_bus_address);
+    let signal = bar.base + off(at.marker_bus_address);
+    // SAFETY: the BAR mapping is reached only through raw pointers; it
+    // outlives the residency (the buffer's destructor evicts before `bar`
+    // goes).
+    unsafe { domain.make_resident(surface, size) }
+        .map_err(|e| unmappable(format!("mapping the remote memory for peer-to-peer DMA: {e}")))?;
+    let store = Arc::new(Store::new(ctx, size, Some(surface)));
+    let flags = flags | mem_flags::WRITE_ONLY | mem_flags::HOST_WRITE_ONLY;
+    let buffer = Buffer::around_store(ctx, flags, size, store);
+    let ext = External { at, _bar: bar, surface, signal, last: Mutex::new(None), domain: domain.clone() };
+    let bus = Arc::new(Bus::External(ext));
+    let key = Arc::as_ptr(&buffer) as usize;
+    reg.insert(key, bus.clone());
+    drop(reg);
+    register(
+        &buffer,
+        bus.clone(),
+        Box::new(move || {
+            let Bus::External(x) = &*bus else { return };
+            if let Err(e) = x.domain.evict(x.surface) {
+                log::error!("releasing an external physical buffer's bus mapping: {e}");
+            }
+        }),
+    );
+    Ok(buffer)
+}
+
+/// `CL_INVALID_OPERATION` for `what` (a map, unmap or read, or a copy from
+/// the buffer) on an external physical buffer: such buffers are
+/// write-only, and maps are not supported (seed 002).
+pub(crate) fn refuse_read(buffer: &Buffer, what: &str) -> ClResult<()> {
+    if buffer.flags() & super::EXTERNAL_PHYSICAL != 0 {
+        return cl_err!(
+            InvalidOperation,
+            "{what}: the buffer was created with CL_MEM_EXTERNAL_PHYSICAL_AMD: remote memory is write-only, and it \
+             is never mapped or read (seed 002)"
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bars_are_found_from_a_sysfs_tree() {
+        let dir = std::env::temp_dir().join(format!("amd-bus-sysfs-{}", std::process::id()));
+        let f = dir.join("0000:00:08.0");
+        std::fs::create_dir_all(&f).unwrap();
+        let lines = [
+            "0x00000000fea00000 0x00000000fea000ff 0x0000000000040200",
+            "0x0000000000000000 0x0000000000000000 0x0000000000000000",
+            "0x0000000fe0000000 0x0000000fe03fffff 0x000000000014220c",
+            "0x000000000000c000 0x000000000000c0ff 0x0000000000040101",
+        ];
+        std::fs::write(f.join("resource"), lines.join("\n")).unwrap();
+        let slot = find_bar_in(&dir, 0xf_e000_1000).unwrap();
+        assert_eq!(slot.address, "0000:00:08.0".parse().unwrap());
+        assert_eq!((slot.bar, slot.start, slot.len), (2, 0xf_e000_0000, 0x40_0000));
+        assert_eq!(find_bar_in(&dir, 0xf_e040_0000), None, "just past the BAR");
+        assert_eq!(find_bar_in(&dir, 0xc010), None, "I/O BARs are not memory");
+        assert_eq!(find_bar_in(&dir, 0), None);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

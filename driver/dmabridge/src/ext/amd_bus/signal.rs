@@ -1,0 +1,301 @@
+//! Signals between dmabridge's queues and remote devices:
+//! `clEnqueueWaitSignalAMD` and `clEnqueueWriteSignalAMD`.
+//!
+//! **Waiting.** A wait-signal command holds its queue (an in-order queue
+//! starts nothing after it; on an out-of-order queue, commands that list its
+//! event wait for it) until the buffer's signal page holds the value. The
+//! comparison is *reached, with wrap-around*: the wait ends when
+//! `marker.wrapping_sub(value) as i32 >= 0`, i.e. when the marker equals
+//! the value or has gone past it by less than 2^31 — a remote device that
+//! counts frames may write marker 7 before the queue waits for 5, and the
+//! wait for 5 is then over; a marker that wrapped from `u32::MAX` to 0 has
+//! reached `u32::MAX`.
+//!
+//! No thread spins while waiting. The command's thread sleeps in
+//! `io_uring_enter` on an eventfd of its own (a *doorbell*) with a timeout.
+//! Remote devices that dmabridge drives ([`RemoteDma`](super::RemoteDma))
+//! ring every doorbell from their interrupt handler: when the device's MSI
+//! (its VFIO eventfd, itself waited for through io_uring) reports that a
+//! DMA completed or that the device raised its interrupt, the waiters wake,
+//! read the marker and either finish or sleep again. Where no such device is
+//! known (a device that dmabridge does not drive writes the marker), the
+//! timeout is the only wake-up: bounded back-off polling, from 50 µs
+//! doubling to 5 ms. With a known interrupt source the timeout backs off to
+//! 100 ms and only covers a lost interrupt.
+//!
+//! **Writing.** A write-signal command writes its value at the external
+//! buffer's signal surface + offset with a CPU store through the BAR's
+//! mapping, after the commands before it have completed (in order; on an
+//! out-of-order queue, after every command enqueued before it) and behind a
+//! full fence, so a device or host watching the remote memory sees the
+//! data first and then the marker.
+
+use std::os::fd::AsFd;
+use std::sync::atomic::{fence, AtomicUsize, Ordering};
+use std::sync::{Arc, LazyLock, Mutex, PoisonError, Weak};
+use std::time::Duration;
+
+use super::{lookup, Bus};
+use crate::cl_err;
+use crate::error::{code, ClResult};
+use crate::runtime::buffer::store::Location;
+use crate::runtime::buffer::Buffer;
+use crate::runtime::event::Event;
+use crate::runtime::queue::{check_wait_list, CommandUse, Queue};
+use crate::sys::eventfd::EventFd;
+use crate::sys::uring::EventWaiter;
+
+/// Live remote devices whose interrupts ring the doorbells.
+static SOURCES: AtomicUsize = AtomicUsize::new(0);
+
+/// The doorbells of the waits under way.
+static DOORBELLS: LazyLock<Mutex<Vec<Weak<EventFd>>>> = LazyLock::new(Mutex::default);
+
+/// The first and the longest poll interval without an interrupt source.
+const POLL_FIRST: Duration = Duration::from_micros(50);
+const POLL_MAX: Duration = Duration::from_millis(5);
+/// The longest sleep when an interrupt source rings the doorbells.
+const IRQ_BACKSTOP: Duration = Duration::from_millis(100);
+
+/// Counts an interrupt source for as long as it lives.
+#[derive(Debug)]
+pub(crate) struct Source(());
+
+impl Source {
+    pub(crate) fn new() -> Source {
+        SOURCES.fetch_add(1, Ordering::AcqRel);
+        Source(())
+    }
+}
+
+impl Drop for Source {
+    fn drop(&mut self) {
+        SOURCES.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// Wakes every wait-signal command under way so that it reads its marker
+/// again: what an interrupt source does when its device signalled.
+pub(crate) fn ring_doorbells() {
+    let mut bells = DOORBELLS.lock().unwrap_or_else(PoisonError::into_inner);
+    bells.retain(|w| match w.upgrade() {
+        Some(fd) => {
+            if let Err(e) = fd.signal(1) {
+                log::warn!("ringing a wait-signal doorbell: {e}");
+            }
+            true
+        }
+        None => false,
+    });
+}
+
+/// The seed's comparison, as documented in the module: true once `marker`
+/// has reached `value` (equal, or past it by less than 2^31).
+///
+/// No OpenCL function of its own: what ends `clEnqueueWaitSignalAMD`.
+///
+/// ```
+/// use dmabridge::ext::amd_bus::signal_reached;
+/// assert!(signal_reached(5, 5));
+/// assert!(signal_reached(7, 5), "past the value");
+/// assert!(!signal_reached(4, 5));
+/// assert!(signal_reached(0, u32::MAX), "wrapped around");
+/// assert!(!signal_reached(u32::MAX, 0), "not yet wrapped");
+/// ```
+pub fn signal_reached(marker: u32, value: u32) -> bool {
+    marker.wrapping_sub(value) as i32 >= 0
+}
+
+/// Sleeps until the u32 at `marker` reaches `value` (see the module).
+///
+/// # Safety
+/// `marker` must stay valid for reads, and 4-aligned, during the call.
+unsafe fn wait_for(marker: *const u32, value: u32) -> Result<(), i32> {
+    let bell = Arc::new(EventFd::new().map_err(|e| {
+        log::warn!("wait-signal: no eventfd: {e}");
+        code::OUT_OF_RESOURCES
+    })?);
+    let mut waiter = EventWaiter::new(1).map_err(|e| {
+        log::warn!("wait-signal: no io_uring: {e}");
+        code::OUT_OF_RESOURCES
+    })?;
+    DOORBELLS.lock().unwrap_or_else(PoisonError::into_inner).push(Arc::downgrade(&bell));
+    let mut sleep = POLL_FIRST;
+    loop {
+        // SAFETY: the caller guarantees the page; a device may write it at
+        // any time, so it is read volatile, never through a reference.
+        let now = unsafe { std::ptr::read_volatile(marker) };
+        if signal_reached(now, value) {
+            // What the device wrote before the marker is visible after it.
+            fence(Ordering::Acquire);
+            return Ok(());
+        }
+        let cap = if SOURCES.load(Ordering::Acquire) > 0 { IRQ_BACKSTOP } else { POLL_MAX };
+        let fired = waiter.wait(&[bell.as_fd()], Some(sleep.min(cap))).map_err(|e| {
+            log::warn!("wait-signal: waiting on the doorbell: {e}");
+            code::OUT_OF_RESOURCES
+        })?;
+        // A doorbell starts the back-off again: the device is active.
+        sleep = if fired.is_empty() { (sleep * 2).min(cap) } else { POLL_FIRST };
+    }
+}
+
+/// The checks both signal commands make: the buffer is of the right kind
+/// (`external`: `CL_MEM_EXTERNAL_PHYSICAL_AMD`, else
+/// `CL_MEM_BUS_ADDRESSABLE_AMD`; `CL_INVALID_MEM_OBJECT`), of the queue's
+/// context, as is the wait list (`CL_INVALID_CONTEXT`).
+fn checked(queue: &Queue, buffer: &Buffer, wait_list: &[Event], external: bool) -> ClResult<Arc<Bus>> {
+    let (name, flag) = match external {
+        true => ("clEnqueueWriteSignalAMD", "CL_MEM_EXTERNAL_PHYSICAL_AMD"),
+        false => ("clEnqueueWaitSignalAMD", "CL_MEM_BUS_ADDRESSABLE_AMD"),
+    };
+    let bus = match lookup(buffer) {
+        Some(bus) if matches!(*bus, Bus::External(_)) == external => bus,
+        _ => return cl_err!(InvalidMemObject, "{name}: the buffer was not created with {flag}"),
+    };
+    if !Arc::ptr_eq(buffer.context(), queue.context()) {
+        return cl_err!(InvalidContext, "the buffer and the command queue belong to different contexts");
+    }
+    check_wait_list(queue.context(), wait_list)?;
+    Ok(bus)
+}
+
+/// `clEnqueueWaitSignalAMD`: the queue does not start the commands after
+/// this one until `buffer`'s signal page holds `value` (reached with
+/// wrap-around, see the module). The event completes when the value is
+/// there; commands that list it wait for it, and so does
+/// `clMemBlockingFreeINTEL` of memory used by commands behind it.
+///
+/// Errors: `CL_INVALID_MEM_OBJECT` if `buffer` was not created with
+/// `CL_MEM_BUS_ADDRESSABLE_AMD`; `CL_INVALID_VALUE` if its signal address is
+/// not valid yet (0: the buffer was never made resident, so no device can
+/// write it); `CL_INVALID_CONTEXT` for a buffer or event of another context.
+/// (`CL_INVALID_COMMAND_QUEUE` is the C face's, for an invalid handle.)
+///
+/// A value that never arrives holds the queue for good (`clFinish` does not
+/// return), as the hardware does.
+///
+/// ```
+/// use dmabridge::error::ClErrorKind;
+/// use dmabridge::ext::amd_bus;
+/// use dmabridge::runtime::buffer::Buffer;
+/// use dmabridge::runtime::platform::Platform;
+/// use dmabridge::runtime::{context::Context, queue::{Queue, QueueProps}};
+/// let cpu = Platform::get().cpu();
+/// let ctx = Context::new(std::slice::from_ref(cpu))?;
+/// let q = Queue::new(&ctx, cpu, QueueProps::default())?;
+/// // SAFETY: no host pointer.
+/// let b = unsafe { Buffer::create(&ctx, amd_bus::BUS_ADDRESSABLE, 4096, std::ptr::null_mut()) }?;
+/// if Platform::get().dma_domain().is_some() {
+///     amd_bus::make_buffers_resident(&q, &[b.clone()], true, &[])?;
+///     let (_, signal) = amd_bus::cpu_pages(&b)?;
+///     let ev = amd_bus::enqueue_wait_signal(&q, &b, 1, &[])?;
+///     // A remote device would DMA the marker; the CPU plays it here.
+///     // SAFETY: the signal page is the buffer's, alive while it is.
+///     unsafe { std::ptr::write_volatile(signal, 1) };
+///     dmabridge::runtime::event::Event::wait(&[ev])?;
+/// } else {
+///     let e = amd_bus::enqueue_wait_signal(&q, &b, 1, &[]).unwrap_err();
+///     assert_eq!(e.kind, ClErrorKind::InvalidValue, "never resident: no signal address");
+/// }
+/// # Ok::<(), dmabridge::error::ClError>(())
+/// ```
+pub fn enqueue_wait_signal(
+    queue: &Arc<Queue>,
+    buffer: &Arc<Buffer>,
+    value: u32,
+    wait_list: &[Event],
+) -> ClResult<Event> {
+    let bus = checked(queue, buffer, wait_list, false)?;
+    let Bus::Addressable(a) = &*bus else { unreachable!("matched above") };
+    if super::bus_address(buffer).is_none() {
+        return cl_err!(
+            InvalidValue,
+            "the buffer's signal address is 0: make it resident (clEnqueueMakeBuffersResidentAMD) so that a device \
+             can write it"
+        );
+    }
+    let marker = a.marker;
+    let held = buffer.clone();
+    let work = Box::new(move || {
+        // SAFETY: `held` keeps the buffer, so its signal page, alive; the
+        // page is page-aligned.
+        unsafe { wait_for(marker as *const u32, value) }?;
+        // The remote device wrote the surface: the host pages (and every
+        // device linked to them) hold the buffer's data now.
+        let store = held.store();
+        let mut st = store.lock();
+        store.wrote(&mut st, Location::Host);
+        Ok(())
+    });
+    queue.enqueue_with_use(super::command_type::WAIT_SIGNAL, wait_list, false, CommandUse::All, work)
+}
+
+/// `clEnqueueWriteSignalAMD`: writes `value` (a u32) at `buffer`'s signal
+/// surface + `offset`, after the commands before it have completed (see
+/// the module).
+///
+/// Errors: `CL_INVALID_MEM_OBJECT` if `buffer` was not created with
+/// `CL_MEM_EXTERNAL_PHYSICAL_AMD`; `CL_INVALID_BUFFER_SIZE` if the 4 bytes at
+/// `offset` go past the buffer's size (the signal surface is as large as
+/// the buffer); `CL_INVALID_VALUE` if `value` is not above the last value
+/// enqueued for the buffer (the seed: consecutive markers keep increasing;
+/// compared as plain u32, so a wrapped marker is refused) or if `offset` is
+/// not a multiple of 4; `CL_INVALID_CONTEXT` for a buffer or event of
+/// another context.
+///
+/// ```
+/// use dmabridge::error::ClErrorKind;
+/// use dmabridge::ext::amd_bus;
+/// use dmabridge::runtime::buffer::Buffer;
+/// use dmabridge::runtime::platform::Platform;
+/// use dmabridge::runtime::{context::Context, queue::{Queue, QueueProps}};
+/// let cpu = Platform::get().cpu();
+/// let ctx = Context::new(std::slice::from_ref(cpu))?;
+/// let q = Queue::new(&ctx, cpu, QueueProps::default())?;
+/// // SAFETY: no host pointer.
+/// let b = unsafe { Buffer::create(&ctx, amd_bus::BUS_ADDRESSABLE, 4096, std::ptr::null_mut()) }?;
+/// let e = amd_bus::enqueue_write_signal(&q, &b, 1, 0, &[]).unwrap_err();
+/// assert_eq!(e.kind, ClErrorKind::InvalidMemObject, "only external physical buffers take write-signals");
+/// # Ok::<(), dmabridge::error::ClError>(())
+/// ```
+pub fn enqueue_write_signal(
+    queue: &Arc<Queue>,
+    buffer: &Arc<Buffer>,
+    value: u32,
+    offset: u64,
+    wait_list: &[Event],
+) -> ClResult<Event> {
+    let bus = checked(queue, buffer, wait_list, true)?;
+    let Bus::External(x) = &*bus else { unreachable!("matched above") };
+    if offset.checked_add(4).is_none_or(|end| end > buffer.size() as u64) {
+        return cl_err!(
+            InvalidBufferSize,
+            "offset {offset} + 4 bytes of the marker go past the {}-byte buffer (and its signal surface)",
+            buffer.size()
+        );
+    }
+    if offset % 4 != 0 {
+        return cl_err!(InvalidValue, "offset {offset} is not a multiple of 4 (the marker is a 32-bit value)");
+    }
+    let slot = x.signal_slot(offset as usize);
+    x.claim_value(value)?;
+    // After every earlier command, on an out-of-order queue as well.
+    let mut after = wait_list.to_vec();
+    if queue.props().out_of_order {
+        after.push(queue.enqueue_marker(&[])?);
+    }
+    let held = buffer.clone();
+    let work = Box::new(move || {
+        let _held = held;
+        // The data the earlier commands wrote is visible before the marker.
+        fence(Ordering::SeqCst);
+        // SAFETY: `slot` lies in the BAR mapping that the buffer keeps
+        // (`_held`), 4-aligned, inside the signal surface (checked above);
+        // it is written through a raw pointer, never a reference.
+        unsafe { std::ptr::write_volatile(slot as *mut u32, value) };
+        fence(Ordering::SeqCst);
+        Ok(())
+    });
+    queue.enqueue_with_use(super::command_type::WRITE_SIGNAL, &after, false, CommandUse::Nothing, work)
+}

@@ -1,0 +1,29 @@
+//! Buffers made around a store that their creator prepared, whose pages
+//! are already chosen: imported memory (`clImportMemoryARM`, seed 004),
+//! memfd pages with a bus address or a remote device's BAR
+//! (`cl_amd_bus_addressable_memory`, seed 002, [`crate::ext::amd_bus`]).
+
+use std::sync::{Arc, Mutex};
+
+use super::store::Store;
+use super::Buffer;
+use crate::runtime::context::Context;
+
+impl Buffer {
+    /// A buffer over `store`, with `flags` as they are (checked by the
+    /// caller), no host pointer and no parent.
+    pub(crate) fn around_store(ctx: &Arc<Context>, flags: u64, size: usize, store: Arc<Store>) -> Arc<Buffer> {
+        Arc::new(Buffer {
+            context: ctx.clone(),
+            flags,
+            size,
+            parent: None,
+            origin: 0,
+            host_ptr: None,
+            uses_svm: false,
+            store,
+            maps: Mutex::new(Vec::new()),
+            destructors: Mutex::new(Vec::new()),
+        })
+    }
+}

@@ -1,0 +1,312 @@
+//! `cl_amd_bus_addressable_memory` (seed 002) in the rig: a second edu
+//! function of the platform's IOMMU domain (0000:00:12.0) plays the capture
+//! card that DMAs frames and markers into bus-addressable buffers, and the
+//! ivshmem BAR (0000:00:08.0, BAR 2) is the remote memory of external
+//! physical buffers.
+//!
+//! These tests need `--edu 3` with 00:10.0, 00:12.0 and 00:08.0 bound to
+//! vfio-pci, a machine `make test-guest` does not boot: they are ignored
+//! there and run by the rig tests (`tests/rig/main.rs`,
+//! `amd_bus_*`), which boot that machine.
+
+use std::sync::Arc;
+
+use dmabridge::error::ClErrorKind;
+use dmabridge::ext::amd_bus::{self, external, BusAddress, RemoteDma, BUS_ADDRESSABLE, EXTERNAL_PHYSICAL};
+use dmabridge::runtime::buffer::{commands, map, mem_flags, Buffer};
+use dmabridge::runtime::context::Context;
+use dmabridge::runtime::device::Device;
+use dmabridge::runtime::event::{Event, EventStatus};
+use dmabridge::runtime::platform::Platform;
+use dmabridge::runtime::queue::{Queue, QueueProps};
+use dmabridge_tests::{addr, err_kind, run_in_child, EDU0, IVSHMEM};
+
+/// The rig's third edu, the remote device of these tests.
+pub const EDU2: &str = "0000:00:12.0";
+
+fn device(address: &str) -> Arc<Device> {
+    let a = addr(address);
+    Platform::get()
+        .devices()
+        .iter()
+        .find(|d| d.pci_address() == Some(a))
+        .unwrap_or_else(|| panic!("no platform device at {address}: {:?}", Platform::get().skipped()))
+        .clone()
+}
+
+struct Rig {
+    ctx: Arc<Context>,
+    cpu_q: Arc<Queue>,
+    edu_q: Arc<Queue>,
+    remote: RemoteDma,
+}
+
+fn rig() -> Rig {
+    let p = Platform::get();
+    let edu = device(EDU0);
+    let ctx = Context::new(&[p.cpu().clone(), edu.clone()]).unwrap();
+    let cpu_q = Queue::new(&ctx, p.cpu(), QueueProps::default()).unwrap();
+    let edu_q = Queue::new(&ctx, &edu, QueueProps::default()).unwrap();
+    let remote = RemoteDma::open(addr(EDU2)).unwrap();
+    Rig { ctx, cpu_q, edu_q, remote }
+}
+
+fn pattern(len: usize, seed: u8) -> Vec<u8> {
+    (0..len).map(|i| (i as u8).wrapping_mul(13).wrapping_add(seed)).collect()
+}
+
+fn bus_buffer(ctx: &Arc<Context>, data: &[u8]) -> Arc<Buffer> {
+    // SAFETY: `data` holds `data.len()` bytes.
+    unsafe { Buffer::create(ctx, BUS_ADDRESSABLE | mem_flags::COPY_HOST_PTR, data.len(), data.as_ptr() as *mut u8) }
+        .unwrap()
+}
+
+fn surface_bytes(b: &Buffer) -> Vec<u8> {
+    let (surface, _) = amd_bus::cpu_pages(b).unwrap();
+    // SAFETY: the buffer's surface, `size` bytes; copied out at once.
+    unsafe { std::slice::from_raw_parts(surface, b.size()) }.to_vec()
+}
+
+fn signal_value(b: &Buffer) -> u32 {
+    // SAFETY: the buffer's signal page, read volatile.
+    unsafe { amd_bus::cpu_pages(b).unwrap().1.read_volatile() }
+}
+
+fn is_mapped(iova: u64) -> bool {
+    let domain = Platform::get().dma_domain().unwrap();
+    domain.container().mappings().iter().any(|m| iova >= m.iova && iova < m.iova + m.size)
+}
+
+#[test]
+#[ignore = "needs --edu 3 with 00:12.0 bound: run by the rig test amd_bus_in_the_rig"]
+fn child_resident_buffers_take_remote_dma_by_bus_address() {
+    let r = rig();
+    let data = pattern(3 * 4096 + 100, 1);
+    let b = bus_buffer(&r.ctx, &data);
+    // Non-blocking, with an event; then blocking: the same addresses.
+    let (at, ev) = amd_bus::make_buffers_resident(&r.cpu_q, &[b.clone()], false, &[]).unwrap();
+    Event::wait(&[ev.clone()]).unwrap();
+    assert_eq!(ev.command_type(), amd_bus::command_type::MAKE_BUFFERS_RESIDENT);
+    let (again, _) = amd_bus::make_buffers_resident(&r.cpu_q, &[b.clone()], true, &[]).unwrap();
+    assert_eq!(again, at);
+    let mask = Platform::get().dma_domain().unwrap().dma_mask();
+    assert!(at[0].surface_bus_address + data.len() as u64 - 1 <= mask, "{at:?} under the DMA mask {mask:#x}");
+    assert!(is_mapped(at[0].surface_bus_address) && is_mapped(at[0].marker_bus_address));
+    assert_eq!(amd_bus::bus_address(&b), Some(at[0]));
+
+    // The remote device reads and writes the surface and the signal page by
+    // bus address only.
+    assert_eq!(r.remote.read(at[0].surface_bus_address, data.len()).unwrap(), data);
+    let frame = pattern(5000, 77);
+    r.remote.write(at[0].surface_bus_address + 1000, &frame).unwrap();
+    r.remote.write_u32(at[0].marker_bus_address, 5).unwrap();
+    let now = surface_bytes(&b);
+    assert_eq!(&now[1000..6000], &frame[..]);
+    assert_eq!(&now[..1000], &data[..1000]);
+    assert_eq!(&now[6000..], &data[6000..]);
+    assert_eq!(signal_value(&b), 5);
+}
+
+#[test]
+#[ignore = "needs --edu 3 with 00:12.0 bound: run by the rig test amd_bus_in_the_rig"]
+fn child_the_iommu_confines_remote_dma_to_resident_ranges() {
+    let r = rig();
+    let data = pattern(4096, 3);
+    let (a, neighbour) = (bus_buffer(&r.ctx, &data), bus_buffer(&r.ctx, &data));
+    let (at, _) = amd_bus::make_buffers_resident(&r.cpu_q, &[a.clone(), neighbour.clone()], true, &[]).unwrap();
+    // Just outside a resident range: the first unmapped page after the
+    // surface's mapping.
+    let mut outside = at[0].surface_bus_address + 4096;
+    while is_mapped(outside) {
+        outside += 4096;
+    }
+    r.remote.write(outside, &[0xee; 4096]).unwrap();
+    r.remote.write_u32(outside, 0xeeee_eeee).unwrap();
+    for b in [&a, &neighbour] {
+        assert_eq!(surface_bytes(b), data, "a faulted DMA changed nothing");
+        assert_eq!(signal_value(b), 0);
+    }
+
+    // Released: the bus addresses stop working. A new buffer (the heap
+    // gives the same pages back) is not reached through the old address.
+    let old = at[0];
+    drop(a);
+    assert!(!is_mapped(old.surface_bus_address));
+    assert!(!is_mapped(old.marker_bus_address));
+    let fresh = bus_buffer(&r.ctx, &data);
+    r.remote.write(old.surface_bus_address, &[0xdd; 4096]).unwrap();
+    r.remote.write_u32(old.marker_bus_address, 9).unwrap();
+    assert_eq!(surface_bytes(&fresh), data);
+    assert_eq!(signal_value(&fresh), 0);
+    assert_eq!(surface_bytes(&neighbour), data);
+}
+
+#[test]
+#[ignore = "needs --edu 3 with 00:12.0 bound: run by the rig test amd_bus_in_the_rig"]
+fn child_wait_signal_holds_the_queue_until_the_remote_marker() {
+    let r = rig();
+    let b = bus_buffer(&r.ctx, &[0u8; 4096]);
+    let (at, _) = amd_bus::make_buffers_resident(&r.cpu_q, &[b.clone()], true, &[]).unwrap();
+    let wait = amd_bus::enqueue_wait_signal(&r.cpu_q, &b, 2, &[]).unwrap();
+    assert_eq!(wait.command_type(), amd_bus::command_type::WAIT_SIGNAL);
+    // The next command of the queue reads the frame; one on another queue
+    // waits for the signal's event.
+    let mut out = vec![0u8; 4096];
+    // SAFETY: `out` holds 4096 bytes and outlives the command (waited below).
+    let read = unsafe { commands::enqueue_read_buffer(&r.cpu_q, &b, false, 0, 4096, out.as_mut_ptr(), &[]) }.unwrap();
+    let other = r.edu_q.enqueue_marker(std::slice::from_ref(&wait)).unwrap();
+    // A marker below the value does not release it.
+    r.remote.write_u32(at[0].marker_bus_address, 1).unwrap();
+    r.remote.raise_irq().unwrap();
+    assert_ne!(read.status(), EventStatus::Complete, "the queue is held while the marker is below the value");
+    assert_ne!(other.status(), EventStatus::Complete);
+    let frame = pattern(4096, 9);
+    r.remote.write(at[0].surface_bus_address, &frame).unwrap();
+    r.remote.write_u32(at[0].marker_bus_address, 2).unwrap();
+    Event::wait(&[read.clone(), other]).unwrap();
+    assert_eq!(wait.status(), EventStatus::Complete);
+    assert_eq!(out, frame, "the command after the wait saw the frame written before the marker");
+
+    // Reached with wrap-around: marker 7 satisfies a wait for 5 at once.
+    r.remote.write_u32(at[0].marker_bus_address, 7).unwrap();
+    Event::wait(&[amd_bus::enqueue_wait_signal(&r.cpu_q, &b, 5, &[]).unwrap()]).unwrap();
+
+    // clMemBlockingFreeINTEL of memory used behind a wait-signal waits for
+    // the signal.
+    let usm = dmabridge::ext::usm::host_mem_alloc(&r.ctx, &[], 64, 0).unwrap();
+    let wait = amd_bus::enqueue_wait_signal(&r.cpu_q, &b, 8, &[]).unwrap();
+    // SAFETY: `usm` is a live 64-byte allocation of the context.
+    let fill =
+        unsafe { dmabridge::ext::usm_commands::enqueue_mem_fill(&r.cpu_q, usm.as_ptr(), &[1u8], 64, &[]) }.unwrap();
+    let remote = std::thread::spawn({
+        let (bus, e2) = (at[0].marker_bus_address, addr(EDU2));
+        move || RemoteDma::open(e2).unwrap().write_u32(bus, 8).unwrap()
+    });
+    dmabridge::ext::usm_commands::mem_blocking_free(&r.ctx, usm.as_ptr()).unwrap();
+    assert_eq!(fill.status(), EventStatus::Complete, "the free waited for the fill behind the signal");
+    assert_eq!(wait.status(), EventStatus::Complete);
+    remote.join().unwrap();
+}
+
+/// The ivshmem BAR 2's bus range, from sysfs.
+fn ivshmem_bar2() -> (u64, u64) {
+    let text = std::fs::read_to_string(format!("/sys/bus/pci/devices/{IVSHMEM}/resource")).unwrap();
+    let line = text.lines().nth(2).unwrap();
+    let f: Vec<u64> =
+        line.split_whitespace().map(|s| u64::from_str_radix(s.trim_start_matches("0x"), 16).unwrap()).collect();
+    (f[0], f[1] - f[0] + 1)
+}
+
+/// Reads `len` bytes of the ivshmem BAR 2 at `offset` through a second
+/// open of the VFIO device (region reads: `pread` on the device fd, not
+/// the mapping the buffer uses).
+fn bar2_bytes(offset: u64, len: usize) -> Vec<u8> {
+    let domain = Platform::get().dma_domain().unwrap();
+    let dev = domain.container().device(addr(IVSHMEM)).unwrap();
+    let mut out = vec![0u8; len];
+    dev.read_region(2, offset, &mut out).unwrap();
+    out
+}
+
+fn bar2_u32(offset: u64) -> u32 {
+    u32::from_le_bytes(bar2_bytes(offset, 4).try_into().unwrap())
+}
+
+#[test]
+#[ignore = "needs --edu 3 with 00:12.0 and 00:08.0 bound: run by the rig test amd_bus_in_the_rig"]
+fn child_external_physical_buffers_are_written_peer_to_peer_and_signalled() {
+    let r = rig();
+    let (bar, len) = ivshmem_bar2();
+    let at = BusAddress { surface_bus_address: bar + 0x10_0000, marker_bus_address: bar + 0x20_0000 };
+    let create = |at: BusAddress, size: usize| {
+        let mut at = at;
+        // SAFETY: a whole BusAddress.
+        unsafe { Buffer::create(&r.ctx, EXTERNAL_PHYSICAL, size, &mut at as *mut BusAddress as *mut u8) }
+    };
+    assert_eq!(external::find_bar(bar + 5).map(|s| (s.address, s.bar)), Some((addr(IVSHMEM), 2)));
+    let x = create(at, 8192).unwrap();
+    assert_eq!(err_kind(create(at, 4096)), ClErrorKind::OutOfResources, "a second buffer on the same surface");
+    let unaligned = BusAddress { surface_bus_address: bar + 0x30_0010, ..at };
+    assert_eq!(err_kind(create(unaligned, 4096)), ClErrorKind::InvalidHostPtr);
+    let past = BusAddress { surface_bus_address: bar + len - 4096, marker_bus_address: bar + 0x20_0000 };
+    assert_eq!(err_kind(create(past, 8192)), ClErrorKind::MemObjectAllocationFailure, "runs past the BAR");
+
+    // Write-only: reads, maps and copies from it are refused.
+    let mut out = [0u8; 16];
+    // SAFETY: `out` holds 16 bytes (the call is refused before using it).
+    let read = unsafe { commands::enqueue_read_buffer(&r.cpu_q, &x, true, 0, 16, out.as_mut_ptr(), &[]) };
+    assert_eq!(err_kind(read), ClErrorKind::InvalidOperation);
+    assert_eq!(err_kind(map::enqueue_map_buffer(&r.cpu_q, &x, true, 2, 0, 16)), ClErrorKind::InvalidOperation);
+    let plain = bus_buffer(&r.ctx, &[0u8; 8192]);
+    assert_eq!(
+        err_kind(commands::enqueue_copy_buffer(&r.cpu_q, &x, &plain, 0, 0, 16, &[])),
+        ClErrorKind::InvalidOperation
+    );
+
+    // A frame copied peer-to-peer by the edu device's queue, then the
+    // marker: both in the BAR.
+    let frame = pattern(8192, 41);
+    let src = bus_buffer(&r.ctx, &frame);
+    let copy = commands::enqueue_copy_buffer(&r.edu_q, &src, &x, 0, 0, 8192, &[]).unwrap();
+    let sig = amd_bus::enqueue_write_signal(&r.edu_q, &x, 1, 0, &[copy]).unwrap();
+    Event::wait(&[sig.clone()]).unwrap();
+    assert_eq!(sig.command_type(), amd_bus::command_type::WRITE_SIGNAL);
+    assert_eq!(bar2_bytes(0x10_0000, 8192), frame);
+    assert_eq!(bar2_u32(0x20_0000), 1);
+    // Markers keep increasing; offsets stay inside the buffer.
+    assert_eq!(err_kind(amd_bus::enqueue_write_signal(&r.cpu_q, &x, 1, 0, &[])), ClErrorKind::InvalidValue);
+    assert_eq!(err_kind(amd_bus::enqueue_write_signal(&r.cpu_q, &x, 9, 8190, &[])), ClErrorKind::InvalidBufferSize);
+    Event::wait(&[amd_bus::enqueue_write_signal(&r.cpu_q, &x, 2, 8188, &[]).unwrap()]).unwrap();
+    assert_eq!(bar2_u32(0x20_0000 + 8188), 2);
+
+    // Released, the surface address can be used again.
+    drop(x);
+    drop(create(at, 4096).unwrap());
+}
+
+/// In a child process without `CAP_IPC_LOCK` (root pins without limit)
+/// and with `RLIMIT_MEMLOCK` at 64 KiB: making 1 MiB resident fails with
+/// the seed's code, naming the limit.
+#[test]
+#[ignore = "run by limits_are_named"]
+fn limits_child_memlock() {
+    use rustix::process::{setrlimit, Resource, Rlimit};
+    use rustix::thread::{capabilities, set_capabilities, CapabilitySet};
+    let mut caps = capabilities(None).unwrap();
+    caps.effective.remove(CapabilitySet::IPC_LOCK);
+    caps.permitted.remove(CapabilitySet::IPC_LOCK);
+    set_capabilities(None, caps).unwrap();
+    setrlimit(Resource::Memlock, Rlimit { current: Some(64 << 10), maximum: Some(64 << 10) }).unwrap();
+    let r = rig();
+    let b = bus_buffer(&r.ctx, &vec![1u8; 1 << 20]);
+    let e = amd_bus::make_buffers_resident(&r.cpu_q, &[b.clone()], true, &[]).unwrap_err();
+    assert_eq!(e.kind, ClErrorKind::OutOfHostMemory, "{e}");
+    assert!(e.message.contains("RLIMIT_MEMLOCK"), "{e}");
+    assert_eq!(amd_bus::bus_address(&b), None, "nothing stays resident");
+}
+
+/// In a child process whose domain is narrowed to 16 MiB of bus addresses
+/// (`DMABRIDGE_EDU_DMA_MASK`): 12 MiB fit, 8 MiB more do not.
+#[test]
+#[ignore = "run by limits_are_named"]
+fn limits_child_iova() {
+    let r = rig();
+    let a = bus_buffer(&r.ctx, &vec![1u8; 12 << 20]);
+    let b = bus_buffer(&r.ctx, &vec![2u8; 8 << 20]);
+    amd_bus::make_buffers_resident(&r.cpu_q, &[a.clone()], true, &[]).unwrap();
+    let e = amd_bus::make_buffers_resident(&r.cpu_q, &[b.clone()], true, &[]).unwrap_err();
+    assert_eq!(e.kind, ClErrorKind::OutOfHostMemory, "{e}");
+    assert!(e.message.contains("IOVA space is exhausted"), "{e}");
+    // A list that fails part-way leaves the earlier buffers as they were.
+    let c = bus_buffer(&r.ctx, &[3u8; 4096]);
+    assert!(amd_bus::make_buffers_resident(&r.cpu_q, &[c.clone(), b.clone()], true, &[]).is_err());
+    assert_eq!(amd_bus::bus_address(&c), None);
+    assert!(amd_bus::bus_address(&a).is_some());
+}
+
+#[test]
+#[ignore = "needs --edu 3 with 00:12.0 bound, in a process without the platform: run by the rig test amd_bus_in_the_rig"]
+fn limits_are_named() {
+    run_in_child("amd_bus::limits_child_memlock", &[]);
+    run_in_child("amd_bus::limits_child_iova", &[("DMABRIDGE_EDU_DMA_MASK", Some("0xffffff"))]);
+}
