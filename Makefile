@@ -151,6 +151,10 @@ bench: guest icd
 	@bin=$$($(CARGO) bench -p dmabridge --bench buffer_map --no-run 2>&1 | sed -n 's/.*Executable .*(\(.*\)).*/\1/p' | tail -1); \
 	test -n "$$bin" || { echo "bench: could not build benches/buffer_map.rs"; exit 1; }; \
 	$(RIG) --ivshmem-size 256M --bind 0000:00:08.0 --env DMABRIDGE_BAR_DEVICE=0000:00:08.0,bar=2 -- $$bin
+	@echo "== dma-buf import (clImportMemoryARM), 4 MiB vs 256 MiB (in the QEMU guest: the DMA-BUF system heap)"
+	@bin=$$($(CARGO) bench -p dmabridge --bench arm_import --no-run 2>&1 | sed -n 's/.*Executable .*(\(.*\)).*/\1/p' | tail -1); \
+	test -n "$$bin" || { echo "bench: could not build benches/arm_import.rs"; exit 1; }; \
+	$(RIG) -- $$bin
 
 # The property-based tests (tests/prop: USM, SVM and buffer commands against
 # reference models) with many more cases than `make test` gives them:

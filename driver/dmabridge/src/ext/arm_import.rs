@@ -534,16 +534,22 @@ pub fn import_dma_buf(ctx: &Arc<Context>, flags: u64, fd: BorrowedFd<'_>, size: 
     }
     let read_only = mode == Access::Read;
     check_devices(ctx)?;
-    let map = dma_buf.map_range(0, size, mode).map_err(|e| {
+    // The CPU maps the dma-buf on its first access (an exporter's mmap may
+    // set up every page at once: the import stays O(1) in the size).
+    let map = dma_buf.map_lazily(size, mode).map_err(|e| {
         ClError::new(
             ClErrorKind::InvalidOperation,
             format!("mapping the dma-buf (exporter {exporter}) for the CPU failed: {e}"),
         )
     })?;
     let base = map.as_ptr() as usize;
-    let mut keep: Vec<Mapping> = vec![map];
+    let mut keep: Vec<Mapping> = Vec::new();
     if ctx.devices().iter().any(|d| d.dma_domain().is_some()) {
         let what = format!("the dma-buf (exporter {exporter})");
+        // Devices behind an IOMMU pin the pages now: they must be mapped.
+        map.ensure().map_err(|e| {
+            ClError::new(ClErrorKind::InvalidOperation, format!("mapping {what} for the CPU failed: {e}"))
+        })?;
         // Hold the export table while pinning, so that the heap cannot hand
         // the recognised memfd pages back in between.
         let ex = exports();
@@ -575,7 +581,8 @@ pub fn import_dma_buf(ctx: &Arc<Context>, flags: u64, fd: BorrowedFd<'_>, size: 
             }
         }
     }
-    let imported = Imported { dma_buf: Some(dma_buf), read_only, _keep: Box::new(keep) };
+    drop(dma_buf); // the lazy map keeps its own fd
+    let imported = Imported { dma_buf: Some(map), read_only, _keep: Box::new(keep) };
     let flags = if read_only { read_only_flags(flags) } else { flags };
     let store = Store::new_imported(ctx, size, base, imported, ctx.devices());
     Ok(Buffer::imported(ctx, flags, size, store))

@@ -61,7 +61,7 @@ use crate::runtime::backend::device_copy;
 use crate::runtime::context::Context;
 use crate::runtime::device::Device;
 use crate::runtime::transfer;
-use crate::sys::dma_buf::{DmaBuf, SyncDir};
+use crate::sys::dma_buf::{DmaBuf, LazyMap, SyncDir};
 
 /// Where an allocation of a buffer lives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -153,10 +153,11 @@ impl State {
 /// Memory imported by `clImportMemoryARM` (seed 004): what keeps it
 /// mapped (and pinned) for the store's life.
 pub(crate) struct Imported {
-    /// The imported dma-buf (a dup of the application's fd), whose CPU
-    /// accesses are bracketed with `DMA_BUF_IOCTL_SYNC`; `None` for host
-    /// memory.
-    pub dma_buf: Option<DmaBuf>,
+    /// The imported dma-buf's mapping (with a dup of the application's fd),
+    /// made on the CPU's first access ([`Store::cpu_sync`]) unless the
+    /// import made it (for devices behind an IOMMU); its CPU accesses are
+    /// bracketed with `DMA_BUF_IOCTL_SYNC`. `None` for host memory.
+    pub dma_buf: Option<LazyMap>,
     /// Nothing may write the memory (a dma-buf opened read-only).
     pub read_only: bool,
     /// The mappings, pins and bookkeeping the import holds (dropped after
@@ -255,16 +256,22 @@ impl Store {
     }
 
     fn dma_buf(&self) -> Option<&DmaBuf> {
-        self.imported.as_ref().and_then(|i| i.dma_buf.as_ref())
+        self.imported.as_ref().and_then(|i| i.dma_buf.as_ref()).map(LazyMap::dma_buf)
     }
 
-    /// Begins a CPU access of `dir` to an imported dma-buf
-    /// (`DMA_BUF_IOCTL_SYNC` start; nothing for other memory), ended when
-    /// the guard drops. The error is a command status.
+    /// Begins a CPU access of `dir` to an imported dma-buf: maps it if this
+    /// is the CPU's first access, then `DMA_BUF_IOCTL_SYNC` start (nothing
+    /// for other memory), ended when the guard drops. The error is a
+    /// command status.
     pub fn cpu_sync(&self, dir: SyncDir) -> Result<Option<CpuSync<'_>>, i32> {
-        let Some(dma_buf) = self.dma_buf() else {
+        let Some(lazy) = self.imported.as_ref().and_then(|i| i.dma_buf.as_ref()) else {
             return Ok(None);
         };
+        lazy.ensure().map_err(|e| {
+            log::warn!("mapping an imported dma-buf for the CPU: {e}");
+            crate::error::code::OUT_OF_RESOURCES
+        })?;
+        let dma_buf = lazy.dma_buf();
         let dir = if self.read_only() { SyncDir::Read } else { dir };
         dma_buf.begin_cpu_access(dir).map_err(|e| {
             log::warn!("beginning CPU access to an imported dma-buf: {e}");
