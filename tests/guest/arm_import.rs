@@ -307,3 +307,43 @@ fn child_a_context_with_the_bar_device_refuses_imports() {
         assert!(names(d).iter().any(|n| n == arm_import::DMA_BUF_EXTENSION), "{}", d.name);
     }
 }
+
+#[test]
+fn vgem_prime_exports_import_with_their_access_mode() {
+    in_child("child_vgem_prime_exports_import_with_their_access_mode", None);
+}
+
+#[test]
+#[ignore = "run in a child process"]
+fn child_vgem_prime_exports_import_with_their_access_mode() {
+    use dmabridge::sys::drm::{DrmDevice, PrimeFlags};
+    let p = Platform::get();
+    let cpu = p.cpu().clone();
+    let ctx = Context::new(std::slice::from_ref(&cpu)).unwrap();
+    let q = queue(&ctx, &cpu);
+    let dev = DrmDevice::open_vgem().expect("open vgem (boot the guest with --module vgem)");
+    // Without DRM_RDWR the first export makes a read-only dma-buf (a GEM
+    // object keeps the dma-buf of its first export): so is the buffer.
+    let dumb = dev.create_dumb(64, 16, 32).unwrap(); // 4 KiB
+    let n = dumb.size() as usize;
+    let ro = dev.export(&dumb, PrimeFlags::CLOEXEC).unwrap();
+    assert_eq!(ro.access_mode().unwrap(), Access::Read);
+    let r = import_dma_buf(&ctx, mem_flags::READ_WRITE, ro.as_fd(), n).unwrap();
+    assert_eq!(r.flags(), mem_flags::READ_ONLY | mem_flags::HOST_READ_ONLY);
+    assert_eq!(read(&q, &r), vec![0; n]);
+    assert_eq!(err_kind(write(&q, &r, 0, &[0])), ClErrorKind::InvalidOperation);
+    // A read-write export: the buffer writes vgem's pages, and a second
+    // import of the same dma-buf sees them.
+    let dumb2 = dev.create_dumb(64, 16, 32).unwrap();
+    let rw = dev.export(&dumb2, PrimeFlags::CLOEXEC | PrimeFlags::RDWR).unwrap();
+    let b = import_dma_buf(&ctx, 0, rw.as_fd(), n).unwrap();
+    assert_eq!(b.flags(), mem_flags::READ_WRITE);
+    write(&q, &b, 0, &pattern(n, 19)).unwrap();
+    let again = import_dma_buf(&ctx, mem_flags::READ_ONLY, rw.as_fd(), n).unwrap();
+    assert_eq!(read(&q, &again), pattern(n, 19));
+    let mut out = [0u8; 8];
+    rw.map(Access::Read).unwrap().read_bytes(n - 8, &mut out);
+    assert_eq!(out, pattern(n, 19)[n - 8..]);
+    zero_copy(&b, &[&cpu]);
+    zero_copy(&r, &[&cpu]);
+}
