@@ -1,5 +1,6 @@
 # dmabridge — the two commands a newcomer needs:
-#   make demo   what dmabridge can do here, then the zero-copy proof in the QEMU guest
+#   make demo   what dmabridge can do here, then the zero-copy proof and a zero-copy
+#               video capture (PNGs left in target/demo-capture) in the QEMU guest
 #   make test   every test: host tests, guest tests (QEMU rig) and rig tests
 # Both install what they need (apt packages, the pinned guest kernel and QEMU).
 
@@ -25,6 +26,9 @@ build:
 	@echo "== building (cargo build --workspace)"
 	@$(CARGO) build --workspace --quiet
 
+# Where `make demo` leaves the frames `dmabridge capture` wrote in the guest.
+DEMO_PNG   := target/demo-capture
+
 demo: guest build
 	@echo "== dmabridge info on this host"
 	@target/debug/dmabridge info || true
@@ -37,6 +41,14 @@ demo: guest build
 	$(RIG) --ivshmem $$shm --bind 0000:00:10.0 --bind 0000:00:08.0 -- target/debug/dmabridge proof --marker "hello from edu, via the IOMMU" || { rm -f $$shm; exit 1; }; \
 	echo "== on the host, outside the guest: the first bytes of the ivshmem backing file $$shm"; \
 	head -c 29 $$shm; echo; rm -f $$shm
+	@echo
+	@echo "== dmabridge capture in the guest: vivid (V4L2) writes its 640x480 YUYV test pattern straight into dmabridge"
+	@echo "   buffers exported as dma-bufs, yuyv_to_rgba converts each frame in place on a dmabridge queue (release build)"
+	@$(CARGO) build --release -p dmabridge-cli --quiet
+	@rm -rf $(DEMO_PNG) && mkdir -p $(DEMO_PNG)
+	@$(RIG) --module vivid --rw $(DEMO_PNG) -- target/release/dmabridge capture --frames 60 --fps 30 --png-dir $(DEMO_PNG)
+	@echo "== on the host: the captured frames as PNG in $(CURDIR)/$(DEMO_PNG)/"
+	@ls $(DEMO_PNG)
 
 test: guest
 	@rm -rf $(LOGS) && mkdir -p $(LOGS)

@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 
+mod capture;
 mod info;
 mod proof;
 
@@ -58,6 +59,12 @@ enum Command {
     /// edu -> ivshmem BAR peer-to-peer, saying what moved where. Needs an edu
     /// bound to vfio-pci: run it in the QEMU guest, as `make demo` does.
     Proof(proof::ProofArgs),
+    /// Capture video frames zero-copy into dmabridge memory and convert them.
+    ///
+    /// V4L2 device -> dmabridge memory (dma-bufs, no copy) -> yuyv_to_rgba on
+    /// a dmabridge queue -> PNGs; prints latency, frames/s and bytes copied.
+    #[command(long_about = capture::LONG_ABOUT)]
+    Capture(capture::Args),
 }
 
 fn main() -> ExitCode {
@@ -70,6 +77,7 @@ fn main() -> ExitCode {
     let outcome = match cli.command {
         Command::Info(args) => info::run(args).context("info"),
         Command::Proof(args) => proof::run(&args).map(|()| ExitCode::SUCCESS).context("proof"),
+        Command::Capture(args) => capture::run(&args).context("capture"),
     };
     outcome.unwrap_or_else(|e| {
         // `{:#}`: every context, then the cause, separated by ": ".

@@ -9,8 +9,11 @@
 //! with `V4L2_MEMORY_DMABUF`, so the driver reads and writes their pages
 //! itself. A [`Converter`] runs the CPU device's `yuyv_to_rgba` built-in on
 //! a dequeued frame, in place, inside a `DMA_BUF_IOCTL_SYNC` bracket.
-//! [`Stream::bytes_copied`] counts the frame bytes dmabridge moved (the
-//! buffers' per-location transfer counters): 0 on this path.
+//! The other direction works too: the driver's own buffers, exported with
+//! `VIDIOC_EXPBUF`, imported with `clImportMemoryARM`
+//! ([`FrameMemory::Driver`]). [`Stream::bytes_copied`] counts the frame
+//! bytes dmabridge moved (the buffers' per-location transfer counters): 0
+//! on both paths.
 //!
 //! [`hdmi_loopback`] wires a capture device's HDMI input to an output
 //! device's HDMI output the way vivid (the kernel's virtual video driver)
@@ -25,7 +28,7 @@ use std::time::Duration;
 use rustix::io::Errno;
 
 use crate::error::ClError;
-use crate::ext::{dma_buf_export, usm};
+use crate::ext::{arm_import, dma_buf_export, usm};
 use crate::runtime::buffer::{mem_flags, store::Location, Buffer};
 use crate::runtime::context::Context;
 use crate::runtime::event::Event;
@@ -109,6 +112,10 @@ pub enum FrameMemory {
     UsmShared,
     /// Buffer objects (`CL_MEM_ALLOC_HOST_PTR`): their host pages.
     Buffer,
+    /// The driver's own buffers (`V4L2_MEMORY_MMAP`), exported with
+    /// `VIDIOC_EXPBUF` and imported as buffer objects with
+    /// `clImportMemoryARM(CL_IMPORT_TYPE_DMA_BUF_ARM)`.
+    Driver,
 }
 
 impl std::str::FromStr for FrameMemory {
@@ -119,7 +126,8 @@ impl std::str::FromStr for FrameMemory {
             "usm-host" => Ok(FrameMemory::UsmHost),
             "usm-shared" => Ok(FrameMemory::UsmShared),
             "buffer" => Ok(FrameMemory::Buffer),
-            _ => Err(format!("{s:?} is not a frame memory (usm-host, usm-shared or buffer)")),
+            "driver" => Ok(FrameMemory::Driver),
+            _ => Err(format!("{s:?} is not a frame memory (usm-host, usm-shared, buffer or driver)")),
         }
     }
 }
@@ -250,13 +258,15 @@ impl Default for StreamConfig {
 }
 
 /// One streaming buffer queue of a V4L2 device, its buffers dmabridge
-/// memory queued as dma-bufs (`V4L2_MEMORY_DMABUF`).
+/// memory queued as dma-bufs (`V4L2_MEMORY_DMABUF`), or the driver's own
+/// imported into dmabridge ([`FrameMemory::Driver`], `V4L2_MEMORY_MMAP`).
 ///
 /// Dropping it stops streaming and frees the driver's queue (so the driver
 /// lets go of every dma-buf), then frees the frames.
 pub struct Stream {
     dev: VideoDevice,
     ty: BufType,
+    memory: Memory,
     format: PixFormat,
     ctx: Arc<Context>,
     frames: Vec<Frame>,
@@ -332,16 +342,41 @@ impl Stream {
         if let Some(fps) = cfg.fps {
             dev.set_frame_rate(ty, fps).map_err(on(&dev))?;
         }
-        let granted = dev.request_buffers(ty, Memory::DmaBuf, cfg.buffers.max(1)).map_err(on(&dev))?;
-        let mut stream =
-            Stream { dev, ty, format, ctx: ctx.clone(), frames: Vec::new(), queued: Vec::new(), streaming: false };
+        let memory = match cfg.memory {
+            FrameMemory::Driver => Memory::Mmap,
+            _ => Memory::DmaBuf,
+        };
+        let granted = dev.request_buffers(ty, memory, cfg.buffers.max(1)).map_err(on(&dev))?;
+        let mut stream = Stream {
+            dev,
+            ty,
+            memory,
+            format,
+            ctx: ctx.clone(),
+            frames: Vec::new(),
+            queued: Vec::new(),
+            streaming: false,
+        };
         let len = (format.size_image as usize).next_multiple_of(crate::sys::page_size());
-        for _ in 0..granted {
-            let frame = new_frame(ctx, cfg.memory, len)?;
+        for i in 0..granted {
+            let frame = match cfg.memory {
+                FrameMemory::Driver => stream.import_driver_buffer(i)?,
+                m => new_frame(ctx, m, len)?,
+            };
             stream.frames.push(frame);
             stream.queued.push(false);
         }
         Ok(stream)
+    }
+
+    /// Driver buffer `index` exported as a dma-buf and imported as a buffer
+    /// object of the image's size.
+    fn import_driver_buffer(&self, index: u32) -> Result<Frame, PipelineError> {
+        let len = self.dev.buffer_length(self.ty, Memory::Mmap, index).map_err(on(&self.dev))? as usize;
+        let dmabuf = self.dev.export_buffer(self.ty, index).map_err(on(&self.dev))?;
+        let size = self.format.size_image as usize;
+        let buffer = arm_import::import_dma_buf(&self.ctx, mem_flags::READ_WRITE, dmabuf.as_fd(), size)?;
+        Ok(Frame { dmabuf, storage: Storage::Buffer(buffer), len })
     }
 
     /// The device.
@@ -428,7 +463,11 @@ impl Stream {
             BufType::Output => self.format.size_image,
         };
         let len = u32::try_from(frame.len).unwrap_or(u32::MAX);
-        self.dev.queue_dmabuf(self.ty, index, frame.dmabuf.as_fd(), len, used).map_err(on(&self.dev))?;
+        match self.memory {
+            Memory::Mmap => self.dev.queue_mmap(self.ty, index, used),
+            Memory::DmaBuf => self.dev.queue_dmabuf(self.ty, index, frame.dmabuf.as_fd(), len, used),
+        }
+        .map_err(on(&self.dev))?;
         self.queued[index as usize] = true;
         Ok(())
     }
@@ -486,7 +525,7 @@ impl Stream {
     /// # Ok::<(), PipelineError>(())
     /// ```
     pub fn dequeue(&mut self, timeout: Duration) -> Result<Dequeued, PipelineError> {
-        let d = self.dev.dequeue(self.ty, Memory::DmaBuf, timeout).map_err(on(&self.dev))?;
+        let d = self.dev.dequeue(self.ty, self.memory, timeout).map_err(on(&self.dev))?;
         if let Some(q) = self.queued.get_mut(d.index as usize) {
             *q = false;
         }
@@ -546,8 +585,9 @@ impl Drop for Stream {
                 log::warn!("{}: stopping the stream: {e}", self.dev.path().display());
             }
         }
-        // Frees the driver's queue: it drops its references to our dma-bufs.
-        if let Err(e) = self.dev.request_buffers(self.ty, Memory::DmaBuf, 0) {
+        // Frees the driver's queue: it drops its references to our dma-bufs
+        // (its own buffers live on while our imports hold them).
+        if let Err(e) = self.dev.request_buffers(self.ty, self.memory, 0) {
             log::warn!("{}: freeing the buffer queue: {e}", self.dev.path().display());
         }
         for frame in &self.frames {
@@ -565,6 +605,9 @@ fn new_frame(ctx: &Arc<Context>, memory: FrameMemory, len: usize) -> Result<Fram
     let ptr = match memory {
         FrameMemory::UsmHost => usm::host_mem_alloc(ctx, &[], len, 0)?,
         FrameMemory::UsmShared => usm::shared_mem_alloc(ctx, None, &[], len, 0)?,
+        FrameMemory::Driver => {
+            return Err(PipelineError::Unsupported("driver buffers are imported, not allocated".into()))
+        }
         FrameMemory::Buffer => {
             // SAFETY: no host pointer.
             let b = unsafe { Buffer::create(ctx, mem_flags::ALLOC_HOST_PTR, len, std::ptr::null_mut()) }?;
@@ -833,19 +876,4 @@ fn hdmi(dev: &VideoDevice, ports: Result<Vec<Port>, OsError>, what: &str) -> Res
         .into_iter()
         .find(|p| p.name.starts_with("HDMI") && p.capabilities & DV_TIMINGS_CAP != 0)
         .ok_or_else(|| PipelineError::Unsupported(format!("{} has no HDMI {what}", dev.path().display())))
-}
-
-/// How long ago the driver stamped `frame` (its timestamp against
-/// `CLOCK_MONOTONIC` now): capture-to-here latency.
-///
-/// ```
-/// use std::time::Duration;
-/// use dmabridge::pipeline::capture::since_capture;
-/// use dmabridge::sys::v4l2::Dequeued;
-/// let long_ago = Dequeued { index: 0, sequence: 0, bytes_used: 0, flags: 0, timestamp: Duration::ZERO };
-/// assert!(since_capture(&long_ago) > Duration::ZERO);
-/// ```
-pub fn since_capture(frame: &Dequeued) -> Duration {
-    let t = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
-    Duration::new(t.tv_sec.max(0) as u64, t.tv_nsec.clamp(0, 999_999_999) as u32).saturating_sub(frame.timestamp)
 }
