@@ -99,6 +99,8 @@ fn child_cpu_device_imports_a_udmabuf_in_place() {
     // Larger than the dma-buf: CL_INVALID_VALUE; smaller is fine.
     assert_eq!(err_kind(import_dma_buf(&ctx, 0, dmabuf.as_fd(), N + 1)), ClErrorKind::InvalidValue);
     let small = import_dma_buf(&ctx, 0, dmabuf.as_fd(), 100).unwrap();
+    let whole = import_dma_buf(&ctx, 0, dmabuf.as_fd(), arm_import::IMPORT_MEMORY_WHOLE_ALLOCATION_ARM).unwrap();
+    assert_eq!(whole.size(), N, "CL_IMPORT_MEMORY_WHOLE_ALLOCATION_ARM: the whole dma-buf");
     assert_eq!(read(&q, &small), pattern(N, 3)[..100]);
     let b = import_dma_buf(&ctx, mem_flags::READ_WRITE, dmabuf.as_fd(), N).unwrap();
     drop(dmabuf); // the application closes its fd: the buffer has its own

@@ -264,7 +264,10 @@ fn unmapped_pages_are_refused_and_unpopulated_ones_committed_and_locked() {
     // Page 0 and the top of the address space are never mapped.
     assert_eq!(err_kind(host(&ctx, 0, 16 as *mut u8, 16)), InvalidOperation);
     assert_eq!(err_kind(host(&ctx, 0, usize::MAX as *mut u8, 16)), InvalidOperation, "wraps");
-    assert_eq!(err_kind(host(&ctx, 0, (usize::MAX - page()) as *mut u8, usize::MAX)), InvalidOperation);
+    assert_eq!(err_kind(host(&ctx, 0, (usize::MAX - page()) as *mut u8, usize::MAX - 1)), InvalidOperation);
+    // CL_IMPORT_MEMORY_WHOLE_ALLOCATION_ARM is for dma-bufs only.
+    let whole = arm_import::IMPORT_MEMORY_WHOLE_ALLOCATION_ARM;
+    assert_eq!(err_kind(host(&ctx, 0, region.addr(0), whole)), InvalidValue);
 
     // Mapped but never touched: fine; the import commits and locks the pages.
     let fresh = Region::new(8, ProtFlags::READ | ProtFlags::WRITE);

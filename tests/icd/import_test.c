@@ -113,6 +113,8 @@ static void test_error_codes(void) {
     /* CL_INVALID_VALUE: memory NULL, size 0. */
     CHECK_ERR(import_code(ctx, 0, NULL, NULL, sizeof host), CL_INVALID_VALUE);
     CHECK_ERR(import_code(ctx, 0, host_props, host, 0), CL_INVALID_VALUE);
+    /* The whole-allocation size is for dma-bufs only. */
+    CHECK_ERR(import_code(ctx, 0, host_props, host, CL_IMPORT_MEMORY_WHOLE_ALLOCATION_ARM), CL_INVALID_VALUE);
     /* CL_INVALID_VALUE: a dma-buf fd that is -1, or not a dma-buf. */
     cl_import_properties_arm dma_props[] = {CL_IMPORT_TYPE_ARM, CL_IMPORT_TYPE_DMA_BUF_ARM, 0};
     int fd = -1;
@@ -208,6 +210,14 @@ static void test_dma_buf_round_trip(void) {
     }
     cl_import_properties_arm dma_props[] = {CL_IMPORT_TYPE_ARM, CL_IMPORT_TYPE_DMA_BUF_ARM, 0};
     CHECK_ERR(import_code(ctx, 0, dma_props, &fd, n + 1), CL_INVALID_VALUE); /* larger than the dma-buf */
+    cl_mem whole = import(ctx, 0, dma_props, &fd, CL_IMPORT_MEMORY_WHOLE_ALLOCATION_ARM, &err);
+    CHECK(whole != NULL && err == CL_SUCCESS);
+    size_t whole_size = 0;
+    if (whole) {
+        CHECK_ERR(clGetMemObjectInfo(whole, CL_MEM_SIZE, sizeof whole_size, &whole_size, NULL), CL_SUCCESS);
+        clReleaseMemObject(whole);
+    }
+    CHECK(whole_size == n);
     cl_mem b = import(ctx, CL_MEM_READ_WRITE, dma_props, &fd, n, &err);
     CHECK(b != NULL && err == CL_SUCCESS);
     close(fd); /* the buffer keeps its own */

@@ -17,7 +17,8 @@
 //!   `memory` points to the fd): the buffer's storage is the dma-buf's own
 //!   mapping. The fd is duplicated, so the caller may close it after the
 //!   import. `size` may be smaller than the dma-buf, not larger
-//!   (`CL_INVALID_VALUE`). A dma-buf opened read-only (`O_RDONLY`) makes a
+//!   (`CL_INVALID_VALUE`); `CL_IMPORT_MEMORY_WHOLE_ALLOCATION_ARM`
+//!   (`SIZE_MAX`) takes all of it. A dma-buf opened read-only (`O_RDONLY`) makes a
 //!   read-only buffer whatever the flags: `CL_MEM_FLAGS` answers
 //!   `CL_MEM_READ_ONLY` (and `CL_MEM_HOST_READ_ONLY`, or
 //!   `CL_MEM_HOST_NO_ACCESS` for `CL_MEM_HOST_WRITE_ONLY`), and every
@@ -79,6 +80,11 @@ pub const IMPORT_TYPE_ARM: u64 = 0x40B2;
 pub const IMPORT_TYPE_HOST_ARM: u64 = 0x40B3;
 /// `CL_IMPORT_TYPE_DMA_BUF_ARM`: a dma-buf; `memory` points to its fd.
 pub const IMPORT_TYPE_DMA_BUF_ARM: u64 = 0x40B4;
+
+/// `CL_IMPORT_MEMORY_WHOLE_ALLOCATION_ARM` (`SIZE_MAX`): as a dma-buf
+/// import's `size`, the whole dma-buf (Khronos `CL/cl_ext.h`; host memory
+/// has no "whole allocation": `CL_INVALID_VALUE` there).
+pub const IMPORT_MEMORY_WHOLE_ALLOCATION_ARM: usize = usize::MAX;
 
 /// The extension string of `clImportMemoryARM` itself.
 pub const EXTENSION: &str = "cl_arm_import_memory";
@@ -275,8 +281,9 @@ pub fn live_host_imports() -> usize {
 ///
 /// `clImportMemoryARM` with `CL_IMPORT_TYPE_HOST_ARM` (seed 004).
 ///
-/// Errors: `CL_INVALID_VALUE` for bad flags, `ptr` NULL, `size` 0, or pages
-/// shared with another live host import made with other flags;
+/// Errors: `CL_INVALID_VALUE` for bad flags, `ptr` NULL, `size` 0 or
+/// [`IMPORT_MEMORY_WHOLE_ALLOCATION_ARM`], or pages shared with another
+/// live host import made with other flags;
 /// `CL_INVALID_OPERATION` if a page of the range is not mapped (or not
 /// readable), or a device of the context cannot reach the pages (no
 /// host-unified memory; VFIO cannot pin them); and
@@ -319,6 +326,13 @@ pub unsafe fn import_host(ctx: &Arc<Context>, flags: u64, ptr: *mut u8, size: us
     }
     if size == 0 {
         return cl_err!(InvalidValue, "size is 0: nothing to import");
+    }
+    if size == IMPORT_MEMORY_WHOLE_ALLOCATION_ARM {
+        return cl_err!(
+            InvalidValue,
+            "size CL_IMPORT_MEMORY_WHOLE_ALLOCATION_ARM (SIZE_MAX) is for dma-bufs: host memory has no whole \
+             allocation to take"
+        );
     }
     let page = page_size();
     let addr = ptr as usize;
@@ -468,7 +482,7 @@ pub fn recognised_exports() -> usize {
 /// Imports a dma-buf as a buffer: its storage is the dma-buf's mapping
 /// (zero copy). `fd` is borrowed: the import keeps a duplicate, so the
 /// caller may close it afterwards. `size` bytes from the dma-buf's start
-/// are the buffer.
+/// are the buffer ([`IMPORT_MEMORY_WHOLE_ALLOCATION_ARM`]: all of it).
 ///
 /// `clImportMemoryARM` with `CL_IMPORT_TYPE_DMA_BUF_ARM` (seed 004).
 ///
@@ -497,6 +511,8 @@ pub fn recognised_exports() -> usize {
 ///     // Larger than the dma-buf.
 ///     assert!(arm_import::import_dma_buf(&ctx, 0, dmabuf.as_fd(), 8193).is_err());
 ///     let b = arm_import::import_dma_buf(&ctx, mem_flags::READ_WRITE, dmabuf.as_fd(), 8192)?;
+///     let whole = arm_import::IMPORT_MEMORY_WHOLE_ALLOCATION_ARM;
+///     assert_eq!(arm_import::import_dma_buf(&ctx, 0, dmabuf.as_fd(), whole)?.size(), 8192);
 ///     drop(dmabuf); // the buffer keeps its own fd
 ///     assert_eq!(b.size(), 8192);
 /// }
@@ -516,7 +532,14 @@ pub fn import_dma_buf(ctx: &Arc<Context>, flags: u64, fd: BorrowedFd<'_>, size: 
     let total = dma_buf.size().map_err(|e| {
         ClError::new(ClErrorKind::InvalidValue, format!("the size of the dma-buf (exporter {exporter}): {e}"))
     })?;
-    if size as u64 > total {
+    let size = if size == IMPORT_MEMORY_WHOLE_ALLOCATION_ARM {
+        usize::try_from(total).map_err(|_| {
+            ClError::new(ClErrorKind::InvalidValue, format!("the {total}-byte dma-buf does not fit the address space"))
+        })?
+    } else {
+        size
+    };
+    if size == 0 || size as u64 > total {
         return cl_err!(
             InvalidValue,
             "size {size} is larger than the dma-buf (exporter {exporter}): it holds {total} bytes"
