@@ -216,9 +216,8 @@ extensions! {
     clGetMemObjectDmaBufInfoDMABRIDGE: api::export::clGetMemObjectDmaBufInfoDMABRIDGE_fn
         => api::export::clGetMemObjectDmaBufInfoDMABRIDGE,
     clImportMemoryARM: clImportMemoryARM_fn => api::import::clImportMemoryARM,
-    // Not built yet (not advertised): CL_INVALID_OPERATION for a valid handle.
-    clEnqueueWaitSignalAMD: api::unbuilt::clEnqueueWaitSignalAMD_fn => api::unbuilt::clEnqueueWaitSignalAMD,
-    clEnqueueWriteSignalAMD: api::unbuilt::clEnqueueWriteSignalAMD_fn => api::unbuilt::clEnqueueWriteSignalAMD,
-    clEnqueueMakeBuffersResidentAMD: api::unbuilt::clEnqueueMakeBuffersResidentAMD_fn
-        => api::unbuilt::clEnqueueMakeBuffersResidentAMD,
+    clEnqueueWaitSignalAMD: api::amd::clEnqueueWaitSignalAMD_fn => api::amd::clEnqueueWaitSignalAMD,
+    clEnqueueWriteSignalAMD: api::amd::clEnqueueWriteSignalAMD_fn => api::amd::clEnqueueWriteSignalAMD,
+    clEnqueueMakeBuffersResidentAMD: api::amd::clEnqueueMakeBuffersResidentAMD_fn
+        => api::amd::clEnqueueMakeBuffersResidentAMD,
 }

@@ -3,6 +3,7 @@
 //! zero-terminated lists) and calls the one core function that does the work.
 #![allow(non_snake_case)]
 
+pub mod amd;
 pub mod context;
 pub mod device;
 pub mod event;
@@ -14,5 +15,4 @@ pub mod platform;
 pub mod program;
 pub mod queue;
 pub mod svm;
-pub mod unbuilt;
 pub mod usm;

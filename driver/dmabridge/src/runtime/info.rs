@@ -442,7 +442,9 @@ pub const DMA_BUF_EXPORT_EXTENSION: &str = "cl_dmabridge_dma_buf_export";
 /// opened ([`dma_buf_export::available`](crate::ext::dma_buf_export::available));
 /// the `cl_arm_import_memory` strings (seed 004) when a device of the
 /// platform supports them ([`arm_import::extensions`](crate::ext::arm_import::extensions):
-/// always, the CPU device does).
+/// always, the CPU device does); `cl_amd_bus_addressable_memory` (seed 002)
+/// where buffers can be made resident, i.e. the platform has a VFIO domain
+/// ([`amd_bus::available`](crate::ext::amd_bus::available)).
 ///
 /// ```
 /// use dmabridge::runtime::info::platform_extensions;
@@ -455,6 +457,9 @@ pub fn platform_extensions() -> Vec<NameVersion> {
     list.push(NameVersion::new("cl_khr_icd", EXTENSION_VERSION));
     if crate::ext::dma_buf_export::available() {
         list.push(NameVersion::new(DMA_BUF_EXPORT_EXTENSION, EXTENSION_VERSION));
+    }
+    if crate::ext::amd_bus::available() {
+        list.push(NameVersion::new(crate::ext::amd_bus::EXTENSION, EXTENSION_VERSION));
     }
     let import = Platform::get().devices().iter().flat_map(|d| crate::ext::arm_import::extensions(d)).copied();
     for name in import {
