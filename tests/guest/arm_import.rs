@@ -16,46 +16,49 @@ use std::sync::Arc;
 use dmabridge::error::ClErrorKind;
 use dmabridge::ext::arm_import::{self, import_dma_buf, import_host};
 use dmabridge::runtime::backend::bar::ENV;
+use dmabridge::runtime::backend::domain::DmaDomain;
 use dmabridge::runtime::buffer::map::{self, map_flags};
 use dmabridge::runtime::buffer::store::Location;
 use dmabridge::runtime::buffer::{commands, mem_flags, Buffer};
 use dmabridge::runtime::context::Context;
-use dmabridge::runtime::device::{Device, DeviceType};
+use dmabridge::runtime::device::Device;
 use dmabridge::runtime::event::Event;
 use dmabridge::runtime::info::device_extensions;
 use dmabridge::runtime::kernel::{self, Kernel};
 use dmabridge::runtime::platform::Platform;
-use dmabridge::runtime::queue::{Queue, QueueProps};
+use dmabridge::runtime::queue::Queue;
 use dmabridge::sys::dma_buf::DmaBuf;
 use dmabridge::sys::dma_heap::DmaHeap;
 use dmabridge::sys::memfd::{Memfd, Seals};
 use dmabridge::sys::mmap::Access;
 use dmabridge::sys::udmabuf::Udmabuf;
 use dmabridge_tests::{err_kind, run_in_child, IVSHMEM};
+
+use super::buffer::{edu, pattern, queue, read};
 use rustix::fs::OFlags;
 
 fn in_child(name: &str, bar: Option<&str>) {
     run_in_child(&format!("arm_import::{name}"), &[(ENV, bar)]);
 }
 
-fn pattern(len: usize, seed: u8) -> Vec<u8> {
-    (0..len).map(|i| (i as u8).wrapping_mul(seed).wrapping_add(seed)).collect()
+/// The CPU device and the edu device in one context, with a queue on each,
+/// and edu's DMA domain.
+struct EduContext {
+    cpu: Arc<Device>,
+    edu: Arc<Device>,
+    domain: Arc<DmaDomain>,
+    ctx: Arc<Context>,
+    qc: Arc<Queue>,
+    qe: Arc<Queue>,
 }
 
-fn edu(p: &Platform) -> Arc<Device> {
-    let edu = p.devices().iter().find(|d| d.device_type == DeviceType::Accelerator && d.host_unified_memory);
-    edu.cloned().unwrap_or_else(|| panic!("no edu device: {:?}, skipped {:?}", p.devices(), p.skipped()))
-}
-
-fn queue(ctx: &Arc<Context>, d: &Arc<Device>) -> Arc<Queue> {
-    Queue::new(ctx, d, QueueProps::default()).unwrap()
-}
-
-fn read(q: &Arc<Queue>, b: &Arc<Buffer>) -> Vec<u8> {
-    let mut out = vec![0u8; b.size()];
-    // SAFETY: blocking read into `out`.
-    unsafe { commands::enqueue_read_buffer(q, b, true, 0, b.size(), out.as_mut_ptr(), &[]) }.unwrap();
-    out
+fn edu_context() -> EduContext {
+    let p = Platform::get();
+    let (cpu, edu) = (p.cpu().clone(), edu(p));
+    let domain = edu.dma_domain().expect("edu sits in a DMA domain");
+    let ctx = Context::new(&[cpu.clone(), edu.clone()]).unwrap();
+    let (qc, qe) = (queue(&ctx, &cpu), queue(&ctx, &edu));
+    EduContext { cpu, edu, domain, ctx, qc, qe }
 }
 
 fn write(q: &Arc<Queue>, b: &Arc<Buffer>, offset: usize, data: &[u8]) -> Result<Event, dmabridge::error::ClError> {
@@ -179,11 +182,7 @@ fn edu_uses_imported_host_memory_in_place() {
 #[test]
 #[ignore = "run in a child process"]
 fn child_edu_uses_imported_host_memory_in_place() {
-    let p = Platform::get();
-    let (cpu, edu) = (p.cpu().clone(), edu(p));
-    let domain = edu.dma_domain().expect("edu sits in a DMA domain");
-    let ctx = Context::new(&[cpu.clone(), edu.clone()]).unwrap();
-    let (qc, qe) = (queue(&ctx, &cpu), queue(&ctx, &edu));
+    let EduContext { cpu, edu, domain, ctx, qc, qe } = edu_context();
     const N: usize = 4096;
     // An unaligned range of ordinary process memory: the two pages around it.
     let mut mem = pattern(3 * N, 5);
@@ -212,11 +211,7 @@ fn edu_uses_a_dma_buf_dmabridge_exported_in_place() {
 #[test]
 #[ignore = "run in a child process"]
 fn child_edu_uses_a_dma_buf_dmabridge_exported_in_place() {
-    let p = Platform::get();
-    let (cpu, edu) = (p.cpu().clone(), edu(p));
-    let domain = edu.dma_domain().expect("edu sits in a DMA domain");
-    let ctx = Context::new(&[cpu.clone(), edu.clone()]).unwrap();
-    let (qc, qe) = (queue(&ctx, &cpu), queue(&ctx, &edu));
+    let EduContext { cpu, edu, domain, ctx, qc, qe } = edu_context();
     const N: usize = 4096;
     // The exporter: a buffer of another context (CPU only), as a producer would.
     let producer = Context::new(std::slice::from_ref(&cpu)).unwrap();
@@ -258,10 +253,7 @@ fn edu_refuses_dma_bufs_it_cannot_reach_without_a_copy() {
 #[test]
 #[ignore = "run in a child process"]
 fn child_edu_refuses_dma_bufs_it_cannot_reach_without_a_copy() {
-    let p = Platform::get();
-    let (cpu, edu) = (p.cpu().clone(), edu(p));
-    let domain = edu.dma_domain().expect("edu sits in a DMA domain");
-    let ctx = Context::new(&[cpu.clone(), edu.clone()]).unwrap();
+    let EduContext { cpu, edu, domain, ctx, .. } = edu_context();
     let (residents, iova) = (domain.residents().len(), domain.iova_allocated_bytes());
     // A udmabuf of someone else's memfd: its mapping is PFN-mapped.
     let (_memfd, foreign) = udmabuf_with(1, b"foreign");

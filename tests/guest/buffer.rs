@@ -30,11 +30,11 @@ fn in_child(name: &str, bar: Option<&str>) {
     run_in_child(&format!("buffer::{name}"), &[(ENV, bar)]);
 }
 
-fn pattern(len: usize, seed: u8) -> Vec<u8> {
+pub(super) fn pattern(len: usize, seed: u8) -> Vec<u8> {
     (0..len).map(|i| (i as u8).wrapping_mul(seed).wrapping_add(seed)).collect()
 }
 
-fn edu(p: &Platform) -> Arc<Device> {
+pub(super) fn edu(p: &Platform) -> Arc<Device> {
     let edu = p.devices().iter().find(|d| d.device_type == DeviceType::Accelerator && d.host_unified_memory);
     edu.cloned().unwrap_or_else(|| panic!("no edu device: {:?}, skipped {:?}", p.devices(), p.skipped()))
 }
@@ -44,11 +44,11 @@ fn bar(p: &Platform) -> Arc<Device> {
     bar.cloned().unwrap_or_else(|| panic!("no BAR device: {:?}, skipped {:?}", p.devices(), p.skipped()))
 }
 
-fn queue(ctx: &Arc<Context>, d: &Arc<Device>) -> Arc<Queue> {
+pub(super) fn queue(ctx: &Arc<Context>, d: &Arc<Device>) -> Arc<Queue> {
     Queue::new(ctx, d, QueueProps::default()).unwrap()
 }
 
-fn read(q: &Arc<Queue>, b: &Arc<Buffer>) -> Vec<u8> {
+pub(super) fn read(q: &Arc<Queue>, b: &Arc<Buffer>) -> Vec<u8> {
     let mut out = vec![0u8; b.size()];
     // SAFETY: blocking read into `out`.
     unsafe { commands::enqueue_read_buffer(q, b, true, 0, b.size(), out.as_mut_ptr(), &[]).unwrap() };

@@ -12,33 +12,9 @@ use opencl_sys::*;
 
 use super::context::ContextObj;
 use super::memobj::buffer_handle;
+use super::usm::properties as pairs;
 use crate::entry::{object, Cl};
 use crate::handles;
-
-/// A zero-terminated `cl_import_properties_arm` list as (name, value)
-/// pairs (empty for NULL or a lone 0: the defaults).
-///
-/// # Safety
-/// `props` is NULL or a zero-terminated list of pairs.
-unsafe fn properties(props: *const cl_import_properties_arm) -> Vec<(u64, u64)> {
-    let mut out = Vec::new();
-    if props.is_null() {
-        return out;
-    }
-    for i in (0..).step_by(2) {
-        // SAFETY: the list is zero-terminated; reading stops at the 0 name,
-        // and a non-zero name is followed by its value.
-        let (name, value) = unsafe {
-            let name = props.add(i).read_unaligned();
-            if name == 0 {
-                break;
-            }
-            (name, props.add(i + 1).read_unaligned())
-        };
-        out.push((name as u64, value as u64));
-    }
-    out
-}
 
 /// `clImportMemoryARM`: a buffer whose storage is `memory` (host memory,
 /// or for `CL_IMPORT_TYPE_DMA_BUF_ARM` a pointer to the dma-buf's `int`
@@ -56,8 +32,12 @@ pub(crate) unsafe extern "C" fn clImportMemoryARM(
     unsafe {
         object("clImportMemoryARM", errcode_ret, || {
             let ctx = handles::get::<ContextObj>(context.cast())?;
-            // SAFETY: the C contract: `properties` is NULL or zero-terminated.
-            let props = self::properties(properties);
+            // `cl_import_properties_arm` is `intptr_t`, 64 bits as the USM
+            // lists' `cl_bitfield` on the 64-bit targets the ICD builds for.
+            const _: () = assert!(size_of::<cl_import_properties_arm>() == size_of::<cl_mem_properties_intel>());
+            // SAFETY: the C contract: `properties` is NULL or a zero-terminated
+            // list of pairs (read as the same-sized USM property type).
+            let props = pairs(properties.cast());
             // SAFETY: the C contract of clImportMemoryARM is
             // `import_memory`'s: host memory stays mapped while the buffer
             // lives; a dma-buf's `memory` points to its open fd.
