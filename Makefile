@@ -85,7 +85,8 @@ icd:
 
 # Installs the ICD library, registers it with the loaders
 # (/etc/OpenCL/vendors/dmabridge.icd names the installed library) and installs
-# the header of dmabridge's own extension (include/CL/cl_dmabridge.h).
+# the headers of dmabridge's own extension (include/CL/cl_dmabridge.h) and of
+# cl_amd_bus_addressable_memory (include/CL/cl_amd_bus.h).
 PREFIX     ?= /usr/local
 DESTDIR    ?=
 LIBDIR     ?= $(PREFIX)/lib
@@ -94,6 +95,7 @@ install: icd
 	install -d $(DESTDIR)/etc/OpenCL/vendors
 	echo "$(LIBDIR)/libdmabridge_icd.so" > $(DESTDIR)/etc/OpenCL/vendors/dmabridge.icd
 	install -D -m 0644 include/CL/cl_dmabridge.h $(DESTDIR)$(PREFIX)/include/CL/cl_dmabridge.h
+	install -D -m 0644 include/CL/cl_amd_bus.h $(DESTDIR)$(PREFIX)/include/CL/cl_amd_bus.h
 
 # The guest suites run under tests/guest-runner: one process per test, each
 # killed and reported by name when it gives no result within its timeout

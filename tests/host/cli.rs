@@ -38,3 +38,17 @@ fn proof_that_cannot_open_its_device_names_each_step_and_the_cause() {
         );
     }
 }
+
+#[test]
+fn remote_dma_without_two_edu_devices_says_what_it_needs() {
+    let stderr = failing(Command::new(dmabridge_bin()).args(["remote-dma", "--engine", "0000:ff:1f.7"]));
+    // Fewer than two edu devices (the host has none), or no edu at the
+    // given engine address.
+    assert!(
+        stderr.starts_with("dmabridge: remote-dma: needs two edu devices bound to vfio-pci")
+            || stderr.starts_with("dmabridge: remote-dma: no edu device at 0000:ff:1f.7"),
+        "{stderr}"
+    );
+    let stderr = failing(Command::new(dmabridge_bin()).args(["remote-dma", "--width", "3"]));
+    assert!(stderr.contains("--width even"), "{stderr}");
+}

@@ -141,8 +141,7 @@ fn buffer_moves_between_two_device_memories_through_the_host() {
 /// The machine of seed 002's guest tests: edu 00:10.0 (the platform's
 /// engine), edu 00:12.0 (the remote device) and ivshmem 00:08.0 bound to
 /// vfio-pci, edu 00:11.0 left unbound.
-const AMD_RIG: &[&str] =
-    &["--edu", "3", "--bind", "0000:00:10.0", "--bind", "0000:00:12.0", "--bind", "0000:00:08.0"];
+const AMD_RIG: &[&str] = &["--edu", "3", "--bind", "0000:00:10.0", "--bind", "0000:00:12.0", "--bind", "0000:00:08.0"];
 
 /// `cl_amd_bus_addressable_memory` in the guest: residency and remote DMA by
 /// bus address, IOMMU confinement, wait-signal, external physical buffers
@@ -163,6 +162,80 @@ fn amd_bus_in_the_rig() {
     println!("{all}");
     assert!(out.status.success(), "the guest tests of seed 002 failed:\n{all}");
     assert!(all.contains("test result: ok. 1 passed") && all.contains("test result: ok. 4 passed"), "{all}");
+}
+
+/// Seed 002 end to end, watched from the host: in the guest, `dmabridge
+/// remote-dma` has a remote edu DMA each frame and its marker into a
+/// bus-addressable buffer, converts it after `WaitSignal`, copies it
+/// peer-to-peer into an external physical buffer on the ivshmem BAR and
+/// writes its marker with `WriteSignal`. This host process reads the
+/// ivshmem backing file while the guest runs: whenever it sees marker `m`,
+/// frames 1..=m are all there (frame before marker), markers never go
+/// back; at the end every frame's bytes are the ones the guest converted.
+#[test]
+fn amd_bus_frames_reach_the_host_before_their_markers() {
+    const FRAMES: usize = 4;
+    const SLOTS: usize = 0x10_0000; // --bar-offset (the default)
+    const STRIDE: usize = 0x1000; // 32x8 RGBA (1024 bytes) rounded to a page
+    const FRAME: usize = 1024;
+    const MARKER: usize = SLOTS + FRAMES * STRIDE;
+    let file = PathBuf::from(format!("/dev/shm/dmabridge-rig-amd-{}-{}", std::process::id(), rand_suffix()));
+    let bin = dmabridge_bin();
+    let mut args = AMD_RIG.to_vec();
+    let (f, b) = (file.to_str().unwrap().to_owned(), bin.to_str().unwrap().to_owned());
+    args.extend(["--ivshmem", &f, "--", &b, "remote-dma", "--frames", "4"]);
+    let mut child = Command::new(repo_root().join("qemu/run-in-guest"))
+        .args(&args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("qemu/run-in-guest runs");
+    let stdout = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || std::io::read_to_string(stdout).unwrap_or_default());
+    let stderr = child.stderr.take().unwrap();
+    let err_reader = std::thread::spawn(move || std::io::read_to_string(stderr).unwrap_or_default());
+    let complete = |data: &[u8], k: usize| {
+        let slot = &data[SLOTS + (k - 1) * STRIDE..][..FRAME];
+        slot.chunks(4).all(|px| px[3] == 0xff)
+    };
+    let (mut seen, mut last, mut looks) = (Vec::new(), 0u32, 0usize);
+    loop {
+        let done = child.try_wait().unwrap().is_some();
+        if let Ok(data) = std::fs::read(&file) {
+            if data.len() >= MARKER + 4 {
+                // The marker first: what it promises must already be there.
+                let m = u32::from_le_bytes(data[MARKER..MARKER + 4].try_into().unwrap());
+                let data = std::fs::read(&file).unwrap();
+                looks += 1;
+                assert!(m as usize <= FRAMES, "marker {m}");
+                assert!(m >= last, "the marker went back from {last} to {m}");
+                for k in 1..=m as usize {
+                    assert!(complete(&data, k), "marker {m} seen before frame {k} was complete");
+                }
+                if m != last {
+                    seen.push(m);
+                }
+                last = m;
+            }
+        }
+        if done {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    let status = child.wait().unwrap();
+    let out = reader.join().unwrap();
+    let err = err_reader.join().unwrap();
+    let data = std::fs::read(&file).unwrap_or_default();
+    let _ = std::fs::remove_file(&file);
+    println!("{out}{err}\nmarkers seen from the host, in order: {seen:?} ({looks} looks)");
+    assert!(status.success(), "remote-dma failed in the guest:\n{out}{err}");
+    assert_eq!(last as usize, FRAMES, "the last marker");
+    for k in 1..=FRAMES {
+        let slot = &data[SLOTS + (k - 1) * STRIDE..][..FRAME];
+        let sum = format!("frame {k}: adler32 {:#010x}", dmabridge::runtime::kernel::adler32(slot));
+        assert!(out.contains(&sum), "the host file's frame {k} is not what the guest converted ({sum}):\n{out}");
+    }
 }
 
 /// Boots a guest with `rig_args` and runs the ignored guest test `path`

@@ -12,6 +12,7 @@ use clap::{Parser, Subcommand};
 mod capture;
 mod info;
 mod proof;
+mod remote_dma;
 
 /// What a subcommand returns: its exit status, or an error that `main`
 /// prints with its whole chain of causes, `dmabridge: WHAT WAS BEING DONE:
@@ -65,6 +66,11 @@ enum Command {
     /// a dmabridge queue -> PNGs; prints latency, frames/s and bytes copied.
     #[command(long_about = capture::LONG_ABOUT)]
     Capture(capture::Args),
+    /// Bus-addressable memory end to end: a remote edu DMAs frames and
+    /// markers, the queue converts them and writes them peer-to-peer into the
+    /// ivshmem BAR, then signals (cl_amd_bus_addressable_memory).
+    #[command(long_about = remote_dma::LONG_ABOUT)]
+    RemoteDma(remote_dma::Args),
 }
 
 fn main() -> ExitCode {
@@ -78,6 +84,7 @@ fn main() -> ExitCode {
         Command::Info(args) => info::run(args).context("info"),
         Command::Proof(args) => proof::run(&args).map(|()| ExitCode::SUCCESS).context("proof"),
         Command::Capture(args) => capture::run(&args).context("capture"),
+        Command::RemoteDma(args) => remote_dma::run(&args).context("remote-dma"),
     };
     outcome.unwrap_or_else(|e| {
         // `{:#}`: every context, then the cause, separated by ": ".

@@ -42,7 +42,8 @@ pub struct ProofArgs {
     bar_offset: u64,
 }
 
-fn parse_u64(s: &str) -> Result<u64, String> {
+/// A decimal or 0x-prefixed hex number (also `dmabridge remote-dma`'s).
+pub(crate) fn parse_u64(s: &str) -> Result<u64, String> {
     let r = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
         Some(hex) => u64::from_str_radix(hex, 16),
         None => s.parse(),
