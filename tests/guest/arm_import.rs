@@ -18,7 +18,7 @@ use dmabridge::ext::arm_import::{self, import_dma_buf, import_host};
 use dmabridge::runtime::backend::bar::ENV;
 use dmabridge::runtime::backend::domain::DmaDomain;
 use dmabridge::runtime::buffer::map::{self, map_flags};
-use dmabridge::runtime::buffer::store::Location;
+use dmabridge::runtime::buffer::store::{CpuSyncs, Location};
 use dmabridge::runtime::buffer::{commands, mem_flags, Buffer};
 use dmabridge::runtime::context::Context;
 use dmabridge::runtime::device::Device;
@@ -108,19 +108,28 @@ fn child_cpu_device_imports_a_udmabuf_in_place() {
     let b = import_dma_buf(&ctx, mem_flags::READ_WRITE, dmabuf.as_fd(), N).unwrap();
     drop(dmabuf); // the application closes its fd: the buffer has its own
     assert_eq!(b.flags(), mem_flags::READ_WRITE);
+    assert_eq!(b.cpu_syncs(), CpuSyncs::default(), "nothing touched yet");
+    // Every CPU access is bracketed with DMA_BUF_IOCTL_SYNC start/end in
+    // its direction: (read, write, read_write) as (starts, ends).
+    let syncs = |r: u64, w: u64, rw: u64| CpuSyncs { read: (r, r), write: (w, w), read_write: (rw, rw) };
     assert_eq!(read(&q, &b), pattern(N, 3));
+    assert_eq!(b.cpu_syncs(), syncs(1, 0, 0), "a read");
     // Writes, fills and maps reach the memfd's pages: the dma-buf's own.
     write(&q, &b, 5000, b"through the import").unwrap();
     Event::wait(&[commands::enqueue_fill_buffer(&q, &b, &[9; 4], 8192, 64, &[]).unwrap()]).unwrap();
+    assert_eq!(b.cpu_syncs(), syncs(1, 2, 0), "a write and a fill");
     let view = memfd.map(0, N, Access::Read).unwrap();
     let mut got = [0u8; 18];
     view.read_bytes(5000, &mut got);
     assert_eq!(&got, b"through the import");
     assert_eq!(view.read_u32(8192 + 60), u32::from_ne_bytes([9; 4]));
     let (m, _) = map::enqueue_map_buffer(&q, &b, true, map_flags::WRITE, 0, 16).unwrap();
+    let mapped = b.cpu_syncs();
+    assert_eq!((mapped.write.0, mapped.write.1), (3, 2), "a map begins a CPU access...");
     // SAFETY: mapped for writing, 16 bytes, until unmapped.
     unsafe { m.as_ptr().write_bytes(0x77, 16) };
     Event::wait(&[map::enqueue_unmap_mem_object(&q, &b, m.as_ptr(), &[]).unwrap()]).unwrap();
+    assert_eq!(b.cpu_syncs(), syncs(1, 3, 0), "...that its unmap ends");
     assert_eq!(view.read_u32(12), 0x7777_7777);
     // A kernel on the CPU device, from one import into another.
     let (_m2, other) = udmabuf_with(3, &[0; 16]);
@@ -131,7 +140,15 @@ fn child_cpu_device_imports_a_udmabuf_in_place() {
     k.set_arg_scalar(2, &(N as u64).to_ne_bytes()).unwrap();
     // SAFETY: both buffers hold N bytes.
     Event::wait(&[unsafe { kernel::enqueue_task(&q, &k, &[]) }.unwrap()]).unwrap();
-    assert_eq!(read(&q, &dst), read(&q, &b));
+    assert_eq!((b.cpu_syncs(), dst.cpu_syncs()), (syncs(1, 3, 1), syncs(0, 0, 1)), "a kernel");
+    // A copy reads one and writes the other; between two places of one
+    // buffer it reads and writes.
+    Event::wait(&[commands::enqueue_copy_buffer(&q, &b, &dst, 0, 0, 64, &[]).unwrap()]).unwrap();
+    assert_eq!((b.cpu_syncs(), dst.cpu_syncs()), (syncs(2, 3, 1), syncs(0, 1, 1)), "a copy");
+    Event::wait(&[commands::enqueue_copy_buffer(&q, &dst, &dst, 0, 4096, 64, &[]).unwrap()]).unwrap();
+    assert_eq!(dst.cpu_syncs(), syncs(0, 1, 2));
+    let (d, src) = (read(&q, &dst), read(&q, &b));
+    assert!(d[4096..4160] == src[..64] && d[64..4096] == src[64..4096], "the copies' bytes");
     zero_copy(&b, &[&cpu]);
     zero_copy(&dst, &[&cpu]);
 }
@@ -172,6 +189,9 @@ fn child_a_read_only_heap_dma_buf_makes_a_read_only_buffer() {
     map::enqueue_unmap_mem_object(&q, &b, m.as_ptr(), &[]).unwrap();
     q.finish().unwrap();
     zero_copy(&b, &[&cpu]);
+    // A read-only dma-buf is only ever synchronised for reading: a read, a
+    // copy from it, a map.
+    assert_eq!(b.cpu_syncs(), CpuSyncs { read: (3, 3), ..CpuSyncs::default() });
 }
 
 #[test]

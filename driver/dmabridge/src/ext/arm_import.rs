@@ -397,7 +397,7 @@ pub unsafe fn import_host(ctx: &Arc<Context>, flags: u64, ptr: *mut u8, size: us
     // while the buffer lives (its store evicts the residency when dropped,
     // before `pin` unlocks the pages); the pages pinned are the range's own.
     unsafe { make_resident(ctx, addr, size, addr, !read_only, &what) }?;
-    let imported = Imported { dma_buf: None, read_only, _keep: Box::new(pin) };
+    let imported = Imported::new(None, read_only, Box::new(pin));
     let flags = if read_only { read_only_flags(flags) } else { flags };
     let store = Store::new_imported(ctx, size, addr, imported, ctx.devices());
     Ok(Buffer::imported(ctx, flags, size, store))
@@ -605,7 +605,7 @@ pub fn import_dma_buf(ctx: &Arc<Context>, flags: u64, fd: BorrowedFd<'_>, size: 
         }
     }
     drop(dma_buf); // the lazy map keeps its own fd
-    let imported = Imported { dma_buf: Some(map), read_only, _keep: Box::new(keep) };
+    let imported = Imported::new(Some(map), read_only, Box::new(keep));
     let flags = if read_only { read_only_flags(flags) } else { flags };
     let store = Store::new_imported(ctx, size, base, imported, ctx.devices());
     Ok(Buffer::imported(ctx, flags, size, store))

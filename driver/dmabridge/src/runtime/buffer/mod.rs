@@ -503,6 +503,27 @@ impl Buffer {
         self.store.stats(location)
     }
 
+    /// The `DMA_BUF_IOCTL_SYNC` calls the runtime made around its CPU
+    /// accesses to the buffer's memory, by direction — for a buffer
+    /// imported from a dma-buf (`clImportMemoryARM`, seed 004); all 0 for
+    /// any other.
+    ///
+    /// No OpenCL function of its own: shows that every CPU access was
+    /// bracketed (tests).
+    ///
+    /// ```
+    /// use dmabridge::runtime::buffer::{store::CpuSyncs, Buffer};
+    /// use dmabridge::runtime::{context::Context, platform::Platform};
+    /// let ctx = Context::new(std::slice::from_ref(Platform::get().cpu()))?;
+    /// // SAFETY: no host pointer.
+    /// let b = unsafe { Buffer::create(&ctx, 0, 64, std::ptr::null_mut()) }?;
+    /// assert_eq!(b.cpu_syncs(), CpuSyncs::default());
+    /// # Ok::<(), dmabridge::error::ClError>(())
+    /// ```
+    pub fn cpu_syncs(&self) -> store::CpuSyncs {
+        self.store.cpu_syncs()
+    }
+
     /// `Some(true)` if `device`'s allocation of the buffer is linked with the
     /// host allocation (the same pages), `Some(false)` if it is an unlinked
     /// allocation in the device's memory, `None` before the device used it.

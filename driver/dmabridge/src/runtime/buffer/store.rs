@@ -61,7 +61,7 @@ use crate::runtime::backend::device_copy;
 use crate::runtime::context::Context;
 use crate::runtime::device::Device;
 use crate::runtime::transfer;
-use crate::sys::dma_buf::{DmaBuf, LazyMap, SyncDir};
+use crate::sys::dma_buf::{LazyMap, SyncDir};
 
 /// Where an allocation of a buffer lives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -162,7 +162,74 @@ pub(crate) struct Imported {
     pub read_only: bool,
     /// The mappings, pins and bookkeeping the import holds (dropped after
     /// the devices' residency is evicted).
-    pub _keep: Box<dyn std::any::Any + Send + Sync>,
+    _keep: Box<dyn std::any::Any + Send + Sync>,
+    /// The `DMA_BUF_IOCTL_SYNC` calls made.
+    syncs: Mutex<CpuSyncs>,
+}
+
+/// The `DMA_BUF_IOCTL_SYNC` calls the runtime made on an imported dma-buf
+/// around its CPU accesses, by direction: (starts, ends).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CpuSyncs {
+    /// `DMA_BUF_SYNC_READ`.
+    pub read: (u64, u64),
+    /// `DMA_BUF_SYNC_WRITE`.
+    pub write: (u64, u64),
+    /// `DMA_BUF_SYNC_RW`.
+    pub read_write: (u64, u64),
+}
+
+impl CpuSyncs {
+    fn of(&mut self, dir: SyncDir) -> &mut (u64, u64) {
+        match dir {
+            SyncDir::Read => &mut self.read,
+            SyncDir::Write => &mut self.write,
+            SyncDir::ReadWrite => &mut self.read_write,
+        }
+    }
+}
+
+impl Imported {
+    /// Imported memory: a dma-buf's (lazy) mapping or none (host memory),
+    /// whether nothing may write it, and what keeps it mapped and pinned.
+    pub fn new(dma_buf: Option<LazyMap>, read_only: bool, keep: Box<dyn std::any::Any + Send + Sync>) -> Imported {
+        Imported { dma_buf, read_only, _keep: keep, syncs: Mutex::new(CpuSyncs::default()) }
+    }
+
+    fn syncs(&self) -> std::sync::MutexGuard<'_, CpuSyncs> {
+        self.syncs.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The direction a sync of `dir` uses (a read-only dma-buf is only read).
+    fn dir(&self, dir: SyncDir) -> SyncDir {
+        if self.read_only {
+            SyncDir::Read
+        } else {
+            dir
+        }
+    }
+
+    /// Maps the dma-buf if the CPU has not yet, and begins a CPU access.
+    fn begin(&self, lazy: &LazyMap, dir: SyncDir) -> Result<(), i32> {
+        lazy.ensure().map_err(|e| {
+            log::warn!("mapping an imported dma-buf for the CPU: {e}");
+            crate::error::code::OUT_OF_RESOURCES
+        })?;
+        lazy.dma_buf().begin_cpu_access(dir).map_err(|e| {
+            log::warn!("beginning CPU access to an imported dma-buf: {e}");
+            crate::error::code::OUT_OF_RESOURCES
+        })?;
+        self.syncs().of(dir).0 += 1;
+        Ok(())
+    }
+
+    fn end(&self, dir: SyncDir) {
+        let Some(lazy) = &self.dma_buf else { return };
+        match lazy.dma_buf().end_cpu_access(dir) {
+            Ok(()) => self.syncs().of(dir).1 += 1,
+            Err(e) => log::warn!("ending CPU access to an imported dma-buf: {e}"),
+        }
+    }
 }
 
 impl std::fmt::Debug for Imported {
@@ -190,15 +257,13 @@ pub(crate) struct Store {
 /// is issued when dropped.
 #[derive(Debug)]
 pub(crate) struct CpuSync<'a> {
-    dma_buf: &'a DmaBuf,
+    imported: &'a Imported,
     dir: SyncDir,
 }
 
 impl Drop for CpuSync<'_> {
     fn drop(&mut self) {
-        if let Err(e) = self.dma_buf.end_cpu_access(self.dir) {
-            log::warn!("ending CPU access to an imported dma-buf: {e}");
-        }
+        self.imported.end(self.dir);
     }
 }
 
@@ -255,29 +320,17 @@ impl Store {
         self.imported.as_ref().is_some_and(|i| i.read_only)
     }
 
-    fn dma_buf(&self) -> Option<&DmaBuf> {
-        self.imported.as_ref().and_then(|i| i.dma_buf.as_ref()).map(LazyMap::dma_buf)
-    }
-
     /// Begins a CPU access of `dir` to an imported dma-buf: maps it if this
     /// is the CPU's first access, then `DMA_BUF_IOCTL_SYNC` start (nothing
     /// for other memory), ended when the guard drops. The error is a
     /// command status.
     pub fn cpu_sync(&self, dir: SyncDir) -> Result<Option<CpuSync<'_>>, i32> {
-        let Some(lazy) = self.imported.as_ref().and_then(|i| i.dma_buf.as_ref()) else {
+        let Some((imported, lazy)) = self.imported.as_ref().and_then(|i| Some((i, i.dma_buf.as_ref()?))) else {
             return Ok(None);
         };
-        lazy.ensure().map_err(|e| {
-            log::warn!("mapping an imported dma-buf for the CPU: {e}");
-            crate::error::code::OUT_OF_RESOURCES
-        })?;
-        let dma_buf = lazy.dma_buf();
-        let dir = if self.read_only() { SyncDir::Read } else { dir };
-        dma_buf.begin_cpu_access(dir).map_err(|e| {
-            log::warn!("beginning CPU access to an imported dma-buf: {e}");
-            crate::error::code::OUT_OF_RESOURCES
-        })?;
-        Ok(Some(CpuSync { dma_buf, dir }))
+        let dir = imported.dir(dir);
+        imported.begin(lazy, dir)?;
+        Ok(Some(CpuSync { imported, dir }))
     }
 
     /// [`cpu_sync`](Self::cpu_sync) without a guard, for a map: its unmap
@@ -288,12 +341,15 @@ impl Store {
 
     /// Ends the CPU access a map began ([`begin_cpu`](Self::begin_cpu)).
     pub fn end_cpu(&self, dir: SyncDir) {
-        if let Some(dma_buf) = self.dma_buf() {
-            let dir = if self.read_only() { SyncDir::Read } else { dir };
-            if let Err(e) = dma_buf.end_cpu_access(dir) {
-                log::warn!("ending CPU access to an imported dma-buf: {e}");
-            }
+        if let Some(imported) = &self.imported {
+            imported.end(imported.dir(dir));
         }
+    }
+
+    /// The `DMA_BUF_IOCTL_SYNC` calls made on an imported dma-buf (none for
+    /// other memory).
+    pub fn cpu_syncs(&self) -> CpuSyncs {
+        self.imported.as_ref().map_or_else(CpuSyncs::default, |i| *i.syncs())
     }
 
     /// Its size in bytes.
