@@ -43,7 +43,8 @@
 //! a device without host-unified memory is never given an unlinked copy
 //! (the seed forbids copies: the import refuses such a context); and an
 //! imported dma-buf is synchronised around every CPU access
-//! ([`Store::cpu_sync`]) and may be read-only ([`Store::read_only`]).
+//! (`Store::cpu_sync`, counted by
+//! [`Buffer::cpu_syncs`](super::Buffer::cpu_syncs)) and may be read-only.
 //!
 //! This follows the seed with one deliberate difference: DPC++ links a host
 //! allocation with at most one device allocation, because one native memory
