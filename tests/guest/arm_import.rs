@@ -32,7 +32,7 @@ use dmabridge::sys::dma_heap::DmaHeap;
 use dmabridge::sys::memfd::{Memfd, Seals};
 use dmabridge::sys::mmap::Access;
 use dmabridge::sys::udmabuf::Udmabuf;
-use dmabridge_tests::{err_kind, run_in_child, IVSHMEM};
+use dmabridge_tests::{err_kind, run_in_child, Resources, IVSHMEM};
 
 use super::buffer::{edu, pattern, queue, read};
 use rustix::fs::OFlags;
@@ -360,4 +360,46 @@ fn child_vgem_prime_exports_import_with_their_access_mode() {
     assert_eq!(out, pattern(n, 19)[n - 8..]);
     zero_copy(&b, &[&cpu]);
     zero_copy(&r, &[&cpu]);
+}
+
+#[test]
+fn imports_and_failed_imports_leave_no_fd_or_mapping_behind() {
+    in_child("child_imports_and_failed_imports_leave_no_fd_or_mapping_behind", None);
+}
+
+#[test]
+#[ignore = "run in a child process"]
+fn child_imports_and_failed_imports_leave_no_fd_or_mapping_behind() {
+    let EduContext { cpu, edu, domain, ctx: edu_ctx, qe, .. } = edu_context();
+    let ctx = Context::new(std::slice::from_ref(&cpu)).unwrap();
+    let q = queue(&ctx, &cpu);
+    const N: usize = 2 * 4096;
+    let (_memfd, foreign) = udmabuf_with(2, &pattern(N, 7));
+    // SAFETY: no host pointer.
+    let src = unsafe { Buffer::create(&ctx, mem_flags::ALLOC_HOST_PTR, N, null_mut()) }.unwrap();
+    let own = src.export_dmabuf(&Udmabuf::open().unwrap()).unwrap();
+    let mut host = pattern(N, 9);
+    let round = || {
+        // The CPU device: lazily mapped, then used.
+        let b = import_dma_buf(&ctx, 0, foreign.as_fd(), N).unwrap();
+        assert_eq!(read(&q, &b), pattern(N, 7));
+        drop(b);
+        // edu: dmabridge's own export, pinned through the memfd pages.
+        let b = import_dma_buf(&edu_ctx, 0, own.as_fd(), N).unwrap();
+        assert_eq!(read(&qe, &b).len(), N);
+        drop(b);
+        // Refusals: too large, a foreign udmabuf on edu.
+        assert_eq!(err_kind(import_dma_buf(&ctx, 0, foreign.as_fd(), N + 1)), ClErrorKind::InvalidValue);
+        assert_eq!(err_kind(import_dma_buf(&edu_ctx, 0, foreign.as_fd(), N)), ClErrorKind::InvalidOperation);
+    };
+    round(); // the queues' threads and the platform's first uses
+    let (before, residents) = (Resources::now(), domain.residents().len());
+    for _ in 0..5 {
+        round();
+        // SAFETY: `host` outlives the buffer, used only through it meanwhile.
+        let b = unsafe { import_host(&edu_ctx, 0, host.as_mut_ptr(), N) }.unwrap();
+        assert_eq!(read(&qe, &b), pattern(N, 9));
+    }
+    before.assert_unchanged();
+    assert_eq!(domain.residents().len(), residents, "nothing stays resident on {}", edu.name);
 }
