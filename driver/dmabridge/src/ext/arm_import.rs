@@ -384,7 +384,7 @@ pub unsafe fn import_host(ctx: &Arc<Context>, flags: u64, ptr: *mut u8, size: us
             return cl_err!(
                 MemObjectAllocationFailure,
                 "committing and pinning the {} bytes of pages around {ptr:?} + {size}: {e} (RLIMIT_MEMLOCK, \
-                 `ulimit -l`, bounds locked memory)",
+                 `ulimit -l`, bounds locked memory: `kmod-helpers/dmabridge-kmod memlock --raise BYTES` raises it)",
                 end - start
             );
         }
