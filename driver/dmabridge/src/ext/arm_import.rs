@@ -589,10 +589,10 @@ pub fn import_dma_buf(ctx: &Arc<Context>, flags: u64, fd: BorrowedFd<'_>, size: 
                 let pages = unsafe { Mapping::shared(r.memfd.as_fd(), r.offset, size, access) }.map_err(|e| {
                     ClError::new(ClErrorKind::OutOfResources, format!("mapping the memfd pages of {what}: {e}"))
                 })?;
-                // SAFETY: `pages` maps the memfd pages the dma-buf maps (the
-                // record says so and is forgotten before they change; the
-                // table is held); the store evicts the residency before the
-                // mappings drop, and reaches the bytes only by raw pointers.
+                // The record is forgotten before its memfd pages change, and
+                // the table is held; the store evicts the residency before
+                // the mappings drop, and reaches the bytes by raw pointers.
+                // SAFETY: `pages` maps the very pages the dma-buf maps.
                 unsafe { make_resident(ctx, base, size, pages.as_ptr() as usize, !read_only, &what) }?;
                 keep.push(pages);
             }
