@@ -403,3 +403,25 @@ fn child_imports_and_failed_imports_leave_no_fd_or_mapping_behind() {
     before.assert_unchanged();
     assert_eq!(domain.residents().len(), residents, "nothing stays resident on {}", edu.name);
 }
+
+#[test]
+fn an_import_beyond_edus_dma_window_is_an_allocation_failure() {
+    in_child("child_an_import_beyond_edus_dma_window_is_an_allocation_failure", None);
+}
+
+#[test]
+#[ignore = "run in a child process"]
+fn child_an_import_beyond_edus_dma_window_is_an_allocation_failure() {
+    let EduContext { edu, domain, ctx, .. } = edu_context();
+    // edu drives 28-bit bus addresses (QEMU's default mask): 256 MiB of IOVA
+    // space. A larger dma-buf finds no bus address — a lack of resources,
+    // not memory out of reach.
+    let window = domain.dma_mask() as usize + 1;
+    let big = DmaHeap::open("system").unwrap().alloc((window + (16 << 20)) as u64).unwrap();
+    let e = import_dma_buf(&ctx, 0, big.as_fd(), window + (16 << 20)).unwrap_err();
+    assert_eq!(e.kind, ClErrorKind::MemObjectAllocationFailure, "{e}");
+    assert!(e.to_string().contains(&edu.name), "{e}");
+    // A small one of the same heap is out of reach (PFN-mapped).
+    let small = DmaHeap::open("system").unwrap().alloc(4096).unwrap();
+    assert_eq!(err_kind(import_dma_buf(&ctx, 0, small.as_fd(), 4096)), ClErrorKind::InvalidOperation);
+}

@@ -53,7 +53,8 @@
 //! mapped (or mapped without read access), a write-only dma-buf, a dma-buf
 //! that cannot be mapped, and a device that cannot reach the memory;
 //! `CL_MEM_OBJECT_ALLOCATION_FAILURE` when the pages cannot be locked in
-//! memory (`RLIMIT_MEMLOCK`).
+//! memory (`RLIMIT_MEMLOCK`) or made resident for a device for want of
+//! resources (no bus address left in its DMA window, the kernel's limits).
 //!
 //! [`LocationStats`]: crate::runtime::buffer::store::LocationStats
 //! [`Buffer::export_dmabuf`]: crate::runtime::buffer::Buffer::export_dmabuf
@@ -182,6 +183,12 @@ unsafe fn make_resident(ctx: &Context, addr: usize, len: usize, pin: usize, writ
                         log::error!("undoing an import's residency: {e}");
                     }
                 }
+                // Pages VFIO cannot pin (CL_INVALID_VALUE from the domain)
+                // are out of the device's reach; anything else (no bus
+                // address left, the memlock limit) is a lack of resources.
+                if e.kind != ClErrorKind::InvalidValue {
+                    return cl_err!(MemObjectAllocationFailure, "making {what} resident for device {:?}: {e}", d.name);
+                }
                 return cl_err!(
                     InvalidOperation,
                     "device {:?} cannot reach {what} directly: {e}. clImportMemoryARM never falls back to a copy \
@@ -287,7 +294,8 @@ pub fn live_host_imports() -> usize {
 /// `CL_INVALID_OPERATION` if a page of the range is not mapped (or not
 /// readable), or a device of the context cannot reach the pages (no
 /// host-unified memory; VFIO cannot pin them); and
-/// `CL_MEM_OBJECT_ALLOCATION_FAILURE` when the pages cannot be locked.
+/// `CL_MEM_OBJECT_ALLOCATION_FAILURE` when the pages cannot be locked, or
+/// made resident for a device for want of resources (see the module).
 /// A failed import leaves nothing locked, resident or recorded.
 ///
 /// # Safety
@@ -489,8 +497,10 @@ pub fn recognised_exports() -> usize {
 /// Errors: `CL_INVALID_VALUE` for bad flags, `size` 0 or larger than the
 /// dma-buf, or an fd that is not a dma-buf; `CL_INVALID_OPERATION` for a
 /// write-only dma-buf, one that cannot be mapped, or a device of the context
-/// that cannot reach it directly (see the module). A read-only dma-buf makes
-/// a read-only buffer (see the module). A failed import keeps nothing.
+/// that cannot reach it directly; `CL_MEM_OBJECT_ALLOCATION_FAILURE` when it
+/// cannot be made resident for a device for want of resources (see the
+/// module). A read-only dma-buf makes a read-only buffer (see the module).
+/// A failed import keeps nothing.
 ///
 /// ```
 /// use std::os::fd::AsFd;
