@@ -310,3 +310,18 @@ fn limits_are_named() {
     run_in_child("amd_bus::limits_child_memlock", &[]);
     run_in_child("amd_bus::limits_child_iova", &[("DMABRIDGE_EDU_DMA_MASK", Some("0xffffff"))]);
 }
+
+/// With edu's DMA mask raised to 64 bits (and dmabridge told so), the bus
+/// addresses of a resident buffer are its CPU addresses.
+#[test]
+#[ignore = "needs --edu-dma-mask 0xffffffffffffffff: run by the rig test amd_bus_identity_bus_addresses"]
+fn identity_child_bus_addresses_are_cpu_addresses_with_a_wide_mask() {
+    let p = Platform::get();
+    let ctx = Context::new(std::slice::from_ref(p.cpu())).unwrap();
+    let q = Queue::new(&ctx, p.cpu(), QueueProps::default()).unwrap();
+    let b = bus_buffer(&ctx, &pattern(10_000, 5));
+    let (at, _) = amd_bus::make_buffers_resident(&q, std::slice::from_ref(&b), true, &[]).unwrap();
+    let (surface, signal) = amd_bus::cpu_pages(&b).unwrap();
+    assert_eq!(at[0].surface_bus_address, surface as u64);
+    assert_eq!(at[0].marker_bus_address, signal as u64);
+}

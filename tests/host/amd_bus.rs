@@ -76,7 +76,12 @@ fn external_physical_buffers_check_their_bus_addresses() {
         unsafe { Buffer::create(&ctx, flags, 4096, p) }
     };
     let good = BusAddress { surface_bus_address: 0x1000_0000, marker_bus_address: 0x1000_1000 };
-    for bad in [EXTERNAL_PHYSICAL | READ_WRITE, EXTERNAL_PHYSICAL | READ_ONLY, EXTERNAL_PHYSICAL | COPY_HOST_PTR] {
+    for bad in [
+        EXTERNAL_PHYSICAL | READ_WRITE,
+        EXTERNAL_PHYSICAL | READ_ONLY,
+        EXTERNAL_PHYSICAL | COPY_HOST_PTR,
+        EXTERNAL_PHYSICAL | HOST_READ_ONLY,
+    ] {
         assert_eq!(err_kind(create(bad, Some(good))), ClErrorKind::InvalidValue, "flags {bad:#x}");
     }
     assert_eq!(err_kind(create(EXTERNAL_PHYSICAL, None)), ClErrorKind::InvalidHostPtr);
@@ -106,7 +111,10 @@ fn make_resident_waits_and_writes_answer_the_seeds_codes_on_the_host() {
     assert_eq!(err_kind(amd_bus::make_buffers_resident(&q, &[], true, &[])), ClErrorKind::InvalidValue);
     let (ctx2, q2) = cpu_context_and_queue();
     let _ = ctx2;
-    assert_eq!(err_kind(amd_bus::make_buffers_resident(&q2, std::slice::from_ref(&b), true, &[])), ClErrorKind::InvalidContext);
+    assert_eq!(
+        err_kind(amd_bus::make_buffers_resident(&q2, std::slice::from_ref(&b), true, &[])),
+        ClErrorKind::InvalidContext
+    );
     if Platform::get().dma_domain().is_none() {
         let e = amd_bus::make_buffers_resident(&q, std::slice::from_ref(&b), false, &[]).unwrap_err();
         assert_eq!(e.kind, ClErrorKind::OutOfHostMemory);

@@ -97,25 +97,25 @@ fn guest_tests_bin() -> PathBuf {
     })
 }
 
+/// One edu whose `dma_mask` is raised to 64 bits, dmabridge told so.
+const WIDE_MASK_RIG: &[&str] = &[
+    "--no-ivshmem",
+    "--edu",
+    "1",
+    "--edu-dma-mask",
+    "0xffffffffffffffff",
+    "--bind",
+    "0000:00:10.0",
+    "--env",
+    "DMABRIDGE_EDU_DMA_MASK=0xffffffffffffffff",
+];
+
 /// With edu's `dma_mask` raised to 64 bits (and dmabridge told so), a device
 /// allocation's bus address is its own pointer, and edu DMA through it
 /// works: the guest test asserts it.
 #[test]
 fn edu_bus_addresses_equal_pointers_with_a_wide_dma_mask() {
-    run_guest_test(
-        &[
-            "--no-ivshmem",
-            "--edu",
-            "1",
-            "--edu-dma-mask",
-            "0xffffffffffffffff",
-            "--bind",
-            "0000:00:10.0",
-            "--env",
-            "DMABRIDGE_EDU_DMA_MASK=0xffffffffffffffff",
-        ],
-        "edu_device::child_bus_address_equals_the_pointer_with_a_wide_mask",
-    );
+    run_guest_test(WIDE_MASK_RIG, "edu_device::child_bus_address_equals_the_pointer_with_a_wide_mask");
 }
 
 /// Two device memories (two ivshmems as BAR devices): a buffer moves from
@@ -162,6 +162,13 @@ fn amd_bus_in_the_rig() {
     println!("{all}");
     assert!(out.status.success(), "the guest tests of seed 002 failed:\n{all}");
     assert!(all.contains("test result: ok. 1 passed") && all.contains("test result: ok. 4 passed"), "{all}");
+}
+
+/// Seed 002: with edu's `dma_mask` raised to 64 bits (and dmabridge told
+/// so), a resident buffer's bus addresses are its CPU addresses.
+#[test]
+fn amd_bus_identity_bus_addresses() {
+    run_guest_test(WIDE_MASK_RIG, "amd_bus::identity_child_bus_addresses_are_cpu_addresses_with_a_wide_mask");
 }
 
 /// Seed 002 end to end, watched from the host: in the guest, `dmabridge

@@ -14,7 +14,10 @@
 //!
 //! The buffer is write-only: its `CL_MEM_FLAGS` gain `CL_MEM_WRITE_ONLY` and
 //! `CL_MEM_HOST_WRITE_ONLY`, so reads are `CL_INVALID_OPERATION`; maps
-//! (any kind) are refused as well, and so is a copy *from* it.
+//! (any kind) are refused as well, and so is a copy *from* it. A kernel is
+//! not stopped from reading it: built-in kernels do not declare which of
+//! their pointer arguments they read, so the rule is the application's
+//! there (a read returns the remote memory's bytes; nothing breaks).
 
 use std::any::Any;
 use std::path::Path;
@@ -268,7 +271,8 @@ pub(crate) fn create(ctx: &Arc<Context>, flags: u64, size: usize, at: BusAddress
     unsafe { domain.make_resident(surface, size) }
         .map_err(|e| unmappable(format!("mapping the remote memory for peer-to-peer DMA: {e}")))?;
     let store = Arc::new(Store::new(ctx, size, Some(surface)));
-    let flags = flags | mem_flags::WRITE_ONLY | mem_flags::HOST_WRITE_ONLY;
+    let host = if flags & mem_flags::HOST_ACCESS == 0 { mem_flags::HOST_WRITE_ONLY } else { 0 };
+    let flags = flags | mem_flags::WRITE_ONLY | host;
     let buffer = Buffer::around_store(ctx, flags, size, store);
     let ext = External { at, _bar: bar, surface, signal, last: Mutex::new(None), domain: domain.clone() };
     let bus = Arc::new(Bus::External(ext));

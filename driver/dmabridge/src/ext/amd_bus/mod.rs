@@ -153,8 +153,8 @@ pub fn is_bus_addressable(buffer: &Buffer) -> bool {
 /// The rules of the seed's table 5.4 for the extension's flags, before any
 /// other check: `CL_INVALID_VALUE` for both flags at once,
 /// `BUS_ADDRESSABLE` with `ALLOC_HOST_PTR` or `USE_HOST_PTR`, and
-/// `EXTERNAL_PHYSICAL` with any `*_HOST_PTR` flag or with `READ_WRITE` or
-/// `READ_ONLY`.
+/// `EXTERNAL_PHYSICAL` with any `*_HOST_PTR` flag, with `READ_WRITE` or
+/// `READ_ONLY`, or with `HOST_READ_ONLY` (never read: dmabridge's rule).
 fn check_flags(flags: u64) -> ClResult<()> {
     use mem_flags::*;
     check_exclusive(flags & !FLAGS)?;
@@ -176,6 +176,13 @@ fn check_flags(flags: u64) -> ClResult<()> {
             InvalidValue,
             "flags {flags:#x}: CL_MEM_EXTERNAL_PHYSICAL_AMD excludes CL_MEM_ALLOC_HOST_PTR, CL_MEM_COPY_HOST_PTR \
              and CL_MEM_USE_HOST_PTR (host_ptr holds the bus addresses)"
+        );
+    }
+    if flags & EXTERNAL_PHYSICAL != 0 && flags & HOST_READ_ONLY != 0 {
+        return cl_err!(
+            InvalidValue,
+            "flags {flags:#x}: CL_MEM_EXTERNAL_PHYSICAL_AMD excludes CL_MEM_HOST_READ_ONLY: the remote memory is \
+             never read"
         );
     }
     if flags & EXTERNAL_PHYSICAL != 0 && flags & (READ_WRITE | READ_ONLY) != 0 {
@@ -215,8 +222,9 @@ fn check_size(ctx: &Context, size: usize) -> ClResult<()> {
 /// module's documentation); `CL_INVALID_BUFFER_SIZE` for 0 or more than
 /// every device's `CL_DEVICE_MAX_MEM_ALLOC_SIZE`. The buffer's
 /// `CL_MEM_FLAGS` are `flags` plus `CL_MEM_READ_WRITE` for a bus-addressable
-/// buffer that named no access, and plus `CL_MEM_WRITE_ONLY |
-/// CL_MEM_HOST_WRITE_ONLY` for an external one (what it allows).
+/// buffer that named no access, and plus `CL_MEM_WRITE_ONLY` and (unless
+/// `CL_MEM_HOST_NO_ACCESS` was given) `CL_MEM_HOST_WRITE_ONLY` for an
+/// external one (what it allows).
 ///
 /// # Safety
 /// With `COPY_HOST_PTR`, `host_ptr` must be valid for reading `size` bytes;
