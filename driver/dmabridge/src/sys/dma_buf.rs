@@ -790,7 +790,21 @@ impl LazyMap {
 
     /// Its length in bytes.
     ///
-    /// No system call (see [`LazyMap::as_ptr`] for an example).
+    /// No system call.
+    ///
+    /// ```
+    /// # use std::os::fd::AsFd;
+    /// # use dmabridge::sys::memfd::{Memfd, Seals};
+    /// # use dmabridge::sys::mmap::Access;
+    /// # use dmabridge::sys::udmabuf::Udmabuf;
+    /// # let memfd = Memfd::create(c"frame", 4096)?;
+    /// # memfd.add_seals(Seals::SHRINK)?;
+    /// # let Ok(udmabuf) = Udmabuf::open() else { return Ok(()) };
+    /// let buf = udmabuf.create(memfd.as_fd(), 0, 4096)?;
+    /// let lazy = buf.map_lazily(4096, Access::ReadWrite)?;
+    /// assert_eq!(lazy.len(), 4096);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     #[allow(clippy::len_without_is_empty)]
     pub fn len(&self) -> usize {
         self.len
@@ -798,7 +812,23 @@ impl LazyMap {
 
     /// True once [`LazyMap::ensure`] mapped the dma-buf.
     ///
-    /// No system call (see [`DmaBuf::map_lazily`] for an example).
+    /// No system call.
+    ///
+    /// ```
+    /// # use std::os::fd::AsFd;
+    /// # use dmabridge::sys::memfd::{Memfd, Seals};
+    /// # use dmabridge::sys::mmap::Access;
+    /// # use dmabridge::sys::udmabuf::Udmabuf;
+    /// # let memfd = Memfd::create(c"frame", 4096)?;
+    /// # memfd.add_seals(Seals::SHRINK)?;
+    /// # let Ok(udmabuf) = Udmabuf::open() else { return Ok(()) };
+    /// let buf = udmabuf.create(memfd.as_fd(), 0, 4096)?;
+    /// let lazy = buf.map_lazily(4096, Access::ReadWrite)?;
+    /// assert!(!lazy.is_mapped());
+    /// lazy.ensure()?;
+    /// assert!(lazy.is_mapped());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn is_mapped(&self) -> bool {
         *self.state.lock().unwrap_or_else(|p| p.into_inner()) == Some(true)
     }
@@ -808,9 +838,23 @@ impl LazyMap {
     ///
     /// Wraps `mmap(2)` with `MAP_SHARED | MAP_FIXED` over the reservation.
     ///
-    /// # Examples
-    ///
-    /// See [`DmaBuf::map_lazily`].
+    /// ```
+    /// # use std::os::fd::AsFd;
+    /// # use dmabridge::sys::memfd::{Memfd, Seals};
+    /// # use dmabridge::sys::mmap::Access;
+    /// # use dmabridge::sys::udmabuf::Udmabuf;
+    /// # let memfd = Memfd::create(c"frame", 4096)?;
+    /// # memfd.add_seals(Seals::SHRINK)?;
+    /// # let Ok(udmabuf) = Udmabuf::open() else { return Ok(()) };
+    /// let buf = udmabuf.create(memfd.as_fd(), 0, 4096)?;
+    /// let lazy = buf.map_lazily(4096, Access::ReadWrite)?;
+    /// lazy.ensure()?;
+    /// lazy.ensure()?; // once mapped, nothing more to do
+    /// // SAFETY: mapped for reading and writing, 4096 bytes, not shared with Rust references.
+    /// unsafe { lazy.as_ptr().write_volatile(7) };
+    /// assert_eq!(memfd.map(0, 4096, Access::Read)?.read_u32(0) & 0xff, 7);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn ensure(&self) -> OsResult<()> {
         let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
         match *state {
