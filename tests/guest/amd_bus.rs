@@ -98,8 +98,11 @@ fn child_resident_buffers_take_remote_dma_by_bus_address() {
     // bus address only.
     assert_eq!(r.remote.read(at[0].surface_bus_address, data.len()).unwrap(), data);
     let frame = pattern(5000, 77);
-    r.remote.write(at[0].surface_bus_address + 1000, &frame).unwrap();
-    r.remote.write_u32(at[0].marker_bus_address, 5).unwrap();
+    // SAFETY: the buffer's surface and signal page (read only volatile).
+    unsafe {
+        r.remote.write(at[0].surface_bus_address + 1000, &frame).unwrap();
+        r.remote.write_u32(at[0].marker_bus_address, 5).unwrap();
+    }
     let now = surface_bytes(&b);
     assert_eq!(&now[1000..6000], &frame[..]);
     assert_eq!(&now[..1000], &data[..1000]);
@@ -120,8 +123,12 @@ fn child_the_iommu_confines_remote_dma_to_resident_ranges() {
     while is_mapped(outside) {
         outside += 4096;
     }
-    r.remote.write(outside, &[0xee; 4096]).unwrap();
-    r.remote.write_u32(outside, 0xeeee_eeee).unwrap();
+    // SAFETY: in no mapping of the domain (checked above; nothing else
+    // maps meanwhile): the IOMMU faults the DMA.
+    unsafe {
+        r.remote.write(outside, &[0xee; 4096]).unwrap();
+        r.remote.write_u32(outside, 0xeeee_eeee).unwrap();
+    }
     for b in [&a, &neighbour] {
         assert_eq!(surface_bytes(b), data, "a faulted DMA changed nothing");
         assert_eq!(signal_value(b), 0);
@@ -134,8 +141,12 @@ fn child_the_iommu_confines_remote_dma_to_resident_ranges() {
     assert!(!is_mapped(old.surface_bus_address));
     assert!(!is_mapped(old.marker_bus_address));
     let fresh = bus_buffer(&r.ctx, &data);
-    r.remote.write(old.surface_bus_address, &[0xdd; 4096]).unwrap();
-    r.remote.write_u32(old.marker_bus_address, 9).unwrap();
+    assert!(!is_mapped(old.surface_bus_address + 4095) && !is_mapped(old.marker_bus_address));
+    // SAFETY: no longer in any mapping of the domain (checked just above).
+    unsafe {
+        r.remote.write(old.surface_bus_address, &[0xdd; 4096]).unwrap();
+        r.remote.write_u32(old.marker_bus_address, 9).unwrap();
+    }
     assert_eq!(surface_bytes(&fresh), data);
     assert_eq!(signal_value(&fresh), 0);
     assert_eq!(surface_bytes(&neighbour), data);
@@ -156,19 +167,25 @@ fn child_wait_signal_holds_the_queue_until_the_remote_marker() {
     let read = unsafe { commands::enqueue_read_buffer(&r.cpu_q, &b, false, 0, 4096, out.as_mut_ptr(), &[]) }.unwrap();
     let other = r.edu_q.enqueue_marker(std::slice::from_ref(&wait)).unwrap();
     // A marker below the value does not release it.
-    r.remote.write_u32(at[0].marker_bus_address, 1).unwrap();
+    // SAFETY (this and the writes below): the buffer's surface and signal
+    // page, resident, read only through raw pointers.
+    unsafe { r.remote.write_u32(at[0].marker_bus_address, 1) }.unwrap();
     r.remote.raise_irq().unwrap();
     assert_ne!(read.status(), EventStatus::Complete, "the queue is held while the marker is below the value");
     assert_ne!(other.status(), EventStatus::Complete);
     let frame = pattern(4096, 9);
-    r.remote.write(at[0].surface_bus_address, &frame).unwrap();
-    r.remote.write_u32(at[0].marker_bus_address, 2).unwrap();
+    // SAFETY: as above.
+    unsafe {
+        r.remote.write(at[0].surface_bus_address, &frame).unwrap();
+        r.remote.write_u32(at[0].marker_bus_address, 2).unwrap();
+    }
     Event::wait(&[read.clone(), other]).unwrap();
     assert_eq!(wait.status(), EventStatus::Complete);
     assert_eq!(out, frame, "the command after the wait saw the frame written before the marker");
 
     // Reached with wrap-around: marker 7 satisfies a wait for 5 at once.
-    r.remote.write_u32(at[0].marker_bus_address, 7).unwrap();
+    // SAFETY: as above.
+    unsafe { r.remote.write_u32(at[0].marker_bus_address, 7) }.unwrap();
     Event::wait(&[amd_bus::enqueue_wait_signal(&r.cpu_q, &b, 5, &[]).unwrap()]).unwrap();
 
     // clMemBlockingFreeINTEL of memory used behind a wait-signal waits for
@@ -180,12 +197,20 @@ fn child_wait_signal_holds_the_queue_until_the_remote_marker() {
         unsafe { dmabridge::ext::usm_commands::enqueue_mem_fill(&r.cpu_q, usm.as_ptr(), &[1u8], 64, &[]) }.unwrap();
     let remote = std::thread::spawn({
         let (bus, e2) = (at[0].marker_bus_address, addr(EDU2));
-        move || RemoteDma::open(e2).unwrap().write_u32(bus, 8).unwrap()
+        // SAFETY: as above (the buffer outlives the thread: joined below).
+        move || unsafe { RemoteDma::open(e2).unwrap().write_u32(bus, 8) }.unwrap()
     });
     dmabridge::ext::usm_commands::mem_blocking_free(&r.ctx, usm.as_ptr()).unwrap();
     assert_eq!(fill.status(), EventStatus::Complete, "the free waited for the fill behind the signal");
     assert_eq!(wait.status(), EventStatus::Complete);
     remote.join().unwrap();
+
+    // A marker that never comes: releasing the queue ends the wait (the
+    // release returns) with CL_INVALID_COMMAND_QUEUE.
+    let q2 = Queue::new(&r.ctx, Platform::get().cpu(), QueueProps::default()).unwrap();
+    let never = amd_bus::enqueue_wait_signal(&q2, &b, 1000, &[]).unwrap();
+    drop(q2);
+    assert_eq!(never.status(), EventStatus::Error(dmabridge::error::code::INVALID_COMMAND_QUEUE));
 }
 
 /// The ivshmem BAR 2's bus range, from sysfs.

@@ -180,8 +180,12 @@ pub fn run(args: &Args) -> Outcome {
         // The capture card: the frame, then its marker, then its interrupt.
         let t0 = Instant::now();
         let frame = yuyv_frame(k, w, h);
-        remote.write(bus.surface_bus_address, &frame)?;
-        remote.write_u32(bus.marker_bus_address, k)?;
+        // SAFETY: the input buffer's surface and signal page, resident and
+        // reached by dmabridge only through raw pointers.
+        unsafe {
+            remote.write(bus.surface_bus_address, &frame)?;
+            remote.write_u32(bus.marker_bus_address, k)?;
+        }
         remote.raise_irq()?;
         Event::wait(&[wait, signal])?;
         // What the host should find in slot k.

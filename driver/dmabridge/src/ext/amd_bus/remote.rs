@@ -123,6 +123,15 @@ impl RemoteDma {
     /// `CL_OUT_OF_RESOURCES` when a transfer fails (e.g. beyond edu's DMA
     /// mask, or no completion interrupt).
     ///
+    /// # Safety
+    /// The device writes whatever the IOMMU maps at those bus addresses,
+    /// which may be any memory of this process made resident in the domain.
+    /// Every byte of `[bus, bus + bytes.len())` must, for the whole call,
+    /// either lie in resident memory that no Rust reference points into (a
+    /// bus-addressable buffer's surface or signal page, a device
+    /// allocation), or lie in no mapping of the domain (the IOMMU then
+    /// faults the DMA and nothing changes).
+    ///
     /// ```
     /// use dmabridge::ext::amd_bus::{self, RemoteDma};
     /// use dmabridge::runtime::buffer::Buffer;
@@ -137,7 +146,9 @@ impl RemoteDma {
     ///     // SAFETY: no host pointer.
     ///     let b = unsafe { Buffer::create(&ctx, amd_bus::BUS_ADDRESSABLE, 4096, std::ptr::null_mut()) }?;
     ///     let (at, _) = amd_bus::make_buffers_resident(&q, &[b.clone()], true, &[])?;
-    ///     remote.write(at[0].surface_bus_address + 8, b"frame")?;
+    ///     // SAFETY: the buffer's surface, which dmabridge reaches only
+    ///     // through raw pointers.
+    ///     unsafe { remote.write(at[0].surface_bus_address + 8, b"frame") }?;
     ///     let (surface, _) = amd_bus::cpu_pages(&b)?;
     ///     // SAFETY: the buffer's pages, read while no device writes them.
     ///     let got = unsafe { std::slice::from_raw_parts(surface.add(8), 5) }.to_vec();
@@ -145,7 +156,7 @@ impl RemoteDma {
     /// }
     /// # Ok::<(), dmabridge::error::ClError>(())
     /// ```
-    pub fn write(&self, bus: u64, bytes: &[u8]) -> ClResult<()> {
+    pub unsafe fn write(&self, bus: u64, bytes: &[u8]) -> ClResult<()> {
         if bytes.is_empty() || bus.checked_add(bytes.len() as u64).is_none() {
             return cl_err!(InvalidValue, "{} bytes at bus address {bus:#x}: empty or wrapping", bytes.len());
         }
@@ -158,6 +169,9 @@ impl RemoteDma {
 
     /// Writes `value` (4 bytes, little-endian) at the bus address `bus`: a
     /// marker into a signal page. As [`RemoteDma::write`].
+    ///
+    /// # Safety
+    /// As [`RemoteDma::write`], for the 4 bytes at `bus`.
     ///
     /// ```
     /// use dmabridge::ext::amd_bus::{self, RemoteDma};
@@ -174,13 +188,15 @@ impl RemoteDma {
     ///     let b = unsafe { Buffer::create(&ctx, amd_bus::BUS_ADDRESSABLE, 64, std::ptr::null_mut()) }?;
     ///     let (at, _) = amd_bus::make_buffers_resident(&q, &[b.clone()], true, &[])?;
     ///     let ev = amd_bus::enqueue_wait_signal(&q, &b, 3, &[])?;
-    ///     remote.write_u32(at[0].marker_bus_address, 3)?;
+    ///     // SAFETY: the buffer's signal page.
+    ///     unsafe { remote.write_u32(at[0].marker_bus_address, 3) }?;
     ///     dmabridge::runtime::event::Event::wait(&[ev])?;
     /// }
     /// # Ok::<(), dmabridge::error::ClError>(())
     /// ```
-    pub fn write_u32(&self, bus: u64, value: u32) -> ClResult<()> {
-        self.write(bus, &value.to_le_bytes())
+    pub unsafe fn write_u32(&self, bus: u64, value: u32) -> ClResult<()> {
+        // SAFETY: forwarded to the caller.
+        unsafe { self.write(bus, &value.to_le_bytes()) }
     }
 
     /// Reads `len` bytes at the bus address `bus` by DMA. From an address

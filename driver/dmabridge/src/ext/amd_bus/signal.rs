@@ -107,11 +107,12 @@ pub fn signal_reached(marker: u32, value: u32) -> bool {
     marker.wrapping_sub(value) as i32 >= 0
 }
 
-/// Sleeps until the u32 at `marker` reaches `value` (see the module).
+/// Sleeps until the u32 at `marker` reaches `value` (see the module), or
+/// until `queue` is released (`CL_INVALID_COMMAND_QUEUE`).
 ///
 /// # Safety
 /// `marker` must stay valid for reads, and 4-aligned, during the call.
-unsafe fn wait_for(marker: *const u32, value: u32) -> Result<(), i32> {
+unsafe fn wait_for(marker: *const u32, value: u32, queue: &Weak<Queue>) -> Result<(), i32> {
     let bell = Arc::new(EventFd::new().map_err(|e| {
         log::warn!("wait-signal: no eventfd: {e}");
         code::OUT_OF_RESOURCES
@@ -130,6 +131,11 @@ unsafe fn wait_for(marker: *const u32, value: u32) -> Result<(), i32> {
             // What the device wrote before the marker is visible after it.
             fence(Ordering::Acquire);
             return Ok(());
+        }
+        if queue.strong_count() == 0 {
+            // Released while waiting: its drop joins this thread.
+            log::warn!("wait-signal: the queue was released before the marker reached {value} (it holds {now})");
+            return Err(code::INVALID_COMMAND_QUEUE);
         }
         if SOURCES.load(Ordering::Acquire) == 0 {
             // Nothing will ring: a plain sleep is the cheapest poll.
@@ -179,7 +185,9 @@ fn checked(queue: &Queue, buffer: &Buffer, wait_list: &[Event], external: bool) 
 /// (`CL_INVALID_COMMAND_QUEUE` is the C face's, for an invalid handle.)
 ///
 /// A value that never arrives holds the queue for good (`clFinish` does not
-/// return), as the hardware does.
+/// return), as the hardware does — until the application releases the
+/// queue: the wait then ends with the status `CL_INVALID_COMMAND_QUEUE`
+/// within one poll or backstop interval, so the release returns.
 ///
 /// ```
 /// use dmabridge::error::ClErrorKind;
@@ -223,10 +231,11 @@ pub fn enqueue_wait_signal(
     }
     let marker = a.marker;
     let held = buffer.clone();
+    let released = Arc::downgrade(queue);
     let work = Box::new(move || {
         // SAFETY: `held` keeps the buffer, so its signal page, alive; the
         // page is page-aligned.
-        unsafe { wait_for(marker as *const u32, value) }?;
+        unsafe { wait_for(marker as *const u32, value, &released) }?;
         // The remote device wrote the surface: the host pages (and every
         // device linked to them) hold the buffer's data now.
         let store = held.store();
