@@ -116,9 +116,11 @@ fn capture_and_check(ctx: &Arc<Context>, memory: FrameMemory, n: usize) -> Vec<u
         seqs.push(d.sequence);
         stream.queue(d.index).unwrap();
     }
-    // vivid may stamp the first two frames after a frame-rate change both 0.
+    // vivid stamps two frames with one number once, early, when it resyncs
+    // its counter after a frame-rate change (VIDIOC_S_PARM).
+    let repeats = seqs.windows(2).filter(|w| w[0] == w[1]).count();
     assert!(seqs.windows(2).all(|w| w[0] <= w[1]), "{memory:?}: sequence numbers never go back: {seqs:?}");
-    assert!(seqs.windows(2).skip(1).all(|w| w[0] < w[1]), "{memory:?}: then increase: {seqs:?}");
+    assert!(repeats <= 1, "{memory:?}: and increase (one repeat at most): {seqs:?}");
     assert_eq!(stream.bytes_copied(), 0, "{memory:?}: dmabridge moved no frame byte");
     if memory == FrameMemory::Buffer {
         let b = stream.frames()[0].buffer().unwrap();

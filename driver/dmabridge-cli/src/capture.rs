@@ -14,9 +14,11 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context as _};
 
-use dmabridge::pipeline::capture::{find_capture_device, Converter, FrameMemory, Stream, StreamConfig};
+use dmabridge::pipeline::capture::{
+    find_capture_device, hdmi_output, Converter, FrameMemory, Sink, Stream, StreamConfig,
+};
 use dmabridge::runtime::{context::Context, platform::Platform};
-use dmabridge::sys::v4l2::FourCc;
+use dmabridge::sys::v4l2::{FourCc, VideoDevice};
 
 use crate::Outcome;
 
@@ -69,6 +71,18 @@ pub struct Args {
     /// (VIDIOC_EXPBUF, clImportMemoryARM) instead of exporting dmabridge's.
     #[arg(long)]
     import: bool,
+    /// Show every captured frame on this V4L2 output device too: the same
+    /// dma-buf is queued there (no copy), and goes back to the capture once
+    /// shown. An HDMI output is set to the DV timings of --size.
+    #[arg(long)]
+    output: Option<PathBuf>,
+    /// Do not convert the frames (no yuyv_to_rgba, no PNG): capture, and
+    /// forward with --output, only.
+    #[arg(long)]
+    no_convert: bool,
+    /// No line per frame: the summary only.
+    #[arg(long)]
+    quiet: bool,
     /// Folder for the PNGs (created if missing).
     #[arg(long, default_value = "dmabridge-capture")]
     png_dir: PathBuf,
@@ -152,6 +166,31 @@ impl Progress {
     }
 }
 
+/// The CPU time this process used so far, all threads (`CLOCK_PROCESS_CPUTIME_ID`).
+fn cpu_time() -> Duration {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
+    Duration::new(t.tv_sec.max(0) as u64, t.tv_nsec.clamp(0, 999_999_999) as u32)
+}
+
+/// Shows captured frame `index` on the output, and queues for capture again
+/// the frames the output has finished with: those ready now, and, while the
+/// capture holds fewer than two and the output two or more, the next one.
+fn forward(stream: &mut Stream, sink: &mut Sink, index: u32) -> anyhow::Result<()> {
+    sink.show(stream, index).with_context(|| format!("showing frame {index} on the output"))?;
+    let capturing = |s: &Stream| (0..s.frames().len() as u32).filter(|&i| s.is_queued(i)).count();
+    loop {
+        let wait = capturing(stream) < 2 && sink.showing() >= 2;
+        let timeout = if wait { FRAME_TIMEOUT } else { Duration::ZERO };
+        match sink.take_back(timeout).context("taking a frame back from the output")? {
+            Some(shown) => {
+                stream.queue(shown.index).with_context(|| format!("queueing buffer {} again", shown.index))?
+            }
+            None if wait => bail!("the output device gave no frame back within {FRAME_TIMEOUT:?}"),
+            None => return Ok(()),
+        }
+    }
+}
+
 /// Runs the capture.
 pub fn run(args: &Args) -> Outcome {
     let (width, height) = args.size;
@@ -180,16 +219,35 @@ pub fn run(args: &Args) -> Outcome {
         args.format,
         stream.frames().len()
     );
-    let mut converter = Converter::new(&ctx, &stream.format()).context("setting up yuyv_to_rgba")?;
-    let pngs = png_frames(args.frames, args.png_count);
+    let mut sink = match &args.output {
+        None => None,
+        Some(out) => {
+            let dev = VideoDevice::open(out).with_context(|| format!("opening the output device {}", out.display()))?;
+            if dev.outputs().is_ok_and(|o| o.iter().any(|p| p.name.starts_with("HDMI"))) {
+                hdmi_output(&dev, width, height, args.fps.unwrap_or(60) as f64)
+                    .with_context(|| format!("setting up {}", out.display()))?;
+            }
+            let sink = Sink::new(dev, &stream, args.fps).with_context(|| format!("setting up {}", out.display()))?;
+            println!("output: every frame shown on {} too (the same dma-buf, no copy)", out.display());
+            Some(sink)
+        }
+    };
+    let mut converter = match args.no_convert {
+        true => None,
+        false => Some(Converter::new(&ctx, &stream.format()).context("setting up yuyv_to_rgba")?),
+    };
+    let pngs = if args.no_convert { Vec::new() } else { png_frames(args.frames, args.png_count) };
     if !pngs.is_empty() {
         std::fs::create_dir_all(&args.png_dir).with_context(|| format!("creating {}", args.png_dir.display()))?;
     }
     stream.queue_all().context("queueing the frames")?;
     stream.start().with_context(|| format!("starting the stream on {}", path.display()))?;
-    println!("{:>6} {:>8} {:>6} {:>10}", "frame", "sequence", "buffer", "latency");
+    if !args.quiet {
+        println!("{:>6} {:>8} {:>6} {:>10}", "frame", "sequence", "buffer", "latency");
+    }
     let mut progress = Progress { tty: std::io::stderr().is_terminal(), last: None };
     let start = Instant::now();
+    let cpu_start = cpu_time();
     let (mut first_seq, mut last_seq, mut dropped) = (None, 0u32, 0u64);
     let mut latencies = Vec::with_capacity(args.frames as usize);
     let mut written = Vec::new();
@@ -202,20 +260,28 @@ pub fn run(args: &Args) -> Outcome {
             first_seq = Some(d.sequence);
         }
         last_seq = d.sequence;
-        let rgba = converter.convert(&stream, d.index).with_context(|| format!("converting frame {n}"))?;
-        let latency = handed_back.elapsed();
-        if pngs.contains(&n) {
-            let file = args.png_dir.join(format!("frame-{n:03}.png"));
-            write_png(&file, width, height, rgba)?;
-            written.push(file);
+        if let Some(converter) = converter.as_mut() {
+            let rgba = converter.convert(&stream, d.index).with_context(|| format!("converting frame {n}"))?;
+            if pngs.contains(&n) {
+                let file = args.png_dir.join(format!("frame-{n:03}.png"));
+                write_png(&file, width, height, rgba)?;
+                written.push(file);
+            }
         }
-        stream.queue(d.index).with_context(|| format!("queueing buffer {} again", d.index))?;
+        let latency = handed_back.elapsed();
+        match sink.as_mut() {
+            None => stream.queue(d.index).with_context(|| format!("queueing buffer {} again", d.index))?,
+            Some(sink) => forward(&mut stream, sink, d.index)?,
+        }
         latencies.push(latency);
-        progress.clear();
-        println!("{n:>6} {:>8} {:>6} {:>10}", d.sequence, d.index, ms(latency));
+        if !args.quiet {
+            progress.clear();
+            println!("{n:>6} {:>8} {:>6} {:>10}", d.sequence, d.index, ms(latency));
+        }
         progress.show(n + 1, args.frames, start);
     }
     let elapsed = start.elapsed();
+    let cpu = cpu_time().saturating_sub(cpu_start);
     progress.clear();
     stream.stop().context("stopping the stream")?;
     let copied = stream.bytes_copied();
@@ -229,6 +295,11 @@ pub fn run(args: &Args) -> Outcome {
         ms(pick(0)),
         ms(pick(50)),
         ms(pick(100))
+    );
+    println!(
+        "CPU time: {:.3} ms per frame (this process, all threads: {} in all)",
+        cpu.as_secs_f64() * 1e3 / args.frames as f64,
+        ms(cpu)
     );
     println!(
         "bytes copied by dmabridge: {copied} (the driver wrote the frames into memory yuyv_to_rgba read in place)"

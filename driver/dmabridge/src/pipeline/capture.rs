@@ -831,20 +831,9 @@ pub fn hdmi_loopback(
     fps: f64,
 ) -> Result<DvTimings, PipelineError> {
     let input = hdmi(capture, capture.inputs(), "input")?;
-    let out = hdmi(output, output.outputs(), "output")?;
     capture.set_input(input.index).map_err(on(capture))?;
-    output.set_output(out.index).map_err(on(output))?;
-    let timings = capture
-        .dv_timings_list()
-        .map_err(on(capture))?
-        .into_iter()
-        .filter(|t| (t.width(), t.height()) == (width, height))
-        .min_by(|a, b| (a.fps() - fps).abs().total_cmp(&(b.fps() - fps).abs()))
-        .ok_or_else(|| {
-            PipelineError::Unsupported(format!("{} has no HDMI timings of {width}x{height}", capture.path().display()))
-        })?;
+    let (out, timings) = hdmi_output(output, width, height, fps)?;
     capture.set_dv_timings(&timings).map_err(on(capture))?;
-    output.set_dv_timings(&timings).map_err(on(output))?;
     let name = format!("{} Is Connected To", input.name);
     let control = capture.find_control(&name).map_err(on(capture))?.ok_or_else(|| {
         PipelineError::Unsupported(format!("{} has no control {name:?} (not vivid?)", capture.path().display()))
@@ -866,6 +855,210 @@ pub fn hdmi_loopback(
         }
     }
     Ok(timings)
+}
+
+/// Selects `output`'s HDMI output and sets it to the DV timings of
+/// `width`x`height` closest to `fps`; returns the output and the timings.
+/// (An HDMI output takes any size its timings allow; an analog one only its
+/// standard's.)
+///
+/// ```no_run
+/// use dmabridge::pipeline::capture::{find_capture_device, find_output_beside, hdmi_output};
+/// let output = find_output_beside(&find_capture_device(None)?)?;
+/// let (port, timings) = hdmi_output(&output, 1280, 720, 60.0)?;
+/// println!("{}: {:.2} frames/s", port.name, timings.fps());
+/// # Ok::<(), dmabridge::pipeline::capture::PipelineError>(())
+/// ```
+pub fn hdmi_output(
+    output: &VideoDevice,
+    width: u32,
+    height: u32,
+    fps: f64,
+) -> Result<(Port, DvTimings), PipelineError> {
+    let out = hdmi(output, output.outputs(), "output")?;
+    output.set_output(out.index).map_err(on(output))?;
+    let timings = output
+        .dv_timings_list()
+        .map_err(on(output))?
+        .into_iter()
+        .filter(|t| (t.width(), t.height()) == (width, height))
+        .min_by(|a, b| (a.fps() - fps).abs().total_cmp(&(b.fps() - fps).abs()))
+        .ok_or_else(|| {
+            PipelineError::Unsupported(format!("{} has no HDMI timings of {width}x{height}", output.path().display()))
+        })?;
+    output.set_dv_timings(&timings).map_err(on(output))?;
+    Ok((out, timings))
+}
+
+/// An output queue that shows another stream's frames: the same dma-bufs
+/// queued to the output device (`V4L2_MEMORY_DMABUF`), so a captured frame
+/// reaches the output with no copy. Slot `i` of the sink carries frame `i`
+/// of the source.
+pub struct Sink {
+    dev: VideoDevice,
+    format: PixFormat,
+    showing: Vec<bool>,
+    streaming: bool,
+}
+
+impl std::fmt::Debug for Sink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sink").field("device", &self.dev.path()).field("format", &self.format).finish_non_exhaustive()
+    }
+}
+
+impl Sink {
+    /// An output queue on `dev` for the frames of `source` (same format;
+    /// `fps` frames per second if given and the output has a rate of its
+    /// own: an HDMI output runs at its DV timings'), one slot per frame.
+    ///
+    /// ```no_run
+    /// use dmabridge::pipeline::capture::*;
+    /// use dmabridge::runtime::{context::Context, platform::Platform};
+    /// let ctx = Context::new(std::slice::from_ref(Platform::get().cpu()))?;
+    /// let capture = find_capture_device(None)?;
+    /// let output = find_output_beside(&capture)?;
+    /// let stream = Stream::capture(&ctx, capture, &StreamConfig::default())?;
+    /// let sink = Sink::new(output, &stream, None)?;
+    /// # Ok::<(), PipelineError>(())
+    /// ```
+    pub fn new(dev: VideoDevice, source: &Stream, fps: Option<u32>) -> Result<Sink, PipelineError> {
+        if !dev.capability().outputs() {
+            return Err(PipelineError::WrongKind {
+                path: dev.path().to_owned(),
+                what: "output",
+                caps: dev.capability().device_caps,
+            });
+        }
+        let f = source.format;
+        let format = dev.set_format(BufType::Output, f.width, f.height, f.fourcc).map_err(on(&dev))?;
+        if (format.width, format.height, format.fourcc, format.size_image)
+            != (f.width, f.height, f.fourcc, f.size_image)
+        {
+            return Err(PipelineError::FormatRefused {
+                path: dev.path().to_owned(),
+                asked: format!("{}x{} {}", f.width, f.height, f.fourcc),
+                got: format!("{}x{} {} of {} bytes", format.width, format.height, format.fourcc, format.size_image),
+            });
+        }
+        if let Some(fps) = fps {
+            match dev.set_frame_rate(BufType::Output, fps) {
+                // An HDMI output's rate is its DV timings'.
+                Err(e) if e.errno == Errno::NOTTY => {}
+                r => r.map(drop).map_err(on(&dev))?,
+            }
+        }
+        let n = source.frames.len() as u32;
+        let granted = dev.request_buffers(BufType::Output, Memory::DmaBuf, n).map_err(on(&dev))?;
+        if granted < n {
+            return Err(PipelineError::Unsupported(format!(
+                "{} grants {granted} output buffers, the source has {n} frames",
+                dev.path().display()
+            )));
+        }
+        Ok(Sink { dev, format, showing: vec![false; granted as usize], streaming: false })
+    }
+
+    /// Queues frame `index` of `source` (dequeued from it: the
+    /// application's) for output; streaming starts with the first frame.
+    ///
+    /// ```no_run
+    /// # use std::time::Duration;
+    /// # use dmabridge::pipeline::capture::*;
+    /// # use dmabridge::runtime::{context::Context, platform::Platform};
+    /// # let ctx = Context::new(std::slice::from_ref(Platform::get().cpu()))?;
+    /// # let capture = find_capture_device(None)?;
+    /// # let output = find_output_beside(&capture)?;
+    /// let mut stream = Stream::capture(&ctx, capture, &StreamConfig::default())?;
+    /// let mut sink = Sink::new(output, &stream, None)?;
+    /// stream.queue_all()?;
+    /// stream.start()?;
+    /// let frame = stream.dequeue(Duration::from_secs(5))?;
+    /// sink.show(&stream, frame.index)?;
+    /// # Ok::<(), PipelineError>(())
+    /// ```
+    pub fn show(&mut self, source: &Stream, index: u32) -> Result<(), PipelineError> {
+        let (Some(frame), Some(false)) = (source.frames.get(index as usize), self.showing.get(index as usize)) else {
+            return Err(PipelineError::Unsupported(format!("frame {index} is not one the sink can take now")));
+        };
+        if source.is_queued(index) {
+            return Err(PipelineError::Unsupported(format!("frame {index} is queued for capture")));
+        }
+        let len = u32::try_from(frame.len).unwrap_or(u32::MAX);
+        self.dev
+            .queue_dmabuf(BufType::Output, index, frame.dmabuf.as_fd(), len, self.format.size_image)
+            .map_err(on(&self.dev))?;
+        self.showing[index as usize] = true;
+        if !self.streaming {
+            self.dev.stream_on(BufType::Output).map_err(on(&self.dev))?;
+            self.streaming = true;
+        }
+        Ok(())
+    }
+
+    /// A frame the output device has consumed, waiting up to `timeout`
+    /// (`Ok(None)` when none came back in time): its index in the source,
+    /// to be queued there again.
+    ///
+    /// ```no_run
+    /// # use std::time::Duration;
+    /// # use dmabridge::pipeline::capture::*;
+    /// # use dmabridge::runtime::{context::Context, platform::Platform};
+    /// # let ctx = Context::new(std::slice::from_ref(Platform::get().cpu()))?;
+    /// # let capture = find_capture_device(None)?;
+    /// # let output = find_output_beside(&capture)?;
+    /// # let mut stream = Stream::capture(&ctx, capture, &StreamConfig::default())?;
+    /// let mut sink = Sink::new(output, &stream, None)?;
+    /// while let Some(shown) = sink.take_back(Duration::ZERO)? {
+    ///     stream.queue(shown.index)?;
+    /// }
+    /// # Ok::<(), PipelineError>(())
+    /// ```
+    pub fn take_back(&mut self, timeout: Duration) -> Result<Option<Dequeued>, PipelineError> {
+        if !self.showing.contains(&true) {
+            return Ok(None);
+        }
+        match self.dev.dequeue(BufType::Output, Memory::DmaBuf, timeout) {
+            Ok(d) => {
+                if let Some(s) = self.showing.get_mut(d.index as usize) {
+                    *s = false;
+                }
+                Ok(Some(d))
+            }
+            Err(e) if e.errno == Errno::TIMEDOUT => Ok(None),
+            Err(e) => Err(on(&self.dev)(e)),
+        }
+    }
+
+    /// How many frames the output device holds.
+    ///
+    /// ```no_run
+    /// # use dmabridge::pipeline::capture::*;
+    /// # use dmabridge::runtime::{context::Context, platform::Platform};
+    /// # let ctx = Context::new(std::slice::from_ref(Platform::get().cpu()))?;
+    /// # let capture = find_capture_device(None)?;
+    /// # let output = find_output_beside(&capture)?;
+    /// # let stream = Stream::capture(&ctx, capture, &StreamConfig::default())?;
+    /// let sink = Sink::new(output, &stream, None)?;
+    /// assert_eq!(sink.showing(), 0);
+    /// # Ok::<(), PipelineError>(())
+    /// ```
+    pub fn showing(&self) -> usize {
+        self.showing.iter().filter(|s| **s).count()
+    }
+}
+
+impl Drop for Sink {
+    fn drop(&mut self) {
+        if self.streaming {
+            if let Err(e) = self.dev.stream_off(BufType::Output) {
+                log::warn!("{}: stopping the output: {e}", self.dev.path().display());
+            }
+        }
+        if let Err(e) = self.dev.request_buffers(BufType::Output, Memory::DmaBuf, 0) {
+            log::warn!("{}: freeing the output queue: {e}", self.dev.path().display());
+        }
+    }
 }
 
 /// The HDMI port (one with DV timings) among `ports` of `dev`.

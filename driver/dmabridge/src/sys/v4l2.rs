@@ -1126,7 +1126,20 @@ impl VideoDevice {
     /// ```
     pub fn dequeue(&self, ty: BufType, memory: Memory, timeout: Duration) -> OsResult<Dequeued> {
         let deadline = std::time::Instant::now() + timeout;
+        let events = match ty {
+            BufType::Capture => PollFlags::IN,
+            BufType::Output => PollFlags::OUT,
+        };
         loop {
+            // Wait first: a pipeline usually asks before the frame is there,
+            // and a ready one answers the poll at once (two calls either way).
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            let mut fds = [PollFd::new(&self.fd, events)];
+            let ts = Timespec { tv_sec: left.as_secs() as i64, tv_nsec: left.subsec_nanos() as i64 };
+            match rustix::event::poll(&mut fds, Some(&ts)) {
+                Ok(_) | Err(Errno::INTR) => {}
+                Err(e) => return Err(OsError::new("poll V4L2 device", e)),
+            }
             let mut raw = RawBuffer { type_: ty as u32, memory: memory as u32, ..Default::default() };
             match self.ioctl("VIDIOC_DQBUF", VIDIOC_DQBUF, &mut raw) {
                 Ok(_) => {
@@ -1144,19 +1157,8 @@ impl VideoDevice {
                 Err(e) if e.errno == Errno::AGAIN => {}
                 Err(e) => return Err(e),
             }
-            let left = deadline.saturating_duration_since(std::time::Instant::now());
-            if left.is_zero() {
+            if std::time::Instant::now() >= deadline {
                 return Err(OsError::new("VIDIOC_DQBUF (waiting)", Errno::TIMEDOUT));
-            }
-            let events = match ty {
-                BufType::Capture => PollFlags::IN,
-                BufType::Output => PollFlags::OUT,
-            };
-            let mut fds = [PollFd::new(&self.fd, events)];
-            let ts = Timespec { tv_sec: left.as_secs() as i64, tv_nsec: left.subsec_nanos() as i64 };
-            match rustix::event::poll(&mut fds, Some(&ts)) {
-                Ok(_) | Err(Errno::INTR) => {}
-                Err(e) => return Err(OsError::new("poll V4L2 device", e)),
             }
         }
     }
