@@ -108,6 +108,14 @@ fn child_resident_buffers_take_remote_dma_by_bus_address() {
     assert_eq!(&now[..1000], &data[..1000]);
     assert_eq!(&now[6000..], &data[6000..]);
     assert_eq!(signal_value(&b), 5);
+
+    // The pages are memfd pages: exported as a dma-buf, they show what the
+    // remote device wrote.
+    let dmabuf = b.export_dmabuf(&dmabridge::sys::udmabuf::Udmabuf::open().unwrap()).unwrap();
+    let view = dmabuf.map(dmabridge::sys::mmap::Access::Read).unwrap();
+    let mut seen = vec![0u8; 5000];
+    view.read_bytes(1000, &mut seen);
+    assert_eq!(seen, frame);
 }
 
 #[test]
