@@ -425,3 +425,28 @@ fn child_an_import_beyond_edus_dma_window_is_an_allocation_failure() {
     let small = DmaHeap::open("system").unwrap().alloc(4096).unwrap();
     assert_eq!(err_kind(import_dma_buf(&ctx, 0, small.as_fd(), 4096)), ClErrorKind::InvalidOperation);
 }
+
+#[test]
+fn edu_imports_the_same_memory_at_two_lengths() {
+    in_child("child_edu_imports_the_same_memory_at_two_lengths", None);
+}
+
+#[test]
+#[ignore = "run in a child process"]
+fn child_edu_imports_the_same_memory_at_two_lengths() {
+    let EduContext { domain, ctx, qe, .. } = edu_context();
+    let residents = domain.residents().len();
+    let mut mem = pattern(3 * 4096, 21);
+    let p0 = mem.as_mut_ptr();
+    // SAFETY: `mem` outlives both buffers and is only used through them.
+    let (short, long) = unsafe { (import_host(&ctx, 0, p0, 100).unwrap(), import_host(&ctx, 0, p0, 9000).unwrap()) };
+    // The longer range superseded the shorter one at the same address.
+    assert_eq!(domain.residents().len(), residents + 1);
+    assert_eq!(read(&qe, &short), pattern(3 * 4096, 21)[..100]);
+    assert_eq!(read(&qe, &long), pattern(3 * 4096, 21)[..9000]);
+    drop(long);
+    assert_eq!(read(&qe, &short), pattern(3 * 4096, 21)[..100], "still resident for the shorter import");
+    drop(short);
+    assert_eq!((domain.residents().len(), domain.resident_iova(p0 as usize, 1)), (residents, None));
+    drop(mem);
+}

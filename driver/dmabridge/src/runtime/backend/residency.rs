@@ -50,6 +50,11 @@ impl Resident {
 #[derive(Debug, Default)]
 pub(crate) struct Registry {
     ranges: BTreeMap<usize, Resident>,
+    /// Shorter ranges that a longer one at the same address replaced (see
+    /// [`DmaDomain::make_resident_via`]): still mapped, since commands may
+    /// use their bus addresses, and unmapped with the range that replaced
+    /// them.
+    superseded: BTreeMap<usize, Vec<Resident>>,
 }
 
 impl Registry {
@@ -64,15 +69,17 @@ impl DmaDomain {
     /// Makes `[addr, addr + len)` resident: pins the pages it spans and maps
     /// them read/write at an IOVA (equal to `addr` when the DMA mask and the
     /// free IOVA space allow), or, if a range starting at `addr` is already
-    /// resident and at least `len` long, counts one more reference to it.
+    /// resident and at least `len` long, counts one more reference to it. A
+    /// shorter range resident at `addr` is superseded: the longer range is
+    /// mapped at a new IOVA and takes over its references (plus this one),
+    /// and the shorter mapping stays until the last reference is evicted.
     /// Returns the bus address of `addr`.
     ///
     /// The residency half of `clEnqueueMakeBuffersResidentAMD` (seed 002) and
     /// of the device allocations of `clDeviceMemAllocINTEL` (seed 000).
     ///
-    /// Errors: `CL_INVALID_VALUE` for an empty or wrapping range, one that
-    /// starts where a shorter range is resident, or memory VFIO cannot pin
-    /// (not mapped, or PFN-mapped like a dma-buf's mmap);
+    /// Errors: `CL_INVALID_VALUE` for an empty or wrapping range, or memory
+    /// VFIO cannot pin (not mapped, or PFN-mapped like a dma-buf's mmap);
     /// `CL_OUT_OF_RESOURCES` when no IOVA range is free or the kernel refuses
     /// the mapping (e.g. the memlock limit). A failure leaves nothing mapped.
     ///
@@ -129,16 +136,18 @@ impl DmaDomain {
     /// ```
     pub unsafe fn make_resident_via(&self, addr: usize, len: usize, pin_addr: usize, write: bool) -> ClResult<u64> {
         let mut reg = self.residency.lock().unwrap();
-        if let Some(r) = reg.ranges.get_mut(&addr) {
-            if r.len < len {
-                return Err(ClError::new(
-                    ClErrorKind::InvalidValue,
-                    format!("{addr:#x} is resident for {} bytes, not {len}: evict it first", r.len),
-                ));
+        // A range resident at `addr` takes one more reference if it is long
+        // enough; a shorter one is replaced below by a longer mapping (its
+        // own stays mapped until the last reference goes: commands may be
+        // using its bus addresses).
+        let shorter = match reg.ranges.get_mut(&addr) {
+            Some(r) if r.len >= len => {
+                r.refs += 1;
+                return Ok(r.iova);
             }
-            r.refs += 1;
-            return Ok(r.iova);
-        }
+            Some(r) => Some(*r),
+            None => None,
+        };
         let page = page_size();
         let span_start = addr & !(page - 1);
         let span_end = addr
@@ -171,7 +180,11 @@ impl DmaDomain {
             return Err(ClError::new(kind, format!("making host range {addr:#x}+{len:#x} resident: {e}")));
         }
         let iova = span_iova + (addr - span_start) as u64;
-        reg.ranges.insert(addr, Resident { addr, len, iova, refs: 1, span_start, span_len });
+        let refs = shorter.map_or(1, |r| r.refs + 1);
+        if let Some(old) = shorter {
+            reg.superseded.entry(addr).or_default().push(old);
+        }
+        reg.ranges.insert(addr, Resident { addr, len, iova, refs, span_start, span_len });
         Ok(iova)
     }
 
@@ -236,7 +249,8 @@ impl DmaDomain {
             return Ok(());
         }
         let r = reg.ranges.remove(&addr).expect("found above");
-        self.unmap_resident(&r)
+        let old = reg.superseded.remove(&addr).unwrap_or_default();
+        old.iter().chain(std::iter::once(&r)).map(|r| self.unmap_resident(r)).fold(Ok(()), Result::and)
     }
 
     /// Evicts every range that starts inside `[start, start + len)`,
@@ -264,8 +278,11 @@ impl DmaDomain {
         let keys: Vec<usize> = reg.ranges.range(start..start.saturating_add(len.max(1))).map(|(&k, _)| k).collect();
         for k in &keys {
             let r = reg.ranges.remove(k).expect("listed above");
-            if let Err(e) = self.unmap_resident(&r) {
-                log::error!("{e}");
+            let old = reg.superseded.remove(k).unwrap_or_default();
+            for r in old.iter().chain(std::iter::once(&r)) {
+                if let Err(e) = self.unmap_resident(r) {
+                    log::error!("{e}");
+                }
             }
         }
         keys.len()
