@@ -198,7 +198,7 @@ lint:
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	$(CARGO) clippy -p dmabridge-tests --test guest --test rig -- -D warnings
-	RUSTDOCFLAGS="-D warnings" $(CARGO) doc -p dmabridge --no-deps --quiet
+	RUSTDOCFLAGS="-D warnings" $(CARGO) doc -p dmabridge -p dmabridge-icd --no-deps --quiet
 
 clean-guest:
 	rm -rf $${DMABRIDGE_CACHE:-$${XDG_CACHE_HOME:-$$HOME/.cache}/dmabridge}

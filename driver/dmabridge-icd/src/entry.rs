@@ -1,9 +1,9 @@
-//! The boundary every entry point runs through: [`status`] and [`object`]
+//! The boundary every entry point runs through: `status` and `object`
 //! run the body under `catch_unwind` (no panic crosses into C; a panic
 //! answers `CL_OUT_OF_RESOURCES`), turn a [`ClError`] into its code and
 //! write `errcode_ret`; the helpers below read the C-shaped arguments
 //! (wait lists, out-parameters, `param_value` buffers) with the checks that
-//! only C needs. One locking policy: [`lock`] never panics on a poisoned
+//! only C needs. One locking policy: `lock` never panics on a poisoned
 //! lock, so one failure cannot turn every later call into a panic.
 
 use std::ffi::c_void;

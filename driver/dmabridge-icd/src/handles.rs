@@ -197,7 +197,7 @@ pub fn get<T: Kind>(handle: *const c_void) -> ClRes<Arc<Obj<T>>> {
 }
 
 /// Runs `f` on the live object of kind `T` behind `handle`, borrowed for the
-/// call without taking a reference (see [`crate::hazard`]); errors as
+/// call without taking a reference (see `hazard.rs`); errors as
 /// [`get`]. For the hot entry points of borrowable kinds ([`Tag`]); any
 /// other kind, or a nested call, takes a counted reference instead.
 pub fn with<T: Kind, R>(handle: *const c_void, f: impl FnOnce(&Obj<T>) -> ClRes<R>) -> ClRes<R> {
