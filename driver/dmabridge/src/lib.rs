@@ -4,13 +4,15 @@
 //! folder and depends only on the ones below it:
 //!
 //! 1. [`sys`] — kernel interfaces: one small module per kernel object (memfd,
-//!    udmabuf, dma-buf, DMA-BUF heaps, VFIO, io_uring, DRM PRIME), safe types
+//!    udmabuf, dma-buf, DMA-BUF heaps, VFIO, io_uring, DRM PRIME, V4L2), safe types
 //!    over owned fds, errors that carry the operation and the errno.
 //! 2. [`memory`] — backings, IOVA allocation, residency.
 //! 3. [`runtime`] — platform, devices, contexts, queues, events, and the
 //!    device backends (the edu DMA engine).
 //! 4. [`ext`] — one module per OpenCL extension seed (USM, SVM), speaking
 //!    its vocabulary; errors are [`error::ClError`], one variant per CL code.
+//! 5. [`pipeline`] — pipelines end to end: the V4L2 capture pipeline
+//!    (frames written by the driver into dmabridge memory, converted in place).
 //!
 //! The faces (C ABI as an OpenCL ICD, CLI) build on these.
 #![deny(unsafe_op_in_unsafe_fn)]
