@@ -664,10 +664,10 @@ impl Converter {
     /// # Ok::<(), PipelineError>(())
     /// ```
     pub fn new(ctx: &Arc<Context>, format: &PixFormat) -> Result<Converter, PipelineError> {
-        if format.fourcc != FourCc::YUYV || format.bytes_per_line != format.width * 2 {
+        if format.fourcc != FourCc::YUYV || u64::from(format.bytes_per_line) != u64::from(format.width) * 2 {
             return Err(PipelineError::Unsupported(format!(
                 "yuyv_to_rgba converts YUYV frames with lines of {} bytes; this one is {} with lines of {} bytes",
-                format.width * 2,
+                u64::from(format.width) * 2,
                 format.fourcc,
                 format.bytes_per_line
             )));

@@ -909,10 +909,12 @@ impl VideoDevice {
         }
     }
 
-    /// The items of menu control `control` as (value, name).
+    /// The items of menu control `control` as (value, name); none for a
+    /// control that is not a menu.
     ///
     /// Wraps `VIDIOC_QUERYMENU` for every value from its minimum to its
-    /// maximum (values the driver skips are left out).
+    /// maximum, at most 1024 of them (values the driver skips are left
+    /// out).
     ///
     /// ```no_run
     /// use dmabridge::sys::v4l2::VideoDevice;
@@ -923,8 +925,13 @@ impl VideoDevice {
     /// # Ok::<(), dmabridge::sys::OsError>(())
     /// ```
     pub fn menu_items(&self, control: &Control) -> OsResult<Vec<(i64, String)>> {
+        const MENU: u32 = 3;
         let mut items = Vec::new();
-        for value in control.minimum.max(0)..=control.maximum.min(u32::MAX as i64) {
+        if control.kind != MENU {
+            return Ok(items);
+        }
+        let first = control.minimum.max(0);
+        for value in first..=control.maximum.min(first + 1023) {
             let mut raw = RawQueryMenu { id: control.id, index: value as u32, name: [0; 32], reserved: 0 };
             match self.ioctl("VIDIOC_QUERYMENU", VIDIOC_QUERYMENU, &mut raw) {
                 Ok(_) => items.push((value, c_str(&{ raw.name }))),
@@ -1125,7 +1132,8 @@ impl VideoDevice {
     /// # Ok::<(), dmabridge::sys::OsError>(())
     /// ```
     pub fn dequeue(&self, ty: BufType, memory: Memory, timeout: Duration) -> OsResult<Dequeued> {
-        let deadline = std::time::Instant::now() + timeout;
+        // A timeout too long to add to now waits without a deadline.
+        let deadline = std::time::Instant::now().checked_add(timeout);
         let events = match ty {
             BufType::Capture => PollFlags::IN,
             BufType::Output => PollFlags::OUT,
@@ -1133,10 +1141,13 @@ impl VideoDevice {
         loop {
             // Wait first: a pipeline usually asks before the frame is there,
             // and a ready one answers the poll at once (two calls either way).
-            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            let left = deadline.map(|d| d.saturating_duration_since(std::time::Instant::now()));
             let mut fds = [PollFd::new(&self.fd, events)];
-            let ts = Timespec { tv_sec: left.as_secs() as i64, tv_nsec: left.subsec_nanos() as i64 };
-            match rustix::event::poll(&mut fds, Some(&ts)) {
+            let ts = left.map(|l| Timespec {
+                tv_sec: l.as_secs().min(i64::MAX as u64) as i64,
+                tv_nsec: l.subsec_nanos() as i64,
+            });
+            match rustix::event::poll(&mut fds, ts.as_ref()) {
                 Ok(_) | Err(Errno::INTR) => {}
                 Err(e) => return Err(OsError::new("poll V4L2 device", e)),
             }
@@ -1157,7 +1168,7 @@ impl VideoDevice {
                 Err(e) if e.errno == Errno::AGAIN => {}
                 Err(e) => return Err(e),
             }
-            if std::time::Instant::now() >= deadline {
+            if deadline.is_some_and(|d| std::time::Instant::now() >= d) {
                 return Err(OsError::new("VIDIOC_DQBUF (waiting)", Errno::TIMEDOUT));
             }
         }
