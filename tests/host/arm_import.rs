@@ -283,6 +283,36 @@ fn unmapped_pages_are_refused_and_unpopulated_ones_committed_and_locked() {
 }
 
 #[test]
+fn pages_that_cannot_be_committed_are_refused_and_left_unlocked() {
+    let ctx = cpu_context();
+    // A shared mapping of a one-page file, three pages long: the last two
+    // are mapped but have no page behind them (touching them is SIGBUS).
+    let memfd = rustix::fs::memfd_create(c"short-file", rustix::fs::MemfdFlags::CLOEXEC).unwrap();
+    rustix::fs::ftruncate(&memfd, page() as u64).unwrap();
+    // SAFETY: a fresh shared mapping of our own memfd; only its first page
+    // is touched (by the kernel, through mlock).
+    let ptr = unsafe {
+        rustix::mm::mmap(null_mut(), 3 * page(), ProtFlags::READ | ProtFlags::WRITE, MapFlags::SHARED, &memfd, 0)
+    }
+    .unwrap()
+    .cast::<u8>();
+    let region = Region { ptr, len: 3 * page() };
+    let e = host(&ctx, 0, region.addr(8), 3 * page() - 8).unwrap_err();
+    assert_eq!(e.kind, InvalidOperation, "pages that cannot be committed are no memory to import: {e}");
+    assert_eq!(Region::smaps_kb(ptr, "Locked"), 0, "the failed import left no page locked");
+    // With another import holding the first page, the failure leaves it locked.
+    let first = host(&ctx, 0, region.addr(0), 16).unwrap();
+    assert_eq!(err_kind(host(&ctx, 0, region.addr(8), 3 * page() - 8)), InvalidOperation);
+    assert_eq!(Region::smaps_kb(ptr, "Locked"), page() / 1024, "the other import's page stays locked");
+    drop(first);
+    assert_eq!(Region::smaps_kb(ptr, "Locked"), 0);
+    // The committable page alone imports fine.
+    let b = host(&ctx, 0, region.addr(0), page()).unwrap();
+    drop(b);
+    assert_eq!(Region::smaps_kb(ptr, "Locked"), 0);
+}
+
+#[test]
 fn unaligned_imports_sharing_a_page_need_the_same_flags() {
     let ctx = cpu_context();
     let region = Region::new(2, ProtFlags::READ | ProtFlags::WRITE);

@@ -50,7 +50,9 @@
 //! a property given twice, `memory` NULL, `size` 0, a dma-buf `size` larger
 //! than the dma-buf, an fd that is not a dma-buf, and page-sharing host
 //! imports with different flags; `CL_INVALID_OPERATION` for host pages not
-//! mapped (or mapped without read access), a write-only dma-buf, a dma-buf
+//! mapped (or mapped without read access, or mapped but impossible to
+//! commit, e.g. a shared file mapping past its file's end), a write-only
+//! dma-buf, a dma-buf
 //! that cannot be mapped, and a device that cannot reach the memory;
 //! `CL_MEM_OBJECT_ALLOCATION_FAILURE` when the pages cannot be locked in
 //! memory (`RLIMIT_MEMLOCK`) or made resident for a device for want of
@@ -234,28 +236,33 @@ impl Drop for HostPin {
     fn drop(&mut self) {
         let mut imports = host_imports();
         imports.remove(&self.id);
-        // Pages another import still spans stay locked (mlock does not
-        // nest): unlock only the gaps between the others' spans.
-        let mut others: Vec<(usize, usize)> = imports
-            .values()
-            .filter(|o| o.start < self.span.end && self.span.start < o.end)
-            .map(|o| (o.start, o.end))
-            .collect();
-        others.sort_unstable();
-        let mut cursor = self.span.start;
-        for (lo, hi) in others.into_iter().chain(std::iter::once((self.span.end, self.span.end))) {
-            if lo > cursor {
-                let end = lo.min(self.span.end);
-                if let Err(e) = vm::unlock(cursor, end - cursor) {
-                    log::warn!("unlocking the pages of a released host import: {e}");
-                }
-            }
-            cursor = cursor.max(hi);
-            if cursor >= self.span.end {
-                break;
+        for (lo, hi) in unshared(&imports, self.span) {
+            if let Err(e) = vm::unlock(lo, hi - lo) {
+                log::warn!("unlocking the pages of a released host import: {e}");
             }
         }
     }
+}
+
+/// The parts of `span` that no import in `imports` spans: the pages to
+/// unlock when `span`'s import goes (mlock does not nest, so pages another
+/// import still spans stay locked).
+fn unshared(imports: &BTreeMap<u64, HostSpan>, span: HostSpan) -> Vec<(usize, usize)> {
+    let mut others: Vec<(usize, usize)> =
+        imports.values().filter(|o| o.start < span.end && span.start < o.end).map(|o| (o.start, o.end)).collect();
+    others.sort_unstable();
+    let mut gaps = Vec::new();
+    let mut cursor = span.start;
+    for (lo, hi) in others.into_iter().chain(std::iter::once((span.end, span.end))) {
+        if lo > cursor {
+            gaps.push((cursor, lo.min(span.end)));
+        }
+        cursor = cursor.max(hi);
+        if cursor >= span.end {
+            break;
+        }
+    }
+    gaps
 }
 
 /// The number of live host imports (the page-sharing bookkeeping holds one
@@ -292,7 +299,8 @@ pub fn live_host_imports() -> usize {
 /// [`IMPORT_MEMORY_WHOLE_ALLOCATION_ARM`], or pages shared with another
 /// live host import made with other flags;
 /// `CL_INVALID_OPERATION` if a page of the range is not mapped (or not
-/// readable), or a device of the context cannot reach the pages (no
+/// readable, or cannot be committed: a shared file mapping past the end of
+/// its file), or a device of the context cannot reach the pages (no
 /// host-unified memory; VFIO cannot pin them); and
 /// `CL_MEM_OBJECT_ALLOCATION_FAILURE` when the pages cannot be locked, or
 /// made resident for a device for want of resources (see the module).
@@ -300,7 +308,8 @@ pub fn live_host_imports() -> usize {
 ///
 /// # Safety
 /// The whole pages around the range stay mapped (not unmapped or remapped)
-/// while the buffer lives; like `CL_MEM_USE_HOST_PTR` memory, the
+/// and backed (a file they map is not truncated under them: a touch past
+/// its end is SIGBUS) while the buffer lives; like `CL_MEM_USE_HOST_PTR` memory, the
 /// application touches them only while the buffer is mapped (or no command
 /// uses it), and holds no Rust reference into them that a device write
 /// could invalidate. `mlock`/`munlock` apply to whole pages: pages the
@@ -385,15 +394,34 @@ pub unsafe fn import_host(ctx: &Arc<Context>, flags: u64, ptr: *mut u8, size: us
             );
         }
         if let Err(e) = vm::lock(start, end - start) {
-            // Unmapped meanwhile (another thread), or the memlock limit.
+            // A failed mlock may have locked part of the range (the kernel
+            // marks the mappings locked before it commits their pages):
+            // unlock what no other import holds.
+            let gaps = unshared(&imports, span);
+            for &(lo, hi) in &gaps {
+                if let Err(e) = vm::unlock(lo, hi - lo) {
+                    log::warn!("unlocking the pages of a failed host import: {e}");
+                }
+            }
+            // Unmapped meanwhile (another thread), the memlock limit, or
+            // pages that cannot be committed (a shared file mapping past
+            // the end of its file, where a touch is SIGBUS).
             if vm::mapped(start, end - start).ok().flatten().is_none() {
                 return Err(not_mapped());
             }
+            if vm::lock_exceeds_limit(gaps.iter().map(|(lo, hi)| hi - lo).sum()) {
+                return cl_err!(
+                    MemObjectAllocationFailure,
+                    "committing and pinning the {} bytes of pages around {ptr:?} + {size}: {e} (RLIMIT_MEMLOCK, \
+                     `ulimit -l`, bounds locked memory: `kmod-helpers/dmabridge-kmod memlock --raise BYTES` raises \
+                     it)",
+                    end - start
+                );
+            }
             return cl_err!(
-                MemObjectAllocationFailure,
-                "committing and pinning the {} bytes of pages around {ptr:?} + {size}: {e} (RLIMIT_MEMLOCK, \
-                 `ulimit -l`, bounds locked memory: `kmod-helpers/dmabridge-kmod memlock --raise BYTES` raises it)",
-                end - start
+                InvalidOperation,
+                "pages of {ptr:?} + {size} bytes (the pages {start:#x}..{end:#x}) are mapped but cannot be \
+                 committed ({e}): e.g. a shared file mapping reaching past the end of its file"
             );
         }
         let id = NEXT_HOST_IMPORT.fetch_add(1, Ordering::Relaxed);

@@ -132,6 +132,23 @@ pub fn unlock(addr: usize, len: usize) -> OsResult<()> {
     unsafe { rustix::mm::munlock(addr as *mut _, len) }.map_err(OsError::tag("munlock"))
 }
 
+/// True if locking `len` more bytes would exceed what this process may
+/// lock: `RLIMIT_MEMLOCK` (the soft limit) against the bytes it has locked
+/// already (`VmLck` of `/proc/self/status`), unless it holds
+/// `CAP_IPC_LOCK`. Tells a failed [`lock`] that hit the limit from one
+/// whose pages cannot be committed (both answer `ENOMEM`).
+pub(crate) fn lock_exceeds_limit(len: usize) -> bool {
+    let memlock = super::probe::MemlockReport::gather();
+    let Some(limit) = memlock.soft.filter(|_| !memlock.cap_ipc_lock) else {
+        return false;
+    };
+    let locked_kb = std::fs::read_to_string("/proc/self/status").ok().and_then(|s| {
+        let v = s.lines().find_map(|l| l.strip_prefix("VmLck:"))?;
+        v.trim().trim_end_matches("kB").trim().parse::<u64>().ok()
+    });
+    locked_kb.unwrap_or(0).saturating_mul(1024).saturating_add(len as u64) > limit
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
