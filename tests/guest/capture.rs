@@ -161,7 +161,7 @@ fn a_busy_device_is_reported_as_busy() {
     assert!(err.to_string().contains("busy"), "{err}");
     first.dequeue(TIMEOUT).unwrap();
     let missing = find_capture_device(Some("/dev/video99".as_ref())).unwrap_err();
-    assert!(matches!(missing, PipelineError::Device { ref source, .. } if source.errno == rustix::io::Errno::NOENT));
+    assert!(matches!(missing, PipelineError::Device { ref error, .. } if error.errno == rustix::io::Errno::NOENT));
 }
 
 /// Fills `len` bytes at `p` with frame `id`'s pattern (limited-range YUYV

@@ -52,3 +52,27 @@ fn remote_dma_without_two_edu_devices_says_what_it_needs() {
     let stderr = failing(Command::new(dmabridge_bin()).args(["remote-dma", "--width", "3"]));
     assert!(stderr.contains("--width even"), "{stderr}");
 }
+
+#[test]
+fn capture_without_a_capture_device_says_how_to_get_one() {
+    // Not a V4L2 node: fails on every machine, naming the node and the ioctl.
+    let stderr = failing(Command::new(dmabridge_bin()).args(["capture", "--device", "/dev/null"]));
+    assert_eq!(
+        stderr,
+        "dmabridge: capture: finding the capture device: /dev/null: VIDIOC_QUERYCAP failed: Inappropriate ioctl for \
+         device (os error 25) (errno 25)"
+    );
+    // No capture device at all (the development host has none; the guest
+    // tests run the command against vivid).
+    let any = dmabridge::sys::v4l2::VideoDevice::list()
+        .iter()
+        .any(|p| dmabridge::sys::v4l2::VideoDevice::open(p).is_ok_and(|d| d.capability().captures()));
+    if !any {
+        let stderr = failing(Command::new(dmabridge_bin()).args(["capture", "--frames", "1"]));
+        assert_eq!(
+            stderr,
+            "dmabridge: capture: finding the capture device: no V4L2 capture device: load vivid (`modprobe vivid`) \
+             or run `make demo`, which uses the QEMU guest"
+        );
+    }
+}

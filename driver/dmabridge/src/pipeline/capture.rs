@@ -80,13 +80,12 @@ pub enum PipelineError {
         got: String,
     },
     /// A V4L2 call failed.
-    #[error("{path}: {source}")]
+    #[error("{path}: {error}")]
     Device {
         /// The device node.
         path: PathBuf,
         /// The failed call.
-        #[source]
-        source: OsError,
+        error: OsError,
     },
     /// An allocation, export or kernel of the runtime failed.
     #[error(transparent)]
@@ -97,9 +96,9 @@ pub enum PipelineError {
 }
 
 fn on(dev: &VideoDevice) -> impl Fn(OsError) -> PipelineError + '_ {
-    move |source| match source.errno {
-        Errno::BUSY => PipelineError::Busy { path: dev.path().to_owned(), op: source.op },
-        _ => PipelineError::Device { path: dev.path().to_owned(), source },
+    move |error| match error.errno {
+        Errno::BUSY => PipelineError::Busy { path: dev.path().to_owned(), op: error.op },
+        _ => PipelineError::Device { path: dev.path().to_owned(), error },
     }
 }
 
@@ -732,7 +731,7 @@ impl Converter {
         let cpu = frame
             .dmabuf
             .cpu_access(SyncDir::Read)
-            .map_err(|source| PipelineError::Device { path: stream.dev.path().to_owned(), source })?;
+            .map_err(|error| PipelineError::Device { path: stream.dev.path().to_owned(), error })?;
         let rows = self.height as usize;
         // SAFETY: the frame is dequeued, so the driver does not write it, and
         // `&mut self` keeps the RGBA image to this launch; both hold the
@@ -740,7 +739,7 @@ impl Converter {
         // height x 4), and stay allocated until the wait below returns.
         let event = unsafe { kernel::enqueue_nd_range(&self.queue, &self.kernel, rows, &[]) }?;
         Event::wait(&[event])?;
-        cpu.end().map_err(|source| PipelineError::Device { path: stream.dev.path().to_owned(), source })?;
+        cpu.end().map_err(|error| PipelineError::Device { path: stream.dev.path().to_owned(), error })?;
         let len = self.width as usize * self.height as usize * 4;
         // SAFETY: the image is this converter's USM allocation of `len`
         // bytes, written by the finished kernel; `&self` borrowed for the
@@ -773,7 +772,7 @@ impl Drop for Converter {
 /// ```
 pub fn find_capture_device(path: Option<&Path>) -> Result<VideoDevice, PipelineError> {
     if let Some(path) = path {
-        let dev = VideoDevice::open(path).map_err(|source| PipelineError::Device { path: path.to_owned(), source })?;
+        let dev = VideoDevice::open(path).map_err(|error| PipelineError::Device { path: path.to_owned(), error })?;
         if !dev.capability().captures() {
             return Err(PipelineError::WrongKind {
                 path: path.to_owned(),
