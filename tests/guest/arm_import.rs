@@ -266,6 +266,40 @@ fn child_edu_uses_a_dma_buf_dmabridge_exported_in_place() {
 }
 
 #[test]
+fn a_native_kernel_on_an_edu_queue_brackets_its_cpu_access() {
+    in_child("child_a_native_kernel_on_an_edu_queue_brackets_its_cpu_access", None);
+}
+
+#[test]
+#[ignore = "run in a child process"]
+fn child_a_native_kernel_on_an_edu_queue_brackets_its_cpu_access() {
+    use dmabridge::runtime::kernel::{ArgKind, KernelArgValue};
+    let EduContext { cpu, ctx, qe, .. } = edu_context();
+    const N: usize = 4096;
+    // A dma-buf edu reaches (dmabridge's own export), imported for both devices.
+    let producer = Context::new(std::slice::from_ref(&cpu)).unwrap();
+    // SAFETY: no host pointer.
+    let src = unsafe { Buffer::create(&producer, mem_flags::ALLOC_HOST_PTR, N, null_mut()) }.unwrap();
+    write(&queue(&producer, &cpu), &src, 0, &pattern(N, 23)).unwrap();
+    let dmabuf = src.export_dmabuf(&Udmabuf::open().unwrap()).unwrap();
+    let b = import_dma_buf(&ctx, 0, dmabuf.as_fd(), N).unwrap();
+    // A native kernel is the CPU's code whatever the queue's device: it
+    // reads and writes the dma-buf's mapping, so the runtime brackets it.
+    let f = Arc::new(|args: &[KernelArgValue]| {
+        let p = args[0].as_ptr().expect("the buffer's address").cast_mut();
+        // SAFETY: the buffer's N bytes, bracketed for the CPU while the kernel runs.
+        unsafe { p.write(p.read().wrapping_add(1)) };
+        Ok(())
+    });
+    let k = Kernel::native(&ctx, f, vec![ArgKind::Pointer]).unwrap();
+    k.set_arg_buffer(0, &b).unwrap();
+    // SAFETY: the kernel touches the first byte of the buffer only.
+    Event::wait(&[unsafe { kernel::enqueue_task(&qe, &k, &[]) }.unwrap()]).unwrap();
+    assert_eq!(b.cpu_syncs(), CpuSyncs { read_write: (1, 1), ..CpuSyncs::default() }, "DMA_BUF_IOCTL_SYNC around it");
+    assert_eq!(read(&qe, &b)[0], pattern(N, 23)[0].wrapping_add(1));
+}
+
+#[test]
 fn edu_refuses_dma_bufs_it_cannot_reach_without_a_copy() {
     in_child("child_edu_refuses_dma_bufs_it_cannot_reach_without_a_copy", None);
 }

@@ -265,7 +265,9 @@ fn launch_args(
             })
         }
     };
-    let work = with_buffers(targets, work);
+    // A native kernel is the CPU's code whatever the queue's device.
+    let cpu_runs = matches!(kernel.body, Body::Native(_)) || queue.device().backend().is_none();
+    let work = with_buffers(targets, cpu_runs, work);
     let work = match reach {
         None => work,
         Some(reach) => Box::new(move || {
@@ -280,8 +282,10 @@ fn launch_args(
 /// buffer's data is made current on the queue's device (under its store's
 /// lock, held while the kernel runs; stores locked in address order, as
 /// buffer copies lock theirs), and afterwards recorded as written there.
-/// The command holds the buffers until it ends.
-fn with_buffers(targets: Vec<(usize, Target)>, work: Work) -> Work {
+/// `cpu_runs`: the CPU runs the kernel (the CPU device's, or any native
+/// kernel), so imported dma-bufs are synchronised for it. The command holds
+/// the buffers until it ends.
+fn with_buffers(targets: Vec<(usize, Target)>, cpu_runs: bool, work: Work) -> Work {
     if targets.is_empty() {
         return work;
     }
@@ -295,9 +299,8 @@ fn with_buffers(targets: Vec<(usize, Target)>, work: Work) -> Work {
         }
         // Imported dma-bufs the CPU runs the kernel on: synchronised for
         // reading and writing (read-only ones for reading) while it runs.
-        let on_cpu = targets.first().is_some_and(|(_, t)| t.on_cpu());
         let mut syncs = Vec::new();
-        for (s, _) in stores.iter().filter(|_| on_cpu) {
+        for (s, _) in stores.iter().filter(|_| cpu_runs) {
             syncs.extend(s.cpu_sync(SyncDir::ReadWrite)?);
         }
         // Even a failed kernel may have written: its device alone is current.
