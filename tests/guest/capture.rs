@@ -230,8 +230,9 @@ fn vivid_output_consumes_dmabridge_frames_and_hdmi_loopback_returns_them() {
 
 /// Cross-process: this process exports a USM allocation as a dma-buf and
 /// sends the fd over a unix socket (`SCM_RIGHTS`) to a child process (this
-/// test binary again), which maps it, checks the bytes and writes its own;
-/// they appear in the allocation here.
+/// test binary again), which imports it (`clImportMemoryARM`), reads the
+/// bytes and writes its own through buffer commands; they appear in the
+/// allocation here.
 #[test]
 fn a_dma_buf_crosses_processes_over_scm_rights() {
     require_guest();
@@ -299,16 +300,30 @@ fn recv_fd(sock: std::os::fd::BorrowedFd<'_>) -> OwnedFd {
 #[test]
 #[ignore = "run by a_dma_buf_crosses_processes_over_scm_rights, its socket on stdin"]
 fn child_receives_a_dma_buf() {
+    use dmabridge::ext::arm_import::import_dma_buf;
+    use dmabridge::runtime::buffer::{commands, mem_flags};
+    use dmabridge::runtime::queue::{Queue, QueueProps};
     let stdin = std::io::stdin();
     let fd = recv_fd(stdin.as_fd());
     let dmabuf = DmaBuf::from_fd(fd).expect("the fd received is a dma-buf");
     assert_eq!(dmabuf.size().unwrap(), 8192);
-    let bytes = frame_bytes(&dmabuf, 8192);
+    // Imported into this process's own context (clImportMemoryARM), then
+    // read and written through buffer commands on its pages.
+    let ctx = cpu_context();
+    let b = import_dma_buf(&ctx, mem_flags::READ_WRITE, dmabuf.as_fd(), 8192).unwrap();
+    drop(dmabuf);
+    let q = Queue::new(&ctx, &dmabridge_tests::cpu_device(), QueueProps::default()).unwrap();
+    let mut bytes = vec![0u8; 8192];
+    // SAFETY: blocking read into `bytes`.
+    unsafe { commands::enqueue_read_buffer(&q, &b, true, 0, 8192, bytes.as_mut_ptr(), &[]) }.unwrap();
     assert!(bytes.iter().enumerate().all(|(i, &b)| b == (i as u32 * 7 + 3) as u8), "the sender's bytes");
-    let map = dmabuf.map(Access::ReadWrite).unwrap();
-    let cpu = dmabuf.cpu_access(SyncDir::Write).unwrap();
-    map.write_bytes(4096, &[0xC5; 4096]);
-    cpu.end().unwrap();
+    let page = [0xC5u8; 4096];
+    // SAFETY: blocking write from `page`.
+    unsafe { commands::enqueue_write_buffer(&q, &b, true, 4096, 4096, page.as_ptr(), &[]) }.unwrap();
+    for loc in [Location::Host, Location::Device(0)] {
+        let s = b.stats(loc);
+        assert_eq!((s.bytes_in, s.bytes_out), (0, 0), "{loc:?}: the import is the sender's pages, nothing moved");
+    }
 }
 
 /// Import direction: vivid's own buffers (`V4L2_MEMORY_MMAP`), exported

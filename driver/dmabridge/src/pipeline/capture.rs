@@ -892,7 +892,9 @@ pub fn hdmi_output(
 /// An output queue that shows another stream's frames: the same dma-bufs
 /// queued to the output device (`V4L2_MEMORY_DMABUF`), so a captured frame
 /// reaches the output with no copy. Slot `i` of the sink carries frame `i`
-/// of the source.
+/// of the source. A frame the sink shows goes back to the source's queue
+/// only after [`Sink::take_back`] returned it: queued earlier, the capture
+/// would overwrite it while the output reads it.
 pub struct Sink {
     dev: VideoDevice,
     format: PixFormat,
