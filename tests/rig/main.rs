@@ -494,3 +494,45 @@ fn the_guest_kernels_stall_reports_are_passed_on() {
     assert!(stderr.contains("warning: the guest kernel reports (host load average "), "{stderr}");
     assert!(stderr.contains(line), "{stderr}");
 }
+
+/// `make demo`'s capture: `dmabridge capture` in a guest with vivid writes
+/// its PNGs into a host folder (`--rw`); decoded here, on the host, they are
+/// 640x480 images of vivid's colour bars, converted by `yuyv_to_rgba` from
+/// frames the driver wrote into dmabridge memory.
+#[test]
+fn capture_pngs_reach_the_host() {
+    use dmabridge::runtime::kernel::yuv_to_rgb;
+    let dir = repo_root().join(format!("target/rig-capture-{}", rand_suffix()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let d = dir.to_str().unwrap();
+    let cli = dmabridge_bin();
+    let mut args = vec!["--module", "vivid", "--rw", d, "--", cli.to_str().unwrap(), "capture"];
+    args.extend(["--frames", "4", "--fps", "30", "--png-count", "2", "--png-dir", d]);
+    let out = rig(&args);
+    let all = format!("{}{}", text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success() && all.contains("bytes copied by dmabridge: 0 "), "{all}");
+    // The centres of vivid's eight 75% bars on line 240, as (Y, U, V).
+    let bars = [
+        [179, 128, 128],
+        [160, 44, 141],
+        [130, 156, 44],
+        [111, 72, 58],
+        [83, 183, 197],
+        [64, 99, 211],
+        [34, 211, 114],
+        [16, 128, 128],
+    ];
+    for name in ["frame-000.png", "frame-003.png"] {
+        let file = std::io::BufReader::new(std::fs::File::open(dir.join(name)).unwrap());
+        let mut reader = png::Decoder::new(file).read_info().unwrap();
+        let mut rgba = vec![0; reader.output_buffer_size().unwrap()];
+        let info = reader.next_frame(&mut rgba).unwrap();
+        assert_eq!((info.width, info.height, info.color_type), (640, 480, png::ColorType::Rgba), "{name}");
+        for (i, [y, u, v]) in bars.into_iter().enumerate() {
+            let o = (240 * 640 + 80 * i + 40) * 4;
+            let [r, g, b] = yuv_to_rgb(y, u, v);
+            assert_eq!(rgba[o..o + 4], [r, g, b, 255], "{name}: bar {i}");
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
