@@ -154,6 +154,37 @@ fn child_cpu_device_imports_a_udmabuf_in_place() {
 }
 
 #[test]
+fn a_map_that_never_ran_is_not_ended_by_its_unmap() {
+    in_child("child_a_map_that_never_ran_is_not_ended_by_its_unmap", None);
+}
+
+#[test]
+#[ignore = "run in a child process"]
+fn child_a_map_that_never_ran_is_not_ended_by_its_unmap() {
+    let p = Platform::get();
+    let cpu = p.cpu().clone();
+    let ctx = Context::new(std::slice::from_ref(&cpu)).unwrap();
+    let q = queue(&ctx, &cpu);
+    // The system heap ends a CPU access whether or not it began (udmabuf
+    // refuses an end without a start, which would hide it here).
+    let dmabuf = DmaHeap::open("system").unwrap().alloc(4096).unwrap();
+    let b = import_dma_buf(&ctx, 0, dmabuf.as_fd(), 4096).unwrap();
+    // A map waiting on an event that fails never runs: it begins no CPU
+    // access, so its unmap ends none.
+    let gate = Event::user(&ctx);
+    let (m, ev) =
+        map::enqueue_map_buffer_after(&q, &b, false, map_flags::WRITE, 0, 16, std::slice::from_ref(&gate)).unwrap();
+    gate.set_user_status(-5).unwrap();
+    assert!(Event::wait(&[ev]).is_err());
+    Event::wait(&[map::enqueue_unmap_mem_object(&q, &b, m.as_ptr(), &[]).unwrap()]).unwrap();
+    assert_eq!(b.cpu_syncs(), CpuSyncs::default(), "no DMA_BUF_IOCTL_SYNC end without its start");
+    // A map that runs is bracketed as ever.
+    let (m, _) = map::enqueue_map_buffer(&q, &b, true, map_flags::READ, 0, 16).unwrap();
+    Event::wait(&[map::enqueue_unmap_mem_object(&q, &b, m.as_ptr(), &[]).unwrap()]).unwrap();
+    assert_eq!(b.cpu_syncs(), CpuSyncs { read: (1, 1), ..CpuSyncs::default() });
+}
+
+#[test]
 fn a_read_only_heap_dma_buf_makes_a_read_only_buffer() {
     in_child("child_a_read_only_heap_dma_buf_makes_a_read_only_buffer", None);
 }

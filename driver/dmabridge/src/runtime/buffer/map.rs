@@ -11,6 +11,7 @@
 //! pages the only current copy.
 
 use std::ptr::NonNull;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use crate::cl_err;
@@ -35,13 +36,16 @@ pub mod map_flags {
 }
 
 /// An outstanding map of a buffer object.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(crate) struct MapRecord {
     ptr: usize,
     writes: bool,
     /// The host's access, for an imported dma-buf's `DMA_BUF_IOCTL_SYNC`
     /// (begun when the map runs, ended when the unmap runs).
     dir: SyncDir,
+    /// The map's command began that access (it did not fail first): only
+    /// then does the unmap end it.
+    begun: Arc<AtomicBool>,
 }
 
 impl Buffer {
@@ -182,18 +186,22 @@ pub fn enqueue_map_buffer_after(
     let ptr = base + buffer.origin() + offset;
     let discard = invalidate && buffer.origin() + offset == 0 && size == store.size();
     let keep = buffer.clone();
+    let begun = Arc::new(AtomicBool::new(false));
+    let began = begun.clone();
     let work = Box::new(move || {
         let _alive = &keep;
         let mut st = store.lock();
         store.make_current(&mut st, Location::Host, discard)?;
-        store.begin_cpu(dir)
+        store.begin_cpu(dir)?;
+        began.store(true, Ordering::Release);
+        Ok(())
     });
     let usage = CommandUse::Range(ptr, size);
     let undo = store_for_undo.clone();
     let event = queue
         .enqueue_with_use(command_type::MAP_BUFFER, wait_list, blocking, usage, work)
         .inspect_err(|_| undo.undo_host_alloc(fresh))?;
-    buffer.maps.lock().unwrap_or_else(|p| p.into_inner()).push(MapRecord { ptr, writes, dir });
+    buffer.maps.lock().unwrap_or_else(|p| p.into_inner()).push(MapRecord { ptr, writes, dir, begun });
     Ok((NonNull::new(ptr as *mut u8).expect("host pages are not at address 0"), event))
 }
 
@@ -245,9 +253,13 @@ pub fn enqueue_unmap_mem_object(
     };
     let store = buffer.store().clone();
     let keep = buffer.clone();
+    let ran = record.clone();
     let work = Box::new(move || {
         let _alive = &keep;
-        store.end_cpu(record.dir);
+        let record = ran;
+        if record.begun.load(Ordering::Acquire) {
+            store.end_cpu(record.dir);
+        }
         if record.writes {
             let mut st = store.lock();
             store.wrote(&mut st, Location::Host);
