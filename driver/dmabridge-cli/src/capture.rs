@@ -32,12 +32,14 @@ frame straight into dmabridge memory (buffer objects or USM allocations,
 exported as dma-bufs and queued with V4L2_MEMORY_DMABUF), or, with --import,
 into its own buffers, which dmabridge imports (VIDIOC_EXPBUF, then
 clImportMemoryARM). The built-in kernel yuyv_to_rgba converts every frame on a
-dmabridge queue where it lies; a few frames are written as PNG.
+dmabridge queue where it lies; a few frames are written as PNG. With --output,
+every frame is also shown on a V4L2 output device: the same dma-buf, no copy.
 
 Prints a line per frame (sequence number, buffer, latency from the moment the
-driver hands the frame back to the converted image), then frames/s, dropped frames (gaps in the
-sequence numbers) and the bytes dmabridge copied, counted by the buffers
-themselves: 0. A progress line goes to stderr while it runs.
+driver hands the frame back to the converted image), then frames/s, dropped
+frames (gaps in the sequence numbers), CPU time per frame and the bytes
+dmabridge copied, counted by the buffers themselves: 0 (anything else is an
+error). A progress line goes to stderr while it runs.
 
 Needs a capture device: vivid (modprobe vivid) gives one; `make demo` runs this
 in the QEMU guest and leaves the PNGs on the host.";
@@ -64,7 +66,8 @@ pub struct Args {
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(2..=32))]
     buffers: u32,
     /// Where the frames live: buffer (buffer objects), usm-host or
-    /// usm-shared (USM allocations); all exported as dma-bufs.
+    /// usm-shared (USM allocations), all exported as dma-bufs; or driver
+    /// (the same as --import).
     #[arg(long, default_value = "buffer", conflicts_with = "import")]
     memory: FrameMemory,
     /// Capture into the driver's own buffers and import them
