@@ -733,10 +733,10 @@ impl Converter {
             .cpu_access(SyncDir::Read)
             .map_err(|error| PipelineError::Device { path: stream.dev.path().to_owned(), error })?;
         let rows = self.height as usize;
-        // SAFETY: the frame is dequeued, so the driver does not write it, and
-        // `&mut self` keeps the RGBA image to this launch; both hold the
-        // extents the built-in checks (the frame's whole pages, width x
-        // height x 4), and stay allocated until the wait below returns.
+        // The frame is dequeued, so the driver does not write it, and `&mut
+        // self` keeps the RGBA image to this launch; both hold the extents
+        // the built-in checks (the frame's whole pages, width x height x 4).
+        // SAFETY: as above; both stay allocated until the wait below returns.
         let event = unsafe { kernel::enqueue_nd_range(&self.queue, &self.kernel, rows, &[]) }?;
         Event::wait(&[event])?;
         cpu.end().map_err(|error| PipelineError::Device { path: stream.dev.path().to_owned(), error })?;
