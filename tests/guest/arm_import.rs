@@ -61,6 +61,14 @@ fn edu_context() -> EduContext {
     EduContext { cpu, edu, domain, ctx, qc, qe }
 }
 
+/// The CPU device alone in a context, with a queue.
+fn cpu_context() -> (Arc<Device>, Arc<Context>, Arc<Queue>) {
+    let cpu = Platform::get().cpu().clone();
+    let ctx = Context::new(std::slice::from_ref(&cpu)).unwrap();
+    let q = queue(&ctx, &cpu);
+    (cpu, ctx, q)
+}
+
 fn write(q: &Arc<Queue>, b: &Arc<Buffer>, offset: usize, data: &[u8]) -> Result<Event, dmabridge::error::ClError> {
     // SAFETY: blocking write from `data`.
     unsafe { commands::enqueue_write_buffer(q, b, true, offset, data.len(), data.as_ptr(), &[]) }
@@ -93,10 +101,7 @@ fn cpu_device_imports_a_udmabuf_in_place() {
 #[test]
 #[ignore = "run in a child process"]
 fn child_cpu_device_imports_a_udmabuf_in_place() {
-    let p = Platform::get();
-    let cpu = p.cpu().clone();
-    let ctx = Context::new(std::slice::from_ref(&cpu)).unwrap();
-    let q = queue(&ctx, &cpu);
+    let (cpu, ctx, q) = cpu_context();
     const N: usize = 3 * 4096;
     let (memfd, dmabuf) = udmabuf_with(3, &pattern(N, 3));
     // Larger than the dma-buf: CL_INVALID_VALUE; smaller is fine.
@@ -161,10 +166,7 @@ fn a_map_that_never_ran_is_not_ended_by_its_unmap() {
 #[test]
 #[ignore = "run in a child process"]
 fn child_a_map_that_never_ran_is_not_ended_by_its_unmap() {
-    let p = Platform::get();
-    let cpu = p.cpu().clone();
-    let ctx = Context::new(std::slice::from_ref(&cpu)).unwrap();
-    let q = queue(&ctx, &cpu);
+    let (_, ctx, q) = cpu_context();
     // The system heap ends a CPU access whether or not it began (udmabuf
     // refuses an end without a start, which would hide it here).
     let dmabuf = DmaHeap::open("system").unwrap().alloc(4096).unwrap();
@@ -192,10 +194,7 @@ fn a_read_only_heap_dma_buf_makes_a_read_only_buffer() {
 #[test]
 #[ignore = "run in a child process"]
 fn child_a_read_only_heap_dma_buf_makes_a_read_only_buffer() {
-    let p = Platform::get();
-    let cpu = p.cpu().clone();
-    let ctx = Context::new(std::slice::from_ref(&cpu)).unwrap();
-    let q = queue(&ctx, &cpu);
+    let (cpu, ctx, q) = cpu_context();
     let heap = DmaHeap::open("system").unwrap();
     let rw = heap.alloc(8192).unwrap();
     rw.map(Access::ReadWrite).unwrap().write_bytes(0, b"frame bytes");
@@ -396,10 +395,7 @@ fn vgem_prime_exports_import_with_their_access_mode() {
 #[ignore = "run in a child process"]
 fn child_vgem_prime_exports_import_with_their_access_mode() {
     use dmabridge::sys::drm::{DrmDevice, PrimeFlags};
-    let p = Platform::get();
-    let cpu = p.cpu().clone();
-    let ctx = Context::new(std::slice::from_ref(&cpu)).unwrap();
-    let q = queue(&ctx, &cpu);
+    let (cpu, ctx, q) = cpu_context();
     let dev = DrmDevice::open_vgem().expect("open vgem (boot the guest with --module vgem)");
     // Without DRM_RDWR the first export makes a read-only dma-buf (a GEM
     // object keeps the dma-buf of its first export): so is the buffer.
