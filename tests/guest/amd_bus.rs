@@ -84,10 +84,10 @@ fn child_resident_buffers_take_remote_dma_by_bus_address() {
     let data = pattern(3 * 4096 + 100, 1);
     let b = bus_buffer(&r.ctx, &data);
     // Non-blocking, with an event; then blocking: the same addresses.
-    let (at, ev) = amd_bus::make_buffers_resident(&r.cpu_q, &[b.clone()], false, &[]).unwrap();
-    Event::wait(&[ev.clone()]).unwrap();
+    let (at, ev) = amd_bus::make_buffers_resident(&r.cpu_q, std::slice::from_ref(&b), false, &[]).unwrap();
+    Event::wait(std::slice::from_ref(&ev)).unwrap();
     assert_eq!(ev.command_type(), amd_bus::command_type::MAKE_BUFFERS_RESIDENT);
-    let (again, _) = amd_bus::make_buffers_resident(&r.cpu_q, &[b.clone()], true, &[]).unwrap();
+    let (again, _) = amd_bus::make_buffers_resident(&r.cpu_q, std::slice::from_ref(&b), true, &[]).unwrap();
     assert_eq!(again, at);
     let mask = Platform::get().dma_domain().unwrap().dma_mask();
     assert!(at[0].surface_bus_address + data.len() as u64 - 1 <= mask, "{at:?} under the DMA mask {mask:#x}");
@@ -142,21 +142,32 @@ fn child_the_iommu_confines_remote_dma_to_resident_ranges() {
         assert_eq!(signal_value(b), 0);
     }
 
-    // Released: the bus addresses stop working. A new buffer (the heap
-    // gives the same pages back) is not reached through the old address.
+    // Released: the bus addresses stop working, and stay so when new
+    // buffers (on the pages the heap gives back) are made resident: they
+    // get other bus addresses, and the old ones reach none of them.
     let old = at[0];
     drop(a);
     assert!(!is_mapped(old.surface_bus_address));
     assert!(!is_mapped(old.marker_bus_address));
-    let fresh = bus_buffer(&r.ctx, &data);
+    let fresh: Vec<Arc<Buffer>> = (0..4).map(|_| bus_buffer(&r.ctx, &data)).collect();
+    let (now, _) = amd_bus::make_buffers_resident(&r.cpu_q, &fresh, true, &[]).unwrap();
+    for at in &now {
+        for bus in [at.surface_bus_address, at.marker_bus_address] {
+            for stale in [old.surface_bus_address, old.marker_bus_address] {
+                assert!(bus.abs_diff(stale) >= 4096, "a new buffer got the released bus address {stale:#x}: {now:x?}");
+            }
+        }
+    }
     assert!(!is_mapped(old.surface_bus_address + 4095) && !is_mapped(old.marker_bus_address));
     // SAFETY: no longer in any mapping of the domain (checked just above).
     unsafe {
         r.remote.write(old.surface_bus_address, &[0xdd; 4096]).unwrap();
         r.remote.write_u32(old.marker_bus_address, 9).unwrap();
     }
-    assert_eq!(surface_bytes(&fresh), data);
-    assert_eq!(signal_value(&fresh), 0);
+    for b in &fresh {
+        assert_eq!(surface_bytes(b), data);
+        assert_eq!(signal_value(b), 0);
+    }
     assert_eq!(surface_bytes(&neighbour), data);
 }
 
@@ -165,7 +176,7 @@ fn child_the_iommu_confines_remote_dma_to_resident_ranges() {
 fn child_wait_signal_holds_the_queue_until_the_remote_marker() {
     let r = rig();
     let b = bus_buffer(&r.ctx, &[0u8; 4096]);
-    let (at, _) = amd_bus::make_buffers_resident(&r.cpu_q, &[b.clone()], true, &[]).unwrap();
+    let (at, _) = amd_bus::make_buffers_resident(&r.cpu_q, std::slice::from_ref(&b), true, &[]).unwrap();
     let wait = amd_bus::enqueue_wait_signal(&r.cpu_q, &b, 2, &[]).unwrap();
     assert_eq!(wait.command_type(), amd_bus::command_type::WAIT_SIGNAL);
     // The next command of the queue reads the frame; one on another queue
@@ -312,7 +323,7 @@ fn limits_child_memlock() {
     setrlimit(Resource::Memlock, Rlimit { current: Some(64 << 10), maximum: Some(64 << 10) }).unwrap();
     let r = rig();
     let b = bus_buffer(&r.ctx, &vec![1u8; 1 << 20]);
-    let e = amd_bus::make_buffers_resident(&r.cpu_q, &[b.clone()], true, &[]).unwrap_err();
+    let e = amd_bus::make_buffers_resident(&r.cpu_q, std::slice::from_ref(&b), true, &[]).unwrap_err();
     assert_eq!(e.kind, ClErrorKind::OutOfHostMemory, "{e}");
     assert!(e.message.contains("RLIMIT_MEMLOCK"), "{e}");
     assert_eq!(amd_bus::bus_address(&b), None, "nothing stays resident");
@@ -326,8 +337,8 @@ fn limits_child_iova() {
     let r = rig();
     let a = bus_buffer(&r.ctx, &vec![1u8; 12 << 20]);
     let b = bus_buffer(&r.ctx, &vec![2u8; 8 << 20]);
-    amd_bus::make_buffers_resident(&r.cpu_q, &[a.clone()], true, &[]).unwrap();
-    let e = amd_bus::make_buffers_resident(&r.cpu_q, &[b.clone()], true, &[]).unwrap_err();
+    amd_bus::make_buffers_resident(&r.cpu_q, std::slice::from_ref(&a), true, &[]).unwrap();
+    let e = amd_bus::make_buffers_resident(&r.cpu_q, std::slice::from_ref(&b), true, &[]).unwrap_err();
     assert_eq!(e.kind, ClErrorKind::OutOfHostMemory, "{e}");
     assert!(e.message.contains("IOVA space is exhausted"), "{e}");
     // A list that fails part-way leaves the earlier buffers as they were.

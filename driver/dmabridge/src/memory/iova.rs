@@ -7,7 +7,11 @@
 //! beyond the mask and overlapping ranges, and never hands out IOVA 0, so that
 //! a bus address of 0 always means "none".
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
+
+/// How many retired ranges ([`IovaAllocator::retire`]) stay out of
+/// circulation at most; the oldest goes back when one more is retired.
+pub const RETIRED_MAX: usize = 64;
 
 /// Why an IOVA range could not be had.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -68,6 +72,10 @@ pub struct IovaAllocator {
     used: BTreeMap<u64, u64>,
     /// Which of `used` are holes (never freed), first -> last.
     holes: BTreeMap<u64, u64>,
+    /// Ranges of `used` given back by [`IovaAllocator::retire`], oldest
+    /// first: not handed out again until [`RETIRED_MAX`] later ones are
+    /// retired or an allocation finds no other room.
+    retired: VecDeque<u64>,
 }
 
 impl IovaAllocator {
@@ -91,7 +99,14 @@ impl IovaAllocator {
         if !page.is_power_of_two() {
             return Err(IovaError::BadPageSize(page));
         }
-        Ok(IovaAllocator { start: page, mask: dma_mask, page, used: BTreeMap::new(), holes: BTreeMap::new() })
+        Ok(IovaAllocator {
+            start: page,
+            mask: dma_mask,
+            page,
+            used: BTreeMap::new(),
+            holes: BTreeMap::new(),
+            retired: VecDeque::new(),
+        })
     }
 
     /// The highest address the device can drive.
@@ -191,6 +206,18 @@ impl IovaAllocator {
     pub fn alloc(&mut self, size: u64, align: u64) -> Result<u64, IovaError> {
         let align = align.max(self.page);
         self.check_shape(0, size, align)?;
+        loop {
+            match self.alloc_fit(size, align) {
+                // Retired ranges go back, oldest first, only when nothing
+                // else has room.
+                Err(_) if !self.retired.is_empty() => self.release_oldest_retired(),
+                r => return r,
+            }
+        }
+    }
+
+    /// First fit of `size` bytes aligned to `align` among the free ranges.
+    fn alloc_fit(&mut self, size: u64, align: u64) -> Result<u64, IovaError> {
         // In u128: candidates and ends may pass the top of the address space.
         let (size128, align128) = (u128::from(size), u128::from(align));
         let mut candidate = u128::from(self.start).next_multiple_of(align128);
@@ -253,14 +280,55 @@ impl IovaAllocator {
     /// # Ok::<(), IovaError>(())
     /// ```
     pub fn free(&mut self, iova: u64) -> Result<u64, IovaError> {
-        if self.holes.contains_key(&iova) {
+        if self.holes.contains_key(&iova) || self.retired.contains(&iova) {
             return Err(IovaError::NotAllocated(iova));
         }
         // Handed-out ranges start at a page or above: the size fits.
         self.used.remove(&iova).map(|last| last - iova + 1).ok_or(IovaError::NotAllocated(iova))
     }
 
-    /// Bytes handed out (holes not counted).
+    /// Gives back the range that starts at `iova`, as [`IovaAllocator::free`],
+    /// but keeps it out of circulation for as long as possible: neither
+    /// [`IovaAllocator::alloc`] nor [`IovaAllocator::reserve`] hands it out
+    /// until [`RETIRED_MAX`] ranges retired after it have come (the oldest
+    /// then goes back) or an allocation has no other room. Returns its size.
+    ///
+    /// No OpenCL function of its own: the bus addresses of an evicted
+    /// resident range (a released `CL_MEM_BUS_ADDRESSABLE_AMD` buffer,
+    /// seed 002; a freed device allocation), so that a device still using
+    /// them hits no mapping (the IOMMU faults it) rather than the next
+    /// buffer's pages.
+    ///
+    /// ```
+    /// use dmabridge::memory::iova::{IovaAllocator, IovaError};
+    /// let mut a = IovaAllocator::new((1 << 28) - 1, 4096)?;
+    /// let x = a.alloc(0x1000, 0)?;
+    /// assert_eq!(a.retire(x)?, 0x1000);
+    /// assert_eq!(a.allocated_bytes(), 0, "retired ranges are not counted");
+    /// assert_ne!(a.alloc(0x1000, 0)?, x, "not handed out again while there is other room");
+    /// assert!(a.reserve(x, 0x1000).is_err());
+    /// assert_eq!(a.free(x), Err(IovaError::NotAllocated(x)));
+    /// # Ok::<(), IovaError>(())
+    /// ```
+    pub fn retire(&mut self, iova: u64) -> Result<u64, IovaError> {
+        if self.holes.contains_key(&iova) || self.retired.contains(&iova) {
+            return Err(IovaError::NotAllocated(iova));
+        }
+        let last = *self.used.get(&iova).ok_or(IovaError::NotAllocated(iova))?;
+        self.retired.push_back(iova);
+        if self.retired.len() > RETIRED_MAX {
+            self.release_oldest_retired();
+        }
+        Ok(last - iova + 1)
+    }
+
+    fn release_oldest_retired(&mut self) {
+        if let Some(iova) = self.retired.pop_front() {
+            self.used.remove(&iova);
+        }
+    }
+
+    /// Bytes handed out (holes and retired ranges not counted).
     ///
     /// No OpenCL function of its own: shows that copies give their bus
     /// addresses back (tests).
@@ -277,8 +345,9 @@ impl IovaAllocator {
     /// ```
     pub fn allocated_bytes(&self) -> u64 {
         let bytes = |m: &BTreeMap<u64, u64>| m.iter().map(|(&s, &l)| u128::from(l - s) + 1).sum::<u128>();
+        let retired: u128 = self.retired.iter().map(|s| u128::from(self.used[s] - s) + 1).sum();
         // Handed-out ranges never include page 0: the total fits.
-        (bytes(&self.used) - bytes(&self.holes)) as u64
+        (bytes(&self.used) - bytes(&self.holes) - retired) as u64
     }
 }
 
@@ -301,6 +370,27 @@ mod tests {
         assert_eq!(a.allocated_bytes(), 3 * PAGE);
         let big = a.alloc(1 << 21, 1 << 21).unwrap();
         assert_eq!(big % (1 << 21), 0);
+    }
+
+    #[test]
+    fn retired_ranges_come_back_last() {
+        let mut a = IovaAllocator::new(16 * PAGE - 1, PAGE).unwrap();
+        let x = a.alloc(2 * PAGE, PAGE).unwrap();
+        assert_eq!(a.retire(x).unwrap(), 2 * PAGE);
+        assert_eq!(a.retire(x), Err(IovaError::NotAllocated(x)), "retired once");
+        assert_eq!(a.allocated_bytes(), 0);
+        // Every other page goes first: pages 3..=15.
+        let rest: Vec<u64> = (0..13).map(|_| a.alloc(PAGE, PAGE).unwrap()).collect();
+        assert!(rest.iter().all(|&r| r != x && r != x + PAGE), "{rest:x?}");
+        assert!(matches!(a.reserve(x, PAGE), Err(IovaError::Overlap { .. })));
+        // Then, with no other room, the retired range goes back.
+        assert_eq!(a.alloc(2 * PAGE, PAGE).unwrap(), x);
+        // A bounded number of ranges stays retired: the oldest goes back.
+        let mut b = IovaAllocator::new(EDU_MASK, PAGE).unwrap();
+        let ranges: Vec<u64> = (0..=RETIRED_MAX).map(|_| b.alloc(PAGE, PAGE).unwrap()).collect();
+        ranges.iter().for_each(|&r| assert_eq!(b.retire(r).unwrap(), PAGE));
+        assert_eq!(b.alloc(PAGE, PAGE).unwrap(), ranges[0]);
+        assert_eq!(b.allocated_bytes(), PAGE);
     }
 
     #[test]

@@ -11,7 +11,11 @@
 //!   that IOVA range is free, else allocated in the domain's window). They
 //!   stay pinned and mapped, at the same addresses, until the buffer is
 //!   released; releasing unmaps them, so a device using a stale bus address
-//!   reaches nothing (the IOMMU faults its DMA).
+//!   reaches nothing (the IOMMU faults its DMA). Their IOVAs are not handed
+//!   to the next resident range (a new buffer, a device allocation, a
+//!   command's mapping) but kept unmapped until 64 later evictions or until
+//!   the domain's IOVA space has no other room
+//!   ([`IovaAllocator::retire`](crate::memory::iova::IovaAllocator::retire)).
 //! * **External physical buffers** ([`EXTERNAL_PHYSICAL`], see [`external`])
 //!   are a remote device's memory: a PCI BAR of a function bound to
 //!   vfio-pci, found through sysfs from the bus addresses the application

@@ -148,6 +148,15 @@ impl DmaDomain {
         }
     }
 
+    /// Gives back the IOVA of an evicted resident range, kept out of
+    /// circulation as long as the space allows (see
+    /// [`IovaAllocator::retire`]): devices may still hold its bus addresses.
+    pub(super) fn retire_iova(&self, iova: u64) {
+        if let Some(a) = self.iova.lock().unwrap().as_mut() {
+            let _ = a.retire(iova);
+        }
+    }
+
     /// Pins and maps the pages covering `[addr, addr + len)` at a fresh IOVA;
     /// `read`/`write` say what the devices may do. The pages must be mapped
     /// memory of this process (not PFN-mapped, e.g. not a dma-buf's mmap).

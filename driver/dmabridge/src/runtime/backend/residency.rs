@@ -223,7 +223,11 @@ impl DmaDomain {
     }
 
     /// Drops one reference to the range made resident at `addr`; at the
-    /// last one, unmaps and unpins its pages and gives its IOVA back.
+    /// last one, unmaps and unpins its pages and gives its IOVA back, last
+    /// in line ([`IovaAllocator::retire`](crate::memory::iova::IovaAllocator::retire)):
+    /// it is handed out again only after [`RETIRED_MAX`](crate::memory::iova::RETIRED_MAX)
+    /// later evictions or when the IOVA space has no other room, so a device
+    /// still using the old bus addresses meanwhile reaches no memory.
     ///
     /// The eviction that `clMemFreeINTEL` of an edu device allocation does
     /// (seed 000).
@@ -327,7 +331,9 @@ impl DmaDomain {
         let span_iova = r.iova - (r.addr - r.span_start) as u64;
         match self.container().unmap_dma(span_iova, r.span_len) {
             Ok(()) => {
-                self.free_iova(span_iova);
+                // Devices may still hold these bus addresses: keep them
+                // unmapped rather than give them to the next range.
+                self.retire_iova(span_iova);
                 Ok(())
             }
             Err(e) => Err(ClError::new(
