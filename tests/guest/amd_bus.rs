@@ -287,19 +287,38 @@ fn child_external_physical_buffers_are_written_peer_to_peer_and_signalled() {
         ClErrorKind::InvalidOperation
     );
 
+    // Built-in kernels may write it, not read it.
+    let cpu = Platform::get().cpu();
+    let copy_bytes = |dst: &Arc<Buffer>, src: &Arc<Buffer>| {
+        let k = dmabridge::runtime::kernel::Kernel::builtin(&r.ctx, cpu, "copy_bytes").unwrap();
+        k.set_arg_buffer(0, dst).unwrap();
+        k.set_arg_buffer(1, src).unwrap();
+        k.set_arg_scalar(2, &16u64.to_ne_bytes()).unwrap();
+        // SAFETY: the arguments are two buffers of at least 16 bytes, held by the launch.
+        unsafe { dmabridge::runtime::kernel::enqueue_task(&r.cpu_q, &k, &[]) }
+    };
+    assert_eq!(err_kind(copy_bytes(&plain, &x)), ClErrorKind::InvalidOperation, "a kernel reading it");
+    let head = bus_buffer(&r.ctx, &pattern(16, 99));
+    Event::wait(&[copy_bytes(&x, &head).unwrap()]).unwrap();
+    assert_eq!(bar2_bytes(0x10_0000, 16), pattern(16, 99), "a kernel writing it");
+
     // A frame copied peer-to-peer by the edu device's queue, then the
     // marker: both in the BAR.
     let frame = pattern(8192, 41);
     let src = bus_buffer(&r.ctx, &frame);
     let copy = commands::enqueue_copy_buffer(&r.edu_q, &src, &x, 0, 0, 8192, &[]).unwrap();
     let sig = amd_bus::enqueue_write_signal(&r.edu_q, &x, 1, 0, &[copy]).unwrap();
-    Event::wait(&[sig.clone()]).unwrap();
+    Event::wait(std::slice::from_ref(&sig)).unwrap();
     assert_eq!(sig.command_type(), amd_bus::command_type::WRITE_SIGNAL);
     assert_eq!(bar2_bytes(0x10_0000, 8192), frame);
     assert_eq!(bar2_u32(0x20_0000), 1);
     // Markers keep increasing; offsets stay inside the buffer.
     assert_eq!(err_kind(amd_bus::enqueue_write_signal(&r.cpu_q, &x, 1, 0, &[])), ClErrorKind::InvalidValue);
     assert_eq!(err_kind(amd_bus::enqueue_write_signal(&r.cpu_q, &x, 9, 8190, &[])), ClErrorKind::InvalidBufferSize);
+    for offset in [8192, u64::MAX - 3, u64::MAX] {
+        let e = amd_bus::enqueue_write_signal(&r.cpu_q, &x, 9, offset, &[]);
+        assert_eq!(err_kind(e), ClErrorKind::InvalidBufferSize, "offset {offset:#x}");
+    }
     Event::wait(&[amd_bus::enqueue_write_signal(&r.cpu_q, &x, 2, 8188, &[]).unwrap()]).unwrap();
     assert_eq!(bar2_u32(0x20_0000 + 8188), 2);
 

@@ -208,6 +208,8 @@ static void test_external_physical_on_ivshmem(void) {
     clReleaseEvent(ev);
     CHECK_ERR(write_signal(queue, x, 1, 0, 0, NULL, NULL), CL_INVALID_VALUE);    /* markers keep increasing */
     CHECK_ERR(write_signal(queue, x, 2, 4094, 0, NULL, NULL), CL_INVALID_BUFFER_SIZE);
+    CHECK_ERR(write_signal(queue, x, 2, UINT64_MAX - 3, 0, NULL, NULL), CL_INVALID_BUFFER_SIZE); /* no wrap */
+    CHECK_ERR(write_signal(queue, x, 2, UINT64_MAX, 0, NULL, NULL), CL_INVALID_BUFFER_SIZE);
     char back[16];
     CHECK_ERR(clEnqueueReadBuffer(queue, x, CL_TRUE, 0, 16, back, 0, NULL, NULL), CL_INVALID_OPERATION);
     CHECK(clEnqueueMapBuffer(queue, x, CL_TRUE, CL_MAP_WRITE, 0, 16, 0, NULL, NULL, &err) == NULL &&
@@ -215,7 +217,20 @@ static void test_external_physical_on_ivshmem(void) {
     cl_mem plain = clCreateBuffer(ctx, CL_MEM_READ_WRITE, 4096, NULL, &err);
     CHECK_ERR(clEnqueueCopyBuffer(queue, x, plain, 0, 0, 16, 0, NULL, NULL), CL_INVALID_OPERATION);
     CHECK_ERR(clEnqueueCopyBuffer(queue, plain, x, 0, 0, 16, 0, NULL, NULL), CL_SUCCESS);
+    /* Built-in kernels may write it (copy_bytes' destination), not read it (its source). */
+    cl_program p = clCreateProgramWithBuiltInKernels(ctx, 1, &device, "copy_bytes", &err);
+    cl_kernel k = clCreateKernel(p, "copy_bytes", &err);
+    cl_ulong n = 16;
+    CHECK_ERR(clSetKernelArg(k, 0, sizeof(cl_mem), &plain), CL_SUCCESS);
+    CHECK_ERR(clSetKernelArg(k, 1, sizeof(cl_mem), &x), CL_SUCCESS);
+    CHECK_ERR(clSetKernelArg(k, 2, sizeof n, &n), CL_SUCCESS);
+    CHECK_ERR(clEnqueueTask(queue, k, 0, NULL, NULL), CL_INVALID_OPERATION);
+    CHECK_ERR(clSetKernelArg(k, 0, sizeof(cl_mem), &x), CL_SUCCESS);
+    CHECK_ERR(clSetKernelArg(k, 1, sizeof(cl_mem), &plain), CL_SUCCESS);
+    CHECK_ERR(clEnqueueTask(queue, k, 0, NULL, NULL), CL_SUCCESS);
     CHECK_ERR(clFinish(queue), CL_SUCCESS);
+    clReleaseKernel(k);
+    clReleaseProgram(p);
     clReleaseMemObject(plain);
     clReleaseMemObject(x);
 }

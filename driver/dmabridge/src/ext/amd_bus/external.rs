@@ -14,10 +14,11 @@
 //!
 //! The buffer is write-only: its `CL_MEM_FLAGS` gain `CL_MEM_WRITE_ONLY` and
 //! `CL_MEM_HOST_WRITE_ONLY`, so reads are `CL_INVALID_OPERATION`; maps
-//! (any kind) are refused as well, and so is a copy *from* it. A kernel is
-//! not stopped from reading it: built-in kernels do not declare which of
-//! their pointer arguments they read, so the rule is the application's
-//! there (a read returns the remote memory's bytes; nothing breaks).
+//! (any kind) are refused as well, and so are a copy *from* it and a
+//! built-in kernel launch that passes it as an argument the kernel reads
+//! (e.g. `yuyv_to_rgba`'s source). Native kernels are the application's
+//! code: like any `CL_MEM_WRITE_ONLY` buffer, reading it there is the
+//! application's error (the read returns the remote memory's bytes).
 
 use std::any::Any;
 use std::path::Path;
@@ -292,8 +293,8 @@ pub(crate) fn create(ctx: &Arc<Context>, flags: u64, size: usize, at: BusAddress
     Ok(buffer)
 }
 
-/// `CL_INVALID_OPERATION` for `what` (a map, unmap or read, or a copy from
-/// the buffer) on an external physical buffer: such buffers are
+/// `CL_INVALID_OPERATION` for `what` (a map, unmap or read, a copy from
+/// the buffer, or a built-in kernel reading it) on an external physical buffer: such buffers are
 /// write-only, and maps are not supported (seed 002).
 pub(crate) fn refuse_read(buffer: &Buffer, what: &str) -> ClResult<()> {
     if buffer.flags() & super::EXTERNAL_PHYSICAL != 0 {

@@ -318,8 +318,10 @@ type Work = Box<dyn FnOnce() -> Result<(), i32> + Send>;
 
 /// `CL_INVALID_OPERATION` if a built-in kernel writes argument `i` and the
 /// buffer there is an imported read-only dma-buf (its mapping is read-only:
-/// a write would fault). Native kernels are the application's code, bound
-/// by the buffer's `CL_MEM_READ_ONLY` flag like any other.
+/// a write would fault), or reads it and the buffer is an external physical
+/// buffer (`CL_MEM_EXTERNAL_PHYSICAL_AMD`, seed 002: kernels may only write
+/// it). Native kernels are the application's code, bound by the buffer's
+/// `CL_MEM_READ_ONLY` / `CL_MEM_WRITE_ONLY` flags like any other.
 fn check_read_only_arg(body: &Body, i: usize, buffer: &Buffer) -> ClResult<()> {
     let Body::Builtin(b) = body else {
         return Ok(());
@@ -333,6 +335,8 @@ fn check_read_only_arg(body: &Body, i: usize, buffer: &Buffer) -> ClResult<()> {
     };
     if written.contains(&i) {
         check_writable(buffer, &format!("{}: argument {i} (written by the kernel)", b.name))?;
+    } else {
+        crate::ext::amd_bus::external::refuse_read(buffer, &format!("{}: argument {i} (read by the kernel)", b.name))?;
     }
     Ok(())
 }
