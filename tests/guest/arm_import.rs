@@ -466,6 +466,31 @@ fn child_imports_and_failed_imports_leave_no_fd_or_mapping_behind() {
 }
 
 #[test]
+fn exporting_a_buffer_again_and_again_keeps_no_fd_per_export() {
+    in_child("child_exporting_a_buffer_again_and_again_keeps_no_fd_per_export", None);
+}
+
+#[test]
+#[ignore = "run in a child process"]
+fn child_exporting_a_buffer_again_and_again_keeps_no_fd_per_export() {
+    let (_, ctx, _q) = cpu_context();
+    let udmabuf = Udmabuf::open().unwrap();
+    // SAFETY: no host pointer.
+    let b = unsafe { Buffer::create(&ctx, mem_flags::ALLOC_HOST_PTR, 4096, null_mut()) }.unwrap();
+    drop(b.export_dmabuf(&udmabuf).unwrap()); // the heap's and the bookkeeping's first uses
+    let before = Resources::now();
+    // Each export is recognised by a later import (edu pins its memfd
+    // pages), but the bookkeeping holds the memfd once, not once per export.
+    for _ in 0..20 {
+        drop(b.export_dmabuf(&udmabuf).unwrap());
+    }
+    before.assert_unchanged();
+    assert!(arm_import::recognised_exports() >= 21);
+    drop(b);
+    assert_eq!(arm_import::recognised_exports(), 0, "the buffer's pages went: so did their records");
+}
+
+#[test]
 fn an_import_beyond_edus_dma_window_is_an_allocation_failure() {
     in_child("child_an_import_beyond_edus_dma_window_is_an_allocation_failure", None);
 }

@@ -442,11 +442,11 @@ pub unsafe fn import_host(ctx: &Arc<Context>, flags: u64, ptr: *mut u8, size: us
 // ---------------------------------------------------------------------------
 // dma-bufs: dmabridge's own exports.
 
-/// A dma-buf dmabridge exported from memfd pages: the memfd (a dup) and
-/// the range of it the dma-buf maps.
+/// A dma-buf dmabridge exported from memfd pages: the memfd (a dup, one
+/// for every record of that memfd) and the range of it the dma-buf maps.
 #[derive(Debug)]
 struct ExportRecord {
-    memfd: OwnedFd,
+    memfd: Arc<OwnedFd>,
     memfd_inode: u64,
     offset: u64,
     len: u64,
@@ -469,16 +469,21 @@ fn exports() -> MutexGuard<'static, Option<HashMap<u64, ExportRecord>>> {
 /// instead of the dma-buf's PFN mapping (which it cannot). Failures only
 /// lose the zero-copy path on such devices (logged).
 pub(crate) fn note_export(dma_buf: &DmaBuf, memfd: BorrowedFd<'_>, offset: u64, len: u64) {
+    let mut ex = exports();
+    let map = ex.get_or_insert_with(HashMap::new);
     let record = (|| -> Result<(u64, ExportRecord), String> {
         let inode = dma_buf.inode().map_err(|e| e.to_string())?;
         let memfd_inode = rustix::fs::fstat(memfd).map_err(|e| e.to_string())?.st_ino;
-        let memfd = memfd.try_clone_to_owned().map_err(|e| e.to_string())?;
+        // Records of one memfd share one dup of it: exporting the same pages
+        // again and again costs no fd each time.
+        let memfd = match map.values().find(|r| r.memfd_inode == memfd_inode) {
+            Some(r) => r.memfd.clone(),
+            None => Arc::new(memfd.try_clone_to_owned().map_err(|e| e.to_string())?),
+        };
         Ok((inode, ExportRecord { memfd, memfd_inode, offset, len }))
     })();
     match record {
         Ok((inode, record)) => {
-            let mut ex = exports();
-            let map = ex.get_or_insert_with(HashMap::new);
             map.insert(inode, record);
             EXPORT_COUNT.store(map.len(), Ordering::Release);
         }
