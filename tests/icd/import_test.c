@@ -7,6 +7,8 @@
  *  - every error code of the seed: CL_INVALID_CONTEXT, CL_INVALID_VALUE for
  *    flags, properties, a NULL memory, size 0, a bad fd and page-sharing
  *    imports with other flags, CL_INVALID_OPERATION for unmapped pages;
+ *  - read-only pages make a CL_MEM_READ_ONLY buffer whatever the flags, with
+ *    every write refused (CL_INVALID_OPERATION);
  *  - zero copy: malloc'ed memory imported by default (NULL properties), read
  *    through CL, written through CL (visible in the malloc'ed memory), mapped
  *    at its own address;
@@ -145,6 +147,36 @@ static void test_error_codes(void) {
     munmap(two, page);
 }
 
+/* Read-only pages (as a read-only dma-buf) make a read-only buffer whatever
+   the flags: CL_MEM_FLAGS says CL_MEM_READ_ONLY | CL_MEM_HOST_READ_ONLY, every
+   write answers CL_INVALID_OPERATION, reads work. A range wrapping around the
+   address space is not mapped: CL_INVALID_OPERATION. */
+static void test_read_only_pages(void) {
+    if (!import) return;
+    unsigned char *ro = mmap(NULL, page, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    CHECK(ro != MAP_FAILED);
+    if (ro == MAP_FAILED) return;
+    cl_int err = 1;
+    cl_mem b = import(ctx, CL_MEM_READ_WRITE, NULL, ro, 256, &err);
+    CHECK(b != NULL && err == CL_SUCCESS);
+    if (b) {
+        cl_mem_flags flags = 0;
+        CHECK_ERR(clGetMemObjectInfo(b, CL_MEM_FLAGS, sizeof flags, &flags, NULL), CL_SUCCESS);
+        CHECK(flags == (CL_MEM_READ_ONLY | CL_MEM_HOST_READ_ONLY));
+        unsigned char out[16] = {1};
+        CHECK_ERR(clEnqueueReadBuffer(queue, b, CL_TRUE, 0, sizeof out, out, 0, NULL, NULL), CL_SUCCESS);
+        CHECK(out[0] == 0 && out[15] == 0);
+        CHECK_ERR(clEnqueueWriteBuffer(queue, b, CL_TRUE, 0, sizeof out, out, 0, NULL, NULL), CL_INVALID_OPERATION);
+        cl_uint pattern = 7;
+        CHECK_ERR(clEnqueueFillBuffer(queue, b, &pattern, sizeof pattern, 0, 16, 0, NULL, NULL), CL_INVALID_OPERATION);
+        void *m = clEnqueueMapBuffer(queue, b, CL_TRUE, CL_MAP_WRITE, 0, 16, 0, NULL, NULL, &err);
+        CHECK(m == NULL && err == CL_INVALID_OPERATION);
+        CHECK_ERR(clReleaseMemObject(b), CL_SUCCESS);
+    }
+    munmap(ro, page);
+    CHECK_ERR(import_code(ctx, 0, NULL, (void *)(uintptr_t)(SIZE_MAX - 4095), 8192), CL_INVALID_OPERATION);
+}
+
 /* Host memory imported by default: CL sees the malloc'ed bytes, writes land
    in them, and a map is the memory itself. */
 static void test_malloc_round_trip(void) {
@@ -243,6 +275,7 @@ int main(void) {
     run_test("import::entry_point_and_extension_strings", test_entry_point_and_extension_strings, ready);
     run_test("import::error_codes", test_error_codes, ready);
     run_test("import::malloc_round_trip", test_malloc_round_trip, ready);
+    run_test("import::read_only_pages", test_read_only_pages, ready);
     int udmabuf = open("/dev/udmabuf", O_RDWR | O_CLOEXEC);
     if (udmabuf >= 0) {
         close(udmabuf);
