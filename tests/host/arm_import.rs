@@ -343,6 +343,32 @@ fn unaligned_imports_sharing_a_page_need_the_same_flags() {
 }
 
 #[test]
+fn concurrent_imports_sharing_a_page_keep_it_locked_until_the_last_goes() {
+    let ctx = cpu_context();
+    let region = Region::new(1, ProtFlags::READ | ProtFlags::WRITE);
+    let base = region.ptr as usize;
+    // Threads import and release ranges of one page over and over: whoever
+    // holds an import sees the page locked, whatever the others release
+    // (mlock does not nest: a release must not unlock a page another import
+    // spans), and the flags rule refuses other flags while any import lives.
+    std::thread::scope(|s| {
+        for t in 0..4 {
+            let ctx = ctx.clone();
+            s.spawn(move || {
+                for i in 0..40 {
+                    let b = host(&ctx, 0, (base + t * 64 + i) as *mut u8, 16).unwrap();
+                    assert_eq!(Region::smaps_kb(base as *const u8, "Locked"), page() / 1024, "locked while imported");
+                    let other = host(&ctx, mem_flags::READ_ONLY, (base + 1024) as *mut u8, 8);
+                    assert_eq!(err_kind(other), InvalidValue, "other flags while the page is shared");
+                    drop(b);
+                }
+            });
+        }
+    });
+    assert_eq!(Region::smaps_kb(region.ptr, "Locked"), 0, "unlocked with the last import");
+}
+
+#[test]
 fn read_only_pages_make_a_read_only_buffer_that_nothing_writes() {
     let (ctx, q) = cpu_context_and_queue();
     let region = Region::new(1, ProtFlags::READ);
