@@ -25,8 +25,14 @@
  * - The residency is made by the clEnqueueMakeBuffersResidentAMD call
  *   itself: bus_addresses are filled when it returns, blocking or not.
  * - Sub-buffers of either kind of buffer are CL_INVALID_MEM_OBJECT; an
- *   external physical buffer is write-only (reads, maps and copies from it
- *   are CL_INVALID_OPERATION).
+ *   external physical buffer is write-only (reads, maps, copies from it and
+ *   built-in kernels reading it are CL_INVALID_OPERATION).
+ * - An external physical buffer whose bytes a live buffer on the same
+ *   surface address, or a device allocation of a dmabridge BAR device on
+ *   that BAR, already uses is CL_OUT_OF_RESOURCES.
+ * - Bus addresses of a released buffer are unmapped and not handed to the
+ *   next resident buffers (until 64 later releases or the IOVA space runs
+ *   out), so a device still using them faults instead of writing them.
  */
 #ifndef CL_AMD_BUS_H
 #define CL_AMD_BUS_H

@@ -13,6 +13,8 @@ use std::sync::Arc;
 
 use dmabridge::error::ClErrorKind;
 use dmabridge::ext::amd_bus::{self, external, BusAddress, RemoteDma, BUS_ADDRESSABLE, EXTERNAL_PHYSICAL};
+use dmabridge::ext::usm;
+use dmabridge::runtime::backend::LocalMemory;
 use dmabridge::runtime::buffer::{commands, map, mem_flags, Buffer};
 use dmabridge::runtime::context::Context;
 use dmabridge::runtime::device::Device;
@@ -367,11 +369,57 @@ fn limits_child_iova() {
     assert!(amd_bus::bus_address(&a).is_some());
 }
 
+/// In a child process whose platform has ivshmem's BAR 2 as a BAR device
+/// (`DMABRIDGE_BAR_DEVICE`): an external physical buffer and the device's
+/// allocations never share bytes of that memory.
+#[test]
+#[ignore = "run by limits_are_named"]
+fn limits_child_bar_device_memory_is_not_shared() {
+    let p = Platform::get();
+    let dev = p.devices().iter().find(|d| d.bar_backend().is_some()).expect("the BAR device").clone();
+    let memory = dev.bar_backend().unwrap().memory().clone();
+    let ctx = Context::new(&[p.cpu().clone(), dev.clone()]).unwrap();
+    let (bar, len) = ivshmem_bar2();
+    let base = memory.base().as_ptr() as usize;
+    let bus_of = |ptr: *mut u8| bar + (ptr as usize - base) as u64;
+    let create = |surface: u64, marker: u64, size: usize| {
+        let mut at = BusAddress { surface_bus_address: surface, marker_bus_address: marker };
+        // SAFETY: a whole BusAddress.
+        unsafe { Buffer::create(&ctx, EXTERNAL_PHYSICAL, size, &mut at as *mut BusAddress as *mut u8) }
+    };
+    // A device allocation's bytes are not taken by an external buffer's
+    // surface or signal surface.
+    let before = memory.allocated();
+    let taken = usm::device_mem_alloc(&ctx, &dev, &[], 8192, 0).unwrap().as_ptr();
+    // Pages that overlap its bytes.
+    let (page1, page2) = (bus_of(taken) & !0xfff, (bus_of(taken) + 4096) & !0xfff);
+    let (free1, free2) = (bar + len / 2, bar + len / 2 + 0x10_0000);
+    assert_eq!(err_kind(create(page1, free1, 4096)), ClErrorKind::OutOfResources);
+    assert_eq!(err_kind(create(free1, page2, 4096)), ClErrorKind::OutOfResources);
+    // The device's allocations stay out of a live external buffer.
+    let x = create(free1, free2, 0x10_0000).unwrap();
+    let claimed = |q: u64| (free1..free2 + 0x10_0000).contains(&q);
+    let mut allocs = vec![taken];
+    while let Ok(a) = usm::device_mem_alloc(&ctx, &dev, &[], 0x4_0000, 0) {
+        let a = a.as_ptr();
+        assert!(!claimed(bus_of(a)) && !claimed(bus_of(a) + 0x3_ffff), "device allocation at {:#x}", bus_of(a));
+        allocs.push(a);
+    }
+    assert!(allocs.len() > 4, "the device memory filled up around the buffer: {} allocations", allocs.len());
+    allocs.into_iter().for_each(|a| usm::mem_free(&ctx, a).unwrap());
+    drop(x);
+    assert_eq!(memory.allocated(), before, "the buffer's claim went with it");
+}
+
 #[test]
 #[ignore = "needs --edu 3 with 00:12.0 bound, in a process without the platform: run by the rig test amd_bus_in_the_rig"]
 fn limits_are_named() {
     run_in_child("amd_bus::limits_child_memlock", &[]);
     run_in_child("amd_bus::limits_child_iova", &[("DMABRIDGE_EDU_DMA_MASK", Some("0xffffff"))]);
+    run_in_child(
+        "amd_bus::limits_child_bar_device_memory_is_not_shared",
+        &[("DMABRIDGE_BAR_DEVICE", Some("0000:00:08.0,bar=2,engine=0000:00:10.0"))],
+    );
 }
 
 /// With edu's DMA mask raised to 64 bits (and dmabridge told so), the bus

@@ -51,6 +51,16 @@ pub enum LocalError {
     /// No allocation covers the offset (never allocated, or already freed).
     #[error("offset {0:#x} is not an allocation (never allocated, or already freed)")]
     NotAllocated(usize),
+    /// Part of the range asked for by [`LocalAllocator::reserve`] is in use.
+    #[error("bytes {offset:#x}+{size:#x} are in use by the allocation at {base:#x}")]
+    Taken {
+        /// Offset asked for.
+        offset: usize,
+        /// Bytes asked for.
+        size: usize,
+        /// Start of an allocation in the way.
+        base: usize,
+    },
 }
 
 /// One range in use.
@@ -169,6 +179,41 @@ impl LocalAllocator {
             }
             _ => Err(self.full(size, align)),
         }
+    }
+
+    /// Claims exactly the bytes `[offset, offset + size)` (widened to whole
+    /// granules) as one allocation, so that [`LocalAllocator::alloc`] hands
+    /// none of them out; returns the allocation's start, for
+    /// [`LocalAllocator::free`]. [`LocalError::Taken`] if a live allocation
+    /// has any of those granules, [`LocalError::BadSize`] for 0 bytes or a
+    /// range past the region; nothing changes then.
+    ///
+    /// No OpenCL function of its own: keeps a BAR device's allocations out
+    /// of the remote memory an external physical buffer
+    /// (`CL_MEM_EXTERNAL_PHYSICAL_AMD`, seed 002) writes.
+    ///
+    /// ```
+    /// use dmabridge::memory::local::{LocalAllocator, LocalError, GRANULE};
+    /// let mut a = LocalAllocator::new(1 << 20);
+    /// assert_eq!(a.reserve(GRANULE + 10, 100)?, GRANULE);
+    /// assert_eq!(a.alloc(GRANULE * 2, 0)?, GRANULE * 3, "the claimed granules are skipped");
+    /// assert!(matches!(a.reserve(GRANULE * 4, 1), Err(LocalError::Taken { .. })));
+    /// assert!(matches!(a.reserve((1 << 20) - 1, 2), Err(LocalError::BadSize { .. })));
+    /// a.free(GRANULE)?;
+    /// # Ok::<(), LocalError>(())
+    /// ```
+    pub fn reserve(&mut self, offset: usize, size: usize) -> Result<usize, LocalError> {
+        let end = offset.checked_add(size).filter(|&e| size > 0 && e <= self.size);
+        let Some(end) = end else {
+            return Err(LocalError::BadSize { size, region: self.size });
+        };
+        let (start, end) = (offset / GRANULE * GRANULE, end.next_multiple_of(GRANULE).min(self.size));
+        if let Some((&base, _)) = self.used.range(..end).next_back().filter(|(&s, r)| s + r.reserved > start) {
+            return Err(LocalError::Taken { offset, size, base });
+        }
+        self.used.insert(start, Range { size: end - start, reserved: end - start });
+        self.reserved += end - start;
+        Ok(start)
     }
 
     fn full(&self, size: usize, align: usize) -> LocalError {

@@ -27,7 +27,9 @@ use std::sync::{Arc, LazyLock, Mutex, PoisonError, Weak};
 use super::{register, Bus, BusAddress};
 use crate::cl_err;
 use crate::error::{ClError, ClErrorKind, ClResult};
+use crate::runtime::backend::bar::BarMemory;
 use crate::runtime::backend::domain::DmaDomain;
+use crate::runtime::backend::LocalMemory;
 use crate::runtime::buffer::store::Store;
 use crate::runtime::buffer::{mem_flags, Buffer};
 use crate::runtime::context::Context;
@@ -99,6 +101,9 @@ struct OpenBar {
     slot: BarSlot,
     base: usize,
     len: usize,
+    /// The memory of the platform's BAR device on this BAR, if there is
+    /// one: its allocations and external buffers must not overlap.
+    device_memory: Option<Arc<BarMemory>>,
     /// What keeps the mapping: the platform's BAR device, or our own VFIO
     /// device and mapping.
     _keep: Box<dyn Any + Send + Sync>,
@@ -131,9 +136,8 @@ fn open_bar(slot: BarSlot, domain: &Arc<DmaDomain>) -> ClResult<Arc<OpenBar>> {
         if let Some(b) = d.bar_backend() {
             if b.config().address == slot.address && b.config().bar == slot.bar {
                 let mem = b.memory().clone();
-                use crate::runtime::backend::LocalMemory;
                 let (base, len) = (mem.base().as_ptr() as usize, mem.size());
-                let bar = Arc::new(OpenBar { slot, base, len, _keep: Box::new(b) });
+                let bar = Arc::new(OpenBar { slot, base, len, device_memory: Some(mem), _keep: Box::new(b) });
                 open.push(Arc::downgrade(&bar));
                 return Ok(bar);
             }
@@ -156,7 +160,7 @@ fn open_bar(slot: BarSlot, domain: &Arc<DmaDomain>) -> ClResult<Arc<OpenBar>> {
         return Err(fail("VFIO maps the BAR read-only".into()));
     }
     let (base, len) = (mapping.as_ptr() as usize, mapping.len().min(slot.len as usize));
-    let bar = Arc::new(OpenBar { slot, base, len, _keep: Box::new((mapping, device)) });
+    let bar = Arc::new(OpenBar { slot, base, len, device_memory: None, _keep: Box::new((mapping, device)) });
     open.push(Arc::downgrade(&bar));
     Ok(bar)
 }
@@ -166,12 +170,14 @@ fn open_bar(slot: BarSlot, domain: &Arc<DmaDomain>) -> ClResult<Arc<OpenBar>> {
 pub(crate) struct External {
     at: BusAddress,
     /// Keeps the BAR mapped while the buffer lives.
-    _bar: Arc<OpenBar>,
+    bar: Arc<OpenBar>,
     /// CPU addresses of the surface and the signal surface in the mapping.
     surface: usize,
     signal: usize,
     /// The last marker value enqueued.
     last: Mutex<Option<u32>>,
+    /// The ranges claimed in the BAR device's memory (see [`claim`]).
+    claims: Vec<usize>,
     /// The domain in which the surface is resident.
     domain: Arc<DmaDomain>,
 }
@@ -201,6 +207,44 @@ impl External {
     }
 }
 
+/// Claims the surface's and the signal surface's `size` bytes at the CPU
+/// addresses `surface` and `signal` in the memory of the platform's BAR
+/// device on that BAR, if there is one, so that its device allocations and
+/// the external buffer never share bytes; returns the claims, to free at
+/// release. `CL_OUT_OF_RESOURCES` (nothing claimed) if a device allocation
+/// (a buffer or USM allocation of any context) already has some of them.
+fn claim(bar: &OpenBar, surface: usize, signal: usize, size: usize) -> ClResult<Vec<usize>> {
+    let Some(mem) = &bar.device_memory else { return Ok(Vec::new()) };
+    // The two ranges, merged when they overlap.
+    let (lo, hi) = (surface.min(signal), surface.max(signal));
+    let ranges = if hi < lo + size { vec![(lo, hi + size - lo)] } else { vec![(surface, size), (signal, size)] };
+    let mut claims = Vec::new();
+    for (p, n) in ranges {
+        match mem.claim(p as *const u8, n) {
+            Ok(c) => claims.push(c as usize),
+            Err(e) => {
+                release_claims(mem, &claims);
+                return cl_err!(
+                    OutOfResources,
+                    "the remote memory at {p:#x}+{n:#x} is already used by a device allocation of BAR {} of {} \
+                     (another buffer or USM allocation): {e}",
+                    bar.slot.bar,
+                    bar.slot.address
+                );
+            }
+        }
+    }
+    Ok(claims)
+}
+
+fn release_claims(mem: &BarMemory, claims: &[usize]) {
+    for &c in claims {
+        if let Err(e) = mem.free(c as *const u8) {
+            log::error!("releasing an external physical buffer's claim on device memory: {e}");
+        }
+    }
+}
+
 /// Creates the external physical buffer over the remote memory at `at`
 /// (for [`super::create_buffer`], whose flag and size checks come first).
 ///
@@ -209,7 +253,9 @@ impl External {
 /// if the remote memory cannot be mapped (no PCI BAR contains the surface
 /// or holds `size` bytes from it, or the signal surface's `size` bytes; the
 /// function is not bound to vfio-pci; no VFIO domain); `CL_OUT_OF_RESOURCES`
-/// if a live buffer already uses the same surface address.
+/// if a live buffer already uses the same surface address, or if a device
+/// allocation of the platform's BAR device on that BAR has some of its bytes
+/// (the device's allocations never get them while the buffer lives).
 pub(crate) fn create(ctx: &Arc<Context>, flags: u64, size: usize, at: BusAddress) -> ClResult<Arc<Buffer>> {
     let page = page_size() as u64;
     for (name, a) in [("surface", at.surface_bus_address), ("marker", at.marker_bus_address)] {
@@ -266,16 +312,21 @@ pub(crate) fn create(ctx: &Arc<Context>, flags: u64, size: usize, at: BusAddress
     }
     let surface = bar.base + off(at.surface_bus_address);
     let signal = bar.base + off(at.marker_bus_address);
+    let claims = claim(&bar, surface, signal, size)?;
     // SAFETY: the BAR mapping is reached only through raw pointers; it
     // outlives the residency (the buffer's destructor evicts before `bar`
     // goes).
-    unsafe { domain.make_resident(surface, size) }
-        .map_err(|e| unmappable(format!("mapping the remote memory for peer-to-peer DMA: {e}")))?;
+    if let Err(e) = unsafe { domain.make_resident(surface, size) } {
+        if let Some(mem) = &bar.device_memory {
+            release_claims(mem, &claims);
+        }
+        return Err(unmappable(format!("mapping the remote memory for peer-to-peer DMA: {e}")));
+    }
     let store = Arc::new(Store::new(ctx, size, Some(surface)));
     let host = if flags & mem_flags::HOST_ACCESS == 0 { mem_flags::HOST_WRITE_ONLY } else { 0 };
     let flags = flags | mem_flags::WRITE_ONLY | host;
     let buffer = Buffer::around_store(ctx, flags, size, store);
-    let ext = External { at, _bar: bar, surface, signal, last: Mutex::new(None), domain: domain.clone() };
+    let ext = External { at, bar, surface, signal, last: Mutex::new(None), claims, domain: domain.clone() };
     let bus = Arc::new(Bus::External(ext));
     let key = Arc::as_ptr(&buffer) as usize;
     reg.insert(key, bus.clone());
@@ -287,6 +338,9 @@ pub(crate) fn create(ctx: &Arc<Context>, flags: u64, size: usize, at: BusAddress
             let Bus::External(x) = &*bus else { return };
             if let Err(e) = x.domain.evict(x.surface) {
                 log::error!("releasing an external physical buffer's bus mapping: {e}");
+            }
+            if let Some(mem) = &x.bar.device_memory {
+                release_claims(mem, &x.claims);
             }
         }),
     );

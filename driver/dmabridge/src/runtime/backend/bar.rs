@@ -82,6 +82,27 @@ impl Drop for BarMemory {
     }
 }
 
+impl BarMemory {
+    /// Claims the bytes `[ptr, ptr + size)` of this memory so that no device
+    /// allocation gets them (see [`LocalAllocator::reserve`](crate::memory::local::LocalAllocator::reserve));
+    /// returns what to give to [`LocalMemory::free`] afterwards.
+    /// `CL_OUT_OF_RESOURCES` if a live allocation has some of them,
+    /// `CL_INVALID_VALUE` for a range not inside the memory.
+    pub(crate) fn claim(&self, ptr: *const u8, size: usize) -> ClResult<*const u8> {
+        let off = self.offset_of(ptr).ok_or_else(|| {
+            ClError::new(ClErrorKind::InvalidValue, format!("{ptr:?} is not in this device's memory (PCI BAR)"))
+        })?;
+        let start = self.alloc.lock().unwrap().reserve(off, size).map_err(|e| {
+            let kind = match e {
+                LocalError::Taken { .. } => ClErrorKind::OutOfResources,
+                _ => ClErrorKind::InvalidValue,
+            };
+            ClError::new(kind, format!("device memory (PCI BAR): {e}"))
+        })?;
+        Ok(self.mapping.as_ptr().wrapping_add(start))
+    }
+}
+
 impl LocalMemory for BarMemory {
     fn size(&self) -> usize {
         self.alloc.lock().unwrap().size()
