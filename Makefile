@@ -14,6 +14,7 @@ GUEST_RIG  := --edu 2 --bind 0000:00:10.0 --bind 0000:00:08.0 --module vgem --mo
 LOGS       := target/test-logs
 
 .PHONY: all build deps guest demo test test-host test-icd icd install test-guest test-guest-icd test-guest-doc test-rig lint bench fuzz clean-guest
+.PHONY: deps-arm64 build-arm64 test-arm64 test-arm64-guest test-arm64-icd test-arm64-doc
 
 all: build
 
@@ -29,24 +30,39 @@ build:
 # Where `make demo` leaves the frames `dmabridge capture` wrote in the guest.
 DEMO_PNG   := target/demo-capture
 
-demo: guest build
+# `make demo ARCH=arm64`: the guest parts of the demo in the arm64 guest
+# (virt + SMMUv3 + GICv3) with the aarch64 build of dmabridge.
+ARCH       ?= x86_64
+ifeq ($(ARCH),arm64)
+DEMO_RIG   := $(RIG) --arch arm64
+DEMO_BIN   := target/aarch64/aarch64-unknown-linux-gnu
+DEMO_CARGO := toolchain/cargo-aarch64
+DEMO_DEPS  := build-arm64
+else
+DEMO_RIG   := $(RIG)
+DEMO_BIN   := target
+DEMO_CARGO := $(CARGO)
+DEMO_DEPS  :=
+endif
+
+demo: guest build $(DEMO_DEPS)
 	@echo "== dmabridge info on this host"
 	@target/debug/dmabridge info || true
 	@echo
-	@echo "== dmabridge info in the QEMU guest (Linux 6.12, intel-iommu, edu, ivshmem)"
-	@$(RIG) --bind 0000:00:10.0 --bind 0000:00:08.0 -- target/debug/dmabridge info
+	@echo "== dmabridge info in the QEMU guest ($(ARCH): Linux 6.12, $(if $(filter arm64,$(ARCH)),SMMUv3,intel-iommu), edu, ivshmem)"
+	@$(DEMO_RIG) --bind 0000:00:10.0 --bind 0000:00:08.0 -- $(DEMO_BIN)/debug/dmabridge info
 	@echo
 	@echo "== the vertical proof in the guest"
 	@shm=/dev/shm/dmabridge-demo-$$$$; \
-	$(RIG) --ivshmem $$shm --bind 0000:00:10.0 --bind 0000:00:08.0 -- target/debug/dmabridge proof --marker "hello from edu, via the IOMMU" || { rm -f $$shm; exit 1; }; \
+	$(DEMO_RIG) --ivshmem $$shm --bind 0000:00:10.0 --bind 0000:00:08.0 -- $(DEMO_BIN)/debug/dmabridge proof --marker "hello from edu, via the IOMMU" || { rm -f $$shm; exit 1; }; \
 	echo "== on the host, outside the guest: the first bytes of the ivshmem backing file $$shm"; \
 	head -c 29 $$shm; echo; rm -f $$shm
 	@echo
 	@echo "== dmabridge capture in the guest: vivid (V4L2) writes its 640x480 YUYV test pattern straight into dmabridge"
 	@echo "   buffers exported as dma-bufs, yuyv_to_rgba converts each frame in place on a dmabridge queue (release build)"
-	@$(CARGO) build --release -p dmabridge-cli --quiet
+	@$(DEMO_CARGO) build --release -p dmabridge-cli --quiet
 	@rm -rf $(DEMO_PNG) && mkdir -p $(DEMO_PNG)
-	@$(RIG) --module vivid --rw $(DEMO_PNG) -- target/release/dmabridge capture --frames 60 --fps 30 --png-dir $(DEMO_PNG)
+	@$(DEMO_RIG) --module vivid --rw $(DEMO_PNG) -- $(DEMO_BIN)/release/dmabridge capture --frames 60 --fps 30 --png-dir $(DEMO_PNG)
 	@echo "== on the host: the captured frames as PNG in $(CURDIR)/$(DEMO_PNG)/"
 	@ls $(DEMO_PNG)
 
@@ -193,6 +209,60 @@ fuzz:
 	echo "== property-based tests, $(FUZZ_CASES) cases per property, at most $(FUZZ_SECONDS) s"; \
 	set -o pipefail; PROPTEST_CASES=$(FUZZ_CASES) timeout -k 10 $(FUZZ_SECONDS) $$bin --color never 2>&1 | tee $(LOGS)/fuzz.log; \
 	status=$$?; test $$status -ne 124 || echo "fuzz: not finished within $(FUZZ_SECONDS) s"; exit $$status
+
+# arm64: the same guest suites, C tests through the ICD and doc examples,
+# built here for aarch64-unknown-linux-gnu (toolchain/cargo-aarch64: Debian's
+# rustc-web and its arm64 standard library, pinned in toolchain/aarch64.lock)
+# and run in the arm64 guest (qemu/run-in-guest --arch arm64: QEMU's virt
+# machine with an SMMUv3 and a GICv3, Debian's arm64 6.12 kernel, pinned in
+# qemu/guest-arm64.lock). Same devices and addresses as GUEST_RIG.
+A64        := target/aarch64/aarch64-unknown-linux-gnu/debug
+RIG_A64    := $(RIG) --arch arm64 $(GUEST_RIG)
+deps-arm64:
+	@qemu/fetch-guest --arch arm64 >/dev/null
+	@toolchain/fetch-aarch64 >/dev/null
+
+build-arm64: deps-arm64
+	@echo "== building for aarch64-unknown-linux-gnu (toolchain/cargo-aarch64, target/aarch64)"
+	@toolchain/cargo-aarch64 build --workspace --quiet
+	@toolchain/cargo-aarch64 build --release -p dmabridge-cli --quiet
+	@toolchain/cargo-aarch64 test -p dmabridge-tests --test guest --no-run --quiet
+	@tests/icd/run --arch arm64
+
+test-arm64: guest build-arm64
+	@mkdir -p $(LOGS)
+	@status=0; \
+	$(MAKE) --no-print-directory test-arm64-guest || status=1; \
+	$(MAKE) --no-print-directory test-arm64-icd || status=1; \
+	$(MAKE) --no-print-directory test-arm64-doc || status=1; \
+	exit $$status
+
+test-arm64-guest:
+	@echo "== guest tests on arm64 (built here for aarch64, run inside the arm64 QEMU guest)"
+	@bin=$$(toolchain/cargo-aarch64 test -p dmabridge-tests --test guest --no-run 2>&1 | sed -n 's/.*Executable .*(\(.*\)).*/\1/p' | tail -1); \
+	test -n "$$bin" || { echo "test-arm64-guest: could not build the guest tests"; exit 1; }; \
+	set -o pipefail; $(RIG_A64) -- tests/guest-runner $$bin --color never 2>&1 | tee $(LOGS)/arm64-guest.log
+
+test-arm64-icd:
+	@echo "== OpenCL ICD on arm64: the C tests and examples through the loader, inside the arm64 QEMU guest"
+	@set -o pipefail; $(RIG_A64) --env DMABRIDGE_BAR_DEVICE=0000:00:08.0,bar=2,engine=0000:00:10.0 \
+	    -- tests/icd/run --exec-only --arch arm64 2>&1 | tee $(LOGS)/arm64-icd.log
+
+A64_DOCTESTS := target/aarch64/doctests
+test-arm64-doc:
+	@echo "== doc examples on arm64, compiled here for aarch64, run inside the arm64 QEMU guest"
+	@rm -rf $(A64_DOCTESTS)
+	@status=0; \
+	RUSTC_BOOTSTRAP=1 RUSTDOCFLAGS="-Z unstable-options --persist-doctests $(CURDIR)/$(A64_DOCTESTS)" \
+	    toolchain/cargo-aarch64 test -p dmabridge --doc --no-run --color never >$(LOGS)/arm64-doc-build.txt 2>&1 || status=1; \
+	: >$(LOGS)/arm64-doc.log; \
+	if [ $$status != 0 ]; then \
+	    { echo "test-arm64-doc: FAILED: the rustdoc run that compiles the examples failed; those it did not compile do not run below (see $(LOGS)/arm64-doc-build.txt)"; \
+	      grep -E '^(error(\[E[0-9]+\])?:|---- .* stdout ----)' $(LOGS)/arm64-doc-build.txt | head -n 20; } | tee $(LOGS)/arm64-doc.log; \
+	fi; \
+	set -o pipefail; $(RIG_A64) --env DMABRIDGE_BAR_DEVICE=0000:00:08.0,bar=2,engine=0000:00:10.0 \
+	    -- tests/guest-runner --doctests $(A64_DOCTESTS) 2>&1 | tee -a $(LOGS)/arm64-doc.log || status=1; \
+	exit $$status
 
 lint:
 	$(CARGO) fmt --all --check
