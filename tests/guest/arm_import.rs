@@ -491,6 +491,61 @@ fn child_exporting_a_buffer_again_and_again_keeps_no_fd_per_export() {
 }
 
 #[test]
+fn a_failed_lazy_map_never_unmaps_what_another_mapping_took() {
+    in_child("child_a_failed_lazy_map_never_unmaps_what_another_mapping_took", None);
+}
+
+#[test]
+#[ignore = "run in a child process"]
+fn child_a_failed_lazy_map_never_unmaps_what_another_mapping_took() {
+    use rustix::mm::{mmap_anonymous, munmap, MapFlags, ProtFlags};
+    use rustix::process::{getrlimit, setrlimit, Resource};
+    let (_memfd, dmabuf) = udmabuf_with(2, b"frame");
+    let lazy = dmabuf.map_lazily(8192, Access::ReadWrite).unwrap();
+    let at = lazy.as_ptr();
+    // What a kernel that unmaps before mapping (MAP_FIXED) leaves when the
+    // dma-buf's mapping then fails, while another thread maps meanwhile:
+    // the reservation gone, someone else's page in its first page.
+    // SAFETY: the lazy map's own reservation, not yet mapped, nothing uses it.
+    unsafe { munmap(at.cast(), 8192) }.unwrap();
+    // SAFETY: maps only where nothing is (FIXED_NOREPLACE).
+    let other = unsafe {
+        mmap_anonymous(
+            at.cast(),
+            4096,
+            ProtFlags::READ | ProtFlags::WRITE,
+            MapFlags::PRIVATE | MapFlags::FIXED_NOREPLACE,
+        )
+    }
+    .unwrap();
+    // SAFETY: our fresh page.
+    unsafe { other.cast::<u8>().write(42) };
+    // The dma-buf's mapping fails (no address space left to grow into).
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let vm_kb: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmSize:"))
+        .unwrap()
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .unwrap();
+    let old = getrlimit(Resource::As);
+    setrlimit(Resource::As, rustix::process::Rlimit { current: Some(vm_kb * 1024), maximum: old.maximum }).unwrap();
+    let r = lazy.ensure();
+    setrlimit(Resource::As, old).unwrap();
+    assert!(r.is_err(), "the mapping could not be made");
+    drop(lazy);
+    // The lazy map gave the range up rather than unmap another's page.
+    assert!(dmabridge::sys::vm::mapped(at as usize, 4096).unwrap().is_some(), "the other page is still mapped");
+    // SAFETY: our page, still mapped.
+    assert_eq!(unsafe { other.cast::<u8>().read() }, 42);
+    // SAFETY: our page.
+    unsafe { munmap(other, 4096) }.unwrap();
+}
+
+#[test]
 fn an_import_beyond_edus_dma_window_is_an_allocation_failure() {
     in_child("child_an_import_beyond_edus_dma_window_is_an_allocation_failure", None);
 }

@@ -895,8 +895,15 @@ impl LazyMap {
                     )
                 };
                 match again {
-                    // Reserved again, or the reservation never went (EEXIST).
-                    Ok(_) | Err(Errno::EXIST) => {}
+                    // Reserved again: the failed mapping had dropped it.
+                    Ok(_) => {}
+                    // Something is mapped there (EEXIST): our reservation,
+                    // kept by a kernel that undoes a failed MAP_FIXED, or —
+                    // where the kernel unmaps first — another thread's
+                    // mapping made meanwhile. They cannot be told apart, so
+                    // the range is given up and never unmapped: at worst a
+                    // reservation's address space is lost, never another's
+                    // memory.
                     Err(_) => *state = None,
                 }
                 Err(OsError::new("mmap dma-buf", e))
