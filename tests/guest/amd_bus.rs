@@ -324,6 +324,43 @@ fn child_external_physical_buffers_are_written_peer_to_peer_and_signalled() {
     Event::wait(&[amd_bus::enqueue_write_signal(&r.cpu_q, &x, 2, 8188, &[]).unwrap()]).unwrap();
     assert_eq!(bar2_u32(0x20_0000 + 8188), 2);
 
+    // Threads enqueueing markers from one counter: the accepted ones run
+    // (in the in-order queue, by their profiled start) in increasing order.
+    use std::sync::atomic::{AtomicU32, Ordering::SeqCst};
+    let profiled =
+        Queue::new(&r.ctx, Platform::get().cpu(), QueueProps { profiling: true, ..Default::default() }).unwrap();
+    let next = AtomicU32::new(3);
+    let mut accepted: Vec<(u64, u32)> = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..3)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut mine = Vec::new();
+                    for _ in 0..200 {
+                        let v = next.fetch_add(1, SeqCst);
+                        match amd_bus::enqueue_write_signal(&profiled, &x, v, 4, &[]) {
+                            Ok(ev) => mine.push((ev, v)),
+                            Err(e) => assert_eq!(e.kind, ClErrorKind::InvalidValue, "{e}"),
+                        }
+                    }
+                    mine
+                })
+            })
+            .collect();
+        workers.into_iter().flat_map(|w| w.join().unwrap()).collect::<Vec<_>>()
+    })
+    .into_iter()
+    .map(|(ev, v)| {
+        Event::wait(std::slice::from_ref(&ev)).unwrap();
+        (ev.profiling_times().unwrap().start, v)
+    })
+    .collect();
+    accepted.sort();
+    assert!(accepted.len() > 1);
+    for pair in accepted.windows(2) {
+        assert!(pair[0].1 < pair[1].1, "marker {} written after {}", pair[1].1, pair[0].1);
+    }
+    assert_eq!(bar2_u32(0x20_0000 + 4), accepted.last().unwrap().1);
+
     // Released, the surface address can be used again.
     drop(x);
     drop(create(at, 4096).unwrap());

@@ -189,9 +189,12 @@ impl External {
         self.signal + offset
     }
 
-    /// Takes `value` as the buffer's next marker: `CL_INVALID_VALUE` unless
-    /// it is above the last one.
-    pub(crate) fn claim_value(&self, value: u32) -> ClResult<()> {
+    /// Enqueues the write of `value` as the buffer's next marker with
+    /// `enqueue`: `CL_INVALID_VALUE` unless it is above the last one. The
+    /// value is taken only if `enqueue` succeeds, and no other marker of the
+    /// buffer is enqueued meanwhile, so markers are enqueued (and, in one
+    /// queue, written) in increasing order.
+    pub(crate) fn enqueue_value<T>(&self, value: u32, enqueue: impl FnOnce() -> ClResult<T>) -> ClResult<T> {
         let mut last = self.last.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(l) = *last {
             if value <= l {
@@ -202,8 +205,9 @@ impl External {
                 );
             }
         }
+        let r = enqueue()?;
         *last = Some(value);
-        Ok(())
+        Ok(r)
     }
 }
 

@@ -274,7 +274,9 @@ pub fn enqueue_wait_signal(
 /// `offset` go past the buffer's size (the signal surface is as large as
 /// the buffer); `CL_INVALID_VALUE` if `value` is not above the last value
 /// enqueued for the buffer (the seed: consecutive markers keep increasing;
-/// compared as plain u32, so a wrapped marker is refused) or if `offset` is
+/// compared as plain u32, so a wrapped marker is refused; the check and the
+/// enqueue are one step, so markers that threads enqueue at once are
+/// enqueued in increasing order) or if `offset` is
 /// not a multiple of 4; `CL_INVALID_CONTEXT` for a buffer or event of
 /// another context.
 ///
@@ -313,25 +315,26 @@ pub fn enqueue_write_signal(
         return cl_err!(InvalidValue, "offset {offset} is not a multiple of 4 (the marker is a 32-bit value)");
     }
     let slot = x.signal_slot(offset as usize);
-    x.claim_value(value)?;
-    // After every earlier command, on an out-of-order queue as well.
-    let mut after = wait_list.to_vec();
-    if queue.props().out_of_order {
-        after.push(queue.enqueue_marker(&[])?);
-    }
-    let held = buffer.clone();
-    let work = Box::new(move || {
-        let _held = held;
-        // The data the earlier commands wrote is visible before the marker.
-        fence(Ordering::SeqCst);
-        // SAFETY: `slot` lies in the BAR mapping that the buffer keeps
-        // (`_held`), 4-aligned, inside the signal surface (checked above);
-        // it is written through a raw pointer, never a reference.
-        unsafe { std::ptr::write_volatile(slot as *mut u32, value) };
-        fence(Ordering::SeqCst);
-        Ok(())
-    });
-    queue.enqueue_with_use(super::command_type::WRITE_SIGNAL, &after, false, CommandUse::Nothing, work)
+    x.enqueue_value(value, || {
+        // After every earlier command, on an out-of-order queue as well.
+        let mut after = wait_list.to_vec();
+        if queue.props().out_of_order {
+            after.push(queue.enqueue_marker(&[])?);
+        }
+        let held = buffer.clone();
+        let work = Box::new(move || {
+            let _held = held;
+            // The data the earlier commands wrote is visible before the marker.
+            fence(Ordering::SeqCst);
+            // SAFETY: `slot` lies in the BAR mapping that the buffer keeps
+            // (`_held`), 4-aligned, inside the signal surface (checked above);
+            // it is written through a raw pointer, never a reference.
+            unsafe { std::ptr::write_volatile(slot as *mut u32, value) };
+            fence(Ordering::SeqCst);
+            Ok(())
+        });
+        queue.enqueue_with_use(super::command_type::WRITE_SIGNAL, &after, false, CommandUse::Nothing, work)
+    })
 }
 
 #[cfg(test)]
