@@ -78,6 +78,10 @@ static void test_create_flags(void) {
     CHECK(clCreateBuffer(ctx, CL_MEM_EXTERNAL_PHYSICAL_AMD, 4096, &zero, &err) == NULL && err == CL_INVALID_HOST_PTR);
     CHECK(clCreateBuffer(ctx, CL_MEM_EXTERNAL_PHYSICAL_AMD, 4096, &unaligned, &err) == NULL &&
           err == CL_INVALID_HOST_PTR);
+    /* Bus addresses in no PCI BAR cannot be mapped. */
+    cl_bus_address_amd nowhere = {0x7ffffffff000ull, 0x7fffffffe000ull};
+    CHECK(clCreateBuffer(ctx, CL_MEM_EXTERNAL_PHYSICAL_AMD, 4096, &nowhere, &err) == NULL &&
+          err == CL_MEM_OBJECT_ALLOCATION_FAILURE);
 
     /* COPY_HOST_PTR initialises a bus-addressable buffer; its flags say what
        it is; it has no sub-buffers. */
