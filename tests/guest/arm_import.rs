@@ -546,6 +546,33 @@ fn child_a_failed_lazy_map_never_unmaps_what_another_mapping_took() {
 }
 
 #[test]
+fn host_memory_over_the_memlock_limit_is_an_allocation_failure() {
+    in_child("child_host_memory_over_the_memlock_limit_is_an_allocation_failure", None);
+}
+
+#[test]
+#[ignore = "run in a child process"]
+fn child_host_memory_over_the_memlock_limit_is_an_allocation_failure() {
+    use rustix::process::{setrlimit, Resource, Rlimit};
+    use rustix::thread::{capabilities, set_capabilities, CapabilitySet};
+    let (_, ctx, _q) = cpu_context();
+    // Without CAP_IPC_LOCK, RLIMIT_MEMLOCK (64 KiB) bounds what may be locked.
+    let mut caps = capabilities(None).unwrap();
+    caps.effective.remove(CapabilitySet::IPC_LOCK);
+    caps.permitted.remove(CapabilitySet::IPC_LOCK);
+    set_capabilities(None, caps).unwrap();
+    setrlimit(Resource::Memlock, Rlimit { current: Some(64 << 10), maximum: Some(64 << 10) }).unwrap();
+    let mut mem = vec![0u8; 1 << 20];
+    // SAFETY: refused before any use of the memory.
+    let e = unsafe { import_host(&ctx, 0, mem.as_mut_ptr(), mem.len()) }.unwrap_err();
+    assert_eq!(e.kind, ClErrorKind::MemObjectAllocationFailure, "a lack of resources, not bad memory: {e}");
+    assert!(e.message.contains("RLIMIT_MEMLOCK"), "names the limit: {e}");
+    // Within the limit it works.
+    // SAFETY: `mem` outlives the buffer, used only through it meanwhile.
+    drop(unsafe { import_host(&ctx, 0, mem.as_mut_ptr(), 8192) }.unwrap());
+}
+
+#[test]
 fn an_import_beyond_edus_dma_window_is_an_allocation_failure() {
     in_child("child_an_import_beyond_edus_dma_window_is_an_allocation_failure", None);
 }

@@ -405,23 +405,30 @@ pub unsafe fn import_host(ctx: &Arc<Context>, flags: u64, ptr: *mut u8, size: us
             }
             // Unmapped meanwhile (another thread), the memlock limit, or
             // pages that cannot be committed (a shared file mapping past
-            // the end of its file, where a touch is SIGBUS).
+            // the end of its file, where a touch is SIGBUS): all ENOMEM.
+            // Else (EAGAIN: no memory to commit them; EPERM) a lack of
+            // resources.
             if vm::mapped(start, end - start).ok().flatten().is_none() {
                 return Err(not_mapped());
             }
-            if vm::lock_exceeds_limit(gaps.iter().map(|(lo, hi)| hi - lo).sum()) {
+            let over_limit = vm::lock_exceeds_limit(gaps.iter().map(|(lo, hi)| hi - lo).sum());
+            if e.errno == rustix::io::Errno::NOMEM && !over_limit {
                 return cl_err!(
-                    MemObjectAllocationFailure,
-                    "committing and pinning the {} bytes of pages around {ptr:?} + {size}: {e} (RLIMIT_MEMLOCK, \
-                     `ulimit -l`, bounds locked memory: `kmod-helpers/dmabridge-kmod memlock --raise BYTES` raises \
-                     it)",
-                    end - start
+                    InvalidOperation,
+                    "pages of {ptr:?} + {size} bytes (the pages {start:#x}..{end:#x}) are mapped but cannot be \
+                     committed ({e}): e.g. a shared file mapping reaching past the end of its file"
                 );
             }
+            let hint = if over_limit {
+                " (RLIMIT_MEMLOCK, `ulimit -l`, bounds locked memory: `kmod-helpers/dmabridge-kmod memlock --raise \
+                 BYTES` raises it)"
+            } else {
+                ""
+            };
             return cl_err!(
-                InvalidOperation,
-                "pages of {ptr:?} + {size} bytes (the pages {start:#x}..{end:#x}) are mapped but cannot be \
-                 committed ({e}): e.g. a shared file mapping reaching past the end of its file"
+                MemObjectAllocationFailure,
+                "committing and pinning the {} bytes of pages around {ptr:?} + {size}: {e}{hint}",
+                end - start
             );
         }
         let id = NEXT_HOST_IMPORT.fetch_add(1, Ordering::Relaxed);

@@ -132,21 +132,25 @@ pub fn unlock(addr: usize, len: usize) -> OsResult<()> {
     unsafe { rustix::mm::munlock(addr as *mut _, len) }.map_err(OsError::tag("munlock"))
 }
 
-/// True if locking `len` more bytes would exceed what this process may
-/// lock: `RLIMIT_MEMLOCK` (the soft limit) against the bytes it has locked
-/// already (`VmLck` of `/proc/self/status`), unless it holds
-/// `CAP_IPC_LOCK`. Tells a failed [`lock`] that hit the limit from one
-/// whose pages cannot be committed (both answer `ENOMEM`).
+/// True if locking `len` more bytes would exceed what this thread may
+/// lock: `RLIMIT_MEMLOCK` (the soft limit) against the bytes the process
+/// has locked already (`VmLck`), unless the thread holds `CAP_IPC_LOCK`
+/// (the kernel checks the calling thread's capabilities: read from
+/// `/proc/thread-self/status`). Tells a failed [`lock`] that hit the limit
+/// from one whose pages cannot be committed (both answer `ENOMEM`).
 pub(crate) fn lock_exceeds_limit(len: usize) -> bool {
-    let memlock = super::probe::MemlockReport::gather();
-    let Some(limit) = memlock.soft.filter(|_| !memlock.cap_ipc_lock) else {
+    const CAP_IPC_LOCK: u32 = 14;
+    let status = std::fs::read_to_string("/proc/thread-self/status").unwrap_or_default();
+    let field = |name: &str| status.lines().find_map(|l| l.strip_prefix(name)).map(str::trim);
+    let caps = field("CapEff:").and_then(|h| u64::from_str_radix(h, 16).ok()).unwrap_or(0);
+    if caps & (1 << CAP_IPC_LOCK) != 0 {
+        return false;
+    }
+    let Some(limit) = rustix::process::getrlimit(rustix::process::Resource::Memlock).current else {
         return false;
     };
-    let locked_kb = std::fs::read_to_string("/proc/self/status").ok().and_then(|s| {
-        let v = s.lines().find_map(|l| l.strip_prefix("VmLck:"))?;
-        v.trim().trim_end_matches("kB").trim().parse::<u64>().ok()
-    });
-    locked_kb.unwrap_or(0).saturating_mul(1024).saturating_add(len as u64) > limit
+    let locked_kb = field("VmLck:").and_then(|v| v.trim_end_matches("kB").trim().parse::<u64>().ok()).unwrap_or(0);
+    locked_kb.saturating_mul(1024).saturating_add(len as u64) > limit
 }
 
 #[cfg(test)]
