@@ -662,7 +662,8 @@ pub struct LazyMap {
     len: usize,
     access: Access,
     /// `Some(true)` once mapped; `Some(false)` while only reserved; `None`
-    /// if a failed mapping lost the range (then it is not unmapped).
+    /// if a failed mapping lost the range, or found it taken (then it is
+    /// not unmapped).
     state: Mutex<Option<bool>>,
 }
 
