@@ -26,6 +26,31 @@ pub fn require_guest() {
     );
 }
 
+/// Whether this kernel has DMA-BUF heaps at all. A kernel built without them
+/// (`CONFIG_DMABUF_HEAPS` unset, as Debian's arm64 kernels are) has no
+/// `/sys/class/dma_heap`: `test` says so on stderr and is skipped (false).
+/// A kernel with heaps but without the one a test needs still fails it.
+pub fn dma_heaps_or_skip(test: &str) -> bool {
+    let there = std::path::Path::new("/sys/class/dma_heap").exists();
+    if !there {
+        eprintln!("{test}: skipped: this kernel has no DMA-BUF heaps (CONFIG_DMABUF_HEAPS is not set, as in Debian's arm64 kernels)");
+    }
+    there
+}
+
+/// Whether the host's programs run here: the arm64 guest sees the host's
+/// x86_64 `/usr` (only busybox, bash and a few libraries are arm64 there).
+/// Otherwise `test`, which runs host program `program`, says so on stderr and
+/// is skipped (false).
+pub fn host_program_runs_or_skip(test: &str, program: &str) -> bool {
+    let runs = !matches!(std::process::Command::new(program).arg("--version").output(),
+        Err(e) if e.raw_os_error() == Some(8 /* ENOEXEC */));
+    if !runs {
+        eprintln!("{test}: skipped: {program} is the host's, built for another architecture than this guest's");
+    }
+    runs
+}
+
 /// Open fds of this process.
 pub fn fd_count() -> usize {
     std::fs::read_dir("/proc/self/fd").unwrap().count()

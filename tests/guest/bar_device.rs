@@ -321,6 +321,57 @@ fn child_usm_device_allocations_live_in_the_bar() {
     assert_eq!(m.allocated(), 0);
 }
 
+/// CPU copies and fills into, out of and within the BAR at every alignment
+/// and odd lengths. On arm64 the BAR mapping is Device memory, where an
+/// unaligned access faults: `memcpy`/`memset` there killed the process with
+/// SIGBUS (the copy and fill engines now reach it with aligned volatile
+/// accesses).
+#[test]
+fn cpu_copies_and_fills_reach_the_bar_at_any_alignment() {
+    in_child("child_cpu_copies_and_fills_reach_the_bar_at_any_alignment", Some(&cpu_config()));
+}
+
+#[test]
+#[ignore = "run in a child process by cpu_copies_and_fills_reach_the_bar_at_any_alignment"]
+fn child_cpu_copies_and_fills_reach_the_bar_at_any_alignment() {
+    let p = Platform::get();
+    let d = bar_device(p);
+    let b = d.bar_backend().unwrap();
+    let ctx = Context::new(p.devices()).unwrap();
+    let cq = Queue::new(&ctx, p.cpu(), QueueProps::default()).unwrap();
+    let bq = Queue::new(&ctx, &d, QueueProps::default()).unwrap();
+    let dev = usm::device_mem_alloc(&ctx, &d, &[], 8192, 0).unwrap().as_ptr();
+    let host = usm::host_mem_alloc(&ctx, &[], 8192, 0).unwrap().as_ptr();
+    let data = pattern(8192, 3);
+    for (off, len) in [(1usize, 13usize), (3, 29), (5, 1000), (7, 4093), (0, 31), (6, 2)] {
+        // SAFETY: every range lies in the 8 KiB allocations `dev` and `host`
+        // (off + len < 4096 + 4096 for the BAR -> BAR copy's two halves);
+        // every command is blocking or waited for.
+        unsafe {
+            std::ptr::copy_nonoverlapping(data.as_ptr(), host, 8192);
+            // host -> BAR on the CPU queue, at an odd BAR offset.
+            cmd::enqueue_memcpy(&cq, true, dev.add(off), host.add(1), len, &[]).unwrap();
+            assert_eq!(read_bar(&b, dev.add(off), len), data[1..1 + len], "host -> BAR at +{off}, {len} bytes");
+            // BAR -> host on the BAR queue, out of phase with the host side.
+            std::ptr::write_bytes(host, 0, 8192);
+            cmd::enqueue_memcpy(&bq, true, host.add(3), dev.add(off), len, &[]).unwrap();
+            assert_eq!(std::slice::from_raw_parts(host.add(3), len), &data[1..1 + len], "BAR -> host at +{off}");
+            // BAR -> BAR, source and destination out of phase.
+            cmd::enqueue_memcpy(&bq, true, dev.add(4096 + off + 1), dev.add(off), len.min(4000), &[]).unwrap();
+            let n = len.min(4000);
+            assert_eq!(read_bar(&b, dev.add(4096 + off + 1), n), data[1..1 + n], "BAR -> BAR at +{off}");
+            // A fill of a 2-byte pattern at an even but not 8-byte aligned offset.
+            let at = (off & !1) + 2;
+            let ev = cmd::enqueue_mem_fill(&cq, dev.add(at), &[0x5a, 0xa5], 2 * (len / 2 + 1), &[]).unwrap();
+            dmabridge::runtime::event::Event::wait(&[ev]).unwrap();
+            let filled = read_bar(&b, dev.add(at), 2 * (len / 2 + 1));
+            assert!(filled.chunks(2).all(|c| c == [0x5a, 0xa5]), "fill at +{at}");
+        }
+    }
+    usm::mem_free(&ctx, dev).unwrap();
+    usm::mem_free(&ctx, host).unwrap();
+}
+
 #[test]
 fn edu_engine_copies_peer_to_peer() {
     in_child("child_edu_engine_copies_peer_to_peer", Some(&p2p_config()));

@@ -3,12 +3,15 @@
 use dmabridge::sys::dma_buf::SyncDir;
 use dmabridge::sys::dma_heap::{self, DmaHeap, HeapError};
 use dmabridge::sys::mmap::{Access, MapError};
-use dmabridge_tests::{require_guest, Resources};
+use dmabridge_tests::{dma_heaps_or_skip, require_guest, Resources};
 use rustix::fs::OFlags;
 
 #[test]
 fn system_heap_allocates_mappable_buffers() {
     require_guest();
+    if !dma_heaps_or_skip("system_heap_allocates_mappable_buffers") {
+        return;
+    }
     assert!(dma_heap::list().iter().any(|h| h == "system"), "heaps: {:?}", dma_heap::list());
     let before = Resources::now();
     {
@@ -35,6 +38,9 @@ fn system_heap_allocates_mappable_buffers() {
 #[test]
 fn bad_flags_and_names_are_refused() {
     require_guest();
+    if !dma_heaps_or_skip("bad_flags_and_names_are_refused") {
+        return;
+    }
     let heap = DmaHeap::open("system").unwrap();
     let before = Resources::now();
     let ok = (OFlags::RDWR | OFlags::CLOEXEC).bits();

@@ -37,6 +37,9 @@ pub struct BarMemory {
     domain: Option<Arc<DmaDomain>>,
     iova: Option<u64>,
     alloc: Mutex<LocalAllocator>,
+    /// The mapping registered as I/O memory (the CPU's copies and fills
+    /// reach it with aligned volatile accesses); unregistered before it goes.
+    _io: transfer::io::IoRange,
     mapping: Mapping,
 }
 
@@ -258,7 +261,9 @@ impl BarBackend {
                 (Some(domain.clone()), Some(iova))
             }
         };
-        let memory = Arc::new(BarMemory { domain: dom, iova, alloc: Mutex::new(LocalAllocator::new(size)), mapping });
+        let io = transfer::io::IoRange::register(mapping.as_ptr() as usize, mapping.len());
+        let memory =
+            Arc::new(BarMemory { domain: dom, iova, alloc: Mutex::new(LocalAllocator::new(size)), _io: io, mapping });
         Ok(Arc::new(BarBackend {
             name: format!("bar {address}/{}", config.bar),
             config: *config,
@@ -379,8 +384,9 @@ impl Backend for BarBackend {
             // the engine's domain, so the engine maps only the host side.
             Some(e) => unsafe { e.copy(dst, src, size) },
             None => {
-                // SAFETY: forwarded to the caller; the BAR mapping is
-                // ordinary (uncached) memory for the CPU.
+                // SAFETY: forwarded to the caller. The BAR mapping is
+                // registered as I/O memory: transfer::copy reaches it with
+                // aligned volatile accesses only (Device memory on arm64).
                 unsafe { transfer::copy(dst, src, size) };
                 Ok(())
             }

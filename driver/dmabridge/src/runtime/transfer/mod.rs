@@ -11,14 +11,19 @@
 //! pattern of up to 8 bytes is one `rep stosq` of the replicated pattern
 //! (the fast-string path `memset` itself takes), larger patterns stream
 //! with non-temporal stores. Below the threshold nothing but the copy or the
-//! fill runs: the small-command path never touches the pool.
+//! fill runs: the small-command path never touches the pool. Ranges that
+//! touch I/O memory (a PCI BAR mapping, registered in [`io`]) take aligned
+//! volatile accesses instead: Device memory on arm64 faults on anything else.
 
+pub mod io;
 mod pool;
 
 /// Largest pattern: the size of the largest vector type (long16/double16).
 pub const MAX_PATTERN: usize = 128;
 
-/// Fills of patterns over 8 bytes at or above this size use non-temporal stores.
+/// Fills of patterns over 8 bytes at or above this size use non-temporal stores
+/// (x86_64; elsewhere the block fill).
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 const STREAM_THRESHOLD: usize = 1 << 20;
 
 /// Copies and fills at or above this size are split across the pool.
@@ -68,6 +73,12 @@ pub fn overlaps(a: usize, b: usize, size: usize) -> bool {
 /// assert_eq!(&dst, b"zero-copy");
 /// ```
 pub unsafe fn copy(dst: *mut u8, src: *const u8, size: usize) {
+    let (dst_io, src_io) = (io::is_io(dst as usize, size), io::is_io(src as usize, size));
+    if dst_io || src_io {
+        // SAFETY: forwarded to the caller.
+        unsafe { io::copy(dst, src, size, dst_io, src_io) };
+        return;
+    }
     if size < PARALLEL_THRESHOLD {
         // SAFETY: forwarded to the caller.
         unsafe { std::ptr::copy_nonoverlapping(src, dst, size) };
@@ -106,6 +117,11 @@ pub unsafe fn fill(dst: *mut u8, pattern: &[u8], size: usize) {
     let p = pattern.len();
     assert!(p.is_power_of_two() && p <= MAX_PATTERN, "pattern size {p}");
     assert!(dst as usize % p == 0 && size % p == 0, "misaligned fill");
+    if io::is_io(dst as usize, size) {
+        // SAFETY: forwarded to the caller; the shape was asserted.
+        unsafe { io::fill(dst, pattern, size) };
+        return;
+    }
     if size >= PARALLEL_THRESHOLD {
         let mut rep = [0; MAX_PATTERN];
         rep[..p].copy_from_slice(pattern);

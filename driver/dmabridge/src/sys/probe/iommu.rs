@@ -4,7 +4,14 @@ use serde::Serialize;
 
 use super::Verdict;
 
-pub(super) const IOMMU_HINT: &str = "boot with intel_iommu=on / amd_iommu=on";
+/// How to turn the IOMMU on, for this machine's architecture.
+#[cfg(not(target_arch = "aarch64"))]
+pub(crate) const IOMMU_HINT: &str = "boot with intel_iommu=on / amd_iommu=on";
+/// How to turn the IOMMU on, for this machine's architecture: on arm64 boards
+/// the SMMU must be described by the firmware (device tree or ACPI IORT) and
+/// translating, and VFIO also needs MSI isolation, which a GICv3 ITS gives.
+#[cfg(target_arch = "aarch64")]
+pub(crate) const IOMMU_HINT: &str = "enable the SMMU (CONFIG_ARM_SMMU_V3 or CONFIG_ARM_SMMU, described by the device tree or ACPI IORT) and boot with iommu.passthrough=0; VFIO also needs MSI isolation (a GICv3 with an ITS)";
 
 /// The IOMMU.
 #[derive(Debug, Clone, Serialize)]

@@ -12,8 +12,7 @@ use crate::sys::udmabuf::{Limits, Udmabuf};
 const UDMABUF_HINT: &str =
     "load the udmabuf module (kmod-helpers/dmabridge-kmod load udmabuf) or run `make demo`, which uses the QEMU guest";
 
-const HEAPS_HINT: &str =
-    "the kernel needs CONFIG_DMABUF_HEAPS_SYSTEM (or the CMA heap); run `make demo` for a guest that has it";
+const HEAPS_HINT: &str = "the kernel needs CONFIG_DMABUF_HEAPS with CONFIG_DMABUF_HEAPS_SYSTEM, or CONFIG_DMABUF_HEAPS_CMA for a board's CMA area (Debian's arm64 kernels have neither; udmabuf still works); run `make demo` for a guest that has it";
 
 pub(super) const MEMLOCK_HINT: &str = "kmod-helpers/dmabridge-kmod memlock --raise unlimited, or ulimit -l unlimited";
 

@@ -13,7 +13,7 @@
 //! `"missing"`) and prints as aligned text through [`std::fmt::Display`].
 
 mod groups;
-mod iommu;
+pub(crate) mod iommu;
 mod kernel;
 mod memory;
 mod overall;

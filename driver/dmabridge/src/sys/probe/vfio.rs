@@ -160,6 +160,7 @@ impl VfioReport {
         let modules = vec![ModuleReport::gather("vfio_pci"), ModuleReport::gather("vfio_iommu_type1")];
         let mut by_group: std::collections::BTreeMap<u32, Vec<PciFunction>> = Default::default();
         let mut ungrouped = Vec::new();
+        let iommu_on = std::fs::read_dir("/sys/kernel/iommu_groups").is_ok_and(|mut d| d.next().is_some());
         for f in PciFunction::all() {
             match f.iommu_group {
                 Some(g) => by_group.entry(g).or_default().push(f),
@@ -167,7 +168,13 @@ impl VfioReport {
                     let mut r = FunctionReport::new(f);
                     if r.known.is_some() || r.function.is_vfio_bound() {
                         r.verdict = Some(Verdict::Missing);
-                        r.hint = Some(format!("in no IOMMU group, so VFIO cannot take it: {IOMMU_HINT}"));
+                        r.hint = Some(if iommu_on && r.function.driver.is_none() {
+                            // With an SMMU (arm64) a function joins its group
+                            // when a driver probes it: binding it is the fix.
+                            format!("kmod-helpers/dmabridge-kmod bind {}", r.function.address)
+                        } else {
+                            format!("in no IOMMU group, so VFIO cannot take it: {IOMMU_HINT}")
+                        });
                     }
                     ungrouped.push(r);
                 }

@@ -30,8 +30,12 @@ pub enum VfioError {
     /// The function does not exist.
     #[error("no PCI function {0}")]
     NoDevice(PciAddress),
-    /// The function is not in an IOMMU group (the IOMMU is off).
-    #[error("{0} is in no IOMMU group: the IOMMU is off; boot with intel_iommu=on (or amd_iommu=on)")]
+    /// The function is not in an IOMMU group: the IOMMU is off, or (with an
+    /// SMMU) no driver has probed the function yet.
+    #[error(
+        "{0} is in no IOMMU group: bind it to vfio-pci first (kmod-helpers/dmabridge-kmod bind {0}; with an SMMU a function joins its group when a driver probes it), or the IOMMU is off: {hint}",
+        hint = crate::sys::probe::iommu::IOMMU_HINT
+    )]
     NoIommuGroup(PciAddress),
     /// The function is not bound to vfio-pci.
     #[error("{address} is bound to {driver}, not vfio-pci: run kmod-helpers/dmabridge-kmod bind {address}")]

@@ -1,0 +1,198 @@
+//! I/O memory (PCI BAR mappings) among the copy and fill engines' targets.
+//!
+//! A BAR mapping is not ordinary memory. On arm64 it is Device memory, where
+//! every access must be aligned to its own size: `memcpy` and `memset`
+//! (unaligned loads and stores, load/store pairs, `DC ZVA`) fault there with
+//! SIGBUS. On x86_64 it is uncached, where the non-temporal and `rep stos`
+//! paths buy nothing. The ranges registered here (by the BAR backend, for the
+//! life of its mapping) are copied and filled with volatile accesses of at
+//! most 8 bytes, each aligned to its size on the I/O side.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::RwLock;
+
+/// How many ranges are registered: zero keeps [`is_io`] to one atomic load.
+static COUNT: AtomicUsize = AtomicUsize::new(0);
+/// The registered ranges, `(start, len)`.
+static RANGES: RwLock<Vec<(usize, usize)>> = RwLock::new(Vec::new());
+
+/// An address range registered as I/O memory; unregistered when dropped.
+#[derive(Debug)]
+pub struct IoRange {
+    start: usize,
+    len: usize,
+}
+
+impl IoRange {
+    /// Registers `[start, start + len)` as I/O memory: from now on
+    /// [`transfer::copy`](super::copy) and [`transfer::fill`](super::fill)
+    /// reach it with aligned volatile accesses only.
+    ///
+    /// No OpenCL function of its own: the BAR backend registers its mapping.
+    ///
+    /// ```
+    /// use dmabridge::runtime::transfer::io::{is_io, IoRange};
+    /// let r = IoRange::register(0x7000_0000, 0x1000);
+    /// assert!(is_io(0x7000_0800, 4));
+    /// assert!(is_io(0x6fff_fffe, 4), "a range that touches it");
+    /// assert!(!is_io(0x7000_1000, 4));
+    /// drop(r);
+    /// assert!(!is_io(0x7000_0800, 4));
+    /// ```
+    pub fn register(start: usize, len: usize) -> IoRange {
+        let mut ranges = RANGES.write().unwrap_or_else(|e| e.into_inner());
+        ranges.push((start, len));
+        COUNT.store(ranges.len(), Ordering::Release);
+        IoRange { start, len }
+    }
+}
+
+impl Drop for IoRange {
+    fn drop(&mut self) {
+        let mut ranges = RANGES.write().unwrap_or_else(|e| e.into_inner());
+        if let Some(i) = ranges.iter().position(|&r| r == (self.start, self.len)) {
+            ranges.swap_remove(i);
+        }
+        COUNT.store(ranges.len(), Ordering::Release);
+    }
+}
+
+/// True if `[p, p + size)` touches a registered I/O range.
+///
+/// No OpenCL function of its own: how the copy and fill engines pick their
+/// path.
+///
+/// ```
+/// use dmabridge::runtime::transfer::io::is_io;
+/// let host = [0u8; 16];
+/// assert!(!is_io(host.as_ptr() as usize, host.len()));
+/// ```
+pub fn is_io(p: usize, size: usize) -> bool {
+    if size == 0 || COUNT.load(Ordering::Acquire) == 0 {
+        return false;
+    }
+    let end = p.saturating_add(size);
+    let ranges = RANGES.read().unwrap_or_else(|e| e.into_inner());
+    ranges.iter().any(|&(s, l)| p < s.saturating_add(l) && s < end)
+}
+
+/// Copies `size` bytes from `src` to `dst`, with volatile accesses on the
+/// I/O side(s) (`dst_io`, `src_io`): single bytes up to the I/O side's first
+/// 8-byte boundary, then aligned 8-byte words, then single bytes. Two I/O
+/// sides out of phase modulo 8 are copied byte by byte.
+///
+/// # Safety
+/// As [`super::copy`]: both ranges valid for `size` bytes, not overlapping.
+pub(super) unsafe fn copy(dst: *mut u8, src: *const u8, size: usize, dst_io: bool, src_io: bool) {
+    let load = |p: *const u8| {
+        // SAFETY: `p` is inside `src..src + size` (the callers below).
+        unsafe {
+            if src_io {
+                p.read_volatile()
+            } else {
+                p.read()
+            }
+        }
+    };
+    let store = |p: *mut u8, b: u8| {
+        // SAFETY: `p` is inside `dst..dst + size` (the callers below).
+        unsafe {
+            if dst_io {
+                p.write_volatile(b)
+            } else {
+                p.write(b)
+            }
+        }
+    };
+    let out_of_phase = dst_io && src_io && (dst as usize ^ src as usize) % 8 != 0;
+    let anchor = if dst_io { dst as usize } else { src as usize };
+    let head = if out_of_phase { size } else { ((8 - anchor % 8) % 8).min(size) };
+    let words = (size - head) / 8;
+    for i in 0..head {
+        // SAFETY: `i < size`.
+        store(unsafe { dst.add(i) }, load(unsafe { src.add(i) }));
+    }
+    for w in 0..words {
+        let at = head + 8 * w;
+        // SAFETY: `at + 8 <= size`; on each I/O side `p + at` is 8-byte
+        // aligned (`head` aligns the anchor side; two I/O sides are in phase),
+        // the other side is accessed unaligned.
+        unsafe {
+            let s = src.add(at).cast::<u64>();
+            let v = if src_io { s.read_volatile() } else { s.read_unaligned() };
+            let d = dst.add(at).cast::<u64>();
+            if dst_io {
+                d.write_volatile(v)
+            } else {
+                d.write_unaligned(v)
+            }
+        }
+    }
+    for i in head + 8 * words..size {
+        // SAFETY: `i < size`.
+        store(unsafe { dst.add(i) }, load(unsafe { src.add(i) }));
+    }
+}
+
+/// Fills `size` bytes of I/O memory at `dst` with `pattern` repeated, with
+/// volatile stores: single bytes up to the first 8-byte boundary, then
+/// aligned 8-byte words, then single bytes.
+///
+/// # Safety
+/// As [`super::fill`]: `dst` valid for `size` bytes of writes, aligned to
+/// `pattern.len()` (a power of two), `size` a multiple of it.
+pub(super) unsafe fn fill(dst: *mut u8, pattern: &[u8], size: usize) {
+    let p = pattern.len();
+    let byte_at = |i: usize| pattern[i % p];
+    let head = ((8 - dst as usize % 8) % 8).min(size);
+    let words = (size - head) / 8;
+    for i in 0..head {
+        // SAFETY: `i < size`.
+        unsafe { dst.add(i).write_volatile(byte_at(i)) };
+    }
+    for w in 0..words {
+        let at = head + 8 * w;
+        let mut word = [0u8; 8];
+        for (k, b) in word.iter_mut().enumerate() {
+            *b = byte_at(at + k);
+        }
+        // SAFETY: `at + 8 <= size` and `dst + at` is 8-byte aligned.
+        unsafe { dst.add(at).cast::<u64>().write_volatile(u64::from_ne_bytes(word)) };
+    }
+    for i in head + 8 * words..size {
+        // SAFETY: `i < size`.
+        unsafe { dst.add(i).write_volatile(byte_at(i)) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn io_copies_and_fills_match_plain_ones_at_every_phase() {
+        let src: Vec<u8> = (0..64u8).collect();
+        for (d_off, s_off, len) in [(0, 0, 40), (3, 0, 29), (1, 5, 33), (7, 7, 17), (2, 3, 0)] {
+            for (dst_io, src_io) in [(true, false), (false, true), (true, true)] {
+                let mut dst = vec![0xeeu8; 64];
+                // SAFETY: both ranges lie inside their vectors and are distinct.
+                unsafe { copy(dst.as_mut_ptr().add(d_off), src.as_ptr().add(s_off), len, dst_io, src_io) };
+                assert_eq!(&dst[d_off..d_off + len], &src[s_off..s_off + len], "{d_off} {s_off} {len}");
+                assert!(dst[..d_off].iter().chain(&dst[d_off + len..]).all(|&b| b == 0xee));
+            }
+        }
+        for pattern in [&[9u8][..], &[1, 2], &[1, 2, 3, 4], &[1, 2, 3, 4, 5, 6, 7, 8], &[7; 16]] {
+            let p = pattern.len();
+            let mut dst = vec![0u64; 16];
+            let base = dst.as_mut_ptr().cast::<u8>();
+            // SAFETY: `p + 4 * p <= 128` bytes inside the vector, aligned to `p`.
+            unsafe { fill(base.add(p), pattern, 4 * p) };
+            // SAFETY: the vector's 128 bytes, read after the fill.
+            let bytes = unsafe { std::slice::from_raw_parts(base, 128) };
+            for i in 0..4 * p {
+                assert_eq!(bytes[p + i], pattern[i % p]);
+            }
+            assert!(bytes[..p].iter().chain(&bytes[5 * p..]).all(|&b| b == 0));
+        }
+    }
+}
