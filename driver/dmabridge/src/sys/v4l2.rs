@@ -477,9 +477,12 @@ impl DvTimings {
     /// ```no_run
     /// use dmabridge::sys::v4l2::VideoDevice;
     /// let dev = VideoDevice::open("/dev/video0".as_ref())?;
+    /// // DV timings belong to an HDMI input (vivid's default input is a webcam).
+    /// dev.set_input(dev.inputs()?.iter().find(|i| i.name.starts_with("HDMI")).map_or(0, |i| i.index))?;
     /// for t in dev.dv_timings_list()? {
     ///     println!("{}x{} at {:.2} frames/s", t.width(), t.height(), t.fps());
     /// }
+    /// # dev.set_input(0)?;
     /// # Ok::<(), dmabridge::sys::OsError>(())
     /// ```
     pub fn width(&self) -> u32 {
@@ -493,8 +496,11 @@ impl DvTimings {
     /// ```no_run
     /// use dmabridge::sys::v4l2::VideoDevice;
     /// let dev = VideoDevice::open("/dev/video0".as_ref())?;
+    /// // DV timings belong to an HDMI input (vivid's default input is a webcam).
+    /// dev.set_input(dev.inputs()?.iter().find(|i| i.name.starts_with("HDMI")).map_or(0, |i| i.index))?;
     /// let tallest = dev.dv_timings_list()?.iter().map(|t| t.height()).max();
     /// println!("{tallest:?}");
+    /// # dev.set_input(0)?;
     /// # Ok::<(), dmabridge::sys::OsError>(())
     /// ```
     pub fn height(&self) -> u32 {
@@ -509,8 +515,11 @@ impl DvTimings {
     /// ```no_run
     /// use dmabridge::sys::v4l2::VideoDevice;
     /// let dev = VideoDevice::open("/dev/video0".as_ref())?;
+    /// // DV timings belong to an HDMI input (vivid's default input is a webcam).
+    /// dev.set_input(dev.inputs()?.iter().find(|i| i.name.starts_with("HDMI")).map_or(0, |i| i.index))?;
     /// let sixty = dev.dv_timings_list()?.into_iter().filter(|t| (t.fps() - 60.0).abs() < 0.1).count();
     /// println!("{sixty} timings run at 60 frames/s");
+    /// # dev.set_input(0)?;
     /// # Ok::<(), dmabridge::sys::OsError>(())
     /// ```
     pub fn fps(&self) -> f64 {
@@ -819,7 +828,13 @@ impl VideoDevice {
     /// ```no_run
     /// use dmabridge::sys::v4l2::VideoDevice;
     /// let dev = VideoDevice::open("/dev/video0".as_ref())?;
-    /// println!("{:?}", dev.dv_timings_list()?);
+    /// // DV timings belong to an HDMI input: select one first (vivid's default
+    /// // input is a webcam, which answers ENODATA).
+    /// if let Some(hdmi) = dev.inputs()?.into_iter().find(|i| i.name.starts_with("HDMI")) {
+    ///     dev.set_input(hdmi.index)?;
+    ///     println!("{:?}", dev.dv_timings_list()?);
+    ///     dev.set_input(0)?; // back to the webcam
+    /// }
     /// # Ok::<(), dmabridge::sys::OsError>(())
     /// ```
     pub fn dv_timings_list(&self) -> OsResult<Vec<DvTimings>> {
@@ -843,7 +858,13 @@ impl VideoDevice {
     /// ```no_run
     /// use dmabridge::sys::v4l2::VideoDevice;
     /// let dev = VideoDevice::open("/dev/video0".as_ref())?;
-    /// println!("{:?}", dev.dv_timings()?);
+    /// // DV timings belong to an HDMI input: select one first (vivid's default
+    /// // input is a webcam, which answers ENODATA).
+    /// if let Some(hdmi) = dev.inputs()?.into_iter().find(|i| i.name.starts_with("HDMI")) {
+    ///     dev.set_input(hdmi.index)?;
+    ///     println!("{:?}", dev.dv_timings()?);
+    ///     dev.set_input(0)?; // back to the webcam
+    /// }
     /// # Ok::<(), dmabridge::sys::OsError>(())
     /// ```
     pub fn dv_timings(&self) -> OsResult<DvTimings> {
@@ -860,8 +881,14 @@ impl VideoDevice {
     /// ```no_run
     /// use dmabridge::sys::v4l2::VideoDevice;
     /// let dev = VideoDevice::open("/dev/video0".as_ref())?;
-    /// if let Some(t) = dev.dv_timings_list()?.into_iter().find(|t| t.width() == 1280 && t.height() == 720) {
-    ///     dev.set_dv_timings(&t)?;
+    /// // DV timings belong to an HDMI input: select one first (vivid's default
+    /// // input is a webcam, which answers ENODATA).
+    /// if let Some(hdmi) = dev.inputs()?.into_iter().find(|i| i.name.starts_with("HDMI")) {
+    ///     dev.set_input(hdmi.index)?;
+    ///     if let Some(t) = dev.dv_timings_list()?.into_iter().find(|t| t.width() == 1280 && t.height() == 720) {
+    ///         dev.set_dv_timings(&t)?;
+    ///     }
+    ///     dev.set_input(0)?; // back to the webcam
     /// }
     /// # Ok::<(), dmabridge::sys::OsError>(())
     /// ```
