@@ -1061,12 +1061,18 @@ impl VideoDevice {
     ///
     /// ```no_run
     /// use std::os::fd::AsFd;
-    /// use dmabridge::sys::dma_heap::DmaHeap;
+    /// use dmabridge::sys::memfd::{Memfd, Seals};
+    /// use dmabridge::sys::udmabuf::Udmabuf;
     /// use dmabridge::sys::v4l2::{BufType, FourCc, Memory, VideoDevice};
     /// let dev = VideoDevice::open("/dev/video0".as_ref())?;
     /// let f = dev.set_format(BufType::Capture, 640, 480, FourCc::YUYV)?;
     /// dev.request_buffers(BufType::Capture, Memory::DmaBuf, 1)?;
-    /// let frame = DmaHeap::open("system")?.alloc(f.size_image as u64)?;
+    /// // A dma-buf over memfd pages (udmabuf: every kernel of the rig has it,
+    /// // DMA-BUF heaps not the arm64 one).
+    /// let len = (f.size_image as u64).next_multiple_of(4096);
+    /// let pages = Memfd::create(c"frame", len)?;
+    /// pages.add_seals(Seals::SHRINK)?;
+    /// let frame = Udmabuf::open()?.create(pages.as_fd(), 0, len)?;
     /// dev.queue_dmabuf(BufType::Capture, 0, frame.as_fd(), f.size_image, 0)?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
