@@ -15,7 +15,10 @@ use serde_json::Value;
 
 const UDMABUF_HINT: &str =
     "load the udmabuf module (kmod-helpers/dmabridge-kmod load udmabuf) or run `make demo`, which uses the QEMU guest";
+#[cfg(not(target_arch = "aarch64"))]
 const IOMMU_HINT: &str = "boot with intel_iommu=on / amd_iommu=on";
+#[cfg(target_arch = "aarch64")]
+const IOMMU_HINT: &str = "enable the SMMU (CONFIG_ARM_SMMU_V3 or CONFIG_ARM_SMMU, described by the device tree or ACPI IORT) and boot with iommu.passthrough=0; VFIO also needs MSI isolation (a GICv3 with an ITS)";
 const MEMLOCK_HINT: &str = "kmod-helpers/dmabridge-kmod memlock --raise unlimited, or ulimit -l unlimited";
 const VERDICTS: [&str; 4] = ["ok", "warning", "no-access", "missing"];
 

@@ -31,7 +31,8 @@ fn missing_iommu_or_module_is_one_line_with_a_fix() {
         assert_eq!(o.status.code(), Some(1));
         let e = stderr(&o);
         assert_eq!(e.lines().count(), 1, "{e}");
-        assert!(e.contains("IOMMU is off") && e.contains("intel_iommu=on"), "{e}");
+        let hint = if cfg!(target_arch = "aarch64") { "iommu.passthrough=0" } else { "intel_iommu=on" };
+        assert!(e.contains("IOMMU is off") && e.contains(hint), "{e}");
     }
     if !std::path::Path::new("/sys/module/udmabuf").exists() {
         let o = kmod(&["load", "udmabuf"]);
