@@ -1,7 +1,7 @@
 # dmabridge — the two commands a newcomer needs:
 #   make demo   what dmabridge can do here, then the zero-copy proof and a zero-copy
 #               video capture (PNGs left in target/demo-capture) in the QEMU guest
-#   make test   every test: host tests, guest tests (QEMU rig) and rig tests
+#   make test   every test: host tests, guest tests (QEMU rig, x86_64 and arm64 guests) and rig tests
 # Both install what they need (apt packages, the pinned guest kernel and QEMU).
 
 SHELL      := /bin/bash
@@ -74,6 +74,7 @@ test: guest
 	$(MAKE) --no-print-directory test-guest-icd || status=1; \
 	$(MAKE) --no-print-directory test-guest-doc || status=1; \
 	$(MAKE) --no-print-directory test-rig || status=1; \
+	$(MAKE) --no-print-directory test-arm64 || status=1; \
 	tests/summarize $(LOGS)/*.log; \
 	exit $$status
 
@@ -229,6 +230,7 @@ build-arm64: deps-arm64
 	@toolchain/cargo-aarch64 test -p dmabridge-tests --test guest --no-run --quiet
 	@tests/icd/run --arch arm64
 
+# Part of `make test`; alone: `make test-arm64`.
 test-arm64: guest build-arm64
 	@mkdir -p $(LOGS)
 	@status=0; \
