@@ -148,7 +148,7 @@ test-guest-doc: guest
 	@echo "== doc examples, compiled here, run inside the QEMU guest"
 	@rm -rf $(DOCTESTS)
 	@status=0; \
-	RUSTC_BOOTSTRAP=1 RUSTDOCFLAGS="-Z unstable-options --persist-doctests $(CURDIR)/$(DOCTESTS)" \
+	RUSTC_BOOTSTRAP=1 RUSTDOCFLAGS="-Z unstable-options --persist-doctests $(CURDIR)/$(DOCTESTS) -C strip=debuginfo" \
 	    $(CARGO) test -p dmabridge --doc --color never >$(LOGS)/guest-doc-build.txt 2>&1 || status=1; \
 	: >$(LOGS)/guest-doc.log; \
 	if [ $$status != 0 ]; then \
@@ -259,7 +259,7 @@ test-arm64-doc:
 	@rm -rf $(A64_DOCTESTS)
 	@status=0; \
 	CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER=true RUSTC_BOOTSTRAP=1 \
-	RUSTDOCFLAGS="-Z unstable-options --persist-doctests $(CURDIR)/$(A64_DOCTESTS)" \
+	RUSTDOCFLAGS="-Z unstable-options --persist-doctests $(CURDIR)/$(A64_DOCTESTS) -C strip=debuginfo" \
 	    toolchain/cargo-aarch64 test -p dmabridge --doc --color never >$(LOGS)/arm64-doc-build.txt 2>&1 || status=1; \
 	: >$(LOGS)/arm64-doc.log; \
 	if [ $$status != 0 ]; then \
