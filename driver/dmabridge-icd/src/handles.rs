@@ -235,12 +235,11 @@ pub fn with<T: Kind, R>(handle: *const c_void, f: impl FnOnce(&Obj<T>) -> ClRes<
         }
     };
     let ptr = ptr.ok_or(T::INVALID)?;
-    // SAFETY: `ptr` is the data of an `Arc` whose strong count was above 0
-    // after `addr` was protected, so its destruction had not begun; it is of
-    // a borrowable kind (`T::TAG`, checked above; a wrong kind fails the
-    // downcast before any field is read), whose `Obj::drop` waits until
-    // `_protected` drops — after this borrow ends — before dropping fields,
-    // and the `Arc`'s memory outlives its `Drop`.
+    // `ptr` is the data of an `Arc` whose strong count was above 0 after
+    // `addr` was protected, so its destruction had not begun; a wrong kind
+    // fails the downcast below before any field is read.
+    // SAFETY: a borrowable kind's `Obj::drop` waits until `_protected` drops
+    // (after this borrow) before dropping fields; the memory outlives `Drop`.
     let any: &(dyn Any + Send + Sync) = unsafe { &*ptr };
     let obj = any.downcast_ref::<Obj<T>>().ok_or(T::INVALID)?;
     if !obj.header.is(T::TAG) {

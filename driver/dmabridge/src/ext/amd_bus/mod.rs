@@ -367,9 +367,8 @@ fn make_resident(a: &Addressable, domain: &Arc<DmaDomain>, index: usize) -> ClRe
         return Ok((*at, false));
     }
     let what = format!("mem_objects[{index}] ({} bytes)", a.size);
-    // SAFETY: the surface and signal pages are reached by dmabridge only
-    // through raw pointers (commands, maps), never through references,
-    // while they are resident; they stay allocated until evicted (the
+    // SAFETY: dmabridge reaches the pages only through raw pointers while
+    // resident (no references); they stay allocated until evicted (the
     // buffer's destructor evicts before the pages go).
     let surface = unsafe { domain.make_resident(a.surface, a.size) }.map_err(|e| residency_error(&what, domain, e))?;
     // SAFETY: as above, for the signal page.
