@@ -153,6 +153,20 @@ pub(crate) unsafe fn slice<'a, T>(p: *const T, n: usize) -> &'a [T] {
     }
 }
 
+/// The bytes of a fill pattern: empty for a NULL `pattern`, which the core
+/// then refuses with its own error (`CL_INVALID_VALUE`).
+///
+/// # Safety
+/// A non-NULL `pattern` is valid for reads of `size` bytes for `'a`.
+pub(crate) unsafe fn pattern_bytes<'a>(pattern: *const c_void, size: usize) -> &'a [u8] {
+    if pattern.is_null() {
+        &[]
+    } else {
+        // SAFETY: the caller's contract.
+        unsafe { slice(pattern.cast(), size) }
+    }
+}
+
 /// The events of a wait list: `CL_INVALID_EVENT_WAIT_LIST` for a NULL list
 /// with a count, a list with a count of 0, or an entry that is not a live
 /// event.

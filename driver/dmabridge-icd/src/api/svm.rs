@@ -10,7 +10,7 @@ use opencl_sys::*;
 use super::context::ContextObj;
 use super::event::return_event;
 use super::queue::queue;
-use crate::entry::{slice, status, wait_list, Cl};
+use crate::entry::{pattern_bytes, slice, status, wait_list, Cl};
 use crate::handles;
 
 /// `clSVMAlloc`: NULL on any error (it has no error code).
@@ -132,11 +132,10 @@ pub(crate) unsafe extern "C" fn clEnqueueSVMMemFill(
     status("clEnqueueSVMMemFill", || {
         let q = queue(command_queue)?;
         // SAFETY: the C contract: the wait list, `pattern` holding
-        // `pattern_size` bytes (NULL is passed as empty and refused by the
-        // core), `svm_ptr` valid for `size` bytes, and `event`.
+        // `pattern_size` bytes (or NULL), `svm_ptr` valid for `size` bytes, and `event`.
         unsafe {
             let wait = wait_list(num_events_in_wait_list, event_wait_list)?;
-            let pattern: &[u8] = if pattern.is_null() { &[] } else { slice(pattern.cast(), pattern_size) };
+            let pattern = pattern_bytes(pattern, pattern_size);
             let ev = svm_commands::enqueue_svm_mem_fill(&q.inner.queue, svm_ptr.cast(), pattern, size, &wait).cl()?;
             return_event(&q, ev, event)
         }

@@ -12,7 +12,7 @@ use opencl_sys::*;
 use super::context::ContextObj;
 use super::event::return_event;
 use super::queue::queue;
-use crate::entry::{info_bytes, object, pointer_bytes, slice, status, wait_list, Cl};
+use crate::entry::{info_bytes, object, pattern_bytes, pointer_bytes, status, wait_list, Cl};
 use crate::handles::{self, device_handle, DeviceObj};
 
 /// A zero-terminated `cl_mem_properties_intel` list as (name, value) pairs.
@@ -154,12 +154,11 @@ pub(crate) unsafe extern "C" fn clEnqueueMemFillINTEL(
 ) -> cl_int {
     status("clEnqueueMemFillINTEL", || {
         let q = queue(command_queue)?;
-        // A NULL pattern is passed as empty and refused by the core.
         // SAFETY: the C contract: the wait list, `pattern` holding `pattern_size`
-        // bytes, `dst_ptr` valid for `size` bytes until completion, and `event`.
+        // bytes (or NULL), `dst_ptr` valid for `size` bytes until completion, and `event`.
         unsafe {
             let wait = wait_list(num_events_in_wait_list, event_wait_list)?;
-            let pattern: &[u8] = if pattern.is_null() { &[] } else { slice(pattern.cast(), pattern_size) };
+            let pattern = pattern_bytes(pattern, pattern_size);
             let ev = usm_commands::enqueue_mem_fill(&q.inner.queue, dst_ptr.cast(), pattern, size, &wait).cl()?;
             return_event(&q, ev, event)
         }
