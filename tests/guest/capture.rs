@@ -15,7 +15,8 @@ use std::time::Duration;
 
 use dmabridge::ext::{dma_buf_export, usm};
 use dmabridge::pipeline::capture::{
-    find_capture_device, find_output_beside, hdmi_loopback, Converter, FrameMemory, PipelineError, Stream, StreamConfig,
+    find_capture_device, find_output_beside, hdmi_loopback, Converter, FrameMemory, PipelineError, Sink, Stream,
+    StreamConfig,
 };
 use dmabridge::runtime::buffer::store::Location;
 use dmabridge::runtime::context::Context;
@@ -226,6 +227,54 @@ fn vivid_output_consumes_dmabridge_frames_and_hdmi_loopback_returns_them() {
     assert!(matched.len() >= 6, "most captured frames are exactly an output frame: {matched:?}");
     assert!(matched.windows(2).all(|w| w[0] <= w[1]), "in the order they were output: {matched:?}");
     assert_eq!(cap.bytes_copied() + out.bytes_copied(), 0);
+}
+
+/// Capture → output loopback, one `Sink::forward` per frame: each captured
+/// frame is shown on the output, the output never holds more than
+/// `Sink::DEPTH` frames, not even after the application fell behind (what
+/// it held beyond that, the capture queue would miss), every frame is on one of the two queues after each step and goes
+/// round, and misuse leaves both queues as they were.
+#[test]
+fn forwarding_keeps_the_output_shallow_and_every_frame_going_round() {
+    require_guest();
+    let ctx = cpu_context();
+    let capture = vivid_capture();
+    let output = find_output_beside(&capture).unwrap();
+    hdmi_loopback(&capture, &output, W, H, 60.0).unwrap();
+    let cfg = StreamConfig { buffers: 6, ..StreamConfig::default() };
+    let mut cap = Stream::capture(&ctx, capture, &cfg).unwrap();
+    let n = cap.frames().len();
+    let mut sink = Sink::new(output, &cap, None).unwrap();
+    cap.queue_all().unwrap();
+    cap.start().unwrap();
+    let capturing = |s: &Stream| (0..n as u32).filter(|&i| s.is_queued(i)).count();
+    let mut went_round = vec![0u32; n];
+    let mut deepest = 0;
+    for step in 0..90 {
+        // Every 15th step the application fell behind (descheduled, say) and
+        // has three frames to pass on at once: the output, which consumes
+        // one a tick, would keep the extra ones for good.
+        let burst = if step % 15 == 14 { 3 } else { 1 };
+        let frames: Vec<Dequeued> = (0..burst).map(|_| cap.dequeue(TIMEOUT).unwrap()).collect();
+        for d in frames {
+            went_round[d.index as usize] += 1;
+            sink.forward(&mut cap, d.index, TIMEOUT).unwrap();
+            deepest = deepest.max(sink.showing());
+            assert!(sink.showing() <= Sink::DEPTH, "step {step}: the output holds {} frames", sink.showing());
+        }
+        assert_eq!(capturing(&cap) + sink.showing(), n, "step {step}: every frame is queued on one side");
+    }
+    println!("frames through each buffer {went_round:?}; the output held at most {deepest}");
+    assert!(went_round.iter().all(|&k| k > 0), "every buffer went round: {went_round:?}");
+    // A frame the capture owns, or one past the last, is refused; nothing moves.
+    let queued = (0..n as u32).find(|&i| cap.is_queued(i)).unwrap();
+    let before = (capturing(&cap), sink.showing());
+    for index in [queued, n as u32] {
+        let err = sink.forward(&mut cap, index, TIMEOUT).unwrap_err();
+        assert!(matches!(err, PipelineError::Unsupported(_)), "{index}: {err:?}");
+        assert_eq!((capturing(&cap), sink.showing()), before);
+    }
+    assert_eq!(cap.bytes_copied(), 0);
 }
 
 /// Cross-process: this process exports a USM allocation as a dma-buf and
@@ -504,6 +553,12 @@ fn the_capture_command_runs_the_pipeline_and_reports_errors() {
     }
     let _ = std::fs::remove_dir_all(&dir);
     let output = find_output_beside(&vivid_capture()).unwrap();
+    // Every frame shown on the output too: the same dma-bufs, nothing copied.
+    let out_path = output.path().to_str().unwrap().to_owned();
+    let (ok, text) = dmabridge_capture(&["--output", &out_path, "--no-convert", "--frames", "30", "--quiet"]);
+    assert!(ok, "--output:\n{text}");
+    assert!(text.contains(&format!("every frame shown on {out_path} too")), "{text}");
+    assert!(text.contains("captured 30 frames") && text.contains("bytes copied by dmabridge: 0 "), "{text}");
     let (ok, text) = dmabridge_capture(&["--device", output.path().to_str().unwrap(), "--png-count", "0"]);
     assert!(!ok && text.contains("is not a video capture device"), "{text}");
     let (ok, text) = dmabridge_capture(&["--device", "/dev/video99"]);

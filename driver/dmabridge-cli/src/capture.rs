@@ -17,6 +17,7 @@ use anyhow::{bail, Context as _};
 use dmabridge::pipeline::capture::{
     find_capture_device, hdmi_output, Converter, FrameMemory, Sink, Stream, StreamConfig,
 };
+use dmabridge::pipeline::sequence::SequenceCounter;
 use dmabridge::runtime::{context::Context, platform::Platform};
 use dmabridge::sys::v4l2::{FourCc, VideoDevice};
 
@@ -37,7 +38,8 @@ every frame is also shown on a V4L2 output device: the same dma-buf, no copy.
 
 Prints a line per frame (sequence number, buffer, latency from the moment the
 driver hands the frame back to the converted image), then frames/s, dropped
-frames (gaps in the sequence numbers), CPU time per frame and the bytes
+frames (gaps in the sequence numbers; a number the driver gave twice makes up
+for the next gap, as in GStreamer's count), CPU time per frame and the bytes
 dmabridge copied, counted by the buffers themselves: 0 (anything else is an
 error). A progress line goes to stderr while it runs.
 
@@ -62,9 +64,11 @@ pub struct Args {
     /// Frames per second to ask the device for (default: the device's).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1000))]
     fps: Option<u32>,
-    /// Buffers in flight.
-    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(2..=32))]
-    buffers: u32,
+    /// Buffers in flight (default 4; 8 with --output, where up to three
+    /// wait at the output and the capture needs the rest to ride out the
+    /// two devices' clocks slipping against each other).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(2..=32))]
+    buffers: Option<u32>,
     /// Where the frames live: buffer (buffer objects), usm-host or
     /// usm-shared (USM allocations), all exported as dma-bufs; or driver
     /// (the same as --import).
@@ -76,7 +80,8 @@ pub struct Args {
     import: bool,
     /// Show every captured frame on this V4L2 output device too: the same
     /// dma-buf is queued there (no copy), and goes back to the capture once
-    /// shown. An HDMI output is set to the DV timings of --size.
+    /// shown; at most two frames wait at the output, so the capture keeps the
+    /// rest. An HDMI output is set to the DV timings of --size.
     #[arg(long)]
     output: Option<PathBuf>,
     /// Do not convert the frames (no yuyv_to_rgba, no PNG): capture, and
@@ -175,25 +180,6 @@ fn cpu_time() -> Duration {
     Duration::new(t.tv_sec.max(0) as u64, t.tv_nsec.clamp(0, 999_999_999) as u32)
 }
 
-/// Shows captured frame `index` on the output, and queues for capture again
-/// the frames the output has finished with: those ready now, and, while the
-/// capture holds fewer than two and the output two or more, the next one.
-fn forward(stream: &mut Stream, sink: &mut Sink, index: u32) -> anyhow::Result<()> {
-    sink.show(stream, index).with_context(|| format!("showing frame {index} on the output"))?;
-    let capturing = |s: &Stream| (0..s.frames().len() as u32).filter(|&i| s.is_queued(i)).count();
-    loop {
-        let wait = capturing(stream) < 2 && sink.showing() >= 2;
-        let timeout = if wait { FRAME_TIMEOUT } else { Duration::ZERO };
-        match sink.take_back(timeout).context("taking a frame back from the output")? {
-            Some(shown) => {
-                stream.queue(shown.index).with_context(|| format!("queueing buffer {} again", shown.index))?
-            }
-            None if wait => bail!("the output device gave no frame back within {FRAME_TIMEOUT:?}"),
-            None => return Ok(()),
-        }
-    }
-}
-
 /// Runs the capture.
 pub fn run(args: &Args) -> Outcome {
     let (width, height) = args.size;
@@ -203,7 +189,8 @@ pub fn run(args: &Args) -> Outcome {
     let cap = dev.capability().clone();
     let cpu = Platform::get().cpu();
     let ctx = Context::new(std::slice::from_ref(cpu)).context("creating a context on the CPU device")?;
-    let cfg = StreamConfig { width, height, fourcc: args.format, fps: args.fps, buffers: args.buffers, memory };
+    let buffers = args.buffers.unwrap_or(if args.output.is_some() { 8 } else { 4 });
+    let cfg = StreamConfig { width, height, fourcc: args.format, fps: args.fps, buffers, memory };
     let mut stream =
         Stream::capture(&ctx, dev, &cfg).with_context(|| format!("setting up the capture on {}", path.display()))?;
     let (num, den) = stream.device().frame_rate(dmabridge::sys::v4l2::BufType::Capture).unwrap_or((0, 0));
@@ -251,18 +238,13 @@ pub fn run(args: &Args) -> Outcome {
     let mut progress = Progress { tty: std::io::stderr().is_terminal(), last: None };
     let start = Instant::now();
     let cpu_start = cpu_time();
-    let (mut first_seq, mut last_seq, mut dropped) = (None, 0u32, 0u64);
+    let mut sequence = SequenceCounter::default();
     let mut latencies = Vec::with_capacity(args.frames as usize);
     let mut written = Vec::new();
     for n in 0..args.frames {
         let d = stream.dequeue(FRAME_TIMEOUT).with_context(|| format!("waiting for frame {n}"))?;
         let handed_back = Instant::now();
-        if first_seq.is_some() {
-            dropped += d.sequence.wrapping_sub(last_seq).saturating_sub(1) as u64;
-        } else {
-            first_seq = Some(d.sequence);
-        }
-        last_seq = d.sequence;
+        sequence.observe(d.sequence);
         if let Some(converter) = converter.as_mut() {
             let rgba = converter.convert(&stream, d.index).with_context(|| format!("converting frame {n}"))?;
             if pngs.contains(&n) {
@@ -274,7 +256,9 @@ pub fn run(args: &Args) -> Outcome {
         let latency = handed_back.elapsed();
         match sink.as_mut() {
             None => stream.queue(d.index).with_context(|| format!("queueing buffer {} again", d.index))?,
-            Some(sink) => forward(&mut stream, sink, d.index)?,
+            Some(sink) => sink
+                .forward(&mut stream, d.index, FRAME_TIMEOUT)
+                .with_context(|| format!("showing frame {n} on the output"))?,
         }
         latencies.push(latency);
         if !args.quiet {
@@ -291,10 +275,14 @@ pub fn run(args: &Args) -> Outcome {
     latencies.sort();
     let pick = |q: usize| latencies[(latencies.len() - 1) * q / 100];
     println!(
-        "captured {} frames in {:.2} s: {:.1} frames/s, {dropped} dropped (sequence gaps); latency min {} median {} max {}",
+        "captured {} frames in {:.2} s: {:.1} frames/s, {} dropped (sequence gaps: {} numbers skipped, {} repeated); \
+         latency min {} median {} max {}",
         args.frames,
         elapsed.as_secs_f64(),
         args.frames as f64 / elapsed.as_secs_f64(),
+        sequence.dropped(),
+        sequence.skipped(),
+        sequence.repeated(),
         ms(pick(0)),
         ms(pick(50)),
         ms(pick(100))

@@ -6,5 +6,8 @@
 //! into dmabridge allocations exported as dma-bufs, or out of the driver's
 //! own buffers imported as dmabridge buffers, converted by a built-in kernel
 //! on a dmabridge queue — no frame byte copied by dmabridge.
+//!
+//! [`sequence`]: dropped frames, counted from a driver's sequence numbers.
 
 pub mod capture;
+pub mod sequence;

@@ -1181,6 +1181,11 @@ impl VideoDevice {
                 tv_nsec: l.subsec_nanos() as i64,
             });
             match rustix::event::poll(&mut fds, ts.as_ref()) {
+                // Nothing ready and the time is up: no DQBUF to learn it
+                // again (a pipeline polls this way once a frame).
+                Ok(0) if deadline.is_some_and(|d| std::time::Instant::now() >= d) => {
+                    return Err(OsError::new("VIDIOC_DQBUF (waiting)", Errno::TIMEDOUT))
+                }
                 Ok(_) | Err(Errno::INTR) => {}
                 Err(e) => return Err(OsError::new("poll V4L2 device", e)),
             }
