@@ -263,6 +263,7 @@ fn forwarding_keeps_the_output_shallow_and_every_frame_going_round() {
             assert!(sink.showing() <= Sink::DEPTH, "step {step}: the output holds {} frames", sink.showing());
         }
         assert_eq!(capturing(&cap) + sink.showing(), n, "step {step}: every frame is queued on one side");
+        assert!((0..n as u32).all(|i| cap.is_queued(i) != sink.is_showing(i)), "step {step}: and on one only");
     }
     println!("frames through each buffer {went_round:?}; the output held at most {deepest}");
     assert!(went_round.iter().all(|&k| k > 0), "every buffer went round: {went_round:?}");

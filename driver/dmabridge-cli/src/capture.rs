@@ -39,7 +39,7 @@ every frame is also shown on a V4L2 output device: the same dma-buf, no copy.
 Prints a line per frame (sequence number, buffer, latency from the moment the
 driver hands the frame back to the converted image), then frames/s, dropped
 frames (gaps in the sequence numbers; a number the driver gave twice makes up
-for the next gap, as in GStreamer's count), CPU time per frame and the bytes
+for the next gap, as GStreamer counts too), CPU time per frame and the bytes
 dmabridge copied, counted by the buffers themselves: 0 (anything else is an
 error). A progress line goes to stderr while it runs.
 
@@ -64,9 +64,9 @@ pub struct Args {
     /// Frames per second to ask the device for (default: the device's).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1000))]
     fps: Option<u32>,
-    /// Buffers in flight (default 4; 8 with --output, where up to three
-    /// wait at the output and the capture needs the rest to ride out the
-    /// two devices' clocks slipping against each other).
+    /// Buffers in flight (default 4; 8 with --output, where two wait at
+    /// the output and the capture needs the rest to ride out the two
+    /// devices' clocks slipping against each other).
     #[arg(long, value_parser = clap::value_parser!(u32).range(2..=32))]
     buffers: Option<u32>,
     /// Where the frames live: buffer (buffer objects), usm-host or

@@ -23,7 +23,7 @@
 use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rustix::io::Errno;
 
@@ -278,6 +278,8 @@ pub struct Stream {
     ctx: Arc<Context>,
     frames: Vec<Frame>,
     queued: Vec<bool>,
+    /// When [`Stream::dequeue`] last handed each frame back.
+    handed_back: Vec<Option<Instant>>,
     streaming: bool,
 }
 
@@ -362,6 +364,7 @@ impl Stream {
             ctx: ctx.clone(),
             frames: Vec::new(),
             queued: Vec::new(),
+            handed_back: Vec::new(),
             streaming: false,
         };
         let len = (format.size_image as usize).next_multiple_of(crate::sys::page_size());
@@ -372,6 +375,7 @@ impl Stream {
             };
             stream.frames.push(frame);
             stream.queued.push(false);
+            stream.handed_back.push(None);
         }
         Ok(stream)
     }
@@ -535,6 +539,9 @@ impl Stream {
         let d = self.dev.dequeue(self.ty, self.memory, timeout).map_err(on(&self.dev))?;
         if let Some(q) = self.queued.get_mut(d.index as usize) {
             *q = false;
+        }
+        if let Some(t) = self.handed_back.get_mut(d.index as usize) {
+            *t = Some(Instant::now());
         }
         Ok(d)
     }
@@ -971,16 +978,17 @@ impl Sink {
     /// Queues frame `index` of `source` (dequeued from it: the
     /// application's) for output; streaming starts with the first frame.
     ///
-    /// The output starts half a frame period of `source` after that first
-    /// frame was queued, so that the two devices' frame ticks fall half a
-    /// period apart. Why: vivid runs its capture and output ticks under one
+    /// The output starts half a frame period of `source` after
+    /// [`Stream::dequeue`] handed that first frame back (this call sleeps
+    /// until then, half a second at most), so that the two devices' frame
+    /// ticks fall half a period apart. Why: vivid runs its capture and output ticks under one
     /// device lock; started at once they fall on the same jiffy, the output
     /// tick waits for the capture's fill, and it slips past its frame more
     /// often than the capture does — in a loopback every such extra slip
     /// costs a captured frame, for want of a buffer. Measured at 1280x720,
     /// 60 frames/s: ticks 1.2 ms apart, 11 output slips against 7 capture
-    /// slips and 7 frames lost; 9 ms apart, as many output as capture slips
-    /// (5/5, 10/10, 5/6, 4/5) and none lost.
+    /// slips and 7 frames lost; 9 ms apart, about as many output as capture
+    /// slips (5/5, 10/10, 5/6, 4/5) and none lost.
     ///
     /// ```no_run
     /// # use std::time::Duration;
@@ -1014,7 +1022,14 @@ impl Sink {
                 if num > 0 && den > 0 {
                     // At most half a second: a source slower than 1 frame/s
                     // gains nothing from a longer wait.
-                    std::thread::sleep(Duration::from_secs_f64((num as f64 / den as f64 / 2.0).min(0.5)));
+                    let half = Duration::from_secs_f64((num as f64 / den as f64 / 2.0).min(0.5));
+                    let since = source
+                        .handed_back
+                        .get(index as usize)
+                        .copied()
+                        .flatten()
+                        .map_or(Duration::ZERO, |t| t.elapsed());
+                    std::thread::sleep(half.saturating_sub(since));
                 }
             }
             self.dev.stream_on(BufType::Output).map_err(on(&self.dev))?;
@@ -1062,8 +1077,12 @@ impl Sink {
     /// `source`'s queue — the whole capture → output loopback step.
     ///
     /// It keeps at most [`Sink::DEPTH`] frames on the output, waiting up to
-    /// `timeout` for it to give one back when it holds more
-    /// ([`PipelineError::Stalled`] if it gives none). Why: the output
+    /// `timeout` for it to give one back when it holds more, and also when
+    /// it holds two or more while fewer than two frames are left to capture
+    /// into ([`PipelineError::Stalled`] if it gives none). After an error
+    /// every frame is still accounted for: queued for capture
+    /// ([`Stream::is_queued`]), held by the output ([`Sink::is_showing`]),
+    /// or the application's (neither), to queue again or show. Why: the output
     /// consumes a frame per tick of its own clock, at the rate the capture
     /// fills them. Frames the output holds beyond the one it shows and the
     /// next are latency it never works off; they are missing from the
@@ -1111,6 +1130,24 @@ impl Sink {
     /// How many frames [`Sink::forward`] lets the output hold: the one it
     /// shows and the next.
     pub const DEPTH: usize = 2;
+
+    /// True while the output device holds frame `index` (shown, not yet
+    /// taken back).
+    ///
+    /// ```no_run
+    /// # use dmabridge::pipeline::capture::*;
+    /// # use dmabridge::runtime::{context::Context, platform::Platform};
+    /// # let ctx = Context::new(std::slice::from_ref(Platform::get().cpu()))?;
+    /// # let capture = find_capture_device(None)?;
+    /// # let output = find_output_beside(&capture)?;
+    /// # let stream = Stream::capture(&ctx, capture, &StreamConfig::default())?;
+    /// let sink = Sink::new(output, &stream, None)?;
+    /// assert!(!sink.is_showing(0));
+    /// # Ok::<(), PipelineError>(())
+    /// ```
+    pub fn is_showing(&self, index: u32) -> bool {
+        self.showing.get(index as usize).copied().unwrap_or(false)
+    }
 
     /// How many frames the output device holds.
     ///

@@ -8,7 +8,9 @@
 //! delivered its frame, and none was lost. So a repeated number is a credit
 //! that absorbs the next gap. GStreamer's `v4l2src` counts the same way
 //! (after a repeat its expected offset runs one ahead, and the next gap
-//! lands on it), so the two pipelines' counts compare.
+//! lands on it), so the two pipelines' counts compare — but for one
+//! frame: `v4l2src` takes a stream's first number 0 as a repeat too, so it
+//! misses the first real gap, which this counter counts.
 
 /// Follows the sequence numbers of one capture stream.
 ///
