@@ -139,6 +139,14 @@ pub fn err_kind<T: std::fmt::Debug>(r: Result<T, dmabridge::error::ClError>) -> 
 #[track_caller]
 pub fn run_in_child(path: &str, env: &[(&str, Option<&str>)]) {
     require_guest();
+    run_alone(path, env);
+}
+
+/// [`run_in_child`] on any machine: for tests that count what the whole
+/// process holds (fds, mappings, threads), which the tests that `cargo test`
+/// runs beside them in parallel would change.
+#[track_caller]
+pub fn run_alone(path: &str, env: &[(&str, Option<&str>)]) {
     let exe = std::env::current_exe().unwrap();
     let mut cmd = std::process::Command::new(exe);
     cmd.args(["--exact", path, "--ignored", "--test-threads=1", "--nocapture"]);

@@ -35,8 +35,9 @@ pub struct SequenceCounter {
 
 impl SequenceCounter {
     /// Takes the sequence number of the next frame dequeued. The numbers
-    /// are `u32` and wrap; a step back of more than half the range is a
-    /// wrap forward.
+    /// are `u32` and wrap: a step of up to half the range forward (across
+    /// `u32::MAX` too) is progress; the same number, or any other, counts as
+    /// a repeat.
     pub fn observe(&mut self, sequence: u32) {
         let Some(last) = self.last else {
             self.last = Some(sequence);
