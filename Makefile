@@ -13,7 +13,7 @@ RIG        := qemu/run-in-guest
 GUEST_RIG  := --edu 2 --bind 0000:00:10.0 --bind 0000:00:08.0 --module vgem --module vivid
 LOGS       := target/test-logs
 
-.PHONY: all build deps guest demo test test-host test-icd icd install test-guest test-guest-icd test-guest-doc test-rig lint bench fuzz clean-guest
+.PHONY: all build deps guest demo test test-host test-icd icd install test-guest test-guest-icd test-guest-doc test-nonroot test-rig lint bench fuzz clean-guest
 .PHONY: deps-arm64 build-arm64 test-arm64 test-arm64-guest test-arm64-icd test-arm64-doc
 
 all: build
@@ -73,6 +73,7 @@ test: guest
 	$(MAKE) --no-print-directory test-guest || status=1; \
 	$(MAKE) --no-print-directory test-guest-icd || status=1; \
 	$(MAKE) --no-print-directory test-guest-doc || status=1; \
+	$(MAKE) --no-print-directory test-nonroot || status=1; \
 	$(MAKE) --no-print-directory test-rig || status=1; \
 	$(MAKE) --no-print-directory test-arm64 || status=1; \
 	tests/summarize $(LOGS)/*.log; \
@@ -158,6 +159,19 @@ test-guest-doc: guest
 	set -o pipefail; $(RIG) $(GUEST_RIG) --env DMABRIDGE_BAR_DEVICE=0000:00:08.0,bar=2,engine=0000:00:10.0 \
 	    -- tests/guest-runner --doctests $(DOCTESTS) 2>&1 | tee -a $(LOGS)/guest-doc.log || status=1; \
 	exit $$status
+
+# dmabridge as a service user in the guest, in one boot: systemd-udevd runs
+# with udev/70-dmabridge.rules (run-in-guest --udev, which also adds the group
+# and the user dmabridge-svc), kmod-helpers binds the functions, and
+# tests/nonroot/run drops to the user (setpriv) under a service's memlock
+# limit for dmabridge info, proof and capture and the ICD's C tests, and
+# checks the memlock and permission errors name the limit and the fix.
+test-nonroot: guest
+	@mkdir -p $(LOGS)
+	@echo "== as a service user: dmabridge info, proof, capture and the ICD's C tests, in the QEMU guest"
+	@$(CARGO) build -p dmabridge-cli --quiet
+	@test -f target/debug/dmabridge.icd -a -d target/debug/icd-tests || tests/icd/run >/dev/null 2>&1 || true
+	@set -o pipefail; $(RIG) $(GUEST_RIG) --udev -- tests/nonroot/run 2>&1 | tee $(LOGS)/nonroot.log
 
 test-rig: guest
 	@mkdir -p $(LOGS)
