@@ -13,8 +13,8 @@ RIG        := qemu/run-in-guest
 GUEST_RIG  := --edu 2 --bind 0000:00:10.0 --bind 0000:00:08.0 --module vgem --module vivid
 LOGS       := target/test-logs
 
-.PHONY: all build deps guest demo test test-host test-icd icd install test-guest test-guest-icd test-guest-doc test-rig lint bench fuzz clean-guest
-.PHONY: deps-arm64 build-arm64 test-arm64 test-arm64-guest test-arm64-icd test-arm64-doc
+.PHONY: all build deps guest demo test test-host test-icd icd install test-guest test-guest-icd test-guest-doc test-nonroot test-rig lint bench fuzz clean-guest
+.PHONY: deps-arm64 build-arm64 test-arm64 test-arm64-guest test-arm64-icd test-arm64-doc test-arm64-nonroot
 
 all: build
 
@@ -73,6 +73,7 @@ test: guest
 	$(MAKE) --no-print-directory test-guest || status=1; \
 	$(MAKE) --no-print-directory test-guest-icd || status=1; \
 	$(MAKE) --no-print-directory test-guest-doc || status=1; \
+	$(MAKE) --no-print-directory test-nonroot || status=1; \
 	$(MAKE) --no-print-directory test-rig || status=1; \
 	$(MAKE) --no-print-directory test-arm64 || status=1; \
 	tests/summarize $(LOGS)/*.log; \
@@ -159,6 +160,19 @@ test-guest-doc: guest
 	    -- tests/guest-runner --doctests $(DOCTESTS) 2>&1 | tee -a $(LOGS)/guest-doc.log || status=1; \
 	exit $$status
 
+# dmabridge as a service user in the guest, in one boot: systemd-udevd runs
+# with udev/70-dmabridge.rules (run-in-guest --udev, which also adds the group
+# and the user dmabridge-svc), kmod-helpers binds the functions, and
+# tests/nonroot/run drops to the user (setpriv) under a service's memlock
+# limit for dmabridge info, proof and capture and the ICD's C tests, and
+# checks the memlock and permission errors name the limit and the fix.
+test-nonroot: guest
+	@mkdir -p $(LOGS)
+	@echo "== as a service user: dmabridge info, proof, capture and the ICD's C tests, in the QEMU guest"
+	@$(CARGO) build -p dmabridge-cli --quiet
+	@test -f target/debug/dmabridge.icd -a -d target/debug/icd-tests || tests/icd/run >/dev/null 2>&1 || true
+	@set -o pipefail; $(RIG) $(GUEST_RIG) --udev -- tests/nonroot/run 2>&1 | tee $(LOGS)/nonroot.log
+
 test-rig: guest
 	@mkdir -p $(LOGS)
 	@echo "== rig tests (host side: boot guests, check what crosses the boundary)"
@@ -240,6 +254,7 @@ test-arm64: guest build-arm64
 	$(MAKE) --no-print-directory test-arm64-guest || status=1; \
 	$(MAKE) --no-print-directory test-arm64-icd || status=1; \
 	$(MAKE) --no-print-directory test-arm64-doc || status=1; \
+	$(MAKE) --no-print-directory test-arm64-nonroot || status=1; \
 	exit $$status
 
 test-arm64-guest:
@@ -252,6 +267,12 @@ test-arm64-icd:
 	@echo "== OpenCL ICD on arm64: the C tests and examples through the loader, inside the arm64 QEMU guest"
 	@set -o pipefail; $(RIG_A64) --env DMABRIDGE_BAR_DEVICE=0000:00:08.0,bar=2,engine=0000:00:10.0 \
 	    -- tests/icd/run --exec-only --arch arm64 2>&1 | tee $(LOGS)/arm64-icd.log
+
+# test-nonroot in the arm64 guest: its systemd-udevd is the arm64 build of
+# the host's udev version (qemu/guest-arm64.lock), busybox su drops to the user.
+test-arm64-nonroot:
+	@echo "== as a service user on arm64: dmabridge info, proof, capture and the ICD's C tests, in the arm64 QEMU guest"
+	@set -o pipefail; $(RIG_A64) --udev -- tests/nonroot/run --arch arm64 2>&1 | tee $(LOGS)/arm64-nonroot.log
 
 # rustdoc compiles the examples for aarch64 and keeps them; the runner
 # `true` stands in for running them here (cargo hands it to rustdoc as the

@@ -19,7 +19,10 @@ const UDMABUF_HINT: &str =
 const IOMMU_HINT: &str = "boot with intel_iommu=on / amd_iommu=on";
 #[cfg(target_arch = "aarch64")]
 const IOMMU_HINT: &str = "enable the SMMU (CONFIG_ARM_SMMU_V3 or CONFIG_ARM_SMMU, described by the device tree or ACPI IORT) and boot with iommu.passthrough=0; VFIO also needs MSI isolation (a GICv3 with an ITS)";
-const MEMLOCK_HINT: &str = "kmod-helpers/dmabridge-kmod memlock --raise unlimited, or ulimit -l unlimited";
+// A service user's hard limit is small too: the fixes of an administrator come first.
+const MEMLOCK_HINT: &str = "raise RLIMIT_MEMLOCK: LimitMEMLOCK=infinity in a systemd service's unit, \
+     `@dmabridge - memlock unlimited` in /etc/security/limits.d/dmabridge.conf for logins (udev/README.md), or as root \
+     kmod-helpers/dmabridge-kmod memlock --raise unlimited; `ulimit -l` raises it only up to the hard limit";
 const VERDICTS: [&str; 4] = ["ok", "warning", "no-access", "missing"];
 
 fn run(cmd: &mut Command) -> Output {

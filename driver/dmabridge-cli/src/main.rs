@@ -11,6 +11,7 @@ use clap::{Parser, Subcommand};
 
 mod capture;
 mod info;
+mod memlock;
 mod proof;
 mod remote_dma;
 
@@ -89,6 +90,9 @@ fn main() -> ExitCode {
     outcome.unwrap_or_else(|e| {
         // `{:#}`: every context, then the cause, separated by ": ".
         eprintln!("dmabridge: {e:#}");
+        if let Some(advice) = memlock::explain(&e) {
+            eprintln!("dmabridge: {advice}");
+        }
         ExitCode::FAILURE
     })
 }

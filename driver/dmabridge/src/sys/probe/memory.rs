@@ -14,7 +14,9 @@ const UDMABUF_HINT: &str =
 
 const HEAPS_HINT: &str = "the kernel needs CONFIG_DMABUF_HEAPS with CONFIG_DMABUF_HEAPS_SYSTEM, or CONFIG_DMABUF_HEAPS_CMA for a board's CMA area (Debian's arm64 kernels have neither; udmabuf still works); run `make demo` for a guest that has it";
 
-pub(super) const MEMLOCK_HINT: &str = "kmod-helpers/dmabridge-kmod memlock --raise unlimited, or ulimit -l unlimited";
+pub(super) const MEMLOCK_HINT: &str = "raise RLIMIT_MEMLOCK: LimitMEMLOCK=infinity in a systemd service's unit, \
+     `@dmabridge - memlock unlimited` in /etc/security/limits.d/dmabridge.conf for logins (udev/README.md), or as root \
+     kmod-helpers/dmabridge-kmod memlock --raise unlimited; `ulimit -l` raises it only up to the hard limit";
 
 /// The memlock limit below which pinning device memory is likely to fail
 /// (the udmabuf default size limit: one full-size buffer).

@@ -145,7 +145,7 @@ pub enum VfioError {
         vaddr: u64,
     },
     /// The memlock limit forbids pinning that much.
-    #[error("pinning {size} bytes exceeds the memlock limit (ENOMEM): raise it with kmod-helpers/dmabridge-kmod memlock --raise unlimited, or ulimit -l")]
+    #[error("pinning {size} bytes exceeds the memlock limit (RLIMIT_MEMLOCK; ENOMEM): raise it (LimitMEMLOCK= for a systemd service, limits.d for logins, ulimit -l up to the hard limit, or as root kmod-helpers/dmabridge-kmod memlock --raise unlimited)")]
     MemlockLimit {
         /// Bytes asked for.
         size: u64,
