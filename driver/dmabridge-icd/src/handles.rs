@@ -190,10 +190,54 @@ pub const QUARANTINE: usize = 4096;
 /// Headers per slab.
 const SLAB: usize = 256;
 
+/// What the registry (and a thread's cache) knows of a live object.
+#[derive(Clone)]
+struct Entry {
+    /// Upgrades exactly while the object is alive; keeps the `Arc`'s memory
+    /// (not the [`Inner`]), so its count can be read after the release.
+    weak: Weak<dyn Any + Send + Sync>,
+    /// The object's [`Inner`] allocation, for borrows: read here rather
+    /// than from the `Obj`, which may be dropping.
+    data: *const (),
+    /// `TypeId` of the `Obj<T>`: kinds that share a tag (in tests) differ.
+    type_id: TypeId,
+}
+
+// SAFETY: `data` is only an address until a borrow proves the object alive
+// (`with`); the `Weak` is `Send`.
+unsafe impl Send for Entry {}
+
+impl Entry {
+    fn of<T: Kind>(obj: &Arc<Obj<T>>) -> Entry {
+        Entry {
+            weak: Arc::downgrade(obj) as Weak<dyn Any + Send + Sync>,
+            data: obj.inner.ptr.as_ptr() as *const (),
+            type_id: TypeId::of::<Obj<T>>(),
+        }
+    }
+
+    /// Whether this is an `Obj<T>`.
+    fn is<T: Kind>(&self) -> bool {
+        self.type_id == TypeId::of::<Obj<T>>()
+    }
+
+    /// The object, counted, if alive and an `Obj<T>`.
+    fn upgrade<T: Kind>(&self) -> Option<Arc<Obj<T>>> {
+        self.weak.upgrade()?.downcast::<Obj<T>>().ok()
+    }
+
+    /// `data` protected for this thread, if the object is alive (after the
+    /// protection, so it stays so until the result drops).
+    fn protect(&self) -> Option<hazard::Protected> {
+        let protected = hazard::protect(self.data as usize)?;
+        (self.weak.strong_count() > 0).then_some(protected)
+    }
+}
+
 /// The live objects by handle, and the headers.
 struct Registry {
-    /// A `Weak` of each live object, by its header's address.
-    live: BTreeMap<usize, Weak<dyn Any + Send + Sync>>,
+    /// Each live object, by its header's address.
+    live: BTreeMap<usize, Entry>,
     /// Headers of released objects, oldest first.
     quarantine: VecDeque<&'static Header>,
     /// The newest slab's headers not handed out yet.
@@ -218,6 +262,15 @@ impl Registry {
         header.generation.fetch_add(1, Ordering::Relaxed);
         header
     }
+
+    /// The entry of `handle` and its header, if `handle` names a live (or
+    /// dropping) object.
+    fn find(&self, handle: *const c_void) -> Option<(&'static Header, &Entry)> {
+        let entry = self.live.get(&(handle as usize))?;
+        // SAFETY: the registry's keys are addresses of headers, which are
+        // never freed.
+        Some((unsafe { &*handle.cast::<Header>() }, entry))
+    }
 }
 
 fn registry() -> &'static Mutex<Registry> {
@@ -233,8 +286,7 @@ pub fn new_object<T: Kind>(inner: T) -> Arc<Obj<T>> {
     let mut registry = lock(registry());
     let header = registry.header(T::TAG);
     let obj = Arc::new(Obj { header, tag: T::TAG, app_refs: AtomicUsize::new(0), inner });
-    let weak: Weak<dyn Any + Send + Sync> = Arc::downgrade(&obj) as Weak<dyn Any + Send + Sync>;
-    registry.live.insert(header as *const Header as usize, weak);
+    registry.live.insert(header as *const Header as usize, Entry::of(&obj));
     drop(registry);
     obj
 }
@@ -257,27 +309,12 @@ pub fn handle_of<T>(obj: &Arc<Obj<T>>) -> *mut c_void {
 
 /// A lookup this thread made: the registry's answer again, without its
 /// lock, while the object lives (calls on one context or queue come in
-/// runs, and a USM allocation names a context and a device). The `Weak`
-/// keeps the object's `Arc` memory (not its [`Inner`]); it upgrades exactly
-/// while the object is alive, which is exactly while the registry holds it.
+/// runs, and a USM allocation names a context and a device).
 struct Cached {
     header: &'static Header,
+    /// The header's generation when the entry was made.
     generation: u32,
-    /// `TypeId` of the `Obj<T>`: kinds that share a tag (in tests) differ.
-    type_id: TypeId,
-    weak: Weak<dyn Any + Send + Sync>,
-    /// The object's [`Inner`] allocation, for borrows.
-    data: *const (),
-}
-
-impl Cached {
-    /// Whether this is the lookup of `handle` as an `Obj<T>`, for the
-    /// header's current generation.
-    fn is<T: Kind>(&self, handle: *const c_void) -> bool {
-        std::ptr::eq(self.header, handle.cast())
-            && self.type_id == TypeId::of::<Obj<T>>()
-            && self.header.generation.load(Ordering::Relaxed) == self.generation
-    }
+    entry: Entry,
 }
 
 thread_local! {
@@ -285,31 +322,31 @@ thread_local! {
     static CACHE: RefCell<[Option<Cached>; KINDS]> = const { RefCell::new([const { None }; KINDS]) };
 }
 
-/// The cached object of `handle` as an `Obj<T>`, if alive.
-fn cached<T: Kind>(handle: *const c_void) -> Option<Arc<Obj<T>>> {
+/// Runs `f` on this thread's cached entry of `handle` as an `Obj<T>`, if
+/// it is the entry of the header's current generation.
+fn cached<T: Kind, R>(handle: *const c_void, f: impl FnOnce(&Entry) -> Option<R>) -> Option<R> {
     // `try_with`: during thread teardown the cache may be gone; the
     // registry still answers.
-    let any = CACHE
+    CACHE
         .try_with(|c| {
-            c.borrow()[T::TAG as usize - 1].as_ref().filter(|e| e.is::<T>(handle)).and_then(|e| e.weak.upgrade())
+            let c = c.borrow();
+            let hit = c[T::TAG as usize - 1].as_ref().filter(|e| {
+                std::ptr::eq(e.header, handle.cast())
+                    && e.entry.is::<T>()
+                    && e.header.generation.load(Ordering::Relaxed) == e.generation
+            })?;
+            f(&hit.entry)
         })
         .ok()
-        .flatten()?;
-    any.downcast::<Obj<T>>().ok()
+        .flatten()
 }
 
-/// Remembers `obj` as the last lookup of its kind on this thread.
-fn remember<T: Kind>(obj: &Arc<Obj<T>>) {
-    let entry = Cached {
-        header: obj.header,
-        generation: obj.header.generation.load(Ordering::Relaxed),
-        type_id: TypeId::of::<Obj<T>>(),
-        weak: Arc::downgrade(obj) as Weak<dyn Any + Send + Sync>,
-        data: obj.inner.ptr.as_ptr() as *const (),
-    };
+/// Remembers `entry` as this thread's last lookup of kind `T`.
+fn remember<T: Kind>(header: &'static Header, entry: Entry) {
+    let cached = Cached { header, generation: header.generation.load(Ordering::Relaxed), entry };
     // Replacing a cached `Weak` runs no object's `Drop` (a `Weak` only frees
     // memory), so nothing can re-enter the cache here.
-    let _ = CACHE.try_with(|c| c.borrow_mut()[T::TAG as usize - 1] = Some(entry));
+    let _ = CACHE.try_with(|c| c.borrow_mut()[T::TAG as usize - 1] = Some(cached));
 }
 
 /// The live object of kind `T` behind `handle`, or `T::INVALID` for NULL, a
@@ -318,37 +355,36 @@ pub fn get<T: Kind>(handle: *const c_void) -> ClRes<Arc<Obj<T>>> {
     if handle.is_null() {
         return Err(T::INVALID);
     }
-    if let Some(obj) = cached::<T>(handle) {
+    if let Some(obj) = cached::<T, _>(handle, Entry::upgrade) {
         return Ok(obj);
     }
-    let any = lock(registry()).live.get(&(handle as usize)).and_then(Weak::upgrade).ok_or(T::INVALID)?;
-    let obj = any.downcast::<Obj<T>>().map_err(|_| T::INVALID)?;
-    remember(&obj);
+    let registry = lock(registry());
+    let (header, entry) = registry.find(handle).filter(|(_, e)| e.is::<T>()).ok_or(T::INVALID)?;
+    let obj = entry.upgrade::<T>().ok_or(T::INVALID)?;
+    let entry = entry.clone();
+    drop(registry);
+    remember::<T>(header, entry);
     Ok(obj)
 }
 
 /// Runs `f` on the live object of kind `T` behind `handle`, borrowed for the
-/// call without taking a reference (see `hazard.rs`) when this thread
-/// looked it up before; errors as [`get`]. For the hot entry points of
-/// borrowable kinds ([`Tag`]); any other kind, a first lookup or a nested
-/// call takes a counted reference instead.
+/// call without taking a reference (see `hazard.rs`); errors as [`get`].
+/// For the hot entry points of borrowable kinds ([`Tag`]); any other kind,
+/// or a nested call, takes a counted reference instead.
 pub fn with<T: Kind, R>(handle: *const c_void, f: impl FnOnce(&T) -> ClRes<R>) -> ClRes<R> {
     if handle.is_null() {
         return Err(T::INVALID);
     }
     if T::TAG.borrowable() {
-        let borrowed = CACHE
-            .try_with(|c| {
-                let c = c.borrow();
-                let entry = c[T::TAG as usize - 1].as_ref().filter(|e| e.is::<T>(handle))?;
-                let protected = hazard::protect(entry.data as usize)?;
-                // Alive now that its object is protected: it stays so until
-                // `protected` drops. The `Weak` keeps the `Arc`'s memory, so
-                // reading the count of a released object is sound.
-                (entry.weak.strong_count() > 0).then_some((protected, entry.data))
-            })
-            .ok()
-            .flatten();
+        let borrowed = cached::<T, _>(handle, |e| Some((e.protect()?, e.data))).or_else(|| {
+            let registry = lock(registry());
+            let (header, entry) = registry.find(handle).filter(|(_, e)| e.is::<T>())?;
+            let protected = entry.protect()?;
+            let (data, entry) = (entry.data, entry.clone());
+            drop(registry);
+            remember::<T>(header, entry);
+            Some((protected, data))
+        });
         if let Some((_protected, data)) = borrowed {
             // SAFETY: `data` is the `Inner` allocation of an `Obj<T>` (the
             // entry's `TypeId`) whose strong count was above 0 after `data`
@@ -525,9 +561,6 @@ mod tests {
         let (go_tx, go_rx) = mpsc::channel::<()>();
         std::thread::scope(|s| {
             let borrower = s.spawn(move || {
-                // A first lookup counts a reference; from the second on this
-                // thread borrows (the case under test).
-                with::<Noisy, _>(h as *const c_void, |_| Ok(())).unwrap();
                 with::<Noisy, _>(h as *const c_void, |_| {
                     borrowed_tx.send(()).unwrap();
                     go_rx.recv().unwrap(); // the release has started
