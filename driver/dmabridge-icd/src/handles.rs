@@ -167,7 +167,7 @@ impl<T> Drop for Obj<T> {
         // waits for the running ones before its object goes.
         let data = self.inner.ptr;
         if !self.tag.borrowable() || hazard::wait_unprotected(data.as_ptr() as usize) {
-            // SAFETY: the allocation of `Box::into_raw` in `new_object`,
+            // SAFETY: the allocation `new_object` leaked from a `Box`,
             // freed once, here; no borrow of it is left (just waited for).
             drop(unsafe { Box::from_raw(data.as_ptr()) });
         } else {
