@@ -6,6 +6,9 @@
  *
  *   cl_svm_alloc_free_4k_ns       clSVMAlloc(4 KiB) + clSVMFree, one store between
  *   cl_usm_host_alloc_free_4k_ns  clHostMemAllocINTEL(4 KiB) + clMemFreeINTEL, one store between (USM only)
+ *   cl_usm_device_alloc_free_4k_ns     clDeviceMemAllocINTEL(4 KiB) + clMemFreeINTEL, one thread (device USM only)
+ *   cl_usm_device_alloc_free_4k_2t_ns  the same on two threads at once, one context: wall time per pair of
+ *                                      both (half the one-thread figure if the two threads scale perfectly)
  *   libc_alloc_free_4k_ns         aligned_alloc(128, 4 KiB) + one store + free
  *   cl_svm_memcpy_64b_ns          blocking clEnqueueSVMMemcpy of 64 bytes, enqueue -> complete
  *   cl_usm_memcpy_64b_ns          blocking clEnqueueMemcpyINTEL of 64 bytes (USM only)
@@ -34,7 +37,10 @@
  *       child. `make bench` runs it so for dmabridge, PoCL and Intel's runtime.
  *
  * Each figure is the best of several timed runs (the machines are shared: the
- * least disturbed run is the one to compare). Every OpenCL result is checked; a
+ * least disturbed run is the one to compare), after an untimed warm-up run (the
+ * first run of a fresh process pays for page faults, lazy binding and cold
+ * caches: it was 40 % slower than the next ones); the allocation rows also
+ * print their spread over the timed runs as `spread NAME BEST WORST` lines. Every OpenCL result is checked; a
  * failure prints the call that failed and its error code on stderr and exits
  * with status 1. The copied and filled bytes are checked too, so a figure is
  * never that of an operation that did nothing.
@@ -47,6 +53,7 @@
 #include <CL/cl_ext.h>
 
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -61,7 +68,7 @@
 #define SMALL_COPY 64          /* the round-trip rows: 64 bytes */
 #define ALLOC_ITERS 20000      /* pairs per timed run */
 #define COPY_ITERS 20000       /* copies per timed run */
-#define SMALL_RUNS 5           /* timed runs of the small rows */
+#define SMALL_RUNS 7           /* timed runs of the small rows */
 #define BIG_RUNS 10            /* timed runs of the 64 MiB rows (one operation each) */
 #define CHILD_TIMEOUT 300      /* seconds a --table child may take */
 
@@ -95,6 +102,8 @@ enum {
     SVM_ALLOC,
     USM_ALLOC,
     LIBC_ALLOC,
+    USM_DEV_ALLOC,
+    USM_DEV_ALLOC_2T,
     SVM_COPY64,
     USM_COPY64,
     SVM_COPY_BIG,
@@ -107,6 +116,7 @@ enum {
 };
 static const char *const fig_name[NFIG] = {
     "cl_svm_alloc_free_4k_ns",  "cl_usm_host_alloc_free_4k_ns", "libc_alloc_free_4k_ns",
+    "cl_usm_device_alloc_free_4k_ns", "cl_usm_device_alloc_free_4k_2t_ns",
     "cl_svm_memcpy_64b_ns",     "cl_usm_memcpy_64b_ns",         "cl_svm_memcpy_64mib_gbps",
     "cl_usm_memcpy_64mib_gbps", "libc_memcpy_64mib_gbps",       "cl_svm_fill_64mib_gbps",
     "cl_usm_fill_64mib_gbps",   "libc_memset_64mib_gbps",
@@ -114,6 +124,8 @@ static const char *const fig_name[NFIG] = {
 
 /* USM entry points, from clGetExtensionFunctionAddressForPlatform. */
 typedef void *(CL_API_CALL *host_alloc_fn)(cl_context, const cl_mem_properties_intel *, size_t, cl_uint, cl_int *);
+typedef void *(CL_API_CALL *device_alloc_fn)(cl_context, cl_device_id, const cl_mem_properties_intel *, size_t,
+                                             cl_uint, cl_int *);
 typedef cl_int(CL_API_CALL *mem_free_fn)(cl_context, void *);
 typedef cl_int(CL_API_CALL *memcpy_fn)(cl_command_queue, cl_bool, void *, const void *, size_t, cl_uint,
                                        const cl_event *, cl_event *);
@@ -122,6 +134,7 @@ typedef cl_int(CL_API_CALL *fill_fn)(cl_command_queue, void *, const void *, siz
 
 struct usm {
     host_alloc_fn host_alloc;
+    device_alloc_fn device_alloc; /* NULL if the device has no device USM */
     mem_free_fn mem_free;
     memcpy_fn memcpy;
     fill_fn fill;
@@ -191,6 +204,11 @@ static int find_usm(cl_platform_id platform, cl_device_id device, struct usm *u)
     u->mem_free = (mem_free_fn)clGetExtensionFunctionAddressForPlatform(platform, "clMemFreeINTEL");
     u->memcpy = (memcpy_fn)clGetExtensionFunctionAddressForPlatform(platform, "clEnqueueMemcpyINTEL");
     u->fill = (fill_fn)clGetExtensionFunctionAddressForPlatform(platform, "clEnqueueMemFillINTEL");
+    u->device_alloc = NULL;
+    if (clGetDeviceInfo(device, CL_DEVICE_DEVICE_MEM_CAPABILITIES_INTEL, sizeof caps, &caps, NULL) == CL_SUCCESS &&
+        (caps & CL_UNIFIED_SHARED_MEMORY_ACCESS_INTEL)) {
+        u->device_alloc = (device_alloc_fn)clGetExtensionFunctionAddressForPlatform(platform, "clDeviceMemAllocINTEL");
+    }
     return u->host_alloc && u->mem_free && u->memcpy && u->fill;
 }
 
@@ -260,6 +278,63 @@ static void copy_rows(cl_command_queue q, const struct usm *u, unsigned char *a,
     expect_pattern(b, BIG, PATTERN, u ? "the 64 MiB USM fill" : "the 64 MiB SVM fill");
 }
 
+/* clDeviceMemAllocINTEL + clMemFreeINTEL pairs on one thread (the body of the device USM rows); each
+ * thread times itself from the start barrier on (a thread that only waits could be descheduled). */
+struct dev_loop {
+    const struct usm *u;
+    cl_context ctx;
+    cl_device_id device;
+    pthread_barrier_t *start;
+    double t0, t1;
+};
+
+static void *dev_alloc_loop(void *arg) {
+    struct dev_loop *d = arg;
+    pthread_barrier_wait(d->start);
+    d->t0 = now_s();
+    for (int i = 0; i < ALLOC_ITERS; i++) {
+        cl_int err;
+        void *p = d->u->device_alloc(d->ctx, d->device, NULL, SMALL_ALLOC, 0, &err);
+        CHECK(err);
+        clobber(p);
+        CHECK(d->u->mem_free(d->ctx, p));
+    }
+    d->t1 = now_s();
+    return NULL;
+}
+
+/* ns per pair of device USM alloc+free on `threads` threads (1 or 2) at once: from the first thread's
+ * start to the last one's end, over all pairs. */
+static double dev_alloc_run(const struct usm *u, cl_context ctx, cl_device_id device, int threads) {
+    pthread_barrier_t start;
+    pthread_barrier_init(&start, NULL, (unsigned)threads);
+    struct dev_loop d[2];
+    pthread_t t[2];
+    for (int i = 0; i < threads; i++) {
+        d[i] = (struct dev_loop){u, ctx, device, &start, 0, 0};
+        if (pthread_create(&t[i], NULL, dev_alloc_loop, &d[i]) != 0) {
+            fprintf(stderr, "icd_bench: pthread_create failed\n");
+            exit(1);
+        }
+    }
+    double first = 1e300, last = 0;
+    for (int i = 0; i < threads; i++) {
+        pthread_join(t[i], NULL);
+        first = min_d(first, d[i].t0);
+        last = max_d(last, d[i].t1);
+    }
+    pthread_barrier_destroy(&start);
+    return (last - first) / ((double)ALLOC_ITERS * threads) * 1e9;
+}
+
+/* Best and worst of the timed runs of each figure (the worst: ns rows only). */
+static double worst[NFIG];
+
+static void record(double *f, int fig, double ns) {
+    f[fig] = min_d(f[fig], ns);
+    worst[fig] = max_d(worst[fig], ns);
+}
+
 /* Measures one device and prints its figures (a figure the device lacks is not printed). */
 static int measure(const char *want) {
     cl_platform_id platform;
@@ -287,8 +362,9 @@ static int measure(const char *want) {
     CHECK(err);
 
     /* 4 KiB allocation + free: SVM, USM, libc, interleaved run by run so that a
-     * disturbance hits them alike. */
-    for (int r = 0; r < SMALL_RUNS; r++) {
+     * disturbance hits them alike; run -1 is the untimed warm-up. */
+    for (int r = -1; r < SMALL_RUNS; r++) {
+        double *f_or_none = r < 0 ? NULL : f;
         double t0 = now_s();
         for (int i = 0; i < ALLOC_ITERS; i++) {
             volatile char *p = clSVMAlloc(ctx, CL_MEM_READ_WRITE, SMALL_ALLOC, 0);
@@ -299,7 +375,7 @@ static int measure(const char *want) {
             p[0] = 1;
             clSVMFree(ctx, (void *)p);
         }
-        f[SVM_ALLOC] = min_d(f[SVM_ALLOC], (now_s() - t0) / ALLOC_ITERS * 1e9);
+        if (f_or_none) record(f, SVM_ALLOC, (now_s() - t0) / ALLOC_ITERS * 1e9);
         if (has_usm) {
             t0 = now_s();
             for (int i = 0; i < ALLOC_ITERS; i++) {
@@ -308,7 +384,7 @@ static int measure(const char *want) {
                 p[0] = 1;
                 CHECK(usm.mem_free(ctx, (void *)p));
             }
-            f[USM_ALLOC] = min_d(f[USM_ALLOC], (now_s() - t0) / ALLOC_ITERS * 1e9);
+            if (f_or_none) record(f, USM_ALLOC, (now_s() - t0) / ALLOC_ITERS * 1e9);
         }
         t0 = now_s();
         for (int i = 0; i < ALLOC_ITERS; i++) {
@@ -320,7 +396,16 @@ static int measure(const char *want) {
             p[0] = 1;
             free((void *)p);
         }
-        f[LIBC_ALLOC] = min_d(f[LIBC_ALLOC], (now_s() - t0) / ALLOC_ITERS * 1e9);
+        if (f_or_none) record(f, LIBC_ALLOC, (now_s() - t0) / ALLOC_ITERS * 1e9);
+        if (has_usm && usm.device_alloc) {
+            /* One thread, then two on the same context: the ICD's handle
+               lookups must not serialise them. */
+            double one = dev_alloc_run(&usm, ctx, device, 1), two = dev_alloc_run(&usm, ctx, device, 2);
+            if (f_or_none) {
+                record(f, USM_DEV_ALLOC, one);
+                record(f, USM_DEV_ALLOC_2T, two);
+            }
+        }
     }
 
     /* Two 64 MiB allocations of each kind, touched first (copy_rows) so that
@@ -376,8 +461,12 @@ static int measure(const char *want) {
 
     for (int i = 0; i < NFIG; i++) {
         int usm_row = i == USM_ALLOC || i == USM_COPY64 || i == USM_COPY_BIG || i == USM_FILL_BIG;
-        if (!usm_row || has_usm) {
+        int dev_row = i == USM_DEV_ALLOC || i == USM_DEV_ALLOC_2T;
+        if ((!usm_row && !dev_row) || (usm_row && has_usm) || (dev_row && has_usm && usm.device_alloc)) {
             printf(strstr(fig_name[i], "gbps") ? "%s %.3f\n" : "%s %.1f\n", fig_name[i], f[i]);
+            if (worst[i] > 0) {
+                printf("spread %s %.1f %.1f\n", fig_name[i], f[i], worst[i]);
+            }
         }
     }
     return 0;
@@ -503,6 +592,8 @@ static int table(int argc, char **argv) {
         {"4 KiB clSVMAlloc+clSVMFree (x libc)", SVM_ALLOC, LIBC_ALLOC, 1},
         {"4 KiB USM host alloc+free (x libc)", USM_ALLOC, LIBC_ALLOC, 1},
         {"libc aligned_alloc+free 4 KiB", LIBC_ALLOC, LIBC_ALLOC, 1},
+        {"4 KiB USM device alloc+free, 1 thread", USM_DEV_ALLOC, -1, 1},
+        {"the same, 2 threads (wall time per pair)", USM_DEV_ALLOC_2T, -1, 1},
         {"blocking 64 B SVM memcpy, round trip", SVM_COPY64, -1, 1},
         {"blocking 64 B USM memcpy, round trip", USM_COPY64, -1, 1},
         {"64 MiB SVM memcpy (x memcpy)", SVM_COPY_BIG, LIBC_COPY_BIG, 0},
@@ -543,6 +634,19 @@ static int table(int argc, char **argv) {
         }
         printf("\n");
     }
+    /* Two threads' throughput over one thread's, device USM alloc+free. */
+    printf("%-40s", "device USM: 2 threads / 1 thread");
+    for (int i = 0; i < n; i++) {
+        char buf[64];
+        double one = cols[i].f[USM_DEV_ALLOC], two = cols[i].f[USM_DEV_ALLOC_2T];
+        if (one < 0 || two <= 0) {
+            snprintf(buf, sizeof buf, "-");
+        } else {
+            snprintf(buf, sizeof buf, "%.2fx", one / two);
+        }
+        printf(" %22s", buf);
+    }
+    printf("\n");
     /* The first column against each other one, row by row. */
     if (n > 1 && cols[0].ok) {
         printf("\n%s against the others (>1: %s ahead):\n", cols[0].name, cols[0].name);

@@ -25,7 +25,7 @@ pub(crate) unsafe extern "C" fn clSVMAlloc(
     unsafe {
         crate::entry::object("clSVMAlloc", &mut code, || {
             handles::with::<ContextObj, _>(context.cast(), |ctx| {
-                Ok(svm::svm_alloc(&ctx.inner.ctx, flags, size, alignment).cl()?.as_ptr().cast())
+                Ok(svm::svm_alloc(&ctx.ctx, flags, size, alignment).cl()?.as_ptr().cast())
             })
         })
     }
@@ -36,7 +36,7 @@ pub(crate) unsafe extern "C" fn clSVMAlloc(
 pub(crate) unsafe extern "C" fn clSVMFree(context: cl_context, svm_pointer: *mut c_void) {
     status("clSVMFree", || {
         handles::with::<ContextObj, _>(context.cast(), |ctx| {
-            svm::svm_free(&ctx.inner.ctx, svm_pointer.cast());
+            svm::svm_free(&ctx.ctx, svm_pointer.cast());
             Ok(())
         })
     });

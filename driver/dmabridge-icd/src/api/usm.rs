@@ -13,7 +13,7 @@ use super::context::ContextObj;
 use super::event::return_event;
 use super::queue::queue;
 use crate::entry::{info_bytes, object, pattern_bytes, pointer_bytes, status, wait_list, Cl};
-use crate::handles::{self, device_handle, DeviceObj};
+use crate::handles::{self, device_handle};
 
 /// A zero-terminated `cl_mem_properties_intel` list as (name, value) pairs.
 ///
@@ -51,7 +51,7 @@ pub(crate) unsafe extern "C" fn clHostMemAllocINTEL(
     unsafe {
         object("clHostMemAllocINTEL", errcode_ret, || {
             handles::with::<ContextObj, _>(context.cast(), |ctx| {
-                let p = usm::host_mem_alloc(&ctx.inner.ctx, &properties(props), size, alignment).cl()?;
+                let p = usm::host_mem_alloc(&ctx.ctx, &properties(props), size, alignment).cl()?;
                 Ok(p.as_ptr().cast())
             })
         })
@@ -71,9 +71,8 @@ pub(crate) unsafe extern "C" fn clDeviceMemAllocINTEL(
     unsafe {
         object("clDeviceMemAllocINTEL", errcode_ret, || {
             handles::with::<ContextObj, _>(context.cast(), |ctx| {
-                let dev = handles::get::<DeviceObj>(device.cast())?;
-                let p = usm::device_mem_alloc(&ctx.inner.ctx, &dev.inner.device, &properties(props), size, alignment)
-                    .cl()?;
+                let dev = handles::device(device.cast())?;
+                let p = usm::device_mem_alloc(&ctx.ctx, &dev.inner.device, &properties(props), size, alignment).cl()?;
                 Ok(p.as_ptr().cast())
             })
         })
@@ -93,9 +92,9 @@ pub(crate) unsafe extern "C" fn clSharedMemAllocINTEL(
     unsafe {
         object("clSharedMemAllocINTEL", errcode_ret, || {
             handles::with::<ContextObj, _>(context.cast(), |ctx| {
-                let dev = if device.is_null() { None } else { Some(handles::get::<DeviceObj>(device.cast())?) };
+                let dev = if device.is_null() { None } else { Some(handles::device(device.cast())?) };
                 let dev = dev.as_ref().map(|d| &d.inner.device);
-                let p = usm::shared_mem_alloc(&ctx.inner.ctx, dev, &properties(props), size, alignment).cl()?;
+                let p = usm::shared_mem_alloc(&ctx.ctx, dev, &properties(props), size, alignment).cl()?;
                 Ok(p.as_ptr().cast())
             })
         })
@@ -105,7 +104,7 @@ pub(crate) unsafe extern "C" fn clSharedMemAllocINTEL(
 /// `clMemFreeINTEL`.
 pub(crate) unsafe extern "C" fn clMemFreeINTEL(context: cl_context, ptr: *mut c_void) -> cl_int {
     status("clMemFreeINTEL", || {
-        handles::with::<ContextObj, _>(context.cast(), |ctx| usm::mem_free(&ctx.inner.ctx, ptr.cast()).cl())
+        handles::with::<ContextObj, _>(context.cast(), |ctx| usm::mem_free(&ctx.ctx, ptr.cast()).cl())
     })
 }
 

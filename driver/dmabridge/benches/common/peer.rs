@@ -43,9 +43,20 @@ pub struct PeerFigures {
     pub libc_memset_64mib_gbps: f64,
     /// `clHostMemAllocINTEL` + `clMemFreeINTEL` of 4 KiB, ns per pair (platforms with USM only).
     pub usm_host_alloc_free_4k_ns: Option<f64>,
+    /// `clDeviceMemAllocINTEL` + `clMemFreeINTEL` of 4 KiB on one thread, ns per pair (device USM only).
+    pub usm_device_alloc_free_4k_ns: Option<f64>,
+    /// The same on two threads at once, wall time per pair of both (device USM only).
+    pub usm_device_alloc_free_4k_2t_ns: Option<f64>,
+    /// `spread NAME BEST WORST` lines: the best and worst timed run of a figure.
+    pub spreads: Vec<(String, f64, f64)>,
 }
 
 impl PeerFigures {
+    /// The best and worst timed run of figure `name`, if the peer printed them.
+    pub fn spread(&self, name: &str) -> Option<(f64, f64)> {
+        self.spreads.iter().find(|(n, _, _)| n == name).map(|&(_, best, worst)| (best, worst))
+    }
+
     /// Every figure as (name printed by the peer, value, unit), in the peer's output order.
     pub fn rows(&self) -> [(&'static str, f64, &'static str); 7] {
         [
@@ -72,7 +83,9 @@ const NAMES: [&str; 7] = [
 ];
 
 /// The USM allocation figure, printed only by platforms that have USM.
-const USM_ALLOC_NAME: &str = "cl_usm_host_alloc_free_4k_ns";
+pub const USM_ALLOC_NAME: &str = "cl_usm_host_alloc_free_4k_ns";
+/// The device USM allocation figures, one thread and two, printed only by devices with device USM.
+const USM_DEVICE_NAMES: [&str; 2] = ["cl_usm_device_alloc_free_4k_ns", "cl_usm_device_alloc_free_4k_2t_ns"];
 
 /// Builds (cached), runs the program on PoCL's platform and parses its output.
 pub fn run_peer() -> Result<PeerFigures, String> {
@@ -148,7 +161,7 @@ fn compiler() -> String {
 }
 
 const CFLAGS: &[&str] = &["-O2"];
-const LIBS: &[&str] = &["-lOpenCL"];
+const LIBS: &[&str] = &["-lOpenCL", "-pthread"];
 
 /// Compiles the peer unless a binary built from the same source text, compiler and flags is cached.
 fn build(src: &Path) -> Result<PathBuf, String> {
@@ -319,6 +332,8 @@ fn execute(exe: &Path, args: &[&str], vendors: Option<&Path>) -> Result<(String,
 fn parse(stdout: &str) -> Result<PeerFigures, String> {
     let mut vals: [Option<f64>; 7] = [None; 7];
     let mut usm_alloc = None;
+    let mut usm_device = [None; 2];
+    let mut spreads = Vec::new();
     let mut about = Vec::new();
     for (lineno, line) in stdout.lines().enumerate() {
         if let Some(note) = line.strip_prefix("# ") {
@@ -329,6 +344,17 @@ fn parse(stdout: &str) -> Result<PeerFigures, String> {
         let (Some(name), Some(value)) = (it.next(), it.next()) else { continue };
         if name == USM_ALLOC_NAME {
             usm_alloc = value.parse::<f64>().ok().filter(|v| v.is_finite());
+            continue;
+        }
+        if let Some(i) = USM_DEVICE_NAMES.iter().position(|n| *n == name) {
+            usm_device[i] = value.parse::<f64>().ok().filter(|v| v.is_finite());
+            continue;
+        }
+        if name == "spread" {
+            let nums: Vec<f64> = it.filter_map(|v| v.parse().ok()).collect();
+            if let [best, worst] = nums[..] {
+                spreads.push((value.to_string(), best, worst));
+            }
             continue;
         }
         let Some(i) = NAMES.iter().position(|n| *n == name) else { continue };
@@ -358,6 +384,9 @@ fn parse(stdout: &str) -> Result<PeerFigures, String> {
         svm_fill_64mib_gbps: v(5),
         libc_memset_64mib_gbps: v(6),
         usm_host_alloc_free_4k_ns: usm_alloc,
+        usm_device_alloc_free_4k_ns: usm_device[0],
+        usm_device_alloc_free_4k_2t_ns: usm_device[1],
+        spreads,
     })
 }
 
