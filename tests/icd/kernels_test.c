@@ -468,6 +468,10 @@ static void test_native_kernel(void) {
               CL_INVALID_VALUE);
     CHECK_ERR(clEnqueueNativeKernel(queue, native_add, &args, sizeof args, 0, &b, NULL, 0, NULL, NULL),
               CL_INVALID_VALUE);
+    /* A size no copy of args can have: CL_OUT_OF_HOST_MEMORY, not a panic
+       (CL_OUT_OF_RESOURCES) or an abort (found by fuzz_test). */
+    CHECK_ERR(clEnqueueNativeKernel(queue, native_add, &args, SIZE_MAX - 15, 0, NULL, NULL, 0, NULL, NULL),
+              CL_OUT_OF_HOST_MEMORY);
     const void *outside = (const char *)&args + sizeof args - 4;
     CHECK_ERR(clEnqueueNativeKernel(queue, native_add, &args, sizeof args, 1, &b, &outside, 0, NULL, NULL),
               CL_INVALID_VALUE);

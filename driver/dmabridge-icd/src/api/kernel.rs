@@ -484,8 +484,13 @@ pub(crate) unsafe extern "C" fn clEnqueueNativeKernel(
         }
         // SAFETY: the C contract of the wait list.
         let mut wait = unsafe { wait_list(num_events_in_wait_list, event_wait_list) }?;
-        // The copy of `args`, aligned for any C type.
-        let mut copy = vec![0u128; cb_args.div_ceil(16)];
+        // The copy of `args`, aligned for any C type. `cb_args` is the
+        // caller's: a size no allocation can hold is CL_OUT_OF_HOST_MEMORY,
+        // never a panic (`vec!` would panic on capacity overflow, and abort
+        // the process when the allocator refuses).
+        let mut copy: Vec<u128> = Vec::new();
+        copy.try_reserve_exact(cb_args.div_ceil(16)).map_err(|_| CL_OUT_OF_HOST_MEMORY)?;
+        copy.resize(cb_args.div_ceil(16), 0);
         if cb_args > 0 {
             // SAFETY: `args` is readable for `cb_args` bytes (the C
             // contract) and `copy` holds at least as many.
