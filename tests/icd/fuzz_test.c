@@ -44,6 +44,7 @@
 #include <CL/cl.h>
 #include <CL/cl_ext.h>
 #include <CL/cl_gl.h>
+#include <CL/cl_egl.h>
 #include <CL/cl_amd_bus.h>
 #include <CL/cl_dmabridge.h>
 #include <dirent.h>
@@ -699,6 +700,21 @@ static void ep_extension_address(void) {
         void *p = clGetExtensionFunctionAddress(n);
         int has_suffix = strstr(n, "DMABRIDGE") != NULL;
         answer_ptr(p, unknown || !has_suffix);
+        return;
+    }
+    if (chance(25)) {
+        /* cl_khr_icd's own entry point, called through the pointer the ICD gives. */
+        clIcdGetPlatformIDsKHR_fn get = (clIcdGetPlatformIDsKHR_fn)clGetExtensionFunctionAddressForPlatform(
+            platform, "clIcdGetPlatformIDsKHR");
+        if (!get) fail("clIcdGetPlatformIDsKHR is not resolved");
+        cl_platform_id ps[2];
+        cl_uint np = 0;
+        enum fault f = choose(FB(F_NULL_PTR) | FB(F_ZERO_SIZE));
+        call("clIcdGetPlatformIDsKHR", f, "%u, %s, %s", f == F_ZERO_SIZE ? 0 : 2, f == F_NULL_PTR ? "NULL" : "ps",
+             f == F_NULL_PTR ? "NULL" : "&n");
+        cl_int e = f == F_NULL_PTR ? get(0, NULL, NULL) : get(f == F_ZERO_SIZE ? 0 : 2, ps, &np);
+        EXPECT(e, f ? CL_INVALID_VALUE : CL_SUCCESS);
+        if (!f && (np != 1 || ps[0] != platform)) fail("clIcdGetPlatformIDsKHR: %u platforms, not this one", np);
         return;
     }
     call("clGetExtensionFunctionAddressForPlatform", unknown ? F_BAD_ENUM : F_NONE, "platform, \"%s\"", n);
@@ -2349,14 +2365,17 @@ static void ep_amd(void) {
 
 /* ---------------------------------------------------------------- entry points dmabridge does not implement */
 
-/* Each validates its first handle (the kind's code for a bad one) and refuses a valid one. */
+/* Each validates its first handle (the kind's code for a bad one) and refuses a valid one.
+ * Every slot the loader reaches on Linux: ocl-icd 2.3 exports no D3D10/D3D11/DX9 entry points
+ * and no clGetKernelSuggestedLocalWorkSize, and the ICD's extension lookup names none of them. */
 static void ep_stubs(void) {
     obj *c = pick(K_CTX), *q = pick(K_QUEUE), *m = pick(K_MEM), *k = pick(K_KERNEL), *p = pick(K_PROG);
     if (!c || !q || !m) return;
     enum fault f = handle_fault(K_CTX);
     if (f == F_NULL_HANDLE) f = F_FORGED_HANDLE; /* the loader answers NULL itself, not the ICD */
+    const enum fault f0 = f;
     cl_int err = 1, e = 0;
-    unsigned which = below(22);
+    unsigned which = below(38);
     void *ch = f ? bad_handle(K_CTX, f) : c->h, *qh = f ? bad_handle(K_QUEUE, f) : q->h;
     void *mh = f ? bad_handle(K_MEM, f) : m->h;
     cl_image_format fmt = {CL_RGBA, CL_UNORM_INT8};
@@ -2391,6 +2410,39 @@ static void ep_stubs(void) {
         STUB("clGetKernelSubGroupInfo", f ? bad_handle(K_KERNEL, f) : k->h, CL_INVALID_KERNEL,
              clGetKernelSubGroupInfo(f ? bad_handle(K_KERNEL, f) : k->h, devices[0], CL_KERNEL_MAX_NUM_SUB_GROUPS, 0, NULL, 8, scratch, NULL));
         break;
+    case 22: STUB("clCreateFromGLTexture", ch, CL_INVALID_CONTEXT, (clCreateFromGLTexture(ch, 0, 0x0DE1, 0, 1, &err), err)); break;
+    case 23: STUB("clCreateFromGLTexture2D", ch, CL_INVALID_CONTEXT, (clCreateFromGLTexture2D(ch, 0, 0x0DE1, 0, 1, &err), err)); break;
+    case 24: STUB("clCreateFromGLTexture3D", ch, CL_INVALID_CONTEXT, (clCreateFromGLTexture3D(ch, 0, 0x806F, 0, 1, &err), err)); break;
+    case 25: STUB("clCreateFromGLRenderbuffer", ch, CL_INVALID_CONTEXT, (clCreateFromGLRenderbuffer(ch, 0, 1, &err), err)); break;
+    case 26: STUB("clGetGLTextureInfo", mh, CL_INVALID_MEM_OBJECT, clGetGLTextureInfo(mh, CL_GL_TEXTURE_TARGET, 8, scratch, NULL)); break;
+    case 27: STUB("clEnqueueAcquireGLObjects", qh, CL_INVALID_COMMAND_QUEUE, clEnqueueAcquireGLObjects(qh, 1, (cl_mem *)&m->h, 0, NULL, NULL)); break;
+    case 28: STUB("clEnqueueReleaseGLObjects", qh, CL_INVALID_COMMAND_QUEUE, clEnqueueReleaseGLObjects(qh, 1, (cl_mem *)&m->h, 0, NULL, NULL)); break;
+    case 29: STUB("clCreateEventFromGLsyncKHR", ch, CL_INVALID_CONTEXT, (clCreateEventFromGLsyncKHR(ch, NULL, &err), err)); break;
+    case 30: STUB("clCreateFromEGLImageKHR", ch, CL_INVALID_CONTEXT, (clCreateFromEGLImageKHR(ch, NULL, NULL, 0, NULL, &err), err)); break;
+    case 31: STUB("clEnqueueAcquireEGLObjectsKHR", qh, CL_INVALID_COMMAND_QUEUE, clEnqueueAcquireEGLObjectsKHR(qh, 1, (cl_mem *)&m->h, 0, NULL, NULL)); break;
+    case 32: STUB("clEnqueueReleaseEGLObjectsKHR", qh, CL_INVALID_COMMAND_QUEUE, clEnqueueReleaseEGLObjectsKHR(qh, 1, (cl_mem *)&m->h, 0, NULL, NULL)); break;
+    case 33: STUB("clCreateEventFromEGLSyncKHR", ch, CL_INVALID_CONTEXT, (clCreateEventFromEGLSyncKHR(ch, NULL, NULL, &err), err)); break;
+    case 34: {
+        /* No sampler can be made: only bad handles reach these (the loader answers NULL itself). */
+        void *bad = f ? bad_handle(K_CTX, f) : chance(50) ? (void *)&forged : c->h;
+        f = f ? f : F_FORGED_HANDLE;
+        unsigned s3 = below(3);
+        STUB(s3 == 0 ? "clRetainSampler" : s3 == 1 ? "clReleaseSampler" : "clGetSamplerInfo", bad, CL_INVALID_SAMPLER,
+             s3 == 0 ? clRetainSampler(bad) : s3 == 1 ? clReleaseSampler(bad) : clGetSamplerInfo(bad, CL_SAMPLER_CONTEXT, 8, scratch, NULL));
+        break;
+    }
+    case 35: {
+        cl_context_properties gp[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)platform, 0};
+        size_t ret;
+        f = F_NONE;
+        STUB("clGetGLContextInfoKHR", platform, CL_INVALID_PLATFORM, clGetGLContextInfoKHR(gp, CL_CURRENT_DEVICE_FOR_GL_CONTEXT_KHR, 8, scratch, &ret));
+        break;
+    }
+    case 36:
+        if (!k) return;
+        STUB("clGetKernelSubGroupInfoKHR", f ? bad_handle(K_KERNEL, f) : k->h, CL_INVALID_KERNEL,
+             clGetKernelSubGroupInfoKHR(f ? bad_handle(K_KERNEL, f) : k->h, devices[0], CL_KERNEL_MAX_SUB_GROUP_SIZE_FOR_NDRANGE_KHR, 8, scratch, 8, scratch + 64, NULL));
+        break;
     default:
         if (!p) return;
         STUB("clSetProgramSpecializationConstant", f ? bad_handle(K_PROG, f) : p->h, CL_INVALID_PROGRAM,
@@ -2404,6 +2456,7 @@ static void ep_stubs(void) {
         if (e >= 0) fail("%s answered %d: it is not implemented and must refuse", cur_ep->name, e);
     }
     /* Device-first and queue-property stubs. */
+    f = f0;
     if (chance(30)) {
         cl_device_id d = f ? (cl_device_id)&forged : devices[0];
         cl_ulong t1, t2;
@@ -2417,6 +2470,14 @@ static void ep_stubs(void) {
         e = clCreateSubDevices(d, pp, 0, NULL, &nd);
         if (f) EXPECT(e, CL_INVALID_DEVICE);
         else EXPECT(e, CL_INVALID_VALUE, CL_DEVICE_PARTITION_FAILED, CL_INVALID_DEVICE_PARTITION_COUNT, CL_INVALID_OPERATION);
+        cl_device_partition_property_ext pe[] = {CL_DEVICE_PARTITION_EQUALLY_EXT, 1, CL_PROPERTIES_LIST_END_EXT};
+        call("clCreateSubDevicesEXT", f, "%s, {EQUALLY 1}, 0, NULL, &n", hname(d));
+        e = clCreateSubDevicesEXT(d, pe, 0, NULL, &nd);
+        if (f) EXPECT(e, CL_INVALID_DEVICE);
+        else EXPECT(e, CL_INVALID_VALUE, CL_DEVICE_PARTITION_FAILED_EXT, CL_INVALID_PARTITION_COUNT_EXT, CL_INVALID_OPERATION);
+        int rel = chance(50);
+        call(rel ? "clReleaseDeviceEXT" : "clRetainDeviceEXT", f, "%s", hname(d));
+        EXPECT(rel ? clReleaseDeviceEXT(d) : clRetainDeviceEXT(d), f ? CL_INVALID_DEVICE : CL_SUCCESS);
         cl_command_queue_properties old;
         call("clSetCommandQueueProperty", f, "%s, PROFILING, 1, &old", hname(qh));
         e = clSetCommandQueueProperty(qh, CL_QUEUE_PROFILING_ENABLE, CL_TRUE, &old);
