@@ -1502,7 +1502,7 @@ static void new_program(cl_program p, cl_context ctx, int builtin) {
 static void ep_create_program(void) {
     obj *c = pick(K_CTX);
     if (!c || full(K_PROG)) return;
-    unsigned form = below(3);
+    unsigned form = chance(60) ? 0 : 1 + below(2); /* built-in programs are the ones kernels come from */
     enum fault f = choose(HANDLE_FAULTS | FB(F_NULL_PTR) | FB(F_ZERO_SIZE) | FB(F_BAD_ENUM) | FB(F_WRONG_KIND));
     void *h = f >= F_NULL_HANDLE && f <= F_FORGED_HANDLE && f != F_WRONG_KIND ? bad_handle(K_CTX, f) : c->h;
     cl_int err = 1, want = h != c->h ? CL_INVALID_CONTEXT : CL_SUCCESS;
@@ -2008,7 +2008,9 @@ static void ep_usm_commands(void) {
         else EXPECT(e, want);
         break;
     }
-    default: { /* SVM map then unmap */
+    default: { /* SVM map then unmap, of an SVM allocation when there is one */
+        for (int i = 0; i < nalloc && a->type != 3; i++)
+            if (allocs[i].type == 3 && allocs[i].ctx == q->ctx) a = &allocs[i], off = 0, size = a->size, pa = a->p;
         if (a->type != 3 && !f) f = F_FOREIGN_PTR;
         if (f == F_BAD_ENUM || f == F_UNALIGNED) f = F_NONE;
         cl_map_flags mf = CL_MAP_WRITE;
@@ -2037,12 +2039,9 @@ static void ep_usm_commands(void) {
 
 /* Sets the kernel's arguments to allocations big enough for what it does
  * (fill: ptr, count, pattern; copy: dst, src, bytes; adler: src, bytes, out). */
-static void ep_set_args(void) {
-    obj *k = pick(K_KERNEL);
-    if (!k) return;
+static void set_args(obj *k, enum fault f) {
     alloc_t *a = pick_alloc(k->ctx), *b = pick_alloc(k->ctx);
     if (!a || !b) return;
-    enum fault f = choose(HANDLE_FAULTS | FB(F_BAD_ENUM) | FB(F_PARAM_SIZE) | FB(F_NULL_PTR) | FB(F_FOREIGN_PTR));
     void *h = f >= F_NULL_HANDLE && f <= F_FORGED_HANDLE ? bad_handle(K_KERNEL, f) : k->h;
     if (f) {
         cl_uint idx = f == F_BAD_ENUM ? kfn_nargs[k->kfn] + below(5) : k->kfn == 2 ? 1 : k->kfn == 1 ? 2 : 1;
@@ -2114,6 +2113,10 @@ static void ep_set_args(void) {
 #undef SETVAL
     k->args_ok = 1, k->args_dangling = 0;
 }
+static void ep_set_args(void) {
+    obj *k = pick(K_KERNEL);
+    if (k) set_args(k, choose(HANDLE_FAULTS | FB(F_BAD_ENUM) | FB(F_PARAM_SIZE) | FB(F_NULL_PTR) | FB(F_FOREIGN_PTR)));
+}
 
 static void ep_exec_info(void) {
     obj *k = pick(K_KERNEL);
@@ -2136,13 +2139,14 @@ static void ep_exec_info(void) {
 }
 
 static void ep_launch(void) {
-    obj *q = pick(K_QUEUE);
-    if (!q) return;
-    obj *k = pick_in(K_KERNEL, q->ctx);
+    obj *k = pick(K_KERNEL);
     if (!k) return;
+    obj *q = pick_in(K_QUEUE, k->ctx);
+    if (!q) return;
     /* A kernel whose arguments point to freed or foreign memory would write there: the
      * application's error, not the ICD's, so it is not launched. */
     if (k->args_dangling) return;
+    if (!k->args_ok && chance(70)) set_args(k, F_NONE);
     unsigned form = below(3);
     enum fault f = choose(FB(F_NULL_HANDLE) | FB(F_FORGED_HANDLE) | FB(F_WRONG_KIND) | FB(F_STALE_HANDLE) |
                           WL_FAULTS | FB(F_ZERO_SIZE) | FB(F_BAD_ENUM) | FB(F_NULL_PTR) | FB(F_HUGE_SIZE));
@@ -2180,15 +2184,19 @@ static void ep_launch(void) {
         if (f == F_ZERO_SIZE) dim = 0, want = CL_INVALID_WORK_DIMENSION;
         if (f == F_BAD_ENUM) dim = max_dims + 1 + below(10), want = CL_INVALID_WORK_DIMENSION;
         if (f == F_NULL_PTR) gp = NULL, want = CL_INVALID_GLOBAL_WORK_SIZE;
-        if (f == F_HUGE_SIZE) gws[0] = SIZE_MAX - below(64), lp = NULL, want = CL_INVALID_GLOBAL_WORK_SIZE;
+        /* A global size near SIZE_MAX is no error by itself; offset + size past SIZE_MAX is. */
+        size_t offs[3] = {0, 0, 0};
+        const size_t *op = chance(30) ? offs : NULL;
+        if (f == F_HUGE_SIZE) offs[0] = SIZE_MAX - below(60), op = offs, want = CL_INVALID_GLOBAL_OFFSET;
         if (form == 1 && (f == F_ZERO_SIZE || f == F_BAD_ENUM || f == F_NULL_PTR || f == F_HUGE_SIZE)) form = 0;
         if (form == 1) {
             call("clEnqueueTask", f, "%s, %s, %s, %s", hname(qh), hname(kh), wl_str(&w), evp ? "&ev" : "NULL");
             e = clEnqueueTask(qh, kh, w.n, w.list, evp);
         } else {
-            call("clEnqueueNDRangeKernel", f, "%s, %s, %u, NULL, %s{%zu,%zu,%zu}, %s, %s, %s", hname(qh), hname(kh), dim,
-                 gp ? "" : "NULL ", gws[0], gws[1], gws[2], lp ? "{16,1,1}" : "NULL", wl_str(&w), evp ? "&ev" : "NULL");
-            e = clEnqueueNDRangeKernel(qh, kh, dim, NULL, gp, lp, w.n, w.list, evp);
+            call("clEnqueueNDRangeKernel", f, "%s, %s, %u, %s{%zu,0,0}, %s{%zu,%zu,%zu}, %s, %s, %s", hname(qh), hname(kh),
+                 dim, op ? "" : "NULL ", offs[0], gp ? "" : "NULL ", gws[0], gws[1], gws[2], lp ? "{16,1,1}" : "NULL",
+                 wl_str(&w), evp ? "&ev" : "NULL");
+            e = clEnqueueNDRangeKernel(qh, kh, dim, op, gp, lp, w.n, w.list, evp);
         }
         /* Both a kernel-args and a wait-list fault: either code. A kernel
          * not set up is also refused for the faults that come after it in the spec's list. */
@@ -2494,15 +2502,15 @@ static const struct {
 } generators[] = {
     {ep_get_platform_ids, 1}, {ep_platform_info, 2}, {ep_get_device_ids, 2}, {ep_device_info, 3},
     {ep_device_retain_release, 1}, {ep_extension_address, 1}, {ep_unload_compiler, 1},
-    {ep_create_context, 3}, {ep_context_refs, 2}, {ep_context_info, 2}, {ep_context_destructor, 1},
+    {ep_create_context, 1}, {ep_context_refs, 2}, {ep_context_info, 2}, {ep_context_destructor, 1},
     {ep_image_formats, 1}, {ep_create_queue, 4}, {ep_queue_refs, 2}, {ep_queue_info, 2}, {ep_flush_finish, 3},
     {ep_marker_barrier, 4}, {ep_create_buffer, 8}, {ep_create_sub_buffer, 3}, {ep_mem_refs, 4}, {ep_mem_info, 3},
     {ep_mem_destructor, 1}, {ep_read_write, 10}, {ep_copy_buffer, 5}, {ep_fill_buffer, 5}, {ep_map_unmap, 6},
     {ep_migrate_mem, 2}, {ep_user_event, 3}, {ep_set_user_status, 3}, {ep_wait_events, 3}, {ep_event_refs, 4},
     {ep_event_info, 3}, {ep_profiling, 2}, {ep_event_callback, 3}, {ep_create_program, 3}, {ep_program_refs, 2},
     {ep_build_program, 2}, {ep_program_info, 2}, {ep_build_info, 2}, {ep_program_callback_misc, 1},
-    {ep_create_kernel, 4}, {ep_kernel_refs, 3}, {ep_kernel_info, 3}, {ep_usm_alloc, 8}, {ep_usm_free, 4},
-    {ep_alloc_info, 3}, {ep_usm_commands, 10}, {ep_set_args, 6}, {ep_exec_info, 2}, {ep_launch, 6},
+    {ep_create_kernel, 6}, {ep_kernel_refs, 3}, {ep_kernel_info, 3}, {ep_usm_alloc, 8}, {ep_usm_free, 4},
+    {ep_alloc_info, 3}, {ep_usm_commands, 10}, {ep_set_args, 6}, {ep_exec_info, 2}, {ep_launch, 10},
     {ep_export, 3}, {ep_import, 2}, {ep_amd, 2}, {ep_stubs, 2},
 };
 #define NGEN (sizeof generators / sizeof *generators)
@@ -2600,6 +2608,7 @@ static void release_all(void) {
             call("clSVMFree", F_NONE, "%s, alloc#%d", hname(a->ctx), a->id);
             clSVMFree(a->ctx, a->p);
             logf_(" -> (void)\n");
+            cur_ep->passed++;
         } else {
             call("clMemBlockingFreeINTEL", F_NONE, "%s, alloc#%d", hname(a->ctx), a->id);
             EXPECT(blocking_free(a->ctx, a->p), CL_SUCCESS);
@@ -2704,7 +2713,7 @@ static int child_main(uint64_t seed, unsigned ncalls) {
     unsigned long start = ncall;
     while (ncall - start < ncalls) {
         /* Never without a context and a queue for long: most calls need them. */
-        if (!nobj[K_CTX] || chance(2)) ep_create_context();
+        if (!nobj[K_CTX] || chance(1)) ep_create_context();
         if (!nobj[K_QUEUE] && nobj[K_CTX]) ep_create_queue();
         unsigned r = below(total);
         unsigned i = 0;
