@@ -1228,7 +1228,7 @@ static void ep_fill_buffer(void) {
     obj *q, *m;
     if (!queue_and_mem(&q, &m)) return;
     enum fault f = choose(HANDLE_FAULTS | WL_FAULTS | FB(F_BAD_RANGE) | FB(F_NULL_PTR) | FB(F_UNALIGNED) |
-                          FB(F_BAD_ENUM));
+                          FB(F_BAD_ENUM) | FB(F_HUGE_SIZE));
     int hq = f >= F_NULL_HANDLE && f <= F_FORGED_HANDLE && chance(50);
     void *qh = hq ? bad_handle(K_QUEUE, f) : q->h;
     void *mh = f >= F_NULL_HANDLE && f <= F_FORGED_HANDLE && !hq ? bad_handle(K_MEM, f) : m->h;
@@ -1249,6 +1249,7 @@ static void ep_fill_buffer(void) {
         off = 1, size = ps, want = CL_INVALID_VALUE;
         break;
     case F_BAD_ENUM: ps = chance(50) ? 3 : 256, off = 0, size = ps, want = CL_INVALID_VALUE; break;
+    case F_HUGE_SIZE: ps = SIZE_MAX - below(8), off = 0, size = 16, want = CL_INVALID_VALUE; break;
     default: break;
     }
     cl_event *evp = maybe_event();
@@ -1529,9 +1530,11 @@ static void ep_create_program(void) {
         const char **sp = src;
         if (f == F_NULL_PTR) sp = NULL, want = CL_INVALID_VALUE;
         if (f == F_ZERO_SIZE) n = 0, want = CL_INVALID_VALUE;
-        if (f == F_BAD_ENUM || f == F_WRONG_KIND) src[1] = NULL, want = CL_INVALID_VALUE;
+        if (f == F_BAD_ENUM) src[1] = NULL, want = CL_INVALID_VALUE;
+        /* A length no string has (F_WRONG_KIND stands for it here). */
+        if (f == F_WRONG_KIND) lens[0] = SIZE_MAX - below(8), want = CL_INVALID_VALUE;
         call("clCreateProgramWithSource", f, "%s, %u, %s, lengths, &err", hname(h), n, sp ? "src" : "NULL");
-        p = clCreateProgramWithSource(h, n, sp, chance(50) ? lens : NULL, &err);
+        p = clCreateProgramWithSource(h, n, sp, chance(50) || f == F_WRONG_KIND ? lens : NULL, &err);
         EXPECT(err, want);
     } else {
         /* Binaries: dmabridge has no compiler, so any binary is one it cannot load. */
@@ -1933,7 +1936,11 @@ static void ep_usm_commands(void) {
         if (f == F_NULL_PTR) pa = NULL, want = CL_INVALID_VALUE;
         if (f == F_UNALIGNED) ps = ps < 2 ? 2 : ps, pa = (char *)a->p + 1, size = ps, want = CL_INVALID_VALUE;
         if (f == F_BAD_ENUM) ps = 3, size = 3, want = CL_INVALID_VALUE;
-        if (f == F_HUGE_SIZE) size = (SIZE_MAX / ps) * ps, want = CL_INVALID_VALUE;
+        if (f == F_HUGE_SIZE) {
+            if (chance(50)) size = (SIZE_MAX / ps) * ps;
+            else ps = SIZE_MAX - below(8), size = 16;
+            want = CL_INVALID_VALUE;
+        }
         n = form ? "clEnqueueSVMMemFill" : "clEnqueueMemFillINTEL";
         call(n, f, "%s, %s, pattern, %zu, %zu, %s, %s", hname(qh), pa ? hname(a->p) : "NULL", ps, size, wl_str(&w),
              evp ? "&ev" : "NULL");
@@ -2048,13 +2055,13 @@ static void set_args(obj *k, enum fault f) {
         cl_ulong v = 1;
         unsigned form = below(3);
         if (f == F_FOREIGN_PTR && form == 0) form = 1;
-        if (form == 0 || f == F_PARAM_SIZE || f == F_NULL_PTR) {
-            /* The scalar argument: wrong size, or a NULL value. */
-            size_t s = f == F_PARAM_SIZE ? 2 : k->kfn == 0 && idx == 2 ? 4 : 8;
+        if (form == 0 || f == F_PARAM_SIZE || f == F_NULL_PTR || f == F_HUGE_SIZE) {
+            /* The scalar argument: wrong size (near SIZE_MAX too), or a NULL value. */
+            size_t s = f == F_PARAM_SIZE ? 2 : f == F_HUGE_SIZE ? SIZE_MAX - below(8) : k->kfn == 0 && idx == 2 ? 4 : 8;
             if (k->kfn == 0 && idx == 1 && f == F_PARAM_SIZE) s = 4;
             call("clSetKernelArg", f, "%s, %u, %zu, %s", hname(h), idx, s, f == F_NULL_PTR ? "NULL" : "&v");
             cl_int e = clSetKernelArg(h, idx, s, f == F_NULL_PTR ? NULL : &v);
-            EXPECT(e, f == F_BAD_ENUM ? CL_INVALID_ARG_INDEX : f == F_PARAM_SIZE ? CL_INVALID_ARG_SIZE
+            EXPECT(e, f == F_BAD_ENUM ? CL_INVALID_ARG_INDEX : f == F_PARAM_SIZE || f == F_HUGE_SIZE ? CL_INVALID_ARG_SIZE
                       : f == F_NULL_PTR ? CL_INVALID_ARG_VALUE : CL_INVALID_KERNEL);
         } else {
             /* A pointer argument: a foreign pointer (any pointer is a valid USM/SVM argument value). */
@@ -2115,13 +2122,15 @@ static void set_args(obj *k, enum fault f) {
 }
 static void ep_set_args(void) {
     obj *k = pick(K_KERNEL);
-    if (k) set_args(k, choose(HANDLE_FAULTS | FB(F_BAD_ENUM) | FB(F_PARAM_SIZE) | FB(F_NULL_PTR) | FB(F_FOREIGN_PTR)));
+    if (k)
+        set_args(k, choose(HANDLE_FAULTS | FB(F_BAD_ENUM) | FB(F_PARAM_SIZE) | FB(F_NULL_PTR) | FB(F_FOREIGN_PTR) |
+                           FB(F_HUGE_SIZE)));
 }
 
 static void ep_exec_info(void) {
     obj *k = pick(K_KERNEL);
     if (!k) return;
-    enum fault f = choose(HANDLE_FAULTS | FB(F_BAD_ENUM) | FB(F_NULL_PTR) | FB(F_PARAM_SIZE));
+    enum fault f = choose(HANDLE_FAULTS | FB(F_BAD_ENUM) | FB(F_NULL_PTR) | FB(F_PARAM_SIZE) | FB(F_HUGE_SIZE));
     void *h = f >= F_NULL_HANDLE && f <= F_FORGED_HANDLE ? bad_handle(K_KERNEL, f) : k->h;
     alloc_t *a = pick_alloc(k->ctx);
     void *ptrs[1] = {a ? a->p : NULL};
@@ -2133,6 +2142,7 @@ static void ep_exec_info(void) {
     if (f == F_BAD_ENUM) name = 0x7fff0002;
     if (f == F_NULL_PTR) v = NULL;
     if (f == F_PARAM_SIZE) s = svm_ptrs ? 3 : 1;
+    if (f == F_HUGE_SIZE) s = SIZE_MAX - below(8);
     call("clSetKernelExecInfo", f, "%s, 0x%x, %zu, %s", hname(h), name, s, v ? "value" : "NULL");
     cl_int e = clSetKernelExecInfo(h, name, s, v);
     EXPECT(e, f >= F_NULL_HANDLE && f <= F_FORGED_HANDLE ? CL_INVALID_KERNEL : f ? CL_INVALID_VALUE : CL_SUCCESS);

@@ -186,7 +186,12 @@ pub(crate) unsafe extern "C" fn clSetKernelArg(
                 }
                 k.set_arg_buffer(arg_index, &mem(handle)?.inner.buffer).cl()
             }
-            Some(ArgKind::Scalar(_)) => {
+            Some(&ArgKind::Scalar(n)) => {
+                // The size first: `arg_size` is only the application's claim,
+                // and no slice of it may be formed unless it is the scalar's.
+                if arg_size != n {
+                    return Err(CL_INVALID_ARG_SIZE);
+                }
                 if arg_value.is_null() {
                     return Err(CL_INVALID_ARG_VALUE);
                 }
@@ -234,7 +239,9 @@ pub(crate) unsafe extern "C" fn clSetKernelExecInfo(
 ) -> cl_int {
     status("clSetKernelExecInfo", || {
         let k = self::kernel(kernel)?;
-        if param_value.is_null() {
+        // No value is larger than an address space: a size past `isize::MAX`
+        // is the application's error, never a slice (which would abort).
+        if param_value.is_null() || param_value_size > isize::MAX as usize {
             return Err(CL_INVALID_VALUE);
         }
         // SAFETY: the C contract: `param_value` holds `param_value_size`

@@ -12,7 +12,7 @@ use opencl_sys::*;
 use super::context::ContextObj;
 use super::event::return_event;
 use super::queue::queue;
-use crate::entry::{info_bytes, info_value, object, pointer_bytes, slice, status, wait_list, Cl, ClRes};
+use crate::entry::{info_bytes, info_value, object, pattern_bytes, pointer_bytes, slice, status, wait_list, Cl, ClRes};
 use crate::handles::{self, Kind, Obj, Tag};
 
 /// A buffer or sub-buffer, with the objects its info answers name (its
@@ -484,7 +484,7 @@ pub(crate) unsafe extern "C" fn clEnqueueFillBuffer(
         // bytes now (the core copies it), the wait list and `event`.
         unsafe {
             let wait = wait_list(num_events_in_wait_list, event_wait_list)?;
-            let pattern = slice(pattern.cast::<u8>(), pattern_size);
+            let pattern = pattern_bytes(pattern, pattern_size)?;
             let ev =
                 commands::enqueue_fill_buffer(&q.inner.queue, &b.inner.buffer, pattern, offset, size, &wait).cl()?;
             return_event(&q, ev, event)
