@@ -1042,7 +1042,11 @@ static void ep_create_sub_buffer(void) {
     cl_buffer_create_type t = CL_BUFFER_CREATE_TYPE_REGION;
     cl_int want = CL_SUCCESS;
     switch (f) {
-    case F_BAD_RANGE: r.origin = p->size - 1 + below(2), r.size = 2 + below(64), want = CL_INVALID_VALUE; break;
+    case F_BAD_RANGE:
+        if (chance(50)) r.origin = (SIZE_MAX - below(64)) / align * align, r.size = 1 + below(64);
+        else r.origin = p->size - 1 + below(2), r.size = 2 + below(64);
+        want = CL_INVALID_VALUE;
+        break;
     case F_HUGE_SIZE: r.size = SIZE_MAX - below(16), want = CL_INVALID_VALUE; break;
     case F_ZERO_SIZE: r.size = 0, want = CL_INVALID_BUFFER_SIZE; break;
     case F_UNALIGNED:
@@ -1128,7 +1132,11 @@ static void ep_read_write(void) {
     cl_int want = hq ? CL_INVALID_COMMAND_QUEUE : f >= F_NULL_HANDLE && f <= F_FORGED_HANDLE ? CL_INVALID_MEM_OBJECT
                                                                                                : w.code;
     switch (f) {
-    case F_BAD_RANGE: off = m->size - below(2), size = 1 + below(64) + (off == m->size ? 0 : 1); want = CL_INVALID_VALUE; break;
+    case F_BAD_RANGE:
+        if (chance(50)) off = SIZE_MAX - below(64), size = 1 + below(128); /* offset + size wraps */
+        else off = m->size - below(2), size = 1 + below(64) + (off == m->size ? 0 : 1);
+        want = CL_INVALID_VALUE;
+        break;
     case F_HUGE_SIZE: size = SIZE_MAX - below(64), want = CL_INVALID_VALUE; break;
     case F_NULL_PTR: ptr = NULL, want = CL_INVALID_VALUE; break;
     case F_ZERO_SIZE: size = 0, want = CL_INVALID_VALUE; break;
@@ -1148,16 +1156,20 @@ static void ep_read_write(void) {
         size_t row = 1 + below(64), rows = m->size / row;
         size_t bo[3] = {0, rows ? below((unsigned)rows) : 0, 0}, ho[3] = {0, 0, 0};
         size_t region[3] = {row, rows > bo[1] ? 1 + below((unsigned)(rows - bo[1])) : 1, 1};
-        if (f == F_BAD_RANGE) bo[1] = rows + 1;
+        size_t pitch = row;
+        if (f == F_BAD_RANGE) {
+            if (chance(50)) bo[1] = rows + 1;
+            else pitch = SIZE_MAX - below(64); /* origin and region times a pitch that wraps */
+        }
         if (f == F_HUGE_SIZE) region[0] = SIZE_MAX - below(64);
         if (f == F_ZERO_SIZE) region[below(3)] = 0;
         if (!rows && !f) return;
         const char *n = write ? "clEnqueueWriteBufferRect" : "clEnqueueReadBufferRect";
         call(n, f, "%s, %s, %d, {0,%zu,0}, {0,0,0}, {%zu,%zu,%zu}, %zu, 0, %zu, 0, %s, %s, %s", hname(qh), hname(mh),
-             blocking, bo[1], region[0], region[1], region[2], row, row, ptr ? "scratch" : "NULL", wl_str(&w),
+             blocking, bo[1], region[0], region[1], region[2], pitch, row, ptr ? "scratch" : "NULL", wl_str(&w),
              evp ? "&ev" : "NULL");
-        e = write ? clEnqueueWriteBufferRect(qh, mh, blocking, bo, ho, region, row, 0, row, 0, ptr, w.n, w.list, evp)
-                  : clEnqueueReadBufferRect(qh, mh, blocking, bo, ho, region, row, 0, row, 0, ptr, w.n, w.list, evp);
+        e = write ? clEnqueueWriteBufferRect(qh, mh, blocking, bo, ho, region, pitch, 0, row, 0, ptr, w.n, w.list, evp)
+                  : clEnqueueReadBufferRect(qh, mh, blocking, bo, ho, region, pitch, 0, row, 0, ptr, w.n, w.list, evp);
     } else {
         const char *n = write ? "clEnqueueWriteBuffer" : "clEnqueueReadBuffer";
         call(n, f, "%s, %s, %d, %zu, %zu, %s, %s, %s", hname(qh), hname(mh), blocking, off, size,
@@ -1195,7 +1207,7 @@ static void ep_copy_buffer(void) {
     size_t so = below((unsigned)src->size), size = 1 + below((unsigned)(src->size - so));
     if (size > dst->size) size = dst->size;
     size_t doff = below((unsigned)(dst->size - size + 1));
-    if (f == F_BAD_RANGE) so = src->size, size = 1, want = CL_INVALID_VALUE;
+    if (f == F_BAD_RANGE) so = chance(50) ? src->size : SIZE_MAX - below(64), size = 1 + below(64), want = CL_INVALID_VALUE;
     if (f == F_HUGE_SIZE) size = SIZE_MAX - below(64), want = CL_INVALID_VALUE;
     if (f == F_ZERO_SIZE) size = 0, want = CL_INVALID_VALUE;
     /* The same buffer, or two views of one parent: overlapping ranges are CL_MEM_COPY_OVERLAP. */
@@ -1300,7 +1312,7 @@ static void ep_map_unmap(void) {
     cl_int want = hq ? CL_INVALID_COMMAND_QUEUE : f >= F_NULL_HANDLE && f <= F_FORGED_HANDLE ? CL_INVALID_MEM_OBJECT
                                                                                                : w.code;
     switch (f) {
-    case F_BAD_RANGE: off = m->size, size = 1, want = CL_INVALID_VALUE; break;
+    case F_BAD_RANGE: off = chance(50) ? m->size : SIZE_MAX - below(64), size = 1 + below(64), want = CL_INVALID_VALUE; break;
     case F_HUGE_SIZE: size = SIZE_MAX - below(64), want = CL_INVALID_VALUE; break;
     case F_ZERO_SIZE: size = 0, want = CL_INVALID_VALUE; break;
     case F_BAD_ENUM: mf = chance(50) ? (cl_map_flags)1 << 20 : CL_MAP_READ | CL_MAP_WRITE_INVALIDATE_REGION, want = CL_INVALID_VALUE; break;
@@ -2305,7 +2317,7 @@ static void ep_import(void) {
     obj *c = pick(K_CTX);
     if (!c || full(K_MEM)) return;
     enum fault f = choose(HANDLE_FAULTS | FB(F_NULL_PTR) | FB(F_ZERO_SIZE) | FB(F_BAD_ENUM) | FB(F_HUGE_SIZE) |
-                          FB(F_UNALIGNED));
+                          FB(F_UNALIGNED) | FB(F_FOREIGN_PTR));
     int hf = f >= F_NULL_HANDLE && f <= F_FORGED_HANDLE;
     void *h = hf ? bad_handle(K_CTX, f) : c->h;
     cl_import_properties_arm props[] = {CL_IMPORT_TYPE_ARM, CL_IMPORT_TYPE_HOST_ARM, 0};
@@ -2319,6 +2331,11 @@ static void ep_import(void) {
     case F_BAD_ENUM: props[0] = 0x7fff6666, want = CL_INVALID_VALUE; break;
     /* Pages past the end are not mapped: CL_INVALID_OPERATION. */
     case F_HUGE_SIZE: size = SIZE_MAX - 4095, want = CL_INVALID_OPERATION; break;
+    /* Pages nobody mapped: the second page of the address space, or the last ones (the range wraps). */
+    case F_FOREIGN_PTR:
+        mem = chance(50) ? (void *)(uintptr_t)4096 : (void *)(UINTPTR_MAX & ~(uintptr_t)4095), size = 8192;
+        want = CL_INVALID_OPERATION;
+        break;
     case F_UNALIGNED: {
         /* A dma-buf import with an fd that is no dma-buf (or none at all). */
         static int notdmabuf = -1;
@@ -2334,7 +2351,7 @@ static void ep_import(void) {
     cl_mem m = import_arm(h, CL_MEM_READ_WRITE, props, mem, size, &err);
     /* Host imports are optional per device: CL_INVALID_OPERATION / CL_INVALID_PROPERTY where none supports them. */
     if (want == CL_SUCCESS) EXPECT(err, CL_SUCCESS);
-    else if (f == F_HUGE_SIZE) EXPECT(err, want, CL_INVALID_VALUE, CL_INVALID_BUFFER_SIZE);
+    else if (f == F_HUGE_SIZE || f == F_FOREIGN_PTR) EXPECT(err, want, CL_INVALID_VALUE, CL_INVALID_BUFFER_SIZE);
     else if (f == F_ZERO_SIZE) EXPECT(err, want, CL_INVALID_BUFFER_SIZE);
     else EXPECT(err, want);
     if ((m != NULL) != (err == CL_SUCCESS)) fail("import %p with code %d", (void *)m, err);
