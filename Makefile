@@ -13,7 +13,7 @@ RIG        := qemu/run-in-guest
 GUEST_RIG  := --edu 2 --bind 0000:00:10.0 --bind 0000:00:08.0 --module vgem --module vivid
 LOGS       := target/test-logs
 
-.PHONY: all build deps guest demo test test-host test-icd icd install test-guest test-guest-icd test-guest-doc test-nonroot test-rig lint bench fuzz clean-guest
+.PHONY: all build deps guest demo test test-host test-icd icd install test-guest test-guest-icd test-guest-doc test-nonroot test-rig lint bench fuzz fuzz-icd clean-guest
 .PHONY: deps-arm64 build-arm64 test-arm64 test-arm64-guest test-arm64-icd test-arm64-doc test-arm64-nonroot
 
 all: build
@@ -218,15 +218,34 @@ bench: guest icd
 # FUZZ_CASES per property, in a debug build (overflow checks on), bounded by
 # FUZZ_SECONDS; a run that does not end in time fails (a hang is a bug).
 # Shrunk failing inputs land in tests/prop/*.regressions: commit them.
-FUZZ_CASES   ?= 20000
-FUZZ_SECONDS ?= 3600
+# Then the fuzzer of the C boundary (tests/icd/fuzz_test.c, through the
+# loader, against the debug ICD) for FUZZ_ICD_SECONDS, FUZZ_ICD_CALLS calls
+# per child process; a failure prints its seed and call sequence and how to
+# replay it (--seed N --child K). FUZZ_ICD_FLAGS=--no-stale leaves released
+# handles out.
+FUZZ_CASES     ?= 20000
+FUZZ_SECONDS   ?= 3600
+FUZZ_ICD_SECONDS ?= 600
+FUZZ_ICD_CALLS ?= 400
+FUZZ_ICD_FLAGS ?=
 fuzz:
 	@mkdir -p $(LOGS)
 	@bin=$$($(CARGO) test -p dmabridge-tests --test prop --no-run 2>&1 | sed -n 's/.*Executable .*(\(.*\)).*/\1/p' | tail -1); \
 	test -n "$$bin" || { echo "fuzz: could not build tests/prop"; exit 1; }; \
 	echo "== property-based tests, $(FUZZ_CASES) cases per property, at most $(FUZZ_SECONDS) s"; \
 	set -o pipefail; PROPTEST_CASES=$(FUZZ_CASES) timeout -k 10 $(FUZZ_SECONDS) $$bin --color never 2>&1 | tee $(LOGS)/fuzz.log; \
-	status=$$?; test $$status -ne 124 || echo "fuzz: not finished within $(FUZZ_SECONDS) s"; exit $$status
+	status=$$?; test $$status -ne 124 || echo "fuzz: not finished within $(FUZZ_SECONDS) s"; \
+	$(MAKE) --no-print-directory fuzz-icd || status=1; exit $$status
+
+# The C boundary's fuzzer alone (part of `make fuzz`).
+fuzz-icd:
+	@mkdir -p $(LOGS)
+	@tests/icd-deps
+	@$(MAKE) --no-print-directory icd ICD_PROFILE=debug >/dev/null
+	@gcc -std=c11 -Wall -Wextra -Werror -Wno-deprecated-declarations -Iinclude -o target/debug/fuzz_icd tests/icd/fuzz_test.c -lOpenCL
+	@echo "== the C boundary fuzzed through the loader, $(FUZZ_ICD_SECONDS) s, $(FUZZ_ICD_CALLS) calls per child"
+	@set -o pipefail; OCL_ICD_VENDORS=$(CURDIR)/target/debug/dmabridge.icd timeout -k 10 $$(( $(FUZZ_ICD_SECONDS) + 300 )) \
+	    target/debug/fuzz_icd --seconds $(FUZZ_ICD_SECONDS) --calls $(FUZZ_ICD_CALLS) $(FUZZ_ICD_FLAGS) 2>&1 | tee $(LOGS)/fuzz-icd.log
 
 # arm64: the same guest suites, C tests through the ICD and doc examples,
 # built here for aarch64-unknown-linux-gnu (toolchain/cargo-aarch64: Debian's

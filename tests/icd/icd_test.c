@@ -283,6 +283,10 @@ static void test_usm(void) {
     CHECK(h != NULL && err == CL_SUCCESS);
     unsigned char *d = dev_alloc(ctx, device, NULL, 4096, 64, &err);
     CHECK(d != NULL && err == CL_SUCCESS);
+    /* A pattern size near SIZE_MAX is CL_INVALID_VALUE, read nowhere (it
+       aborted the process: found by fuzz_test). */
+    cl_uint big_pat = 7;
+    CHECK_ERR(fill(q, h, &big_pat, SIZE_MAX - 3, 16, 0, NULL, NULL), CL_INVALID_VALUE);
     cl_mem_properties_intel sp[] = {CL_MEM_ALLOC_FLAGS_INTEL, CL_MEM_ALLOC_INITIAL_PLACEMENT_HOST_INTEL, 0};
     unsigned char *s = shared_alloc(ctx, NULL, sp, 4096, 0, &err);
     CHECK(s != NULL && err == CL_SUCCESS);
@@ -365,6 +369,7 @@ static void test_svm(void) {
     CHECK(clSVMAlloc(NULL, CL_MEM_READ_WRITE, 64, 0) == NULL);
     CHECK(clSVMAlloc(ctx, CL_MEM_READ_WRITE, 64, 3) == NULL);
     unsigned short pat = 0x1234;
+    CHECK_ERR(clEnqueueSVMMemFill(q, a, &pat, SIZE_MAX - 1, 4096, 0, NULL, NULL), CL_INVALID_VALUE);
     CHECK_ERR(clEnqueueSVMMemFill(q, a, &pat, sizeof pat, 4096, 0, NULL, NULL), CL_SUCCESS);
     CHECK_ERR(clEnqueueSVMMemcpy(q, CL_TRUE, b, a, 4096, 0, NULL, NULL), CL_SUCCESS);
     CHECK(b[4094] == 0x34 && b[4095] == 0x12);

@@ -146,6 +146,8 @@ static void test_source_program(void) {
     /* Creation errors. */
     CHECK(clCreateProgramWithSource(ctx, 0, src, NULL, &err) == NULL && err == CL_INVALID_VALUE);
     CHECK(clCreateProgramWithSource(ctx, 1, NULL, NULL, &err) == NULL && err == CL_INVALID_VALUE);
+    size_t huge_len[1] = {SIZE_MAX - 1};
+    CHECK(clCreateProgramWithSource(ctx, 1, src, huge_len, &err) == NULL && err == CL_INVALID_VALUE);
     const char *with_null[2] = {"x", NULL};
     CHECK(clCreateProgramWithSource(ctx, 2, with_null, NULL, &err) == NULL && err == CL_INVALID_VALUE);
     CHECK(clCreateProgramWithSource((cl_context)queue, 1, src, NULL, &err) == NULL && err == CL_INVALID_CONTEXT);
@@ -293,6 +295,9 @@ static void test_args_and_launch(void) {
     }
     /* Argument errors. */
     CHECK_ERR(clSetKernelArg(fill, 1, 4, &pattern), CL_INVALID_ARG_SIZE);
+    /* A size near SIZE_MAX is the wrong size, refused before any read (it
+       aborted the process: found by fuzz_test). */
+    CHECK_ERR(clSetKernelArg(fill, 1, SIZE_MAX - 7, &count), CL_INVALID_ARG_SIZE);
     CHECK_ERR(clSetKernelArg(fill, 3, 4, &pattern), CL_INVALID_ARG_INDEX);
     CHECK_ERR(clSetKernelArg(fill, 2, 4, NULL), CL_INVALID_ARG_VALUE);
     CHECK_ERR(set_arg_ptr(fill, 2, usm), CL_INVALID_ARG_VALUE);
@@ -346,6 +351,7 @@ static void test_args_and_launch(void) {
     CHECK_ERR(clSetKernelExecInfo(fill, CL_KERNEL_EXEC_INFO_SVM_FINE_GRAIN_SYSTEM, sizeof yes, &yes), CL_SUCCESS);
     CHECK_ERR(clSetKernelExecInfo(fill, CL_KERNEL_EXEC_INFO_INDIRECT_HOST_ACCESS_INTEL, 3, &yes), CL_INVALID_VALUE);
     CHECK_ERR(clSetKernelExecInfo(fill, CL_KERNEL_EXEC_INFO_USM_PTRS_INTEL, 3, ptrs), CL_INVALID_VALUE);
+    CHECK_ERR(clSetKernelExecInfo(fill, CL_KERNEL_EXEC_INFO_USM_PTRS_INTEL, SIZE_MAX - 7, ptrs), CL_INVALID_VALUE);
     CHECK_ERR(clSetKernelExecInfo(fill, CL_KERNEL_EXEC_INFO_SVM_PTRS, sizeof ptrs, NULL), CL_INVALID_VALUE);
     CHECK_ERR(clSetKernelExecInfo(fill, 0x7777, sizeof yes, &yes), CL_INVALID_VALUE);
     CHECK_ERR(clSetKernelExecInfo(NULL, CL_KERNEL_EXEC_INFO_SVM_PTRS, sizeof ptrs, ptrs), CL_INVALID_KERNEL);
@@ -468,6 +474,10 @@ static void test_native_kernel(void) {
               CL_INVALID_VALUE);
     CHECK_ERR(clEnqueueNativeKernel(queue, native_add, &args, sizeof args, 0, &b, NULL, 0, NULL, NULL),
               CL_INVALID_VALUE);
+    /* A size no copy of args can have: CL_OUT_OF_HOST_MEMORY, not a panic
+       (CL_OUT_OF_RESOURCES) or an abort (found by fuzz_test). */
+    CHECK_ERR(clEnqueueNativeKernel(queue, native_add, &args, SIZE_MAX - 15, 0, NULL, NULL, 0, NULL, NULL),
+              CL_OUT_OF_HOST_MEMORY);
     const void *outside = (const char *)&args + sizeof args - 4;
     CHECK_ERR(clEnqueueNativeKernel(queue, native_add, &args, sizeof args, 1, &b, &outside, 0, NULL, NULL),
               CL_INVALID_VALUE);

@@ -143,7 +143,10 @@ pub(crate) unsafe fn write_opt<T>(p: *mut T, v: T) {
 /// A slice of `n` `T`s at `p` (empty when `n` is 0, whatever `p`).
 ///
 /// # Safety
-/// When `n > 0`, `p` is non-NULL and valid for reads of `n` `T`s for `'a`.
+/// When `n > 0`, `p` is non-NULL and valid for reads of `n` `T`s for `'a`
+/// (so `n` `T`s fit in `isize::MAX` bytes: a size the application passes
+/// and a rule of the specification bounds is checked before, see
+/// [`pattern_bytes`]).
 pub(crate) unsafe fn slice<'a, T>(p: *const T, n: usize) -> &'a [T] {
     if n == 0 {
         &[]
@@ -153,17 +156,26 @@ pub(crate) unsafe fn slice<'a, T>(p: *const T, n: usize) -> &'a [T] {
     }
 }
 
+/// The largest fill pattern: a `long16` or `double16`, 128 bytes.
+pub(crate) const MAX_PATTERN: usize = 128;
+
 /// The bytes of a fill pattern: empty for a NULL `pattern`, which the core
-/// then refuses with its own error (`CL_INVALID_VALUE`).
+/// then refuses with its own error (`CL_INVALID_VALUE`). A `size` above
+/// [`MAX_PATTERN`] is `CL_INVALID_VALUE` here, before any read: a slice of a
+/// size the application merely claims (up to `SIZE_MAX`) must never be
+/// formed, a length past `isize::MAX` aborts the process.
 ///
 /// # Safety
 /// A non-NULL `pattern` is valid for reads of `size` bytes for `'a`.
-pub(crate) unsafe fn pattern_bytes<'a>(pattern: *const c_void, size: usize) -> &'a [u8] {
+pub(crate) unsafe fn pattern_bytes<'a>(pattern: *const c_void, size: usize) -> ClRes<&'a [u8]> {
+    if size > MAX_PATTERN {
+        return Err(CL_INVALID_VALUE);
+    }
     if pattern.is_null() {
-        &[]
+        Ok(&[])
     } else {
         // SAFETY: the caller's contract.
-        unsafe { slice(pattern.cast(), size) }
+        Ok(unsafe { slice(pattern.cast(), size) })
     }
 }
 

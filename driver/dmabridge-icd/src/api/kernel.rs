@@ -186,7 +186,12 @@ pub(crate) unsafe extern "C" fn clSetKernelArg(
                 }
                 k.set_arg_buffer(arg_index, &mem(handle)?.inner.buffer).cl()
             }
-            Some(ArgKind::Scalar(_)) => {
+            Some(&ArgKind::Scalar(n)) => {
+                // The size first: `arg_size` is only the application's claim,
+                // and no slice of it may be formed unless it is the scalar's.
+                if arg_size != n {
+                    return Err(CL_INVALID_ARG_SIZE);
+                }
                 if arg_value.is_null() {
                     return Err(CL_INVALID_ARG_VALUE);
                 }
@@ -234,7 +239,9 @@ pub(crate) unsafe extern "C" fn clSetKernelExecInfo(
 ) -> cl_int {
     status("clSetKernelExecInfo", || {
         let k = self::kernel(kernel)?;
-        if param_value.is_null() {
+        // No value is larger than an address space: a size past `isize::MAX`
+        // is the application's error, never a slice (which would abort).
+        if param_value.is_null() || param_value_size > isize::MAX as usize {
             return Err(CL_INVALID_VALUE);
         }
         // SAFETY: the C contract: `param_value` holds `param_value_size`
@@ -484,8 +491,13 @@ pub(crate) unsafe extern "C" fn clEnqueueNativeKernel(
         }
         // SAFETY: the C contract of the wait list.
         let mut wait = unsafe { wait_list(num_events_in_wait_list, event_wait_list) }?;
-        // The copy of `args`, aligned for any C type.
-        let mut copy = vec![0u128; cb_args.div_ceil(16)];
+        // The copy of `args`, aligned for any C type. `cb_args` is the
+        // caller's: a size no allocation can hold is CL_OUT_OF_HOST_MEMORY,
+        // never a panic (`vec!` would panic on capacity overflow, and abort
+        // the process when the allocator refuses).
+        let mut copy: Vec<u128> = Vec::new();
+        copy.try_reserve_exact(cb_args.div_ceil(16)).map_err(|_| CL_OUT_OF_HOST_MEMORY)?;
+        copy.resize(cb_args.div_ceil(16), 0);
         if cb_args > 0 {
             // SAFETY: `args` is readable for `cb_args` bytes (the C
             // contract) and `copy` holds at least as many.

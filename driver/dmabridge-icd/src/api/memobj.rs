@@ -6,12 +6,13 @@ use std::sync::Arc;
 
 use dmabridge::runtime::buffer::rect::{self, CopyRect, HostRect};
 use dmabridge::runtime::buffer::{commands, map, mem_info, Buffer};
+use dmabridge::runtime::event::command_type;
 use opencl_sys::*;
 
 use super::context::ContextObj;
 use super::event::return_event;
 use super::queue::queue;
-use crate::entry::{info_bytes, info_value, object, pointer_bytes, slice, status, unsupported, wait_list, Cl, ClRes};
+use crate::entry::{info_bytes, info_value, object, pattern_bytes, pointer_bytes, slice, status, wait_list, Cl, ClRes};
 use crate::handles::{self, Kind, Obj, Tag};
 
 /// A buffer or sub-buffer, with the objects its info answers name (its
@@ -483,7 +484,7 @@ pub(crate) unsafe extern "C" fn clEnqueueFillBuffer(
         // bytes now (the core copies it), the wait list and `event`.
         unsafe {
             let wait = wait_list(num_events_in_wait_list, event_wait_list)?;
-            let pattern = slice(pattern.cast::<u8>(), pattern_size);
+            let pattern = pattern_bytes(pattern, pattern_size)?;
             let ev =
                 commands::enqueue_fill_buffer(&q.inner.queue, &b.inner.buffer, pattern, offset, size, &wait).cl()?;
             return_event(&q, ev, event)
@@ -549,10 +550,12 @@ pub(crate) unsafe extern "C" fn clEnqueueUnmapMemObject(
     })
 }
 
-/// `clEnqueueMigrateMemObjects`: the runtime has no migration of buffer
-/// objects (a buffer moves to a device on its first use there), so after
-/// the C-shaped checks (queue, list, handles, flags, wait list) this answers
-/// `CL_INVALID_OPERATION`.
+/// `clEnqueueMigrateMemObjects`: a buffer moves to a device on its first
+/// use there, so the command has nothing to move: after the checks (queue,
+/// list, handles of the queue's context, flags, wait list) it is a command
+/// of type `CL_COMMAND_MIGRATE_MEM_OBJECTS` that completes once its wait
+/// list (and, in order, the commands before it) did. The specification
+/// lists no `CL_INVALID_OPERATION` for it: a migration is a hint.
 pub(crate) unsafe extern "C" fn clEnqueueMigrateMemObjects(
     command_queue: cl_command_queue,
     num_mem_objects: cl_uint,
@@ -560,22 +563,28 @@ pub(crate) unsafe extern "C" fn clEnqueueMigrateMemObjects(
     flags: cl_mem_migration_flags,
     num_events_in_wait_list: cl_uint,
     event_wait_list: *const cl_event,
-    _event: *mut cl_event,
+    event: *mut cl_event,
 ) -> cl_int {
     status("clEnqueueMigrateMemObjects", || {
-        queue(command_queue)?;
+        let q = queue(command_queue)?;
         if num_mem_objects == 0 || mem_objects.is_null() {
             return Err(CL_INVALID_VALUE);
         }
         // SAFETY: the C contract: `num_mem_objects` readable handles.
         for &m in unsafe { slice(mem_objects, num_mem_objects as usize) } {
-            mem(m)?;
+            if !Arc::ptr_eq(mem(m)?.inner.buffer.context(), q.inner.queue.context()) {
+                return Err(CL_INVALID_CONTEXT);
+            }
         }
         if flags & !(CL_MIGRATE_MEM_OBJECT_HOST | CL_MIGRATE_MEM_OBJECT_CONTENT_UNDEFINED) != 0 {
             return Err(CL_INVALID_VALUE);
         }
-        // SAFETY: the C contract of the wait list.
-        unsafe { wait_list(num_events_in_wait_list, event_wait_list) }?;
-        Err(unsupported("clEnqueueMigrateMemObjects", CL_INVALID_OPERATION))
+        // SAFETY: the C contract of the wait list and `event`.
+        unsafe {
+            let wait = wait_list(num_events_in_wait_list, event_wait_list)?;
+            let ev =
+                q.inner.queue.enqueue(command_type::MIGRATE_MEM_OBJECTS, &wait, false, Box::new(|| Ok(()))).cl()?;
+            return_event(&q, ev, event)
+        }
     })
 }

@@ -190,6 +190,9 @@ pub(crate) unsafe extern "C" fn clCreateProgramWithSource(
                     return Err(CL_INVALID_VALUE);
                 }
                 match lengths.get(i) {
+                    // No string is larger than an address space (a slice of
+                    // that length would abort the process).
+                    Some(&n) if n > isize::MAX as usize => return Err(CL_INVALID_VALUE),
                     Some(&n) if n > 0 => source.extend_from_slice(slice(s.cast::<u8>(), n)),
                     _ => source.extend_from_slice(CStr::from_ptr(s).to_bytes()),
                 }

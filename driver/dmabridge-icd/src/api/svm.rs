@@ -135,7 +135,7 @@ pub(crate) unsafe extern "C" fn clEnqueueSVMMemFill(
         // `pattern_size` bytes (or NULL), `svm_ptr` valid for `size` bytes, and `event`.
         unsafe {
             let wait = wait_list(num_events_in_wait_list, event_wait_list)?;
-            let pattern = pattern_bytes(pattern, pattern_size);
+            let pattern = pattern_bytes(pattern, pattern_size)?;
             let ev = svm_commands::enqueue_svm_mem_fill(&q.inner.queue, svm_ptr.cast(), pattern, size, &wait).cl()?;
             return_event(&q, ev, event)
         }

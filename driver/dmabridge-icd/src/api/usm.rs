@@ -157,7 +157,7 @@ pub(crate) unsafe extern "C" fn clEnqueueMemFillINTEL(
         // bytes (or NULL), `dst_ptr` valid for `size` bytes until completion, and `event`.
         unsafe {
             let wait = wait_list(num_events_in_wait_list, event_wait_list)?;
-            let pattern = pattern_bytes(pattern, pattern_size);
+            let pattern = pattern_bytes(pattern, pattern_size)?;
             let ev = usm_commands::enqueue_mem_fill(&q.inner.queue, dst_ptr.cast(), pattern, size, &wait).cl()?;
             return_event(&q, ev, event)
         }

@@ -58,6 +58,8 @@ pub mod command_type {
     pub const COPY_BUFFER_RECT: u32 = 0x1203;
     /// `CL_COMMAND_FILL_BUFFER`.
     pub const FILL_BUFFER: u32 = 0x1207;
+    /// `CL_COMMAND_MIGRATE_MEM_OBJECTS`.
+    pub const MIGRATE_MEM_OBJECTS: u32 = 0x1206;
 
     /// The constant's name without the `CL_` prefix, for error messages
     /// (`"command"` for a type this module does not list).
@@ -97,6 +99,7 @@ pub mod command_type {
             WRITE_BUFFER_RECT => "COMMAND_WRITE_BUFFER_RECT",
             COPY_BUFFER_RECT => "COMMAND_COPY_BUFFER_RECT",
             FILL_BUFFER => "COMMAND_FILL_BUFFER",
+            MIGRATE_MEM_OBJECTS => "COMMAND_MIGRATE_MEM_OBJECTS",
             _ => "command",
         }
     }
