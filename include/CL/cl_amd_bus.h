@@ -17,11 +17,16 @@
  * CL_OUT_OF_HOST_MEMORY.
  *
  * dmabridge's choices where the text leaves room:
- * - clEnqueueWaitSignalAMD ends when the marker has *reached* the value:
- *   (cl_int)(marker - value) >= 0, wrap-around included.
- * - clEnqueueWriteSignalAMD writes a 32-bit marker (offset a multiple of 4)
- *   and refuses one not above the last value written to the buffer
- *   (CL_INVALID_VALUE).
+ * - Markers only increase and never wrap: clEnqueueWriteSignalAMD writes a
+ *   32-bit marker (offset a multiple of 4) and refuses one not above the
+ *   last value written to the buffer (CL_INVALID_VALUE), compared as
+ *   unsigned 32-bit numbers.
+ * - clEnqueueWaitSignalAMD waits until <value> is written, i.e. until the
+ *   marker is at least <value>: marker >= value, unsigned, no wrap-around
+ *   (a later marker means the value was passed). A signal page starts at 0:
+ *   a wait for 0 is over at once, a wait for any other value holds the
+ *   queue until a device writes it (or more), or until the queue is
+ *   released (the command then ends with CL_INVALID_COMMAND_QUEUE).
  * - The residency is made by the clEnqueueMakeBuffersResidentAMD call
  *   itself: bus_addresses are filled when it returns, blocking or not.
  * - Sub-buffers of either kind of buffer are CL_INVALID_MEM_OBJECT; an

@@ -209,6 +209,19 @@ fn child_wait_signal_holds_the_queue_until_the_remote_marker() {
     unsafe { r.remote.write_u32(at[0].marker_bus_address, 7) }.unwrap();
     Event::wait(&[amd_bus::enqueue_wait_signal(&r.cpu_q, &b, 5, &[]).unwrap()]).unwrap();
 
+    // A fresh signal page holds 0, which has reached no value above it (not
+    // 0x8000_0001 either: markers never wrap): the wait holds until the
+    // value is written.
+    let fresh = bus_buffer(&r.ctx, &[0u8; 4096]);
+    let (fat, _) = amd_bus::make_buffers_resident(&r.cpu_q, std::slice::from_ref(&fresh), true, &[]).unwrap();
+    let q3 = Queue::new(&r.ctx, Platform::get().cpu(), QueueProps::default()).unwrap();
+    let high = amd_bus::enqueue_wait_signal(&q3, &fresh, 0x8000_0001, &[]).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert_ne!(high.status(), EventStatus::Complete, "marker 0 ended the wait for 0x8000_0001");
+    // SAFETY: as above, for `fresh`.
+    unsafe { r.remote.write_u32(fat[0].marker_bus_address, 0x8000_0001) }.unwrap();
+    Event::wait(&[high]).unwrap();
+
     // clMemBlockingFreeINTEL of memory used behind a wait-signal waits for
     // the signal.
     let usm = dmabridge::ext::usm::host_mem_alloc(&r.ctx, &[], 64, 0).unwrap();
