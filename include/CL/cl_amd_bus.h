@@ -35,6 +35,14 @@
  * - An external physical buffer whose bytes a live buffer on the same
  *   surface address, or a device allocation of a dmabridge BAR device on
  *   that BAR, already uses is CL_OUT_OF_RESOURCES.
+ * - Bus addresses in a BAR of a PCI function dmabridge itself drives (an
+ *   edu DMA engine, or a BAR device's function outside its memory BAR) are
+ *   CL_MEM_OBJECT_ALLOCATION_FAILURE: they hold registers, which a buffer
+ *   write or a marker must not reach.
+ * - The remote memory is an external physical buffer's storage on every
+ *   device of the context, the BAR device included: commands on any queue
+ *   write it (by DMA peer-to-peer or by the CPU), never a copy of it, so
+ *   a marker written after them follows data that is in the remote memory.
  * - Bus addresses of a released buffer are unmapped and not handed to the
  *   next resident buffers (until 64 later releases or the IOVA space runs
  *   out), so a device still using them faults instead of writing them.
