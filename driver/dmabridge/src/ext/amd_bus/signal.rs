@@ -335,7 +335,7 @@ pub fn enqueue_write_signal(
             // The data the earlier commands wrote is visible before the marker.
             fence(Ordering::SeqCst);
             // SAFETY: `slot` lies in the BAR mapping that the buffer keeps
-            // (`_held`), 4-aligned, inside the signal surface (checked above);
+            // (`_held`: its store owns the remote memory), 4-aligned, inside the signal surface (checked above);
             // it is written through a raw pointer, never a reference.
             unsafe { std::ptr::write_volatile(slot as *mut u32, value) };
             fence(Ordering::SeqCst);
