@@ -17,11 +17,16 @@
  * CL_OUT_OF_HOST_MEMORY.
  *
  * dmabridge's choices where the text leaves room:
- * - clEnqueueWaitSignalAMD ends when the marker has *reached* the value:
- *   (cl_int)(marker - value) >= 0, wrap-around included.
- * - clEnqueueWriteSignalAMD writes a 32-bit marker (offset a multiple of 4)
- *   and refuses one not above the last value written to the buffer
- *   (CL_INVALID_VALUE).
+ * - Markers only increase and never wrap: clEnqueueWriteSignalAMD writes a
+ *   32-bit marker (offset a multiple of 4) and refuses one not above the
+ *   last value written to the buffer (CL_INVALID_VALUE), compared as
+ *   unsigned 32-bit numbers.
+ * - clEnqueueWaitSignalAMD waits until <value> is written, i.e. until the
+ *   marker is at least <value>: marker >= value, unsigned, no wrap-around
+ *   (a later marker means the value was passed). A signal page starts at 0:
+ *   a wait for 0 is over at once, a wait for any other value holds the
+ *   queue until a device writes it (or more), or until the queue is
+ *   released (the command then ends with CL_INVALID_COMMAND_QUEUE).
  * - The residency is made by the clEnqueueMakeBuffersResidentAMD call
  *   itself: bus_addresses are filled when it returns, blocking or not.
  * - Sub-buffers of either kind of buffer are CL_INVALID_MEM_OBJECT; an
@@ -30,6 +35,14 @@
  * - An external physical buffer whose bytes a live buffer on the same
  *   surface address, or a device allocation of a dmabridge BAR device on
  *   that BAR, already uses is CL_OUT_OF_RESOURCES.
+ * - Bus addresses in a BAR of a PCI function dmabridge itself drives (an
+ *   edu DMA engine, or a BAR device's function outside its memory BAR) are
+ *   CL_MEM_OBJECT_ALLOCATION_FAILURE: they hold registers, which a buffer
+ *   write or a marker must not reach.
+ * - The remote memory is an external physical buffer's storage on every
+ *   device of the context, the BAR device included: commands on any queue
+ *   write it (by DMA peer-to-peer or by the CPU), never a copy of it, so
+ *   a marker written after them follows data that is in the remote memory.
  * - Bus addresses of a released buffer are unmapped and not handed to the
  *   next resident buffers (until 64 later releases or the IOVA space runs
  *   out), so a device still using them faults instead of writing them.

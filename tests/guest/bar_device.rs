@@ -107,7 +107,9 @@ fn child_platform_lists_the_configured_bar_device() {
 
 #[test]
 fn bad_configuration_is_skipped_with_the_reason() {
-    let text = format!("{IVSHMEM},bar=9; rubbish ; {IVSHMEM},bar=2,engine={EDU1}; {IVSHMEM},bar=2,engine=00:1f.0");
+    let text = format!(
+        "{IVSHMEM},bar=9; rubbish ; {IVSHMEM},bar=2,engine={EDU1}; {IVSHMEM},bar=2,engine=00:1f.0; {EDU0},bar=0"
+    );
     in_child("child_bad_configuration_is_skipped_with_the_reason", Some(&text));
 }
 
@@ -123,6 +125,10 @@ fn child_bad_configuration_is_skipped_with_the_reason() {
     assert!(why[0].contains("0 to 5") && why[0].contains(ENV), "{}", why[0]);
     assert!(why[1].contains(EDU1) && why[1].contains("not an edu device of the platform"), "{}", why[1]);
     assert!(why[2].contains("0000:00:1f.0"), "{}", why[2]);
+    // An edu engine's BAR is its registers, not device memory.
+    let edu: Vec<&String> = p.skipped().iter().filter(|(a, _)| *a == addr(EDU0)).map(|(_, w)| w).collect();
+    assert_eq!(edu.len(), 1, "{:?}", p.skipped());
+    assert!(edu[0].contains("DMA engine") && edu[0].contains("registers"), "{}", edu[0]);
     let unparsed: Vec<&String> = p.skipped().iter().filter(|(a, _)| *a == bar::UNPARSED).map(|(_, w)| w).collect();
     assert_eq!(unparsed.len(), 1);
     assert!(unparsed[0].contains("rubbish") && unparsed[0].contains("not a PCI address"), "{}", unparsed[0]);

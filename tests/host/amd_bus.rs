@@ -133,11 +133,14 @@ fn make_resident_waits_and_writes_answer_the_seeds_codes_on_the_host() {
 }
 
 #[test]
-fn the_signal_comparison_is_reached_with_wrap_around() {
+fn the_signal_comparison_is_written_or_passed_without_wrap_around() {
     assert!(amd_bus::signal_reached(10, 10));
-    assert!(amd_bus::signal_reached(11, 10));
+    assert!(amd_bus::signal_reached(11, 10), "a later marker: the value was passed");
     assert!(!amd_bus::signal_reached(9, 10));
-    assert!(amd_bus::signal_reached(3, u32::MAX - 2), "the marker wrapped past the value");
-    assert!(!amd_bus::signal_reached(u32::MAX - 2, 3));
-    assert!(!amd_bus::signal_reached(10u32.wrapping_add(1 << 31), 10), "more than 2^31 ahead is behind");
+    // Markers only increase and never wrap (clEnqueueWriteSignalAMD's rule):
+    // a small marker has not reached a large value, whatever the distance.
+    assert!(!amd_bus::signal_reached(3, u32::MAX - 2), "a fresh or small marker");
+    assert!(!amd_bus::signal_reached(0, 0x8000_0001), "a fresh signal page");
+    assert!(amd_bus::signal_reached(u32::MAX - 2, 3));
+    assert!(amd_bus::signal_reached(10u32.wrapping_add(1 << 31), 10), "2^31 ahead is ahead");
 }

@@ -7,9 +7,11 @@
  *    listed exactly where buffers can be made resident;
  *  - where it is listed (the QEMU guest: make test-guest-icd): buffers made
  *    resident (bus addresses, the event's command type), a wait-signal whose
- *    value is already there, an external physical buffer on the ivshmem BAR
- *    (found through sysfs) written and signalled, and its refusals.
+ *    value is already there and ones a fresh signal page has not reached,
+ *    an external physical buffer on the ivshmem BAR (found through sysfs)
+ *    written and signalled, and its refusals.
  * Closing line: "N passed, N failed". */
+#define _POSIX_C_SOURCE 200809L /* nanosleep */
 #define CL_TARGET_OPENCL_VERSION 300
 #include <CL/cl.h>
 #include <CL/cl_amd_bus.h>
@@ -17,6 +19,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "check.h"
 
@@ -176,6 +179,25 @@ static void test_resident_and_wait(void) {
     CHECK_ERR(clGetEventInfo(ev, CL_EVENT_COMMAND_TYPE, sizeof type, &type, NULL), CL_SUCCESS);
     CHECK(type == CL_COMMAND_WAIT_SIGNAL_AMD);
     clReleaseEvent(ev);
+    /* ... and a wait for any value above 0 is not: 0 has not reached
+       0x80000001 (nor 0xffffffff; markers never wrap). It holds its queue
+       until the queue is released. */
+    cl_uint above[2] = {0x80000001u, 0xffffffffu};
+    for (int i = 0; i < 2; i++) {
+        cl_int err;
+        cl_command_queue q2 = clCreateCommandQueueWithProperties(ctx, device, NULL, &err);
+        ev = NULL;
+        CHECK_ERR(wait_signal(q2, bufs[i], above[i], 0, NULL, &ev), CL_SUCCESS);
+        CHECK_ERR(clFlush(q2), CL_SUCCESS);
+        struct timespec ms200 = {0, 200 * 1000 * 1000};
+        nanosleep(&ms200, NULL);
+        cl_int st = CL_COMPLETE;
+        CHECK_ERR(clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st, NULL), CL_SUCCESS);
+        if (st == CL_COMPLETE) fprintf(stderr, "  a fresh signal page (0) ended the wait for %#x\n", above[i]);
+        CHECK(st != CL_COMPLETE && st >= 0);
+        clReleaseEvent(ev);
+        CHECK_ERR(clReleaseCommandQueue(q2), CL_SUCCESS); /* ends the wait */
+    }
     for (int i = 0; i < 2; i++) clReleaseMemObject(bufs[i]);
 }
 

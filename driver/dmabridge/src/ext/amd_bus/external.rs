@@ -4,13 +4,24 @@
 //! The surface and signal bus addresses are looked up in sysfs
 //! (`/sys/bus/pci/devices/*/resource`: the bus ranges of every function's
 //! BARs); both must lie in one memory BAR of one function, which must be
-//! bound to vfio-pci. The BAR is mapped through VFIO in the platform's
-//! container — the mapping of a BAR device of the platform that already
-//! has it ([`BarBackend`](crate::runtime::backend::bar::BarBackend)), else
-//! a mapping of its own shared by every buffer on that BAR — and the
-//! surface is made resident in the platform's IOMMU domain, so that the
-//! domain's DMA engines (edu) write it peer-to-peer and the CPU writes it
-//! through the mapping.
+//! bound to vfio-pci and not driven by the platform: the BARs of its edu
+//! engines hold their DMA registers, and of a BAR device's function only
+//! its memory BAR is memory (a wrong bus address must not let a buffer
+//! write or a marker reprogram a device dmabridge drives). The BAR is
+//! mapped through VFIO in the platform's container — the mapping of a BAR
+//! device of the platform that already has it
+//! ([`BarBackend`](crate::runtime::backend::bar::BarBackend)), else a
+//! mapping of its own shared by every buffer on that BAR and registered as
+//! I/O memory ([`crate::runtime::transfer::io`]: the CPU's copies, fills
+//! and built-in kernels reach it with aligned volatile accesses, as Device
+//! memory on arm64 requires) — and the surface is made resident in the
+//! platform's IOMMU domain, so that the domain's DMA engines (edu) write it
+//! peer-to-peer and the CPU writes it through the mapping.
+//!
+//! The remote memory is the one storage of the buffer on every device of
+//! the context ([`Store::new_remote`]): commands on the BAR device's queue
+//! write it through the device's engine (peer-to-peer) or by the CPU, never
+//! into a copy in the device's own memory.
 //!
 //! The buffer is write-only: its `CL_MEM_FLAGS` gain `CL_MEM_WRITE_ONLY` and
 //! `CL_MEM_HOST_WRITE_ONLY`, so reads are `CL_INVALID_OPERATION`; maps
@@ -34,6 +45,7 @@ use crate::runtime::buffer::store::Store;
 use crate::runtime::buffer::{mem_flags, Buffer};
 use crate::runtime::context::Context;
 use crate::runtime::platform::Platform;
+use crate::runtime::transfer::io::IoRange;
 use crate::sys::page_size;
 use crate::sys::pci::PciAddress;
 
@@ -104,6 +116,12 @@ struct OpenBar {
     /// The memory of the platform's BAR device on this BAR, if there is
     /// one: its allocations and external buffers must not overlap.
     device_memory: Option<Arc<BarMemory>>,
+    /// Our own mapping registered as I/O memory, so that the CPU's copies,
+    /// fills and built-in kernels reach it with aligned volatile accesses
+    /// (Device memory on arm64); `None` over the BAR device's mapping, which
+    /// its `BarMemory` registers. Declared before `_keep`: unregistered
+    /// before the mapping goes.
+    _io: Option<IoRange>,
     /// What keeps the mapping: the platform's BAR device, or our own VFIO
     /// device and mapping.
     _keep: Box<dyn Any + Send + Sync>,
@@ -131,15 +149,34 @@ fn open_bar(slot: BarSlot, domain: &Arc<DmaDomain>) -> ClResult<Arc<OpenBar>> {
     {
         return Ok(b);
     }
-    // A BAR device of the platform already has it mapped.
-    for d in Platform::get().devices() {
-        if let Some(b) = d.bar_backend() {
-            if b.config().address == slot.address && b.config().bar == slot.bar {
+    // A function the platform drives: only a BAR device's memory BAR is
+    // memory to share (the BAR device already has it mapped); any other BAR
+    // holds registers or state its driver relies on.
+    if let Some(d) = Platform::get().devices().iter().find(|d| d.pci_address() == Some(slot.address)) {
+        match d.bar_backend() {
+            Some(b) if b.config().bar == slot.bar => {
                 let mem = b.memory().clone();
                 let (base, len) = (mem.base().as_ptr() as usize, mem.size());
-                let bar = Arc::new(OpenBar { slot, base, len, device_memory: Some(mem), _keep: Box::new(b) });
+                let bar =
+                    Arc::new(OpenBar { slot, base, len, device_memory: Some(mem), _io: None, _keep: Box::new(b) });
                 open.push(Arc::downgrade(&bar));
                 return Ok(bar);
+            }
+            Some(b) => {
+                return Err(fail(format!(
+                    "dmabridge drives this function as the device {:?}, whose memory is BAR {}: BAR {} holds its \
+                     registers or other state, which a buffer write or clEnqueueWriteSignalAMD must not change",
+                    d.name,
+                    b.config().bar,
+                    slot.bar
+                )))
+            }
+            None => {
+                return Err(fail(format!(
+                    "dmabridge drives this function as the device {:?} (a DMA engine): its BARs hold the engine's \
+                     registers, and a buffer write or clEnqueueWriteSignalAMD there would reprogram its DMA",
+                    d.name
+                )))
             }
         }
     }
@@ -160,26 +197,51 @@ fn open_bar(slot: BarSlot, domain: &Arc<DmaDomain>) -> ClResult<Arc<OpenBar>> {
         return Err(fail("VFIO maps the BAR read-only".into()));
     }
     let (base, len) = (mapping.as_ptr() as usize, mapping.len().min(slot.len as usize));
-    let bar = Arc::new(OpenBar { slot, base, len, device_memory: None, _keep: Box::new((mapping, device)) });
+    let io = Some(IoRange::register(mapping.as_ptr() as usize, mapping.len()));
+    let bar = Arc::new(OpenBar { slot, base, len, device_memory: None, _io: io, _keep: Box::new((mapping, device)) });
     open.push(Arc::downgrade(&bar));
     Ok(bar)
 }
 
-/// What the extension keeps for an external physical buffer.
+/// What the extension keeps for an external physical buffer. The remote
+/// memory itself is kept by the buffer's store ([`RemoteMemory`]).
 #[derive(Debug)]
 pub(crate) struct External {
     at: BusAddress,
-    /// Keeps the BAR mapped while the buffer lives.
-    bar: Arc<OpenBar>,
-    /// CPU addresses of the surface and the signal surface in the mapping.
-    surface: usize,
-    signal: usize,
+    /// CPU addresses of the surface and the signal surface in the BAR
+    /// mapping (I/O memory).
+    pub(crate) surface: usize,
+    pub(crate) signal: usize,
     /// The last marker value enqueued.
     last: Mutex<Option<u32>>,
-    /// The ranges claimed in the BAR device's memory (see [`claim`]).
-    claims: Vec<usize>,
+}
+
+/// What keeps an external buffer's remote memory usable, owned by the
+/// buffer's store ([`Store::new_remote`]), which drops it after every
+/// device's residency of the surface is evicted. Dropping it evicts the
+/// surface's own residency, gives back its claims on the BAR device's
+/// memory, and then lets the BAR go (unmapped, and the VFIO device closed,
+/// with the last buffer on it): in that order, so that no IOMMU mapping of
+/// the surface outlives the BAR's mapping.
+struct RemoteMemory {
+    surface: usize,
     /// The domain in which the surface is resident.
     domain: Arc<DmaDomain>,
+    /// The ranges claimed in the BAR device's memory (see [`claim`]).
+    claims: Vec<usize>,
+    /// Keeps the BAR mapped; dropped last.
+    bar: Arc<OpenBar>,
+}
+
+impl Drop for RemoteMemory {
+    fn drop(&mut self) {
+        if let Err(e) = self.domain.evict(self.surface) {
+            log::error!("releasing an external physical buffer's bus mapping: {e}");
+        }
+        if let Some(mem) = &self.bar.device_memory {
+            release_claims(mem, &self.claims);
+        }
+    }
 }
 
 impl External {
@@ -256,7 +318,9 @@ fn release_claims(mem: &BarMemory, claims: &[usize]) {
 /// aligned, or if the two lie in different BARs; `CL_MEM_OBJECT_ALLOCATION_FAILURE`
 /// if the remote memory cannot be mapped (no PCI BAR contains the surface
 /// or holds `size` bytes from it, or the signal surface's `size` bytes; the
-/// function is not bound to vfio-pci; no VFIO domain); `CL_OUT_OF_RESOURCES`
+/// function is not bound to vfio-pci; the platform drives it — an edu
+/// engine, or a BAR device's function outside its memory BAR; no VFIO
+/// domain); `CL_OUT_OF_RESOURCES`
 /// if a live buffer already uses the same surface address, or if a device
 /// allocation of the platform's BAR device on that BAR has some of its bytes
 /// (the device's allocations never get them while the buffer lives).
@@ -318,36 +382,26 @@ pub(crate) fn create(ctx: &Arc<Context>, flags: u64, size: usize, at: BusAddress
     let signal = bar.base + off(at.marker_bus_address);
     let claims = claim(&bar, surface, signal, size)?;
     // SAFETY: the BAR mapping is reached only through raw pointers; it
-    // outlives the residency (the buffer's destructor evicts before `bar`
-    // goes).
+    // outlives the residency: `RemoteMemory` evicts before it lets `bar`
+    // go, and the store drops it only after evicting every device's
+    // residency of the surface.
     if let Err(e) = unsafe { domain.make_resident(surface, size) } {
         if let Some(mem) = &bar.device_memory {
             release_claims(mem, &claims);
         }
         return Err(unmappable(format!("mapping the remote memory for peer-to-peer DMA: {e}")));
     }
-    let store = Arc::new(Store::new(ctx, size, Some(surface)));
+    let remote = RemoteMemory { surface, domain: domain.clone(), claims, bar };
+    let store = Arc::new(Store::new_remote(ctx, size, surface, Box::new(remote)));
     let host = if flags & mem_flags::HOST_ACCESS == 0 { mem_flags::HOST_WRITE_ONLY } else { 0 };
     let flags = flags | mem_flags::WRITE_ONLY | host;
     let buffer = Buffer::around_store(ctx, flags, size, store);
-    let ext = External { at, bar, surface, signal, last: Mutex::new(None), claims, domain: domain.clone() };
-    let bus = Arc::new(Bus::External(ext));
+    let bus = Arc::new(Bus::External(External { at, surface, signal, last: Mutex::new(None) }));
     let key = Arc::as_ptr(&buffer) as usize;
     reg.insert(key, bus.clone());
     drop(reg);
-    register(
-        &buffer,
-        bus.clone(),
-        Box::new(move || {
-            let Bus::External(x) = &*bus else { return };
-            if let Err(e) = x.domain.evict(x.surface) {
-                log::error!("releasing an external physical buffer's bus mapping: {e}");
-            }
-            if let Some(mem) = &x.bar.device_memory {
-                release_claims(mem, &x.claims);
-            }
-        }),
-    );
+    // The remote memory goes with the store, after the registry entry.
+    register(&buffer, bus, Box::new(|| {}));
     Ok(buffer)
 }
 

@@ -535,7 +535,10 @@ pub fn bus_address(buffer: &Buffer) -> Option<BusAddress> {
 
 /// The CPU addresses of a bus-addressable buffer's surface and signal page,
 /// as `(surface, signal)`: what a remote device's writes to the bus
-/// addresses change. `CL_INVALID_MEM_OBJECT` for another buffer.
+/// addresses change. For an external physical buffer, where its surface and
+/// signal surface lie in the BAR's mapping: I/O memory, registered as such
+/// ([`crate::runtime::transfer::io::is_io`]), to be reached only with
+/// aligned volatile accesses. `CL_INVALID_MEM_OBJECT` for another buffer.
 ///
 /// No OpenCL function of its own: for tests and for software that plays
 /// the remote device on the CPU. The pages may be written by devices at any
@@ -558,7 +561,11 @@ pub fn bus_address(buffer: &Buffer) -> Option<BusAddress> {
 pub fn cpu_pages(buffer: &Buffer) -> ClResult<(*mut u8, *mut u32)> {
     match lookup(buffer).as_deref() {
         Some(Bus::Addressable(a)) => Ok((a.surface as *mut u8, a.marker as *mut u32)),
-        _ => cl_err!(InvalidMemObject, "the buffer was not created with CL_MEM_BUS_ADDRESSABLE_AMD"),
+        Some(Bus::External(x)) => Ok((x.surface as *mut u8, x.signal as *mut u32)),
+        None => cl_err!(
+            InvalidMemObject,
+            "the buffer was not created with CL_MEM_BUS_ADDRESSABLE_AMD or CL_MEM_EXTERNAL_PHYSICAL_AMD"
+        ),
     }
 }
 

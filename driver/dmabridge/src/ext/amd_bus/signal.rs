@@ -3,13 +3,16 @@
 //!
 //! **Waiting.** A wait-signal command holds its queue (an in-order queue
 //! starts nothing after it; on an out-of-order queue, commands that list its
-//! event wait for it) until the buffer's signal page holds the value. The
-//! comparison is *reached, with wrap-around*: the wait ends when
-//! `marker.wrapping_sub(value) as i32 >= 0`, i.e. when the marker equals
-//! the value or has gone past it by less than 2^31 — a remote device that
-//! counts frames may write marker 7 before the queue waits for 5, and the
-//! wait for 5 is then over; a marker that wrapped from `u32::MAX` to 0 has
-//! reached `u32::MAX`.
+//! event wait for it) until `value` has been written to the buffer's signal
+//! page (the seed: "wait until <value> is written"). Markers only increase
+//! — `clEnqueueWriteSignalAMD` refuses a value not above the last one, and
+//! never wraps — so "written" is *the marker is at least `value`*, compared
+//! as plain unsigned 32-bit numbers: a remote device that counts frames may
+//! write marker 7 before the queue waits for 5, and the wait for 5 is then
+//! over; a signal page starts at 0, so a wait for 0 is over at once and a
+//! wait for any other value holds until the device writes it (or more). A
+//! marker that wrapped from `u32::MAX` to 0 is a marker going back, which
+//! neither side allows: it has not reached anything.
 //!
 //! No thread spins while waiting. The command's thread sleeps in
 //! `io_uring_enter` on an eventfd of its own (a *doorbell*) with a timeout.
@@ -109,8 +112,9 @@ impl Drop for Doorbell {
     }
 }
 
-/// The seed's comparison, as documented in the module: true once `marker`
-/// has reached `value` (equal, or past it by less than 2^31).
+/// The seed's comparison, as documented in the module: true once `value`
+/// has been written, i.e. the marker is at least `value` (unsigned, no
+/// wrap-around: markers only increase, as [`enqueue_write_signal`] enforces).
 ///
 /// No OpenCL function of its own: what ends `clEnqueueWaitSignalAMD`.
 ///
@@ -119,11 +123,13 @@ impl Drop for Doorbell {
 /// assert!(signal_reached(5, 5));
 /// assert!(signal_reached(7, 5), "past the value");
 /// assert!(!signal_reached(4, 5));
-/// assert!(signal_reached(0, u32::MAX), "wrapped around");
-/// assert!(!signal_reached(u32::MAX, 0), "not yet wrapped");
+/// assert!(signal_reached(0, 0), "a fresh signal page holds 0");
+/// assert!(!signal_reached(0, 0x8000_0001), "a fresh page reaches no value above 0");
+/// assert!(!signal_reached(0, u32::MAX), "markers never wrap");
+/// assert!(signal_reached(u32::MAX, 0x8000_0000));
 /// ```
 pub fn signal_reached(marker: u32, value: u32) -> bool {
-    marker.wrapping_sub(value) as i32 >= 0
+    marker >= value
 }
 
 /// Sleeps until the u32 at `marker` reaches `value` (see the module), or
@@ -192,10 +198,11 @@ fn checked(queue: &Queue, buffer: &Buffer, wait_list: &[Event], external: bool) 
 }
 
 /// `clEnqueueWaitSignalAMD`: the queue does not start the commands after
-/// this one until `buffer`'s signal page holds `value` (reached with
-/// wrap-around, see the module). The event completes when the value is
-/// there; commands that list it wait for it, and so does
-/// `clMemBlockingFreeINTEL` of memory used by commands behind it.
+/// this one until `value` has been written to `buffer`'s signal page (the
+/// marker is at least `value`, unsigned, no wrap-around: see the module).
+/// The event completes when the value is there; commands that list it wait
+/// for it, and so does `clMemBlockingFreeINTEL` of memory used by commands
+/// behind it.
 ///
 /// Errors: `CL_INVALID_MEM_OBJECT` if `buffer` was not created with
 /// `CL_MEM_BUS_ADDRESSABLE_AMD`; `CL_INVALID_VALUE` if its signal address is
@@ -274,7 +281,8 @@ pub fn enqueue_wait_signal(
 /// `offset` go past the buffer's size (the signal surface is as large as
 /// the buffer); `CL_INVALID_VALUE` if `value` is not above the last value
 /// enqueued for the buffer (the seed: consecutive markers keep increasing;
-/// compared as plain u32, so a wrapped marker is refused; the check and the
+/// compared as plain u32, so a wrapped marker is refused, the rule
+/// [`enqueue_wait_signal`]'s comparison relies on; the check and the
 /// enqueue are one step, so markers that threads enqueue at once are
 /// enqueued in increasing order) or if `offset` is
 /// not a multiple of 4; `CL_INVALID_CONTEXT` for a buffer or event of
@@ -327,7 +335,7 @@ pub fn enqueue_write_signal(
             // The data the earlier commands wrote is visible before the marker.
             fence(Ordering::SeqCst);
             // SAFETY: `slot` lies in the BAR mapping that the buffer keeps
-            // (`_held`), 4-aligned, inside the signal surface (checked above);
+            // (`_held`: its store owns the remote memory), 4-aligned, inside the signal surface (checked above);
             // it is written through a raw pointer, never a reference.
             unsafe { std::ptr::write_volatile(slot as *mut u32, value) };
             fence(Ordering::SeqCst);
@@ -351,5 +359,23 @@ mod tests {
         // Without an interrupt source nothing rings (and so prunes) them.
         assert_eq!(SOURCES.load(Ordering::Acquire), 0);
         assert!(DOORBELLS.lock().unwrap().is_empty(), "{} doorbells left", DOORBELLS.lock().unwrap().len());
+    }
+
+    /// A fresh signal page (0) has not reached any value above 0: the wait
+    /// for 0x8000_0001 and above went on only until the (released) queue
+    /// ended it, where the wrap-around compare once ended it at once.
+    #[test]
+    fn a_fresh_signal_page_reaches_no_value_above_zero() {
+        let marker = 0u32;
+        // SAFETY: `marker` is a live, aligned u32, never written.
+        assert_eq!(unsafe { wait_for(&marker, 0, &Weak::new()) }, Ok(()), "0 is there at once");
+        for value in [1, 0x7fff_ffff, 0x8000_0000, 0x8000_0001, 0xc000_0000, u32::MAX] {
+            // SAFETY: as above. The queue is gone: a wait that does not end
+            // at once ends with CL_INVALID_COMMAND_QUEUE.
+            let r = unsafe { wait_for(&marker, value, &Weak::new()) };
+            assert_eq!(r, Err(code::INVALID_COMMAND_QUEUE), "marker 0 ended the wait for {value:#x}");
+        }
+        // SAFETY: as above.
+        assert_eq!(unsafe { wait_for(&u32::MAX, 0x8000_0000, &Weak::new()) }, Ok(()));
     }
 }

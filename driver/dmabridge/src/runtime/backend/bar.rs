@@ -418,7 +418,8 @@ pub struct Discovered {
 /// [`BarConfig::from_env`]): in `domain` (the edus' container) when there
 /// is one, else in a container opened here (only if some entry parses).
 /// Engines are looked up among `edus`; an entry whose engine is not an
-/// opened edu is skipped, not downgraded to CPU copies.
+/// opened edu is skipped, not downgraded to CPU copies, and so is an entry
+/// that names one of `edus` itself (its BARs are the engine's registers).
 ///
 /// No OpenCL function of its own: device discovery (`clGetDeviceIDs`).
 ///
@@ -474,6 +475,20 @@ pub fn discover(
                 }
             },
         };
+        // An edu function's BARs hold its DMA engine's registers: as device
+        // memory, every allocation there would reprogram the engine.
+        if let Some(e) = edus.iter().find(|e| e.pci_address() == Some(c.address)) {
+            found.skipped.push((
+                c.address,
+                format!(
+                    "{ENV}: {} is driven as the DMA engine {:?}: its BAR {} holds the engine's registers, not memory",
+                    c.address,
+                    e.name(),
+                    c.bar
+                ),
+            ));
+            continue;
+        }
         if found.backends.iter().any(|b| b.config.address == c.address) {
             found.skipped.push((c.address, format!("{ENV} names {} more than once", c.address)));
             continue;

@@ -46,6 +46,17 @@
 //! (`Store::cpu_sync`, counted by
 //! [`Buffer::cpu_syncs`](super::Buffer::cpu_syncs)) and may be read-only.
 //!
+//! **Remote memory** (`CL_MEM_EXTERNAL_PHYSICAL_AMD`, seed 002: another
+//! device's PCI BAR, mapped for the CPU and resident for peer-to-peer DMA)
+//! is the store's host pages for its whole life too, and the one storage of
+//! every device: each device's allocation is *linked* to it, whether or not
+//! the device has host-unified memory. A device with local memory (the BAR
+//! device) writes it through its engine, peer-to-peer, or by the CPU
+//! through the mapping — never into a copy of its own, which the remote
+//! device would not see, nor by first reading the remote memory (it is
+//! write-only). What keeps the remote memory mapped is dropped after every
+//! device's residency of it is evicted ([`Store::new_remote`]).
+//!
 //! This follows the seed with one deliberate difference: DPC++ links a host
 //! allocation with at most one device allocation, because one native memory
 //! object owns the pages. Here the pages belong to the store, so every
@@ -252,6 +263,10 @@ pub(crate) struct Store {
     state: Mutex<State>,
     /// Imported memory (then `user_ptr` is its address).
     imported: Option<Imported>,
+    /// Remote memory (then `user_ptr` is its address): what keeps it mapped
+    /// and usable, dropped after [`Store`]'s `drop` has evicted every
+    /// device's residency of it (fields drop after `Drop::drop`).
+    remote: Option<Box<dyn std::any::Any + Send + Sync>>,
 }
 
 /// CPU access to an imported dma-buf in progress: `DMA_BUF_IOCTL_SYNC` end
@@ -281,7 +296,23 @@ impl Store {
     /// A store of `size` bytes; `user_ptr` for `CL_MEM_USE_HOST_PTR`.
     pub fn new(context: &Arc<Context>, size: usize, user_ptr: Option<usize>) -> Store {
         let state = State { defined: user_ptr.is_some(), pages_current: user_ptr.is_some(), ..State::default() };
-        Store { context: context.clone(), size, user_ptr, state: Mutex::new(state), imported: None }
+        Store { context: context.clone(), size, user_ptr, state: Mutex::new(state), imported: None, remote: None }
+    }
+
+    /// A store over `size` bytes of remote memory at `base` (an external
+    /// physical buffer's surface in a BAR mapping): every device's
+    /// allocation is linked to it (see the module). `keep` keeps the memory
+    /// mapped (and what else must outlive the devices' use of it); it is
+    /// dropped after every device's residency of `base` is evicted.
+    pub fn new_remote(
+        context: &Arc<Context>,
+        size: usize,
+        base: usize,
+        keep: Box<dyn std::any::Any + Send + Sync>,
+    ) -> Store {
+        let mut store = Store::new(context, size, Some(base));
+        store.remote = Some(keep);
+        store
     }
 
     /// A store over `size` imported bytes at `base`, linked on `devices`
@@ -307,6 +338,7 @@ impl Store {
             user_ptr: Some(base),
             state: Mutex::new(state),
             imported: Some(imported),
+            remote: None,
         }
     }
 
@@ -480,7 +512,9 @@ impl Store {
                 device.name
             );
         }
-        let placed = if device.host_unified_memory {
+        // Remote memory is every device's storage (see the module): a device
+        // with local memory reaches it through its engine or the CPU.
+        let placed = if device.host_unified_memory || self.remote.is_some() {
             let fresh = st.pages.is_none();
             let base = self.pages(st, loc)?;
             if let Some(domain) = device.dma_domain() {
@@ -691,11 +725,11 @@ impl Drop for Store {
         let st = self.state.get_mut().unwrap_or_else(|p| p.into_inner());
         let pages = st.pages.map(|(p, _)| p);
         for d in st.devices.drain(..) {
+            // A linked allocation on a device behind an IOMMU made the pages
+            // resident there (`device_alloc_locked`).
             if let (None, Some(domain), Some(p)) = (d.local, d.device.dma_domain(), pages) {
-                if d.device.host_unified_memory {
-                    if let Err(e) = domain.evict(p) {
-                        log::error!("evicting a buffer's pages from {:?}'s IOMMU domain: {e}", d.device.name);
-                    }
+                if let Err(e) = domain.evict(p) {
+                    log::error!("evicting a buffer's pages from {:?}'s IOMMU domain: {e}", d.device.name);
                 }
             }
             if let (Some(p), Some(local)) = (d.local, d.device.local_memory()) {

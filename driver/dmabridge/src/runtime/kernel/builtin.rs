@@ -5,10 +5,17 @@
 //! arguments (bytes, elements or rows); an NDRange of `global_size`
 //! work-items gives work-item `i` the units `[i*U/G, (i+1)*U/G)`, so the
 //! result does not depend on the global size (a task is `global_size` 1).
+//!
+//! Arguments in I/O memory (a PCI BAR mapping, e.g. an external physical
+//! buffer's remote memory, seed 002) are read and written only with the
+//! aligned volatile accesses of [`transfer::io`], through a staging copy:
+//! Device memory on arm64 faults on the wide and unaligned accesses that
+//! `memcpy` and the compiler's vectorised loops make.
 
 use std::ops::Range;
 
 use super::{ArgKind, KernelArgValue};
+use crate::runtime::transfer;
 
 /// For every pointer argument, `(index, bytes it may access)`.
 pub(crate) type Extents = Vec<(u32, usize)>;
@@ -156,29 +163,71 @@ unsafe fn adler32_units(a: &[KernelArgValue], units: Range<usize>) {
         return;
     }
     let (src, n, dst) = (ptr(a, 0), a[1].as_u64().unwrap_or(0) as usize, ptr(a, 2));
-    let sum = if n == 0 {
-        adler32(&[])
-    } else {
-        // SAFETY: the caller guarantees `src` is valid for reads of `n` bytes.
-        adler32(unsafe { std::slice::from_raw_parts(src as *const u8, n) })
-    };
+    // SAFETY: the caller guarantees `src` is valid for reads of `n` bytes.
+    let sum = unsafe { with_input(src as *const u8, n, adler32) };
     // SAFETY: `dst` is valid for 4 bytes and does not overlap the source.
-    unsafe { (dst as *mut u32).write_unaligned(sum) };
+    unsafe { with_output(dst as *mut u8, 4, |out| out.copy_from_slice(&sum.to_ne_bytes())) };
 }
 
 unsafe fn fill_units(a: &[KernelArgValue], units: Range<usize>) {
-    let (dst, pattern) = (ptr(a, 0) as *mut u32, a[2].as_u32().unwrap_or(0));
-    for i in units {
-        // SAFETY: `dst` is valid for `count` u32s and `i < count`.
-        unsafe { dst.add(i).write_unaligned(pattern) };
-    }
+    let (dst, pattern) = (ptr(a, 0) as *mut u8, a[2].as_u32().unwrap_or(0).to_ne_bytes());
+    // SAFETY: `dst` is valid for `count` u32s and the units lie below it.
+    unsafe {
+        with_output(dst.add(4 * units.start), 4 * units.len(), |out| {
+            out.chunks_exact_mut(4).for_each(|w| w.copy_from_slice(&pattern))
+        })
+    };
 }
 
 unsafe fn copy_units(a: &[KernelArgValue], units: Range<usize>) {
     let (dst, src) = (ptr(a, 0) as *mut u8, ptr(a, 1) as *const u8);
     // SAFETY: both are valid for `size` bytes, do not overlap, and the range
     // lies below `size`.
-    unsafe { std::ptr::copy_nonoverlapping(src.add(units.start), dst.add(units.start), units.len()) };
+    unsafe { transfer::copy_unsplit(dst.add(units.start), src.add(units.start), units.len()) };
+}
+
+/// Runs `f` over the `len` bytes at `src`; if they are I/O memory (a PCI
+/// BAR mapping, [`transfer::io`]), over a copy made with aligned volatile
+/// loads: no slice is ever formed over I/O memory, where the compiler's wide
+/// and unaligned loads fault (Device memory on arm64).
+///
+/// # Safety
+/// `src` must be valid for reads of `len` bytes that nothing writes during
+/// the call.
+unsafe fn with_input<R>(src: *const u8, len: usize, f: impl FnOnce(&[u8]) -> R) -> R {
+    if len == 0 {
+        return f(&[]);
+    }
+    if transfer::io::is_io(src as usize, len) {
+        let mut staged = vec![0u8; len];
+        // SAFETY: `src` as the caller guarantees; `staged` is ours.
+        unsafe { transfer::copy_unsplit(staged.as_mut_ptr(), src, len) };
+        return f(&staged);
+    }
+    // SAFETY: ordinary memory, valid and unwritten (the caller).
+    f(unsafe { std::slice::from_raw_parts(src, len) })
+}
+
+/// Runs `f` over the `len` bytes at `dst` to write them; if they are I/O
+/// memory, over a staging buffer then copied there with aligned volatile
+/// stores (see [`with_input`]).
+///
+/// # Safety
+/// `dst` must be valid for writes of `len` bytes that nothing else
+/// accesses during the call.
+unsafe fn with_output(dst: *mut u8, len: usize, f: impl FnOnce(&mut [u8])) {
+    if len == 0 {
+        return;
+    }
+    if transfer::io::is_io(dst as usize, len) {
+        let mut staged = vec![0u8; len];
+        f(&mut staged);
+        // SAFETY: `dst` as the caller guarantees; `staged` is ours.
+        unsafe { transfer::copy_unsplit(dst, staged.as_ptr(), len) };
+        return;
+    }
+    // SAFETY: ordinary memory, valid and unshared (the caller).
+    f(unsafe { std::slice::from_raw_parts_mut(dst, len) })
 }
 
 /// One BT.601 limited-range YUV sample to RGB (the integer form of
@@ -205,17 +254,17 @@ unsafe fn yuyv_units(a: &[KernelArgValue], rows: Range<usize>) {
     for r in rows {
         // SAFETY: rows below `height` lie inside the two extents, which do
         // not overlap; other threads write other rows.
-        let (s, d) = unsafe {
-            (
-                std::slice::from_raw_parts(src.add(r * w * 2), w * 2),
-                std::slice::from_raw_parts_mut(dst.add(r * w * 4), w * 4),
-            )
+        unsafe {
+            with_input(src.add(r * w * 2), w * 2, |s| {
+                with_output(dst.add(r * w * 4), w * 4, |d| {
+                    for (pair, out) in s.chunks_exact(4).zip(d.chunks_exact_mut(8)) {
+                        let [y0, u, y1, v] = [pair[0], pair[1], pair[2], pair[3]];
+                        let [r0, g0, b0] = yuv_to_rgb(y0, u, v);
+                        let [r1, g1, b1] = yuv_to_rgb(y1, u, v);
+                        out.copy_from_slice(&[r0, g0, b0, 255, r1, g1, b1, 255]);
+                    }
+                })
+            })
         };
-        for (pair, out) in s.chunks_exact(4).zip(d.chunks_exact_mut(8)) {
-            let [y0, u, y1, v] = [pair[0], pair[1], pair[2], pair[3]];
-            let [r0, g0, b0] = yuv_to_rgb(y0, u, v);
-            let [r1, g1, b1] = yuv_to_rgb(y1, u, v);
-            out.copy_from_slice(&[r0, g0, b0, 255, r1, g1, b1, 255]);
-        }
     }
 }

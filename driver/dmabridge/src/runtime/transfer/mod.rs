@@ -73,21 +73,32 @@ pub fn overlaps(a: usize, b: usize, size: usize) -> bool {
 /// assert_eq!(&dst, b"zero-copy");
 /// ```
 pub unsafe fn copy(dst: *mut u8, src: *const u8, size: usize) {
-    let (dst_io, src_io) = (io::is_io(dst as usize, size), io::is_io(src as usize, size));
-    if dst_io || src_io {
+    if size < PARALLEL_THRESHOLD || io::is_io(dst as usize, size) || io::is_io(src as usize, size) {
         // SAFETY: forwarded to the caller.
-        unsafe { io::copy(dst, src, size, dst_io, src_io) };
-        return;
-    }
-    if size < PARALLEL_THRESHOLD {
-        // SAFETY: forwarded to the caller.
-        unsafe { std::ptr::copy_nonoverlapping(src, dst, size) };
+        unsafe { copy_unsplit(dst, src, size) };
         return;
     }
     let op = pool::Op::Copy { dst: dst as usize, src: src as usize };
     // SAFETY: both ranges are valid for `size` bytes and distinct (caller);
     // `run` returns only once every part is done.
     unsafe { pool::run(op, size, part_size(size)) };
+}
+
+/// [`copy`] on the calling thread alone, never split across the pool: for
+/// code that already runs on several threads (the built-in kernels'
+/// work-items). I/O memory takes the aligned volatile path, as in [`copy`].
+///
+/// # Safety
+/// As [`copy`].
+pub(crate) unsafe fn copy_unsplit(dst: *mut u8, src: *const u8, size: usize) {
+    let (dst_io, src_io) = (io::is_io(dst as usize, size), io::is_io(src as usize, size));
+    if dst_io || src_io {
+        // SAFETY: forwarded to the caller.
+        unsafe { io::copy(dst, src, size, dst_io, src_io) };
+    } else {
+        // SAFETY: forwarded to the caller.
+        unsafe { std::ptr::copy_nonoverlapping(src, dst, size) };
+    }
 }
 
 /// Fills `size` bytes at `dst` with `pattern` repeated.
