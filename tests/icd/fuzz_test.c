@@ -1890,7 +1890,10 @@ static void ep_usm_free(void) {
     if (!a && !f) return;
     int blocking = chance(50);
     int svm = a && a->type == 3 && !f;
-    void *h = f >= F_NULL_HANDLE && f <= F_FORGED_HANDLE && !(f == F_STALE_HANDLE && chance(50)) ? bad_handle(K_CTX, f) : c->h;
+    /* A "released" fault is a released context, or (when there are some) a freed pointer. */
+    void *h = f >= F_NULL_HANDLE && f <= F_FORGED_HANDLE && !(f == F_STALE_HANDLE && nfreed && chance(50))
+                ? bad_handle(K_CTX, f)
+                : c->h;
     void *p = a ? a->p : NULL;
     cl_int want = h != c->h ? CL_INVALID_CONTEXT : CL_SUCCESS;
     if (f == F_FOREIGN_PTR) p = scratch + 8, want = CL_INVALID_VALUE;
