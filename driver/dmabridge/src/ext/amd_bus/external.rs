@@ -29,6 +29,7 @@ use crate::cl_err;
 use crate::error::{ClError, ClErrorKind, ClResult};
 use crate::runtime::backend::bar::BarMemory;
 use crate::runtime::backend::domain::DmaDomain;
+use crate::runtime::backend::lost::LentBar;
 use crate::runtime::backend::LocalMemory;
 use crate::runtime::buffer::store::Store;
 use crate::runtime::buffer::{mem_flags, Buffer};
@@ -160,7 +161,11 @@ fn open_bar(slot: BarSlot, domain: &Arc<DmaDomain>) -> ClResult<Arc<OpenBar>> {
         return Err(fail("VFIO maps the BAR read-only".into()));
     }
     let (base, len) = (mapping.as_ptr() as usize, mapping.len().min(slot.len as usize));
-    let bar = Arc::new(OpenBar { slot, base, len, device_memory: None, _keep: Box::new((mapping, device)) });
+    // Watched for removal: when the function goes, the mapping is made
+    // inert and the device closed (runtime::backend::lost).
+    let name = format!("remote memory BAR {} of {}", slot.bar, slot.address);
+    let keep = LentBar::new(name, device, mapping, domain.clone()).map_err(|e| fail(format!("{e}")))?;
+    let bar = Arc::new(OpenBar { slot, base, len, device_memory: None, _keep: Box::new(keep) });
     open.push(Arc::downgrade(&bar));
     Ok(bar)
 }
