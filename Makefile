@@ -165,7 +165,7 @@ test-guest-doc: guest
 # so each runs alone in a guest of its own (about 10 s each on an idle rig),
 # the test and the new process it starts after the rescan.
 # REMOVAL_RUN: the rig and the guest-test executable, set by the caller.
-REMOVAL_RIG   := --edu 2 --bind 0000:00:10.0 --bind 0000:00:08.0
+REMOVAL_RIG   := --edu 2 --bind 0000:00:10.0 --bind 0000:00:11.0 --bind 0000:00:08.0
 REMOVAL_TESTS := edu_removed_while_its_queue_copies ivshmem_removed_under_a_resident_external_buffer
 define removal_runs
 	status=0; \

@@ -10,7 +10,6 @@
 //! ignored in the shared guest run of `make test-guest`.
 
 use std::path::Path;
-use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -25,7 +24,7 @@ use dmabridge::runtime::event::{Event, EventStatus};
 use dmabridge::runtime::info::{device_info, device_param, InfoValue};
 use dmabridge::runtime::platform::Platform;
 use dmabridge::runtime::queue::{Queue, QueueProps};
-use dmabridge_tests::{addr, repo_root, run_alone, EDU0, IVSHMEM};
+use dmabridge_tests::{addr, repo_root, run_alone, EDU0, EDU1, IVSHMEM};
 
 /// How long a removal may take: less than the kernel's 10 s between two
 /// requests, so a pass means the process let go at the first request.
@@ -48,22 +47,25 @@ fn cl_available(d: &Device) -> bool {
 
 /// Removes the function `bdf` and returns how long the write to `remove`
 /// took; fails if it is still blocked after [`BLOCKED`] (the process has
-/// not let go of the device: the kernel waits for it).
+/// not let go of the device: the kernel waits for it). The write is made by
+/// a child process: a thread of this one blocked there would keep the
+/// process, and with it the device, from ever closing.
 fn remove(bdf: &str) -> Duration {
-    let (tx, rx) = mpsc::channel();
     let path = format!("/sys/bus/pci/devices/{bdf}/remove");
-    std::thread::spawn(move || {
-        let t = Instant::now();
-        let r = std::fs::write(&path, "1").map_err(|e| format!("writing {path}: {e}"));
-        let _ = tx.send((r, t.elapsed()));
-    });
-    match rx.recv_timeout(BLOCKED) {
-        Ok((r, took)) => {
-            r.unwrap();
+    let t = Instant::now();
+    let mut child = std::process::Command::new("sh").args(["-c", &format!("echo 1 > {path}")]).spawn().unwrap();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            let took = t.elapsed();
+            assert!(status.success(), "writing {path}: {status}");
             println!("removing {bdf} returned after {:.3} s", took.as_secs_f64());
-            took
+            return took;
         }
-        Err(_) => panic!("removing {bdf} is still blocked after {BLOCKED:?}: the process did not let go of the device"),
+        assert!(
+            t.elapsed() < BLOCKED,
+            "removing {bdf} is still blocked after {BLOCKED:?}: the process did not let go of the device"
+        );
+        std::thread::sleep(Duration::from_millis(10));
     }
 }
 
@@ -119,13 +121,24 @@ fn reads_back(q: &Arc<Queue>, b: &Arc<Buffer>, data: &[u8]) {
     assert_eq!(out, data, "the CPU device's buffer reads back");
 }
 
+/// Another device of the platform still copies.
+fn copies(d: &Device) {
+    let src = pattern(5000, 7);
+    let mut dst = vec![0u8; src.len()];
+    // SAFETY: both vectors hold 5000 bytes, are distinct, and no reference
+    // into `dst` is used during the copy.
+    unsafe { dmabridge::runtime::backend::device_copy(d, dst.as_mut_ptr(), src.as_ptr(), dst.len()) }.unwrap();
+    assert_eq!(dst, src, "{} still copies", d.name);
+}
+
 fn pattern(len: usize, seed: usize) -> Vec<u8> {
     (0..len).map(|i| (i * 31 + seed) as u8).collect()
 }
 
 /// edu 0000:00:10.0 is removed while its queue copies: the copy under way
 /// and the ones queued behind it end with a negative status, the device
-/// reports `CL_DEVICE_AVAILABLE` false, the CPU device goes on, and after a
+/// reports `CL_DEVICE_AVAILABLE` false, the CPU device and the other edu (in
+/// the same VFIO container) go on, and after a
 /// rescan and a rebind a new process copies on it again.
 #[test]
 #[ignore = "removes edu 0000:00:10.0: run alone in a guest of its own by make test-removal"]
@@ -175,6 +188,7 @@ fn edu_removed_while_its_queue_copies() {
     let late = unsafe { usm_commands::enqueue_memcpy(&q, true, dst, src, 4096, &[]) };
     assert_eq!(late.unwrap_err().code(), code::DEVICE_NOT_AVAILABLE);
     reads_back(&cpu_q, &cpu_b, &data);
+    copies(&device_at(p, EDU1));
     usm::mem_free(&ctx, src).unwrap();
     usm::mem_free(&ctx, dst).unwrap();
     assert!(took < REMOVE_BOUND, "removing {EDU0} took {took:?}, over {REMOVE_BOUND:?}");
@@ -265,10 +279,27 @@ fn ivshmem_removed_under_a_resident_external_buffer() {
     usm::mem_free(&ctx, local).unwrap();
     drop(ext);
     reads_back(&cpu_q, &cpu_b, &data);
+    copies(&device_at(p, EDU0));
     assert!(took < REMOVE_BOUND, "removing {IVSHMEM} took {took:?}, over {REMOVE_BOUND:?}");
 
     rescan_and_bind(IVSHMEM);
     run_alone("removal::child_ivshmem_is_device_memory_again", &[]);
+
+    // Back at its address, the function is a new one: an external buffer on
+    // it maps it anew (not the lost BAR device's inert mapping), and with no
+    // BAR device behind it, the buffer's own mapping is watched: removing
+    // the function again does not wait for this process either.
+    let (bar, _) = ivshmem_bar2();
+    let before = domain.residents().len();
+    let mut at = BusAddress { surface_bus_address: bar + len / 2, marker_bus_address: bar + len / 2 + 0x10_0000 };
+    // SAFETY: a whole BusAddress.
+    let ext = unsafe { Buffer::create(&ctx, EXTERNAL_PHYSICAL, 0x1_0000, &mut at as *mut BusAddress as *mut u8) }
+        .expect("an external physical buffer on the function that came back");
+    assert_eq!(domain.residents().len(), before + 1, "the surface is resident");
+    let again = remove(IVSHMEM);
+    assert_eq!(domain.residents().len(), before, "its bus mapping went with the function");
+    drop(ext);
+    assert!(again < REMOVE_BOUND, "removing {IVSHMEM} again took {again:?}, over {REMOVE_BOUND:?}");
 }
 
 #[test]

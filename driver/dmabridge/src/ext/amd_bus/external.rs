@@ -116,6 +116,17 @@ impl std::fmt::Debug for OpenBar {
     }
 }
 
+/// True if the function behind `bar` was lost (removed, unbound): its
+/// mapping is inert, and a function back at the same address is opened anew.
+fn lost(bar: &OpenBar) -> bool {
+    use crate::runtime::backend::Backend;
+    let keep = bar._keep.as_ref();
+    keep.downcast_ref::<LentBar>().is_some_and(LentBar::is_lost)
+        || keep
+            .downcast_ref::<Arc<crate::runtime::backend::bar::BarBackend>>()
+            .is_some_and(|b| b.loss().is_some_and(|l| l.is_lost()))
+}
+
 static OPEN: LazyLock<Mutex<Vec<Weak<OpenBar>>>> = LazyLock::new(Mutex::default);
 
 fn open_bar(slot: BarSlot, domain: &Arc<DmaDomain>) -> ClResult<Arc<OpenBar>> {
@@ -127,15 +138,18 @@ fn open_bar(slot: BarSlot, domain: &Arc<DmaDomain>) -> ClResult<Arc<OpenBar>> {
     };
     let mut open = OPEN.lock().unwrap_or_else(PoisonError::into_inner);
     open.retain(|w| w.strong_count() > 0);
-    if let Some(b) =
-        open.iter().filter_map(Weak::upgrade).find(|b| b.slot.address == slot.address && b.slot.bar == slot.bar)
+    if let Some(b) = open
+        .iter()
+        .filter_map(Weak::upgrade)
+        .find(|b| b.slot.address == slot.address && b.slot.bar == slot.bar && !lost(b))
     {
         return Ok(b);
     }
     // A BAR device of the platform already has it mapped.
     for d in Platform::get().devices() {
         if let Some(b) = d.bar_backend() {
-            if b.config().address == slot.address && b.config().bar == slot.bar {
+            // A lost one's mapping is inert: the function may be back since.
+            if b.config().address == slot.address && b.config().bar == slot.bar && d.available() {
                 let mem = b.memory().clone();
                 let (base, len) = (mem.base().as_ptr() as usize, mem.size());
                 let bar = Arc::new(OpenBar { slot, base, len, device_memory: Some(mem), _keep: Box::new(b) });

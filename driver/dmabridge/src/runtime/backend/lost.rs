@@ -229,7 +229,7 @@ pub(crate) fn release_bar(name: &str, device: &Device, mapping: &Mapping, domain
 #[derive(Debug)]
 pub(crate) struct LentBar {
     /// Shared with the watch's callback (which holds it weakly).
-    _inner: Arc<LentInner>,
+    inner: Arc<LentInner>,
     _watch: Option<Watch>,
 }
 
@@ -256,6 +256,11 @@ impl LentBar {
             }
         });
         let watch = watch.map_err(|e| log::error!("{}: its removal cannot be noticed: {e}", inner.name)).ok();
-        Ok(LentBar { _inner: inner, _watch: watch })
+        Ok(LentBar { inner, _watch: watch })
+    }
+
+    /// True once the function is lost.
+    pub(crate) fn is_lost(&self) -> bool {
+        self.inner.loss.is_lost()
     }
 }
