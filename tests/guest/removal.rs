@@ -200,15 +200,9 @@ fn edu_removed_while_its_queue_copies() {
 #[test]
 #[ignore = "run in a new process by edu_removed_while_its_queue_copies, after the rescan"]
 fn child_edu_copies_again() {
-    let p = Platform::get();
-    let edu = device_at(p, EDU0);
+    let edu = device_at(Platform::get(), EDU0);
     assert!(cl_available(&edu));
-    let src = pattern(10_000, 3);
-    let mut dst = vec![0u8; src.len()];
-    // SAFETY: both vectors hold 10 000 bytes, are distinct, and no reference
-    // into `dst` is used during the copy.
-    unsafe { dmabridge::runtime::backend::device_copy(&edu, dst.as_mut_ptr(), src.as_ptr(), dst.len()) }.unwrap();
-    assert_eq!(dst, src, "the function is usable again after the rescan");
+    copies(&edu);
 }
 
 /// ivshmem's BAR 2 on the bus: (first bus address, length).
@@ -222,6 +216,15 @@ fn ivshmem_bar2() -> (u64, u64) {
         .map(|s| u64::from_str_radix(s.trim_start_matches("0x"), 16).unwrap())
         .collect();
     (f[0], f[1] - f[0] + 1)
+}
+
+/// An external physical buffer of 64 KiB in the middle of ivshmem's BAR 2,
+/// its signal surface 1 MiB further.
+fn external_buffer(ctx: &Arc<Context>) -> Result<Arc<Buffer>, dmabridge::error::ClError> {
+    let (bar, len) = ivshmem_bar2();
+    let mut at = BusAddress { surface_bus_address: bar + len / 2, marker_bus_address: bar + len / 2 + 0x10_0000 };
+    // SAFETY: a whole BusAddress.
+    unsafe { Buffer::create(ctx, EXTERNAL_PHYSICAL, 0x1_0000, &mut at as *mut BusAddress as *mut u8) }
 }
 
 /// ivshmem 0000:00:08.0 (the BAR device `DMABRIDGE_BAR_DEVICE=0000:00:08.0,bar=2`)
@@ -243,11 +246,8 @@ fn ivshmem_removed_under_a_resident_external_buffer() {
 
     let ctx = Context::new(&[p.cpu().clone(), dev.clone()]).unwrap();
     let q = Queue::new(&ctx, &dev, QueueProps::default()).unwrap();
-    let (bar, len) = ivshmem_bar2();
-    let mut at = BusAddress { surface_bus_address: bar + len / 2, marker_bus_address: bar + len / 2 + 0x10_0000 };
-    // SAFETY: a whole BusAddress.
-    let ext = unsafe { Buffer::create(&ctx, EXTERNAL_PHYSICAL, 0x1_0000, &mut at as *mut BusAddress as *mut u8) }
-        .expect("an external physical buffer on ivshmem's BAR 2");
+    let len = ivshmem_bar2().1;
+    let ext = external_buffer(&ctx).expect("an external physical buffer on ivshmem's BAR 2");
     let base = dev.bar_backend().unwrap().memory().base().as_ptr() as usize;
     let in_bar = |r: &dmabridge::runtime::backend::residency::Resident| r.addr >= base && r.addr < base + len as usize;
     assert_eq!(domain.residents().iter().filter(|r| in_bar(r)).count(), 1, "the surface is resident");
@@ -289,12 +289,8 @@ fn ivshmem_removed_under_a_resident_external_buffer() {
     // it maps it anew (not the lost BAR device's inert mapping), and with no
     // BAR device behind it, the buffer's own mapping is watched: removing
     // the function again does not wait for this process either.
-    let (bar, _) = ivshmem_bar2();
     let before = domain.residents().len();
-    let mut at = BusAddress { surface_bus_address: bar + len / 2, marker_bus_address: bar + len / 2 + 0x10_0000 };
-    // SAFETY: a whole BusAddress.
-    let ext = unsafe { Buffer::create(&ctx, EXTERNAL_PHYSICAL, 0x1_0000, &mut at as *mut BusAddress as *mut u8) }
-        .expect("an external physical buffer on the function that came back");
+    let ext = external_buffer(&ctx).expect("an external physical buffer on the function that came back");
     assert_eq!(domain.residents().len(), before + 1, "the surface is resident");
     let again = remove(IVSHMEM);
     assert_eq!(domain.residents().len(), before, "its bus mapping went with the function");

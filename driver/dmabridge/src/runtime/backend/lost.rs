@@ -24,7 +24,10 @@
 //! not unmapped), and the device fd pointed at `/dev/null`
 //! ([`Device::revoke`](crate::sys::vfio::Device::revoke)), which lets the
 //! kernel finish the removal. The device then reports
-//! `CL_DEVICE_AVAILABLE` false; other devices go on.
+//! `CL_DEVICE_AVAILABLE` false; other devices go on. The device stays lost
+//! in this process; a function back at its address (rescan, rebind) is a
+//! new VFIO group, which the container opens anew rather than reuse the
+//! dead one (`Group::for_device`), e.g. for an external physical buffer.
 //!
 //! [`DmaDomain::revoke_within`]: super::domain::DmaDomain::revoke_within
 

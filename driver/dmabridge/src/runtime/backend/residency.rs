@@ -292,16 +292,23 @@ impl DmaDomain {
     pub fn evict_within(&self, start: usize, len: usize) -> usize {
         let mut reg = self.residency.lock().unwrap();
         let keys: Vec<usize> = reg.ranges.range(start..start.saturating_add(len.max(1))).map(|(&k, _)| k).collect();
-        for k in &keys {
-            let r = reg.ranges.remove(k).expect("listed above");
-            let old = reg.superseded.remove(k).unwrap_or_default();
-            for r in old.iter().chain(std::iter::once(&r)) {
-                if let Err(e) = self.unmap_resident(r) {
-                    log::error!("{e}");
-                }
-            }
+        for &k in &keys {
+            self.remove_and_unmap(&mut reg, k);
         }
         keys.len()
+    }
+
+    /// Removes the range at `k` (and those it superseded) whatever its
+    /// references, unmaps them (errors logged) and returns it.
+    fn remove_and_unmap(&self, reg: &mut Registry, k: usize) -> Resident {
+        let r = reg.ranges.remove(&k).expect("a resident range");
+        let old = reg.superseded.remove(&k).unwrap_or_default();
+        for r in old.iter().chain(std::iter::once(&r)) {
+            if let Err(e) = self.unmap_resident(r) {
+                log::error!("{e}");
+            }
+        }
+        r
     }
 
     /// Unmaps every range that overlaps `[start, start + len)` (a BAR
@@ -332,15 +339,9 @@ impl DmaDomain {
         let end = start.saturating_add(len);
         let keys: Vec<usize> =
             reg.ranges.range(..end).filter(|(_, r)| r.addr + r.len > start).map(|(&k, _)| k).collect();
-        for k in &keys {
-            let r = reg.ranges.remove(k).expect("listed above");
-            let old = reg.superseded.remove(k).unwrap_or_default();
-            for r in old.iter().chain(std::iter::once(&r)) {
-                if let Err(e) = self.unmap_resident(r) {
-                    log::error!("{e}");
-                }
-            }
-            *reg.revoked.entry(*k).or_default() += r.refs;
+        for &k in &keys {
+            let r = self.remove_and_unmap(&mut reg, k);
+            *reg.revoked.entry(k).or_default() += r.refs;
         }
         keys.len()
     }
