@@ -162,7 +162,7 @@ test-guest-doc: guest
 
 # Device removal (tests/guest/removal.rs): each test removes a PCI function
 # of its guest (/sys/bus/pci/devices/<bdf>/remove) under a process using it,
-# so each runs alone in a guest of its own (about 10 s each on an idle rig),
+# so each runs alone in a guest of its own (25-50 s each here, boot included),
 # the test and the new process it starts after the rescan.
 # REMOVAL_RUN: the rig and the guest-test executable, set by the caller.
 REMOVAL_RIG   := --edu 2 --bind 0000:00:10.0 --bind 0000:00:11.0 --bind 0000:00:08.0
