@@ -170,7 +170,7 @@ REMOVAL_TESTS := edu_removed_while_its_queue_copies ivshmem_removed_under_a_resi
 define removal_runs
 	status=0; \
 	for t in $(REMOVAL_TESTS); do \
-	    $(1) --env DMABRIDGE_BAR_DEVICE=0000:00:08.0,bar=2 -- $(2) --exact removal::$$t --ignored \
+	    $(1) --env DMABRIDGE_BAR_DEVICE=0000:00:08.0,bar=2,engine=0000:00:10.0 -- $(2) --exact removal::$$t --ignored \
 	        --test-threads=1 --nocapture --color never 2>&1 | tee -a $(3) || status=1; \
 	done; exit $$status
 endef

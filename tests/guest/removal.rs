@@ -137,8 +137,10 @@ fn pattern(len: usize, seed: usize) -> Vec<u8> {
 
 /// edu 0000:00:10.0 is removed while its queue copies: the copy under way
 /// and the ones queued behind it end with a negative status, the device
-/// reports `CL_DEVICE_AVAILABLE` false, the CPU device and the other edu (in
-/// the same VFIO container) go on, and after a
+/// reports `CL_DEVICE_AVAILABLE` false (and so does the BAR device it is the
+/// engine of: `DMABRIDGE_BAR_DEVICE=0000:00:08.0,bar=2,engine=0000:00:10.0`),
+/// the CPU device and the other edu (in the same VFIO container) go on, and
+/// after a
 /// rescan and a rebind a new process copies on it again.
 #[test]
 #[ignore = "removes edu 0000:00:10.0: run alone in a guest of its own by make test-removal"]
@@ -183,6 +185,9 @@ fn edu_removed_while_its_queue_copies() {
     assert!(!edu.available() && !cl_available(&edu), "CL_DEVICE_AVAILABLE is false");
     let why = edu.lost().unwrap().to_string();
     assert!(why.contains("removed") && why.contains(EDU0), "{why}");
+    // The BAR device whose engine it was cannot run its commands either.
+    let bar = device_at(p, IVSHMEM);
+    assert!(!bar.available() && !cl_available(&bar), "the BAR device's engine is gone");
     // Later commands fail too, at once (no wait on a device that is gone).
     // SAFETY: as above.
     let late = unsafe { usm_commands::enqueue_memcpy(&q, true, dst, src, 4096, &[]) };
@@ -227,7 +232,8 @@ fn external_buffer(ctx: &Arc<Context>) -> Result<Arc<Buffer>, dmabridge::error::
     unsafe { Buffer::create(ctx, EXTERNAL_PHYSICAL, 0x1_0000, &mut at as *mut BusAddress as *mut u8) }
 }
 
-/// ivshmem 0000:00:08.0 (the BAR device `DMABRIDGE_BAR_DEVICE=0000:00:08.0,bar=2`)
+/// ivshmem 0000:00:08.0 (the BAR device
+/// `DMABRIDGE_BAR_DEVICE=0000:00:08.0,bar=2,engine=0000:00:10.0`)
 /// is removed under a resident external physical buffer on its BAR and a
 /// command queued on it: the command ends with a negative status, the
 /// buffer's bus mapping is gone, the device reports `CL_DEVICE_AVAILABLE`
@@ -247,10 +253,13 @@ fn ivshmem_removed_under_a_resident_external_buffer() {
     let ctx = Context::new(&[p.cpu().clone(), dev.clone()]).unwrap();
     let q = Queue::new(&ctx, &dev, QueueProps::default()).unwrap();
     let len = ivshmem_bar2().1;
-    let ext = external_buffer(&ctx).expect("an external physical buffer on ivshmem's BAR 2");
     let base = dev.bar_backend().unwrap().memory().base().as_ptr() as usize;
     let in_bar = |r: &dmabridge::runtime::backend::residency::Resident| r.addr >= base && r.addr < base + len as usize;
-    assert_eq!(domain.residents().iter().filter(|r| in_bar(r)).count(), 1, "the surface is resident");
+    // The whole BAR is resident for its engine's peer-to-peer copies.
+    let resident_before = domain.residents().iter().filter(|r| in_bar(r)).count();
+    assert_eq!(resident_before, 1, "the BAR is resident for its engine");
+    let ext = external_buffer(&ctx).expect("an external physical buffer on ivshmem's BAR 2");
+    assert_eq!(domain.residents().iter().filter(|r| in_bar(r)).count(), 2, "the surface is resident");
     let local = usm::device_mem_alloc(&ctx, &dev, &[], 4096, 0).unwrap().as_ptr();
     // A write to the device's memory held back by a user event.
     let gate = Event::user(&ctx);
@@ -283,7 +292,8 @@ fn ivshmem_removed_under_a_resident_external_buffer() {
     assert!(took < REMOVE_BOUND, "removing {IVSHMEM} took {took:?}, over {REMOVE_BOUND:?}");
 
     rescan_and_bind(IVSHMEM);
-    run_alone("removal::child_ivshmem_is_device_memory_again", &[]);
+    // The edus stay this process's: the new one uses the BAR without an engine.
+    run_alone("removal::child_ivshmem_is_device_memory_again", &[("DMABRIDGE_BAR_DEVICE", Some("0000:00:08.0,bar=2"))]);
 
     // Back at its address, the function is a new one: an external buffer on
     // it maps it anew (not the lost BAR device's inert mapping), and with no

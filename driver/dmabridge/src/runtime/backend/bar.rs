@@ -424,8 +424,13 @@ impl Backend for BarBackend {
         Some(self)
     }
 
+    /// Its own loss, or its engine's: without the engine it was configured
+    /// with, its commands cannot run either.
     fn loss(&self) -> Option<&Loss> {
-        Some(&self.loss)
+        match self.engine.as_ref().and_then(|e| e.loss()) {
+            Some(l) if l.is_lost() && !self.loss.is_lost() => Some(l),
+            _ => Some(&self.loss),
+        }
     }
 }
 
