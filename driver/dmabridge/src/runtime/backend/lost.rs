@@ -41,7 +41,7 @@ use crate::error::{ClError, ClErrorKind, ClResult};
 use crate::sys::eventfd::EventFd;
 use crate::sys::mmap::Mapping;
 use crate::sys::uring::EventWaiter;
-use crate::sys::vfio::{Device, IrqKind};
+use crate::sys::vfio::{Device, IrqKind, VfioError};
 use crate::sys::OsResult;
 
 /// Whether a device is still there: live until [`Loss::mark`], then lost
@@ -141,14 +141,16 @@ impl Watch {
     /// thread `dmabridge-lost` that calls `on_lost` when one fires. `name`
     /// names the device in the reason.
     ///
-    /// Errors: the request interrupt cannot be registered (a kernel without
-    /// it would block an unbind until the process exits), or no thread.
-    pub fn start(device: &Device, name: &str, on_lost: impl FnOnce(String) + Send + 'static) -> OsResult<Watch> {
+    /// Errors: the request interrupt cannot be registered (without it an
+    /// unbind or removal blocks until the process exits), no eventfd, no
+    /// io_uring, or no thread.
+    pub fn start(
+        device: &Device,
+        name: &str,
+        on_lost: impl FnOnce(String) + Send + 'static,
+    ) -> Result<Watch, VfioError> {
         let request = EventFd::new()?;
-        device.set_irq_eventfds(IrqKind::Req, &[request.as_fd()]).map_err(|e| {
-            log::error!("{name}: registering the VFIO device request interrupt: {e}");
-            crate::sys::OsError::new("VFIO_DEVICE_SET_IRQS (request)", rustix::io::Errno::NOTSUP)
-        })?;
+        device.set_irq_eventfds(IrqKind::Req, &[request.as_fd()])?;
         let error = match device.irq_info(IrqKind::Err) {
             Ok(i) if i.count >= 1 => {
                 let fd = EventFd::new()?;
@@ -186,7 +188,10 @@ impl Watch {
                     _ => on_lost(format!("{name} reported an error (PCIe AER)")),
                 }
             })
-            .map_err(|_| crate::sys::OsError::new("spawn the removal watch", rustix::io::Errno::AGAIN))?;
+            .map_err(|e| {
+                let errno = e.raw_os_error().map_or(rustix::io::Errno::AGAIN, rustix::io::Errno::from_raw_os_error);
+                crate::sys::OsError::new("spawn the thread that watches for removal", errno)
+            })?;
         Ok(Watch { stop, thread: Some(thread) })
     }
 }
