@@ -13,8 +13,8 @@ RIG        := qemu/run-in-guest
 GUEST_RIG  := --edu 2 --bind 0000:00:10.0 --bind 0000:00:08.0 --module vgem --module vivid
 LOGS       := target/test-logs
 
-.PHONY: all build deps guest demo test test-host test-icd icd install test-guest test-guest-icd test-guest-doc test-nonroot test-rig lint bench fuzz fuzz-icd clean-guest
-.PHONY: deps-arm64 build-arm64 test-arm64 test-arm64-guest test-arm64-icd test-arm64-doc test-arm64-nonroot
+.PHONY: all build deps guest demo test test-host test-icd icd install test-guest test-guest-icd test-guest-doc test-nonroot test-removal test-rig lint bench fuzz fuzz-icd clean-guest
+.PHONY: deps-arm64 build-arm64 test-arm64 test-arm64-guest test-arm64-icd test-arm64-doc test-arm64-nonroot test-arm64-removal
 
 all: build
 
@@ -74,6 +74,7 @@ test: guest
 	$(MAKE) --no-print-directory test-guest-icd || status=1; \
 	$(MAKE) --no-print-directory test-guest-doc || status=1; \
 	$(MAKE) --no-print-directory test-nonroot || status=1; \
+	$(MAKE) --no-print-directory test-removal || status=1; \
 	$(MAKE) --no-print-directory test-rig || status=1; \
 	$(MAKE) --no-print-directory test-arm64 || status=1; \
 	tests/summarize $(LOGS)/*.log; \
@@ -172,6 +173,28 @@ test-nonroot: guest
 	@$(CARGO) build -p dmabridge-cli --quiet
 	@test -f target/debug/dmabridge.icd -a -d target/debug/icd-tests || tests/icd/run >/dev/null 2>&1 || true
 	@set -o pipefail; $(RIG) $(GUEST_RIG) --udev -- tests/nonroot/run 2>&1 | tee $(LOGS)/nonroot.log
+
+# Device removal (tests/guest/removal.rs): each test removes a PCI function
+# of its guest (/sys/bus/pci/devices/<bdf>/remove) under a process using it,
+# so each runs alone in a guest of its own (25-50 s each here, boot included),
+# the test and the new process it starts after the rescan.
+# REMOVAL_RUN: the rig and the guest-test executable, set by the caller.
+REMOVAL_RIG   := --edu 2 --bind 0000:00:10.0 --bind 0000:00:11.0 --bind 0000:00:08.0
+REMOVAL_TESTS := edu_removed_while_its_queue_copies ivshmem_removed_under_a_resident_external_buffer
+define removal_runs
+	status=0; \
+	for t in $(REMOVAL_TESTS); do \
+	    $(1) --env DMABRIDGE_BAR_DEVICE=0000:00:08.0,bar=2,engine=0000:00:10.0 -- $(2) --exact removal::$$t --ignored \
+	        --test-threads=1 --nocapture --color never 2>&1 | tee -a $(3) || status=1; \
+	done; exit $$status
+endef
+
+test-removal: guest
+	@mkdir -p $(LOGS)
+	@echo "== device removal, each test in a guest of its own"
+	@bin=$$($(CARGO) test -p dmabridge-tests --test guest --no-run 2>&1 | sed -n 's/.*Executable .*(\(.*\)).*/\1/p' | tail -1); \
+	test -n "$$bin" || { echo "test-removal: could not build the guest tests"; exit 1; }; \
+	: >$(LOGS)/removal.log; set -o pipefail; $(call removal_runs,$(RIG) $(REMOVAL_RIG),$$bin,$(LOGS)/removal.log)
 
 test-rig: guest
 	@mkdir -p $(LOGS)
@@ -274,6 +297,7 @@ test-arm64: guest build-arm64
 	$(MAKE) --no-print-directory test-arm64-icd || status=1; \
 	$(MAKE) --no-print-directory test-arm64-doc || status=1; \
 	$(MAKE) --no-print-directory test-arm64-nonroot || status=1; \
+	$(MAKE) --no-print-directory test-arm64-removal || status=1; \
 	exit $$status
 
 test-arm64-guest:
@@ -281,6 +305,13 @@ test-arm64-guest:
 	@bin=$$(toolchain/cargo-aarch64 test -p dmabridge-tests --test guest --no-run 2>&1 | sed -n 's/.*Executable .*(\(.*\)).*/\1/p' | tail -1); \
 	test -n "$$bin" || { echo "test-arm64-guest: could not build the guest tests"; exit 1; }; \
 	set -o pipefail; $(RIG_A64) -- tests/guest-runner $$bin --color never 2>&1 | tee $(LOGS)/arm64-guest.log
+
+test-arm64-removal:
+	@mkdir -p $(LOGS)
+	@echo "== device removal on arm64, each test in an arm64 guest of its own"
+	@bin=$$(toolchain/cargo-aarch64 test -p dmabridge-tests --test guest --no-run 2>&1 | sed -n 's/.*Executable .*(\(.*\)).*/\1/p' | tail -1); \
+	test -n "$$bin" || { echo "test-arm64-removal: could not build the guest tests"; exit 1; }; \
+	: >$(LOGS)/arm64-removal.log; set -o pipefail; $(call removal_runs,$(RIG) --arch arm64 $(REMOVAL_RIG),$$bin,$(LOGS)/arm64-removal.log)
 
 test-arm64-icd:
 	@echo "== OpenCL ICD on arm64: the C tests and examples through the loader, inside the arm64 QEMU guest"

@@ -16,6 +16,7 @@ mod heaps;
 mod info;
 mod kmod;
 mod proof;
+mod removal;
 mod udev;
 mod udmabuf;
 mod vfio;

@@ -293,6 +293,29 @@ impl Device {
     pub fn pci_address(&self) -> Option<PciAddress> {
         self.backend()?.pci_address()
     }
+
+    /// `CL_DEVICE_AVAILABLE`: false once the device's PCI function was
+    /// unbound, removed or failed ([`lost`](super::backend::lost)); its
+    /// commands then fail with `CL_DEVICE_NOT_AVAILABLE` and the error says
+    /// why. The CPU device is always available.
+    ///
+    /// ```
+    /// use dmabridge::runtime::platform::Platform;
+    /// assert!(Platform::get().cpu().available());
+    /// for d in Platform::get().devices() {
+    ///     println!("{}: {}", d.name, if d.available() { "available" } else { "lost" });
+    /// }
+    /// ```
+    pub fn available(&self) -> bool {
+        self.lost().is_none()
+    }
+
+    /// Why the device is no longer available, if it is not: the error
+    /// (`CL_DEVICE_NOT_AVAILABLE`) its commands end with.
+    pub fn lost(&self) -> Option<crate::error::ClError> {
+        let b = self.backend()?;
+        b.loss()?.check(&self.name).err()
+    }
 }
 
 /// Devices are compared by identity, like `cl_device_id`s.

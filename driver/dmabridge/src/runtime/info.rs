@@ -1049,7 +1049,7 @@ pub fn device_info(device: &Device, param: u32) -> ClResult<InfoValue> {
         GLOBAL_MEM_SIZE => InfoValue::U64(device.local_memory().map_or_else(mem_total, |m| m.size() as u64)),
         PROFILING_TIMER_RESOLUTION => InfoValue::Usize(1),
         ENDIAN_LITTLE => InfoValue::Bool(cfg!(target_endian = "little")),
-        AVAILABLE => InfoValue::Bool(true),
+        AVAILABLE => InfoValue::Bool(device.available()),
         EXECUTION_CAPABILITIES => InfoValue::Bits(exec_capabilities::KERNEL | exec_capabilities::NATIVE_KERNEL),
         QUEUE_PROPERTIES => InfoValue::Bits(queue_props::OUT_OF_ORDER_EXEC_MODE_ENABLE | queue_props::PROFILING_ENABLE),
         NAME => InfoValue::Str(device.name.clone()),

@@ -602,6 +602,54 @@ impl Mapping {
     }
 }
 
+impl Mapping {
+    /// Replaces the mapped pages, in place, by private anonymous memory of
+    /// the same access (`mmap(2)` with `MAP_FIXED`): the file (a VFIO BAR
+    /// whose device is being removed) is no longer mapped and no longer
+    /// held open, while every address of the mapping stays valid memory of
+    /// this process. Accesses that race the replacement or come later read
+    /// and write the anonymous pages (zero at first) instead of the device,
+    /// never fault with `SIGBUS`, and never reach another object: `MAP_FIXED`
+    /// swaps the range atomically, so no other mapping can take it between
+    /// an unmap and a remap. Idempotent.
+    ///
+    /// Why not unmap: raw pointers into the mapping live on in buffers and
+    /// allocations (the safe APIs reach them later); an unmapped range could
+    /// be handed to the next `mmap` and written through a stale pointer.
+    ///
+    /// ```
+    /// use dmabridge::sys::memfd::{Memfd, Seals};
+    /// use dmabridge::sys::mmap::Access;
+    /// let m = Memfd::create(c"inert", 4096)?;
+    /// m.add_seals(Seals::SHRINK)?;
+    /// let map = m.map(0, 4096, Access::ReadWrite)?;
+    /// map.write_bytes(0, &[7]);
+    /// map.make_inert()?;
+    /// let mut b = [9u8];
+    /// map.read_bytes(0, &mut b);
+    /// assert_eq!(b, [0], "the memfd is no longer mapped");
+    /// map.write_bytes(0, &[5]);
+    /// let again = m.map(0, 4096, Access::Read)?;
+    /// again.read_bytes(0, &mut b);
+    /// assert_eq!(b, [7], "writes no longer reach the file");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn make_inert(&self) -> OsResult<()> {
+        let flags = MapFlags::PRIVATE | MapFlags::FIXED;
+        // SAFETY: the range is exactly the one this object owns (and unmaps
+        // on drop); MAP_FIXED replaces it atomically by fresh anonymous
+        // pages of the same protection, so no Rust object is overlapped and
+        // the addresses stay mapped for everyone holding raw pointers into
+        // them. No Rust reference into the bytes exists (module
+        // documentation), so changing them breaks no aliasing rule: to the
+        // program the replacement is one more write by a device.
+        let p = unsafe { rustix::mm::mmap_anonymous(self.ptr.as_ptr().cast(), self.len, self.access.prot(), flags) }
+            .map_err(OsError::tag("mmap MAP_FIXED anonymous"))?;
+        debug_assert_eq!(p.cast::<u8>(), self.ptr.as_ptr());
+        Ok(())
+    }
+}
+
 impl Drop for Mapping {
     fn drop(&mut self) {
         // The API only hands out raw pointers, whose users must not outlive the

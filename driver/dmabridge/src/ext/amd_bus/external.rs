@@ -40,6 +40,7 @@ use crate::cl_err;
 use crate::error::{ClError, ClErrorKind, ClResult};
 use crate::runtime::backend::bar::BarMemory;
 use crate::runtime::backend::domain::DmaDomain;
+use crate::runtime::backend::lost::LentBar;
 use crate::runtime::backend::LocalMemory;
 use crate::runtime::buffer::store::Store;
 use crate::runtime::buffer::{mem_flags, Buffer};
@@ -133,6 +134,17 @@ impl std::fmt::Debug for OpenBar {
     }
 }
 
+/// True if the function behind `bar` was lost (removed, unbound): its
+/// mapping is inert, and a function back at the same address is opened anew.
+fn lost(bar: &OpenBar) -> bool {
+    use crate::runtime::backend::Backend;
+    let keep = bar._keep.as_ref();
+    keep.downcast_ref::<LentBar>().is_some_and(LentBar::is_lost)
+        || keep
+            .downcast_ref::<Arc<crate::runtime::backend::bar::BarBackend>>()
+            .is_some_and(|b| b.loss().is_some_and(|l| l.is_lost()))
+}
+
 static OPEN: LazyLock<Mutex<Vec<Weak<OpenBar>>>> = LazyLock::new(Mutex::default);
 
 fn open_bar(slot: BarSlot, domain: &Arc<DmaDomain>) -> ClResult<Arc<OpenBar>> {
@@ -144,15 +156,19 @@ fn open_bar(slot: BarSlot, domain: &Arc<DmaDomain>) -> ClResult<Arc<OpenBar>> {
     };
     let mut open = OPEN.lock().unwrap_or_else(PoisonError::into_inner);
     open.retain(|w| w.strong_count() > 0);
-    if let Some(b) =
-        open.iter().filter_map(Weak::upgrade).find(|b| b.slot.address == slot.address && b.slot.bar == slot.bar)
+    if let Some(b) = open
+        .iter()
+        .filter_map(Weak::upgrade)
+        .find(|b| b.slot.address == slot.address && b.slot.bar == slot.bar && !lost(b))
     {
         return Ok(b);
     }
     // A function the platform drives: only a BAR device's memory BAR is
     // memory to share (the BAR device already has it mapped); any other BAR
-    // holds registers or state its driver relies on.
-    if let Some(d) = Platform::get().devices().iter().find(|d| d.pci_address() == Some(slot.address)) {
+    // holds registers or state its driver relies on. A device that was lost
+    // drives nothing any more (its mapping is inert; the function may be
+    // back since, and is opened anew below).
+    if let Some(d) = Platform::get().devices().iter().find(|d| d.pci_address() == Some(slot.address) && d.available()) {
         match d.bar_backend() {
             Some(b) if b.config().bar == slot.bar => {
                 let mem = b.memory().clone();
@@ -198,7 +214,11 @@ fn open_bar(slot: BarSlot, domain: &Arc<DmaDomain>) -> ClResult<Arc<OpenBar>> {
     }
     let (base, len) = (mapping.as_ptr() as usize, mapping.len().min(slot.len as usize));
     let io = Some(IoRange::register(mapping.as_ptr() as usize, mapping.len()));
-    let bar = Arc::new(OpenBar { slot, base, len, device_memory: None, _io: io, _keep: Box::new((mapping, device)) });
+    // Watched for removal: when the function goes, the mapping is made
+    // inert and the device closed (runtime::backend::lost).
+    let name = format!("remote memory BAR {} of {}", slot.bar, slot.address);
+    let keep = LentBar::new(name, device, mapping, domain.clone()).map_err(|e| fail(format!("{e}")))?;
+    let bar = Arc::new(OpenBar { slot, base, len, device_memory: None, _io: io, _keep: Box::new(keep) });
     open.push(Arc::downgrade(&bar));
     Ok(bar)
 }

@@ -23,6 +23,7 @@ use std::sync::{Arc, Mutex};
 
 use super::domain::DmaDomain;
 use super::edu_backend::EduBackend;
+use super::lost::{self, Loss, Watch};
 use super::{Backend, LocalMemory};
 use crate::error::{ClError, ClErrorKind, ClResult};
 use crate::memory::local::{LocalAllocator, LocalError};
@@ -172,8 +173,13 @@ pub struct BarBackend {
     memory: Arc<BarMemory>,
     engine: Option<Arc<EduBackend>>,
     /// Keeps the function open (and its group attached) for the backend's
-    /// life.
+    /// life, or until it is lost.
     device: vfio::Device,
+    /// Where its BAR's bus addresses live (peer-to-peer, external buffers).
+    domain: Arc<DmaDomain>,
+    loss: Loss,
+    /// Watches for the function's removal (device request) and errors.
+    _watch: Option<Watch>,
 }
 
 impl std::fmt::Debug for BarBackend {
@@ -264,13 +270,29 @@ impl BarBackend {
         let io = transfer::io::IoRange::register(mapping.as_ptr() as usize, mapping.len());
         let memory =
             Arc::new(BarMemory { domain: dom, iova, alloc: Mutex::new(LocalAllocator::new(size)), _io: io, mapping });
-        Ok(Arc::new(BarBackend {
-            name: format!("bar {address}/{}", config.bar),
-            config: *config,
-            memory,
-            engine,
-            device,
+        let loss = Loss::new().map_err(|e| fail(e.to_string()))?;
+        let name = format!("bar {address}/{}", config.bar);
+        Ok(Arc::new_cyclic(|me: &std::sync::Weak<BarBackend>| {
+            let me = me.clone();
+            let watch = Watch::start(&device, &name, move |why| {
+                if let Some(b) = me.upgrade() {
+                    b.lose(&why);
+                }
+            });
+            let watch = watch.map_err(|e| log::error!("{name}: its removal cannot be noticed: {e}")).ok();
+            BarBackend { name, config: *config, memory, engine, device, domain: domain.clone(), loss, _watch: watch }
         }))
+    }
+
+    /// Marks the device lost for `why` and lets go of the function
+    /// ([`lost`]): its bus addresses unmapped, the BAR mapping made inert
+    /// (device allocations and external buffers in it then hold anonymous
+    /// memory, reachable but no longer the device's), the device closed.
+    /// Idempotent.
+    pub(crate) fn lose(&self, why: &str) {
+        if self.loss.mark(why) {
+            lost::release_bar(&self.name, &self.device, &self.memory.mapping, Some(&self.domain));
+        }
     }
 
     /// The configuration it was opened with.
@@ -370,6 +392,7 @@ impl Backend for BarBackend {
     /// through the BAR mapping. A range that straddles the BAR's edge is
     /// `CL_INVALID_VALUE`.
     unsafe fn copy(&self, dst: *mut u8, src: *const u8, size: usize) -> ClResult<()> {
+        self.loss.check(&self.name)?;
         let (d, s) = (dst as usize, src as usize);
         for (what, p) in [("destination", d), ("source", s)] {
             if self.memory.holds(p, size).is_none() {
@@ -399,6 +422,15 @@ impl Backend for BarBackend {
 
     fn into_bar(self: Arc<Self>) -> Option<Arc<BarBackend>> {
         Some(self)
+    }
+
+    /// Its own loss, or its engine's: without the engine it was configured
+    /// with, its commands cannot run either.
+    fn loss(&self) -> Option<&Loss> {
+        match self.engine.as_ref().and_then(|e| e.loss()) {
+            Some(l) if l.is_lost() && !self.loss.is_lost() => Some(l),
+            _ => Some(&self.loss),
+        }
     }
 }
 

@@ -245,6 +245,19 @@ impl SpanMap<'_> {
     }
 }
 
+impl SpanMap<'_> {
+    /// Unmaps like dropping, but keeps the bus addresses out of circulation
+    /// (see [`IovaAllocator::retire`]): after a transfer failed, or its
+    /// device was lost, the device may still hold them.
+    pub(crate) fn retire(self) {
+        let this = std::mem::ManuallyDrop::new(self);
+        match this.domain.container.unmap_dma(this.iova, this.size) {
+            Ok(()) => this.domain.retire_iova(this.iova),
+            Err(e) => log::error!("unmapping IOVA {:#x}+{:#x}: {e}", this.iova, this.size),
+        }
+    }
+}
+
 impl Drop for SpanMap<'_> {
     fn drop(&mut self) {
         match self.domain.container.unmap_dma(self.iova, self.size) {

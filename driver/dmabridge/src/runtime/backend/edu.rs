@@ -12,6 +12,7 @@ use std::os::fd::AsFd;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use super::lost::Loss;
 use crate::sys::eventfd::EventFd;
 use crate::sys::mmap::Mapping;
 use crate::sys::pci::{PciAddress, PciFunction, EDU_ID};
@@ -84,6 +85,10 @@ pub enum EduError {
     /// The device still reports the transfer as running after its interrupt.
     #[error("edu DMA still running after its completion interrupt")]
     StillRunning,
+    /// The device is gone (removed, unbound, broken; see
+    /// [`lost`](super::lost)): nothing is started on it any more.
+    #[error("the device is lost: {0}")]
+    Lost(String),
     /// VFIO refused something.
     #[error(transparent)]
     Vfio(#[from] VfioError),
@@ -105,6 +110,8 @@ struct Irq {
     kind: IrqKind,
     fd: EventFd,
     waiter: EventWaiter,
+    /// [`Edu::shut_down`] ran: the registers are gone.
+    shut: bool,
 }
 
 /// An edu device opened through VFIO, bus mastering on, its interrupt routed
@@ -114,6 +121,7 @@ pub struct Edu {
     bar0: Mapping,
     dma_mask: u64,
     irq: Mutex<Irq>,
+    loss: Loss,
 }
 
 impl std::fmt::Debug for Edu {
@@ -220,8 +228,10 @@ impl Edu {
             (None, _) => IrqKind::Intx,
         };
         device.set_irq_eventfds(kind, &[fd.as_fd()])?;
-        let waiter = EventWaiter::new(1)?;
-        Ok(Edu { device, bar0, dma_mask, irq: Mutex::new(Irq { kind, fd, waiter }) })
+        // The completion interrupt and the device's loss.
+        let waiter = EventWaiter::new(2)?;
+        let irq = Mutex::new(Irq { kind, fd, waiter, shut: false });
+        Ok(Edu { device, bar0, dma_mask, irq, loss: Loss::new()? })
     }
 
     /// The function's address.
@@ -348,6 +358,7 @@ impl Edu {
         };
         // One transfer at a time: edu ignores register writes while busy.
         let mut irq = self.irq.lock().unwrap();
+        self.check_live()?;
         let _ = irq.fd.try_take()?;
         self.bar0.write_u64(reg::DMA_SRC, src);
         self.bar0.write_u64(reg::DMA_DST, dst);
@@ -355,9 +366,14 @@ impl Edu {
         self.bar0.write_u64(reg::DMA_CMD, cmd);
         let (fired, _) = self.wait_and_ack(&mut irq, timeout)?;
         if !fired {
+            // An engine that misses its completion is not trusted again: it
+            // may still be writing the bus address.
+            self.loss.mark(&format!("{}: a DMA transfer did not complete within {timeout:?}", self.address()));
             return Err(EduError::Timeout(timeout));
         }
-        if self.bar0.read_u64(reg::DMA_CMD) & CMD_START != 0 {
+        let cmd = self.bar0.read_u64(reg::DMA_CMD);
+        self.check_register(cmd == u64::MAX, "DMA command")?;
+        if cmd & CMD_START != 0 {
             return Err(EduError::StillRunning);
         }
         Ok(())
@@ -380,6 +396,7 @@ impl Edu {
     /// ```
     pub fn raise_and_wait_irq(&self, value: u32, timeout: Duration) -> Result<bool, EduError> {
         let mut irq = self.irq.lock().unwrap();
+        self.check_live()?;
         let _ = irq.fd.try_take()?;
         self.bar0.write_u32(reg::IRQ_RAISE, value);
         let (fired, status) = self.wait_and_ack(&mut irq, timeout)?;
@@ -389,14 +406,80 @@ impl Edu {
     /// Waits for the interrupt, then acknowledges whatever the status
     /// register holds (and unmasks INTx, which VFIO masked on delivery).
     /// Returns whether it fired and the status it acknowledged.
+    /// The device's loss ends the wait at once ([`EduError::Lost`]).
     fn wait_and_ack(&self, irq: &mut Irq, timeout: Duration) -> Result<(bool, u32), EduError> {
-        let fired = irq.waiter.wait(&[irq.fd.as_fd()], Some(timeout))?;
+        let fired = irq.waiter.wait(&[irq.fd.as_fd(), self.loss.wake_fd()], Some(timeout))?;
+        self.check_live()?;
         let status = self.bar0.read_u32(reg::IRQ_STATUS);
+        self.check_register(status == u32::MAX, "interrupt status")?;
         self.bar0.write_u32(reg::IRQ_ACK, status);
         if irq.kind == IrqKind::Intx {
             self.device.unmask_intx()?;
         }
         Ok((!fired.is_empty(), status))
+    }
+}
+
+/// Device loss (see [`lost`](super::lost)).
+impl Edu {
+    /// Whether the device is still there, and why not.
+    ///
+    /// No OpenCL function of its own: behind `CL_DEVICE_AVAILABLE` of the
+    /// edu device.
+    ///
+    /// ```
+    /// use dmabridge::runtime::backend::edu_backend;
+    /// // Only where an edu is bound to vfio-pci (the guest rig).
+    /// for b in edu_backend::discover().backends {
+    ///     assert!(!b.edu().loss().is_lost());
+    /// }
+    /// ```
+    pub fn loss(&self) -> &Loss {
+        &self.loss
+    }
+
+    fn check_live(&self) -> Result<(), EduError> {
+        match self.loss.reason() {
+            Some(why) => Err(EduError::Lost(why.to_owned())),
+            None => Ok(()),
+        }
+    }
+
+    /// A register that reads all ones: the function no longer answers
+    /// (removed, or its link is down), which edu never reports otherwise.
+    fn check_register(&self, all_ones: bool, what: &str) -> Result<(), EduError> {
+        if all_ones {
+            self.loss.mark(&format!(
+                "{}: the {what} register reads all ones (the device no longer answers)",
+                self.address()
+            ));
+        }
+        self.check_live()
+    }
+
+    /// Lets go of the function once it is lost: no more DMA (Bus Master
+    /// off), no interrupts, BAR 0 replaced by anonymous memory (a racing
+    /// register access lands there, never a SIGBUS), and the device fd
+    /// pointed at `/dev/null`, so the kernel's removal can finish.
+    /// Waits for a transfer under way to end (the loss ends its wait);
+    /// idempotent. Errors of a function that is already gone are logged.
+    pub(crate) fn shut_down(&self) {
+        let mut irq = self.irq.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if irq.shut {
+            return;
+        }
+        irq.shut = true;
+        let address = self.address();
+        if let Err(e) = self.device.disable_bus_master() {
+            log::warn!("{address}: turning bus mastering off: {e}");
+        }
+        let _ = self.device.disable_irq(irq.kind);
+        if let Err(e) = self.bar0.make_inert() {
+            log::error!("{address}: unmapping BAR 0: {e}");
+        }
+        if let Err(e) = self.device.revoke() {
+            log::error!("{address}: closing the VFIO device: {e}");
+        }
     }
 }
 

@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use super::domain::DmaDomain;
 use super::edu::{Direction, Edu, EduError, BUFFER_SIZE, DEFAULT_DMA_MASK};
+use super::lost::{Loss, Watch};
 use super::Backend;
 use crate::error::{ClError, ClErrorKind, ClResult};
 use crate::sys::page_size;
@@ -33,6 +34,8 @@ pub struct EduBackend {
     /// Held across the two transfers of a chunk: the staging buffer is
     /// shared by every copy running on this device.
     staging: Mutex<()>,
+    /// Watches for the function's removal (device request) and errors.
+    _watch: Option<Watch>,
 }
 
 impl std::fmt::Debug for EduBackend {
@@ -57,14 +60,30 @@ impl EduBackend {
     /// let edu = EduBackend::open(&domain, "0000:00:10.0".parse()?)?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
+    ///
+    /// The function's request and error interrupts are watched from then on
+    /// ([`lost`](super::lost)): when it is unbound, removed or fails, its
+    /// work fails and the backend lets go of it.
     pub fn open(domain: &Arc<DmaDomain>, address: PciAddress) -> Result<Arc<EduBackend>, EduError> {
         let edu = Edu::open_with_mask(domain.container(), address, domain.dma_mask())?;
-        Ok(Arc::new(EduBackend {
-            edu,
-            domain: domain.clone(),
-            name: format!("edu {address}"),
-            staging: Mutex::new(()),
+        let name = format!("edu {address}");
+        Ok(Arc::new_cyclic(|me: &std::sync::Weak<EduBackend>| {
+            let me = me.clone();
+            let watch = Watch::start(edu.device(), &name, move |why| {
+                if let Some(b) = me.upgrade() {
+                    b.lose(&why);
+                }
+            });
+            let watch = watch.map_err(|e| log::error!("{name}: its removal cannot be noticed: {e}")).ok();
+            EduBackend { edu, domain: domain.clone(), name, staging: Mutex::new(()), _watch: watch }
         }))
+    }
+
+    /// Marks the device lost for `why` and lets go of the function
+    /// ([`lost`](super::lost)); idempotent.
+    pub(crate) fn lose(&self, why: &str) {
+        self.edu.loss().mark(why);
+        self.edu.shut_down();
     }
 
     /// The edu device.
@@ -112,6 +131,10 @@ impl EduBackend {
     }
 
     fn dma_error(&self, what: &str, e: EduError) -> ClError {
+        if self.edu.loss().is_lost() {
+            self.edu.shut_down();
+            return ClError::new(ClErrorKind::DeviceNotAvailable, format!("{}: {what}: {e}", self.name));
+        }
         ClError::new(ClErrorKind::OutOfResources, format!("{}: {what}: {e}", self.name))
     }
 
@@ -170,12 +193,21 @@ impl EduBackend {
         while done < size {
             let n = (size - done).min(BUFFER_SIZE);
             let _staging = self.staging();
-            self.edu
+            let moved = self
+                .edu
                 .dma(Direction::ToDevice, src_iova + done as u64, 0, n, TRANSFER_TIMEOUT)
-                .map_err(|e| self.dma_error("reading the source", e))?;
-            self.edu
-                .dma(Direction::FromDevice, dst_iova + done as u64, 0, n, TRANSFER_TIMEOUT)
-                .map_err(|e| self.dma_error("writing the destination", e))?;
+                .map_err(|e| self.dma_error("reading the source", e))
+                .and_then(|()| {
+                    self.edu
+                        .dma(Direction::FromDevice, dst_iova + done as u64, 0, n, TRANSFER_TIMEOUT)
+                        .map_err(|e| self.dma_error("writing the destination", e))
+                });
+            if let Err(e) = moved {
+                // The engine may still hold the bus addresses of a failed
+                // transfer: unmap them, but never hand them out again.
+                maps.into_iter().rev().for_each(super::domain::SpanMap::retire);
+                return Err(e);
+            }
             done += n;
         }
         // Destination first, as before: the reverse of the mapping order.
@@ -203,7 +235,12 @@ impl Backend for EduBackend {
         BUFFER_SIZE
     }
 
+    fn loss(&self) -> Option<&Loss> {
+        Some(self.edu.loss())
+    }
+
     unsafe fn copy(&self, dst: *mut u8, src: *const u8, size: usize) -> ClResult<()> {
+        self.edu.loss().check(&self.name)?;
         let (d, s) = (dst as usize, src as usize);
         if d.checked_add(size).is_none() || s.checked_add(size).is_none() {
             return Err(ClError::new(ClErrorKind::InvalidValue, format!("{size} bytes at {src:?}/{dst:?} wrap")));

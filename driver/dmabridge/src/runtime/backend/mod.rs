@@ -11,6 +11,7 @@ pub mod bar;
 pub mod domain;
 pub mod edu;
 pub mod edu_backend;
+pub mod lost;
 pub mod residency;
 
 use std::ptr::NonNull;
@@ -62,6 +63,12 @@ pub trait Backend: Send + Sync + std::fmt::Debug {
 
     /// This backend as an [`edu_backend::EduBackend`], if it is one.
     fn into_edu(self: Arc<Self>) -> Option<Arc<edu_backend::EduBackend>> {
+        None
+    }
+
+    /// Whether its device is still there ([`lost`]); `None` for an engine
+    /// that cannot go away.
+    fn loss(&self) -> Option<&lost::Loss> {
         None
     }
 }

@@ -55,6 +55,10 @@ pub(crate) struct Registry {
     /// use their bus addresses, and unmapped with the range that replaced
     /// them.
     superseded: BTreeMap<usize, Vec<Resident>>,
+    /// Ranges unmapped because their memory's device was lost
+    /// ([`DmaDomain::revoke_within`]), with the references their owners
+    /// will still give back through [`DmaDomain::evict`].
+    revoked: BTreeMap<usize, usize>,
 }
 
 impl Registry {
@@ -245,6 +249,14 @@ impl DmaDomain {
     /// ```
     pub fn evict(&self, addr: usize) -> ClResult<()> {
         let mut reg = self.residency.lock().unwrap();
+        if let Some(refs) = reg.revoked.get_mut(&addr) {
+            // Unmapped already, when its device was lost.
+            *refs -= 1;
+            if *refs == 0 {
+                reg.revoked.remove(&addr);
+            }
+            return Ok(());
+        }
         let Some(r) = reg.ranges.get_mut(&addr) else {
             return Err(ClError::new(ClErrorKind::InvalidValue, format!("{addr:#x} is not resident")));
         };
@@ -280,14 +292,56 @@ impl DmaDomain {
     pub fn evict_within(&self, start: usize, len: usize) -> usize {
         let mut reg = self.residency.lock().unwrap();
         let keys: Vec<usize> = reg.ranges.range(start..start.saturating_add(len.max(1))).map(|(&k, _)| k).collect();
-        for k in &keys {
-            let r = reg.ranges.remove(k).expect("listed above");
-            let old = reg.superseded.remove(k).unwrap_or_default();
-            for r in old.iter().chain(std::iter::once(&r)) {
-                if let Err(e) = self.unmap_resident(r) {
-                    log::error!("{e}");
-                }
+        for &k in &keys {
+            self.remove_and_unmap(&mut reg, k);
+        }
+        keys.len()
+    }
+
+    /// Removes the range at `k` (and those it superseded) whatever its
+    /// references, unmaps them (errors logged) and returns it.
+    fn remove_and_unmap(&self, reg: &mut Registry, k: usize) -> Resident {
+        let r = reg.ranges.remove(&k).expect("a resident range");
+        let old = reg.superseded.remove(&k).unwrap_or_default();
+        for r in old.iter().chain(std::iter::once(&r)) {
+            if let Err(e) = self.unmap_resident(r) {
+                log::error!("{e}");
             }
+        }
+        r
+    }
+
+    /// Unmaps every range that overlaps `[start, start + len)` (a BAR
+    /// whose device is lost), whatever its reference count, and retires
+    /// its bus addresses; the owners' later [`DmaDomain::evict`] calls
+    /// succeed quietly. Returns how many ranges were revoked.
+    ///
+    /// No OpenCL function of its own: what losing a device
+    /// ([`super::lost`]) does to the external physical buffers and the
+    /// peer-to-peer mapping in its BAR.
+    ///
+    /// ```
+    /// use dmabridge::runtime::platform::Platform;
+    /// if let Some(domain) = Platform::get().dma_domain() {
+    ///     let page = vec![0u8; 8192];
+    ///     let addr = page.as_ptr() as usize;
+    ///     // SAFETY: `page` is only read through raw pointers until evicted.
+    ///     unsafe { domain.make_resident(addr + 4096, 64)? };
+    ///     assert_eq!(domain.revoke_within(addr, 8192), 1);
+    ///     assert_eq!(domain.resident_iova(addr + 4096, 1), None);
+    ///     domain.evict(addr + 4096)?;
+    ///     assert!(domain.evict(addr + 4096).is_err(), "given back once");
+    /// }
+    /// # Ok::<(), dmabridge::error::ClError>(())
+    /// ```
+    pub fn revoke_within(&self, start: usize, len: usize) -> usize {
+        let mut reg = self.residency.lock().unwrap();
+        let end = start.saturating_add(len);
+        let keys: Vec<usize> =
+            reg.ranges.range(..end).filter(|(_, r)| r.addr + r.len > start).map(|(&k, _)| k).collect();
+        for &k in &keys {
+            let r = self.remove_and_unmap(&mut reg, k);
+            *reg.revoked.entry(k).or_default() += r.refs;
         }
         keys.len()
     }

@@ -31,6 +31,7 @@ impl Queue {
         kind: Kind,
     ) -> ClResult<Event> {
         check_wait_list(&self.context, wait_list)?;
+        let work = self.unless_lost(work);
         let shared = &self.shared;
         let event = Event::for_command(&self.context, command_type, Arc::downgrade(self), self.props.profiling);
 
@@ -112,5 +113,25 @@ impl Queue {
             }
         }
         Ok(event)
+    }
+}
+
+impl Queue {
+    /// `work` made to fail with `CL_DEVICE_NOT_AVAILABLE` (and the reason in
+    /// the log) instead of running once the queue's device is lost
+    /// ([`lost`](crate::runtime::backend::lost)): commands queued before the
+    /// loss end with a negative status without touching the device; those
+    /// running then fail in the engine. Devices that cannot be lost (the CPU
+    /// device) run `work` as it is.
+    fn unless_lost(&self, work: Option<Work>) -> Option<Work> {
+        let work = work?;
+        let Some(backend) = self.device.backend().filter(|b| b.loss().is_some()) else { return Some(work) };
+        Some(Box::new(move || {
+            if let Some(e) = backend.loss().and_then(|l| l.check(backend.name()).err()) {
+                log::warn!("{e}");
+                return Err(e.code());
+            }
+            work()
+        }))
     }
 }

@@ -200,8 +200,13 @@ impl Container {
 
     /// Called when a group closes. The kernel tears the IOMMU down (and with
     /// it every DMA mapping) when the last group leaves a container.
-    pub(super) fn detached(&self, number: u32) {
+    /// `group` is the one closing: a dead group replaced under the same
+    /// number (see `Group::for_device`) leaves its successor's entry alone.
+    pub(super) fn detached(&self, number: u32, group: *const Group) {
         let mut st = self.state.lock().unwrap();
+        if st.groups.get(&number).is_some_and(|w| !std::ptr::eq(w.as_ptr(), group) && w.strong_count() > 0) {
+            return;
+        }
         st.groups.remove(&number);
         if st.groups.is_empty() {
             st.iommu_set = false;

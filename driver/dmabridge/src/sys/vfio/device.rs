@@ -113,6 +113,13 @@ pub enum IrqKind {
     Msi,
     /// MSI-X.
     Msix,
+    /// The error interrupt (`VFIO_PCI_ERR_IRQ_INDEX`): vfio-pci signals it
+    /// when AER reports an error of the function (PCIe functions only).
+    Err,
+    /// The device request (`VFIO_PCI_REQ_IRQ_INDEX`): vfio-pci signals it
+    /// when the kernel wants the device back (unbind, removal) and then
+    /// waits until every fd and mapping of the device is closed.
+    Req,
 }
 
 impl std::fmt::Display for IrqKind {
@@ -121,6 +128,8 @@ impl std::fmt::Display for IrqKind {
             IrqKind::Intx => "INTx",
             IrqKind::Msi => "MSI",
             IrqKind::Msix => "MSI-X",
+            IrqKind::Err => "error",
+            IrqKind::Req => "device request",
         })
     }
 }
@@ -131,6 +140,8 @@ impl IrqKind {
             IrqKind::Intx => uapi::VFIO_PCI_INTX_IRQ_INDEX,
             IrqKind::Msi => uapi::VFIO_PCI_MSI_IRQ_INDEX,
             IrqKind::Msix => uapi::VFIO_PCI_MSIX_IRQ_INDEX,
+            IrqKind::Err => uapi::VFIO_PCI_ERR_IRQ_INDEX,
+            IrqKind::Req => uapi::VFIO_PCI_REQ_IRQ_INDEX,
         }
     }
 }
@@ -896,6 +907,52 @@ impl Device {
         // SAFETY: VFIO_DEVICE_RESET takes no argument.
         unsafe { crate::sys::ioctl::ioctl_int(self.fd.as_fd(), VFIO_DEVICE_RESET, 0) }
             .map_err(OsError::tag("VFIO_DEVICE_RESET"))?;
+        Ok(())
+    }
+}
+
+/// Letting go of a device the kernel wants back (see `runtime::backend::lost`).
+impl Device {
+    /// Clears Bus Master Enable, so that the function starts no more DMA
+    /// (best effort on a function that is going away: the error says why not).
+    ///
+    /// Read-modify-write of `PCI_COMMAND` with `pread(2)` and `pwrite(2)` of
+    /// the config region.
+    pub fn disable_bus_master(&self) -> Result<(), VfioError> {
+        let cmd = self.config_read_u16(PCI_COMMAND)?;
+        if cmd & PCI_COMMAND_MASTER != 0 {
+            self.config_write_u16(PCI_COMMAND, cmd & !PCI_COMMAND_MASTER)?;
+        }
+        Ok(())
+    }
+
+    /// Closes the device file while the `Device` lives on: its fd number is
+    /// pointed at `/dev/null` (`dup3(2)`), so the kernel's last reference
+    /// to the VFIO device goes as soon as no mapping of it is left, and an
+    /// unbind or removal waiting for it can finish. Every later operation
+    /// fails (`ENOTTY`, `EINVAL`: `/dev/null` has no VFIO ioctls and no
+    /// regions); nothing can reach the function again through this object.
+    /// The number stays owned by `self` and is closed on drop as before, so
+    /// no other file can appear under it meanwhile.
+    ///
+    /// Mappings of its regions keep the file open: make them inert first
+    /// ([`Mapping::make_inert`]).
+    pub fn revoke(&self) -> Result<(), VfioError> {
+        let null = rustix::fs::open(
+            "/dev/null",
+            rustix::fs::OFlags::RDWR | rustix::fs::OFlags::CLOEXEC,
+            rustix::fs::Mode::empty(),
+        )
+        .map_err(OsError::tag("open /dev/null"))?;
+        // SAFETY: a second owner of `self.fd`'s number, for the one call that
+        // needs an `&mut OwnedFd`; it is never dropped (ManuallyDrop), so the
+        // number is closed only once, by `self.fd`. dup3 replaces the file
+        // behind the number atomically: a concurrent user of `self.fd` sees
+        // the device or /dev/null, never a closed or reused number.
+        let mut target = std::mem::ManuallyDrop::new(unsafe {
+            <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(self.fd.as_raw_fd())
+        });
+        rustix::io::dup3(&null, &mut target, rustix::io::DupFlags::CLOEXEC).map_err(OsError::tag("dup3"))?;
         Ok(())
     }
 }

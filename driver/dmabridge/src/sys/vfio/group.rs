@@ -78,7 +78,12 @@ impl Group {
             return Err(VfioError::NotBoundToVfio { address, driver: f.driver.unwrap_or_else(|| "no driver".into()) });
         }
         if let Some(g) = container.cached_group(number) {
-            return Ok(g);
+            // A group whose devices were all removed is dead for good; a
+            // function back at the address (rescan, rebind) is in a new group,
+            // possibly under the same number.
+            if g.alive() {
+                return Ok(g);
+            }
         }
         let path = format!("/dev/vfio/{number}");
         let fd =
@@ -203,9 +208,21 @@ impl Group {
     }
 }
 
+impl Group {
+    /// False once the kernel has removed the group (its last device was
+    /// removed): `VFIO_GROUP_GET_STATUS` answers `ENODEV` then.
+    fn alive(&self) -> bool {
+        let mut status =
+            uapi::vfio_group_status { argsz: std::mem::size_of::<uapi::vfio_group_status>() as u32, flags: 0 };
+        // SAFETY: VFIO_GROUP_GET_STATUS fills one `vfio_group_status`.
+        let r = unsafe { ioctl_ptr(self.fd.as_fd(), VFIO_GROUP_GET_STATUS, &mut status) };
+        r.err() != Some(Errno::NODEV)
+    }
+}
+
 impl Drop for Group {
     fn drop(&mut self) {
-        self.container.detached(self.number);
+        self.container.detached(self.number, self);
     }
 }
 

@@ -1,0 +1,329 @@
+//! Device removal: a PCI function removed (`/sys/bus/pci/devices/<bdf>/remove`)
+//! under a process that uses it. The kernel asks for the device back through
+//! VFIO's request interrupt and waits until the process lets go; dmabridge
+//! fails the device's commands, reports it unavailable and closes it, while
+//! the CPU device goes on; after a rescan and a rebind, a new process uses
+//! the function again.
+//!
+//! Each test removes a device of its guest, so each runs alone in a guest of
+//! its own (`make test-removal`, `make test-arm64-removal`): they are
+//! ignored in the shared guest run of `make test-guest`.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use dmabridge::error::code;
+use dmabridge::ext::amd_bus::{BusAddress, EXTERNAL_PHYSICAL};
+use dmabridge::ext::{usm, usm_commands};
+use dmabridge::runtime::backend::LocalMemory;
+use dmabridge::runtime::buffer::{commands, Buffer};
+use dmabridge::runtime::context::Context;
+use dmabridge::runtime::device::Device;
+use dmabridge::runtime::event::{Event, EventStatus};
+use dmabridge::runtime::info::{device_info, device_param, InfoValue};
+use dmabridge::runtime::platform::Platform;
+use dmabridge::runtime::queue::{Queue, QueueProps};
+use dmabridge_tests::{addr, repo_root, run_alone, EDU0, EDU1, IVSHMEM};
+
+/// How long a removal may take: less than the kernel's 10 s between two
+/// requests, so a pass means the process let go at the first request.
+const REMOVE_BOUND: Duration = Duration::from_secs(5);
+/// How long the test waits for a removal before calling it blocked.
+const BLOCKED: Duration = Duration::from_secs(60);
+
+fn device_at(p: &Platform, bdf: &str) -> Arc<Device> {
+    let d = p.devices().iter().find(|d| d.pci_address() == Some(addr(bdf)));
+    d.unwrap_or_else(|| panic!("no device at {bdf}: {:?} (skipped: {:?})", p.devices(), p.skipped())).clone()
+}
+
+/// `CL_DEVICE_AVAILABLE` as `clGetDeviceInfo` answers it.
+fn cl_available(d: &Device) -> bool {
+    match device_info(d, device_param::AVAILABLE).unwrap() {
+        InfoValue::Bool(b) => b,
+        v => panic!("CL_DEVICE_AVAILABLE is {v:?}"),
+    }
+}
+
+/// Removes the function `bdf` and returns how long the write to `remove`
+/// took; fails if it is still blocked after [`BLOCKED`] (the process has
+/// not let go of the device: the kernel waits for it). The write is made by
+/// a child process: a thread of this one blocked there would keep the
+/// process, and with it the device, from ever closing.
+fn remove(bdf: &str) -> Duration {
+    let path = format!("/sys/bus/pci/devices/{bdf}/remove");
+    let t = Instant::now();
+    let mut child = std::process::Command::new("sh").args(["-c", &format!("echo 1 > {path}")]).spawn().unwrap();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            let took = t.elapsed();
+            assert!(status.success(), "writing {path}: {status}");
+            println!("removing {bdf} returned after {:.3} s", took.as_secs_f64());
+            return took;
+        }
+        assert!(
+            t.elapsed() < BLOCKED,
+            "removing {bdf} is still blocked after {BLOCKED:?}: the process did not let go of the device"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Brings `bdf` back (`/sys/bus/pci/rescan`) and binds it to vfio-pci.
+fn rescan_and_bind(bdf: &str) {
+    assert!(!Path::new(&format!("/sys/bus/pci/devices/{bdf}")).exists(), "{bdf} is gone");
+    std::fs::write("/sys/bus/pci/rescan", "1").unwrap();
+    let t = Instant::now();
+    while !Path::new(&format!("/sys/bus/pci/devices/{bdf}")).exists() {
+        assert!(t.elapsed() < BLOCKED, "{bdf} did not come back after a rescan");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let out = std::process::Command::new(repo_root().join("kmod-helpers/dmabridge-kmod"))
+        .args(["bind", bdf])
+        .output()
+        .unwrap();
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "binding {bdf} again: {text}");
+}
+
+/// Waits until `e` runs (or already ended).
+fn wait_running(e: &Event) {
+    let t = Instant::now();
+    while matches!(e.status(), EventStatus::Queued | EventStatus::Submitted) {
+        assert!(t.elapsed() < BLOCKED, "the first command never started");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// The status a command ended with.
+fn end_status(e: &Event) -> EventStatus {
+    let _ = Event::wait(std::slice::from_ref(e));
+    e.status()
+}
+
+/// A buffer of the CPU device holding `data`, and its queue: it must read
+/// back after another device is gone.
+fn cpu_buffer(data: &[u8]) -> (Arc<Queue>, Arc<Buffer>) {
+    let cpu = Platform::get().cpu().clone();
+    let ctx = Context::new(std::slice::from_ref(&cpu)).unwrap();
+    let q = Queue::new(&ctx, &cpu, QueueProps::default()).unwrap();
+    // SAFETY: no host pointer.
+    let b = unsafe { Buffer::create(&ctx, 0, data.len(), std::ptr::null_mut()) }.unwrap();
+    // SAFETY: blocking: `data` is read before the call returns.
+    unsafe { commands::enqueue_write_buffer(&q, &b, true, 0, data.len(), data.as_ptr(), &[]) }.unwrap();
+    (q, b)
+}
+
+fn reads_back(q: &Arc<Queue>, b: &Arc<Buffer>, data: &[u8]) {
+    let mut out = vec![0u8; data.len()];
+    // SAFETY: blocking: `out` is written before the call returns.
+    unsafe { commands::enqueue_read_buffer(q, b, true, 0, out.len(), out.as_mut_ptr(), &[]) }.unwrap();
+    assert_eq!(out, data, "the CPU device's buffer reads back");
+}
+
+/// Another device of the platform still copies.
+fn copies(d: &Device) {
+    let src = pattern(5000, 7);
+    let mut dst = vec![0u8; src.len()];
+    // SAFETY: both vectors hold 5000 bytes, are distinct, and no reference
+    // into `dst` is used during the copy.
+    unsafe { dmabridge::runtime::backend::device_copy(d, dst.as_mut_ptr(), src.as_ptr(), dst.len()) }.unwrap();
+    assert_eq!(dst, src, "{} still copies", d.name);
+}
+
+fn pattern(len: usize, seed: usize) -> Vec<u8> {
+    (0..len).map(|i| (i * 31 + seed) as u8).collect()
+}
+
+/// edu 0000:00:10.0 is removed while its queue copies: the copy under way
+/// and the ones queued behind it end with a negative status, the device
+/// reports `CL_DEVICE_AVAILABLE` false (and so does the BAR device it is the
+/// engine of: `DMABRIDGE_BAR_DEVICE=0000:00:08.0,bar=2,engine=0000:00:10.0`),
+/// the CPU device and the other edu (in the same VFIO container) go on, and
+/// after a
+/// rescan and a rebind a new process copies on it again.
+#[test]
+#[ignore = "removes edu 0000:00:10.0: run alone in a guest of its own by make test-removal"]
+fn edu_removed_while_its_queue_copies() {
+    let p = Platform::get();
+    let edu = device_at(p, EDU0);
+    assert!(edu.available() && cl_available(&edu));
+    let data = pattern(8192, 1);
+    let (cpu_q, cpu_b) = cpu_buffer(&data);
+
+    let ctx = Context::new(&[p.cpu().clone(), edu.clone()]).unwrap();
+    let q = Queue::new(&ctx, &edu, QueueProps::default()).unwrap();
+    // Each copy is 16 edu transfers of 4 KiB each way, about 100 ms each.
+    const LEN: usize = 32 * 1024;
+    const COPIES: usize = 4;
+    let src = usm::host_mem_alloc(&ctx, &[], LEN * COPIES, 0).unwrap().as_ptr();
+    let dst = usm::host_mem_alloc(&ctx, &[], LEN * COPIES, 0).unwrap().as_ptr();
+    // A command held back by a user event: still queued when the device goes.
+    let gate = Event::user(&ctx);
+    let mut events: Vec<Event> = (0..COPIES)
+        .map(|i| {
+            // SAFETY: both ranges lie in their allocations, which outlive the
+            // commands (waited for below); no reference into `dst` is used.
+            unsafe { usm_commands::enqueue_memcpy(&q, false, dst.add(i * LEN), src.add(i * LEN), LEN, &[]) }.unwrap()
+        })
+        .collect();
+    // SAFETY: as above.
+    events
+        .push(unsafe { usm_commands::enqueue_memcpy(&q, false, dst, src, 4096, std::slice::from_ref(&gate)) }.unwrap());
+    wait_running(&events[0]);
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(events[0].status(), EventStatus::Running, "the first copy is under way when the device goes");
+
+    let took = remove(EDU0);
+    gate.set_user_status(0).unwrap();
+    for (i, e) in events.iter().enumerate() {
+        let s = end_status(e);
+        assert!(matches!(s, EventStatus::Error(c) if c < 0), "command {i} ended with {s:?}");
+        println!("command {i}: {s:?}");
+    }
+    assert_eq!(events[0].status(), EventStatus::Error(code::DEVICE_NOT_AVAILABLE));
+    assert!(!edu.available() && !cl_available(&edu), "CL_DEVICE_AVAILABLE is false");
+    let why = edu.lost().unwrap().to_string();
+    assert!(why.contains("removed") && why.contains(EDU0), "{why}");
+    // The BAR device whose engine it was cannot run its commands either.
+    let bar = device_at(p, IVSHMEM);
+    assert!(!bar.available() && !cl_available(&bar), "the BAR device's engine is gone");
+    // Later commands fail too, at once (no wait on a device that is gone).
+    // SAFETY: as above.
+    let late = unsafe { usm_commands::enqueue_memcpy(&q, true, dst, src, 4096, &[]) };
+    assert_eq!(late.unwrap_err().code(), code::DEVICE_NOT_AVAILABLE);
+    reads_back(&cpu_q, &cpu_b, &data);
+    copies(&device_at(p, EDU1));
+    usm::mem_free(&ctx, src).unwrap();
+    usm::mem_free(&ctx, dst).unwrap();
+    assert!(took < REMOVE_BOUND, "removing {EDU0} took {took:?}, over {REMOVE_BOUND:?}");
+
+    rescan_and_bind(EDU0);
+    run_alone("removal::child_edu_copies_again", &[]);
+}
+
+#[test]
+#[ignore = "run in a new process by edu_removed_while_its_queue_copies, after the rescan"]
+fn child_edu_copies_again() {
+    let edu = device_at(Platform::get(), EDU0);
+    assert!(cl_available(&edu));
+    copies(&edu);
+}
+
+/// ivshmem's BAR 2 on the bus: (first bus address, length).
+fn ivshmem_bar2() -> (u64, u64) {
+    let text = std::fs::read_to_string(format!("/sys/bus/pci/devices/{IVSHMEM}/resource")).unwrap();
+    let f: Vec<u64> = text
+        .lines()
+        .nth(2)
+        .unwrap()
+        .split_whitespace()
+        .map(|s| u64::from_str_radix(s.trim_start_matches("0x"), 16).unwrap())
+        .collect();
+    (f[0], f[1] - f[0] + 1)
+}
+
+/// An external physical buffer of 64 KiB in the middle of ivshmem's BAR 2,
+/// its signal surface 1 MiB further.
+fn external_buffer(ctx: &Arc<Context>) -> Result<Arc<Buffer>, dmabridge::error::ClError> {
+    let (bar, len) = ivshmem_bar2();
+    let mut at = BusAddress { surface_bus_address: bar + len / 2, marker_bus_address: bar + len / 2 + 0x10_0000 };
+    // SAFETY: a whole BusAddress.
+    unsafe { Buffer::create(ctx, EXTERNAL_PHYSICAL, 0x1_0000, &mut at as *mut BusAddress as *mut u8) }
+}
+
+/// ivshmem 0000:00:08.0 (the BAR device
+/// `DMABRIDGE_BAR_DEVICE=0000:00:08.0,bar=2,engine=0000:00:10.0`)
+/// is removed under a resident external physical buffer on its BAR and a
+/// command queued on it: the command ends with a negative status, the
+/// buffer's bus mapping is gone, the device reports `CL_DEVICE_AVAILABLE`
+/// false, the buffer and the device's allocation can still be written and
+/// released (no SIGBUS), the CPU device goes on, and after a rescan and a
+/// rebind a new process uses the BAR again.
+#[test]
+#[ignore = "removes ivshmem 0000:00:08.0: run alone in a guest of its own by make test-removal"]
+fn ivshmem_removed_under_a_resident_external_buffer() {
+    let p = Platform::get();
+    let dev = device_at(p, IVSHMEM);
+    assert!(dev.bar_backend().is_some() && cl_available(&dev), "the BAR device: {:?}", p.devices());
+    let domain = p.dma_domain().expect("a VFIO domain").clone();
+    let data = pattern(8192, 2);
+    let (cpu_q, cpu_b) = cpu_buffer(&data);
+
+    let ctx = Context::new(&[p.cpu().clone(), dev.clone()]).unwrap();
+    let q = Queue::new(&ctx, &dev, QueueProps::default()).unwrap();
+    let len = ivshmem_bar2().1;
+    let base = dev.bar_backend().unwrap().memory().base().as_ptr() as usize;
+    let in_bar = |r: &dmabridge::runtime::backend::residency::Resident| r.addr >= base && r.addr < base + len as usize;
+    // The whole BAR is resident for its engine's peer-to-peer copies.
+    let resident_before = domain.residents().iter().filter(|r| in_bar(r)).count();
+    assert_eq!(resident_before, 1, "the BAR is resident for its engine");
+    let ext = external_buffer(&ctx).expect("an external physical buffer on ivshmem's BAR 2");
+    assert_eq!(domain.residents().iter().filter(|r| in_bar(r)).count(), 2, "the surface is resident");
+    let local = usm::device_mem_alloc(&ctx, &dev, &[], 4096, 0).unwrap().as_ptr();
+    // A write to the device's memory held back by a user event.
+    let gate = Event::user(&ctx);
+    let bytes = pattern(4096, 9);
+    // SAFETY: `local` holds 4096 bytes; `bytes` outlives the command.
+    let queued =
+        unsafe { usm_commands::enqueue_memcpy(&q, false, local, bytes.as_ptr(), 4096, std::slice::from_ref(&gate)) }
+            .unwrap();
+
+    let took = remove(IVSHMEM);
+    gate.set_user_status(0).unwrap();
+    let s = end_status(&queued);
+    assert_eq!(s, EventStatus::Error(code::DEVICE_NOT_AVAILABLE), "the queued command");
+    assert!(!dev.available() && !cl_available(&dev), "CL_DEVICE_AVAILABLE is false");
+    assert_eq!(domain.residents().iter().filter(|r| in_bar(r)).count(), 0, "the BAR's bus mapping is gone");
+    // The external buffer, on the CPU device's queue: its memory is no
+    // longer the device's, but writing it is safe.
+    let cq = Queue::new(&ctx, p.cpu(), QueueProps::default()).unwrap();
+    let zeros = [0u8; 64];
+    // SAFETY: blocking: `zeros` is read before the call returns.
+    let w = unsafe { commands::enqueue_write_buffer(&cq, &ext, true, 0, 64, zeros.as_ptr(), &[]) };
+    println!("writing the external buffer after the removal: {:?}", w.map(|_| ()));
+    // The device's memory can be touched and freed without a SIGBUS.
+    // SAFETY: `local` is a live 4096-byte allocation; nothing else uses it.
+    unsafe { local.write_volatile(1) };
+    usm::mem_free(&ctx, local).unwrap();
+    drop(ext);
+    reads_back(&cpu_q, &cpu_b, &data);
+    copies(&device_at(p, EDU0));
+    assert!(took < REMOVE_BOUND, "removing {IVSHMEM} took {took:?}, over {REMOVE_BOUND:?}");
+
+    rescan_and_bind(IVSHMEM);
+    // The edus stay this process's: the new one uses the BAR without an engine.
+    run_alone("removal::child_ivshmem_is_device_memory_again", &[("DMABRIDGE_BAR_DEVICE", Some("0000:00:08.0,bar=2"))]);
+
+    // Back at its address, the function is a new one: an external buffer on
+    // it maps it anew (not the lost BAR device's inert mapping), and with no
+    // BAR device behind it, the buffer's own mapping is watched: removing
+    // the function again does not wait for this process either.
+    let before = domain.residents().len();
+    let ext = external_buffer(&ctx).expect("an external physical buffer on the function that came back");
+    assert_eq!(domain.residents().len(), before + 1, "the surface is resident");
+    let again = remove(IVSHMEM);
+    assert_eq!(domain.residents().len(), before, "its bus mapping went with the function");
+    drop(ext);
+    assert!(again < REMOVE_BOUND, "removing {IVSHMEM} again took {again:?}, over {REMOVE_BOUND:?}");
+}
+
+#[test]
+#[ignore = "run in a new process by ivshmem_removed_under_a_resident_external_buffer, after the rescan"]
+fn child_ivshmem_is_device_memory_again() {
+    let p = Platform::get();
+    let dev = device_at(p, IVSHMEM);
+    assert!(cl_available(&dev));
+    let bar = dev.bar_backend().unwrap();
+    let ctx = Context::new(&[p.cpu().clone(), dev.clone()]).unwrap();
+    let q = Queue::new(&ctx, &dev, QueueProps::default()).unwrap();
+    let local = usm::device_mem_alloc(&ctx, &dev, &[], 4096, 0).unwrap().as_ptr();
+    let bytes = pattern(4096, 5);
+    // SAFETY: `local` holds 4096 bytes; blocking.
+    unsafe { usm_commands::enqueue_memcpy(&q, true, local, bytes.as_ptr(), 4096, &[]) }.unwrap();
+    let mut seen = vec![0u8; 4096];
+    let offset = local as usize - bar.memory().base().as_ptr() as usize;
+    bar.read_region(offset as u64, &mut seen).unwrap();
+    assert_eq!(seen, bytes, "the bytes are in the BAR again");
+    usm::mem_free(&ctx, local).unwrap();
+}
