@@ -16,6 +16,7 @@ mod heaps;
 mod info;
 mod kmod;
 mod proof;
+mod signals;
 mod udev;
 mod udmabuf;
 mod vfio;
