@@ -145,10 +145,13 @@ pub enum VfioError {
         vaddr: u64,
     },
     /// The memlock limit forbids pinning that much.
-    #[error("pinning {size} bytes exceeds the memlock limit (ENOMEM): raise it with kmod-helpers/dmabridge-kmod memlock --raise unlimited, or ulimit -l")]
+    #[error("pinning {size} bytes exceeds the memlock limit (ENOMEM): {detail}")]
     MemlockLimit {
         /// Bytes asked for.
         size: u64,
+        /// The limit, what is charged already and how to raise it
+        /// ([`MemlockShortfall`](crate::sys::vm::MemlockShortfall)).
+        detail: String,
     },
     /// The function has no reset method vfio-pci can use.
     #[error(
