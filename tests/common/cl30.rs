@@ -126,8 +126,12 @@ pub fn violations(d: &Device) -> Vec<String> {
         let n = num(d, p);
         check(n >= least, format!("{name} {n} < {least}"));
     }
+    // max(min(1 GiB, a quarter of the global memory), 32 MiB; 1 MiB embedded).
     let global = num(d, dp::GLOBAL_MEM_SIZE);
-    check(num(d, dp::MAX_MEM_ALLOC_SIZE) <= global, "CL_DEVICE_MAX_MEM_ALLOC_SIZE > global memory".into());
+    let alloc = num(d, dp::MAX_MEM_ALLOC_SIZE);
+    let least = (global / 4).min(1 << 30).max(min(32 << 20, 1 << 20));
+    check(alloc >= least, format!("CL_DEVICE_MAX_MEM_ALLOC_SIZE {alloc} < {least} (global memory {global})"));
+    check(alloc <= global, format!("CL_DEVICE_MAX_MEM_ALLOC_SIZE {alloc} > global memory {global}"));
     let single = num(d, dp::SINGLE_FP_CONFIG);
     let rounding = fp_config::ROUND_TO_NEAREST | 1 << 3; // CL_FP_ROUND_TO_ZERO
     if embedded {

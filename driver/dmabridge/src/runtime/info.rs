@@ -1051,8 +1051,13 @@ pub fn device_info(device: &Device, param: u32) -> ClResult<InfoValue> {
         ),
         MAX_PARAMETER_SIZE => InfoValue::Usize(self::MAX_PARAMETER_SIZE),
         MEM_BASE_ADDR_ALIGN => InfoValue::U32(clamp_u32(device.max_alignment as usize * 8)),
-        // A device with memory of its own (a BAR device) has that much.
-        GLOBAL_MEM_SIZE => InfoValue::U64(device.local_memory().map_or_else(mem_total, |m| m.size() as u64)),
+        // A device with memory of its own (a BAR device) has that much; one
+        // behind an IOMMU (edu) reaches what its DMA window holds at once.
+        GLOBAL_MEM_SIZE => InfoValue::U64(match (device.local_memory(), device.dma_domain()) {
+            (Some(m), _) => m.size() as u64,
+            (None, Some(d)) => mem_total().min(d.dma_mask().saturating_add(1)),
+            (None, None) => mem_total(),
+        }),
         PROFILING_TIMER_RESOLUTION => InfoValue::Usize(1),
         ENDIAN_LITTLE => InfoValue::Bool(cfg!(target_endian = "little")),
         AVAILABLE => InfoValue::Bool(true),
