@@ -137,12 +137,12 @@ pub const MEMLOCK_FIX: &str = "raise RLIMIT_MEMLOCK: `ulimit -l` (a shell and wh
      /etc/security/limits.conf (login sessions), `LimitMEMLOCK=` (a systemd service), or \
      `kmod-helpers/dmabridge-kmod memlock --raise BYTES`";
 
-/// What locking or pinning more memory would need beyond `RLIMIT_MEMLOCK`:
-/// the limit, the bytes the process has locked or pinned already, and the
-/// bytes asked for. Its `Display` names all three and [`MEMLOCK_FIX`].
+/// Locking or pinning against `RLIMIT_MEMLOCK`: the limit, the bytes the
+/// process has locked or pinned already, and the bytes asked for. Its
+/// `Display` names all three and [`MEMLOCK_FIX`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MemlockShortfall {
-    /// `RLIMIT_MEMLOCK` (the soft limit), bytes.
+    /// `RLIMIT_MEMLOCK` (the soft limit), bytes; `u64::MAX`: infinite.
     pub limit: u64,
     /// Bytes charged already (`VmLck`: `mlock`ed pages and VFIO-pinned ones).
     pub locked: u64,
@@ -152,10 +152,14 @@ pub struct MemlockShortfall {
 
 impl std::fmt::Display for MemlockShortfall {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let limit = match self.limit {
+            u64::MAX => "unlimited".to_owned(),
+            n => format!("{n} bytes"),
+        };
         write!(
             f,
-            "RLIMIT_MEMLOCK is {} bytes, {} are locked or pinned already and {} more are needed ({} in all); {}",
-            self.limit,
+            "RLIMIT_MEMLOCK is {}, {} are locked or pinned already and {} more are needed ({} in all); {}",
+            limit,
             self.locked,
             self.needed,
             self.locked.saturating_add(self.needed),
@@ -190,10 +194,31 @@ pub fn memlock_shortfall(needed: u64) -> Option<MemlockShortfall> {
     if caps & (1 << CAP_IPC_LOCK) != 0 {
         return None;
     }
-    let limit = rustix::process::getrlimit(rustix::process::Resource::Memlock).current?;
-    let locked_kb = field("VmLck:").and_then(|v| v.trim_end_matches("kB").trim().parse::<u64>().ok()).unwrap_or(0);
-    let locked = locked_kb.saturating_mul(1024);
-    (locked.saturating_add(needed) > limit).then_some(MemlockShortfall { limit, locked, needed })
+    let usage = memlock_usage(needed);
+    (usage.limit != u64::MAX && usage.locked.saturating_add(needed) > usage.limit).then_some(usage)
+}
+
+/// The limit, what is charged and `needed`, whether or not it fits (an
+/// infinite limit is `u64::MAX`): what a message about a refused lock or pin
+/// names when the kernel refused it ([`memlock_shortfall`] is the forecast).
+///
+/// Reads `/proc/self/status` and `getrlimit(2)`.
+///
+/// ```
+/// use dmabridge::sys::vm::memlock_usage;
+/// let u = memlock_usage(4096);
+/// assert_eq!(u.needed, 4096);
+/// assert!(u.to_string().contains("LimitMEMLOCK"));
+/// ```
+pub fn memlock_usage(needed: u64) -> MemlockShortfall {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let locked_kb = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmLck:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .unwrap_or(0);
+    let limit = rustix::process::getrlimit(rustix::process::Resource::Memlock).current.unwrap_or(u64::MAX);
+    MemlockShortfall { limit, locked: locked_kb.saturating_mul(1024), needed }
 }
 
 #[cfg(test)]

@@ -422,11 +422,7 @@ impl Container {
         // the caller vouches for the memory (see the function's contract).
         unsafe { ioctl_ptr(self.fd.as_fd(), VFIO_IOMMU_MAP_DMA, &mut arg) }.map_err(|e| match e {
             Errno::EXIST => VfioError::IovaInUse { iova, size },
-            Errno::NOMEM => VfioError::MemlockLimit {
-                size,
-                detail: crate::sys::vm::memlock_shortfall(size)
-                    .map_or_else(|| crate::sys::vm::MEMLOCK_FIX.to_owned(), |s| s.to_string()),
-            },
+            Errno::NOMEM => VfioError::MemlockLimit { size, detail: crate::sys::vm::memlock_usage(size).to_string() },
             Errno::FAULT => VfioError::NotPinnable { vaddr },
             e => OsError::new("VFIO_IOMMU_MAP_DMA", e).into(),
         })?;

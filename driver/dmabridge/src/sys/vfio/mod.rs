@@ -150,7 +150,7 @@ pub enum VfioError {
         /// Bytes asked for.
         size: u64,
         /// The limit, what is charged already and how to raise it
-        /// ([`MemlockShortfall`](crate::sys::vm::MemlockShortfall)).
+        /// ([`memlock_usage`](crate::sys::vm::memlock_usage)).
         detail: String,
     },
     /// The function has no reset method vfio-pci can use.
