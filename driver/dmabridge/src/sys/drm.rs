@@ -15,7 +15,7 @@
 //! only when the last of them is dropped.
 //!
 //! Every ioctl is restarted on `EINTR` and `EAGAIN`, as libdrm's
-//! `drmIoctl` does ([`ioctl_ptr_again`](super::ioctl)).
+//! `drmIoctl` does (the crate's `ioctl_ptr_again`).
 //!
 //! Written over the raw ioctls rather than the `drm` crate (Smithay, 0.15):
 //! the five ioctls needed here are small fixed structs, while that crate
