@@ -155,7 +155,7 @@ test-guest-doc: guest
 	: >$(LOGS)/guest-doc.log; \
 	if [ $$status != 0 ]; then \
 	    { echo "test-guest-doc: FAILED: the rustdoc run that compiles the examples failed; those it did not compile do not run below (see $(LOGS)/guest-doc-build.txt)"; \
-	      grep -E '^(error(\[E[0-9]+\])?:|---- .* stdout ----)' $(LOGS)/guest-doc-build.txt | head -n 20; } | tee $(LOGS)/guest-doc.log; \
+	      grep -m 20 -E '^(error(\[E[0-9]+\])?:|---- .* stdout ----)' $(LOGS)/guest-doc-build.txt; } | tee $(LOGS)/guest-doc.log; \
 	fi; \
 	set -o pipefail; $(RIG) $(GUEST_RIG) --env DMABRIDGE_BAR_DEVICE=0000:00:08.0,bar=2,engine=0000:00:10.0 \
 	    -- tests/guest-runner --doctests $(DOCTESTS) 2>&1 | tee -a $(LOGS)/guest-doc.log || status=1; \
@@ -338,13 +338,16 @@ test-arm64-doc:
 	: >$(LOGS)/arm64-doc.log; \
 	if [ $$status != 0 ]; then \
 	    { echo "test-arm64-doc: FAILED: the rustdoc run that compiles the examples failed; those it did not compile do not run below (see $(LOGS)/arm64-doc-build.txt)"; \
-	      grep -E '^(error(\[E[0-9]+\])?:|---- .* stdout ----)' $(LOGS)/arm64-doc-build.txt | head -n 20; } | tee $(LOGS)/arm64-doc.log; \
+	      grep -m 20 -E '^(error(\[E[0-9]+\])?:|---- .* stdout ----)' $(LOGS)/arm64-doc-build.txt; } | tee $(LOGS)/arm64-doc.log; \
 	fi; \
 	set -o pipefail; $(RIG_A64) --env DMABRIDGE_BAR_DEVICE=0000:00:08.0,bar=2,engine=0000:00:10.0 \
 	    -- tests/guest-runner --doctests $(A64_DOCTESTS) 2>&1 | tee -a $(LOGS)/arm64-doc.log || status=1; \
 	exit $$status
 
+# tests/lint-pipes: no script pipes into a reader that stops early (grep -q,
+# head), which under pipefail fails on the writer's SIGPIPE.
 lint:
+	tests/lint-pipes
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	$(CARGO) clippy -p dmabridge-tests --test guest --test rig -- -D warnings

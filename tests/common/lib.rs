@@ -3,6 +3,8 @@
 
 use std::path::PathBuf;
 
+pub mod cl30;
+
 use dmabridge::sys::pci::PciAddress;
 
 /// The rig's first edu (bound to vfio-pci by `make test-guest`).

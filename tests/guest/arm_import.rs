@@ -631,3 +631,105 @@ fn child_edu_imports_the_same_memory_at_two_lengths() {
     assert_eq!((domain.residents().len(), domain.resident_iova(p0 as usize, 1)), (residents, None));
     drop(mem);
 }
+
+/// `VmLck` of this process (`mm->locked_vm`: mlocked and VFIO-pinned pages),
+/// in bytes.
+fn locked_bytes() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let kb = status.lines().find_map(|l| l.strip_prefix("VmLck:")).unwrap();
+    kb.trim().trim_end_matches("kB").trim().parse::<u64>().unwrap() * 1024
+}
+
+/// Drops `CAP_IPC_LOCK` from the calling thread (effective and permitted
+/// sets; the threads it starts inherit that), as an unprivileged process
+/// runs: mlock and VFIO's pinning then count against `RLIMIT_MEMLOCK`.
+fn drop_cap_ipc_lock() {
+    #[repr(C)]
+    struct Header {
+        version: u32,
+        pid: i32,
+    }
+    #[repr(C)]
+    #[derive(Default, Clone, Copy)]
+    struct Data {
+        effective: u32,
+        permitted: u32,
+        inheritable: u32,
+    }
+    const LINUX_CAPABILITY_VERSION_3: u32 = 0x2008_0522;
+    const CAP_IPC_LOCK: u32 = 14;
+    let mut header = Header { version: LINUX_CAPABILITY_VERSION_3, pid: 0 };
+    let mut data = [Data::default(); 2];
+    // SAFETY: capget writes two `__user_cap_data_struct`s (version 3) into
+    // `data` and reads `header`; both outlive the call.
+    assert_eq!(unsafe { libc::syscall(libc::SYS_capget, &mut header, data.as_mut_ptr()) }, 0, "capget");
+    for set in [&mut data[0].effective, &mut data[0].permitted, &mut data[0].inheritable] {
+        *set &= !(1 << CAP_IPC_LOCK);
+    }
+    // SAFETY: capset reads `header` and the two data structs.
+    assert_eq!(unsafe { libc::syscall(libc::SYS_capset, &mut header, data.as_ptr()) }, 0, "capset");
+    let status = std::fs::read_to_string("/proc/thread-self/status").unwrap();
+    let eff = status.lines().find_map(|l| l.strip_prefix("CapEff:")).unwrap().trim();
+    assert_eq!(u64::from_str_radix(eff, 16).unwrap() & (1 << CAP_IPC_LOCK), 0, "CAP_IPC_LOCK dropped");
+}
+
+/// Issue 17: host memory imported into a context with edu is charged once
+/// against `RLIMIT_MEMLOCK` (VFIO's pinning), not twice (mlock as well): an
+/// unprivileged process imports up to its limit, not half of it; an import
+/// over the limit fails before anything is pinned, naming the limit, what
+/// it needs and how to raise it. Before the fix, the 6 MiB import under an
+/// 8 MiB allowance failed (6 MiB locked + 6 MiB pinned).
+#[test]
+fn host_imports_for_edu_are_charged_once_against_memlock() {
+    in_child("child_host_imports_for_edu_are_charged_once_against_memlock", None);
+}
+
+#[test]
+#[ignore = "run in a child process"]
+fn child_host_imports_for_edu_are_charged_once_against_memlock() {
+    const MIB: usize = 1 << 20;
+    let EduContext { edu, domain, ctx, qe, .. } = edu_context();
+    drop_cap_ipc_lock();
+    // What the platform holds already, plus 8 MiB.
+    let base = locked_bytes();
+    let allowance = 8 * MIB as u64;
+    let limit = rustix::process::Rlimit { current: Some(base + allowance), maximum: Some(base + allowance) };
+    rustix::process::setrlimit(rustix::process::Resource::Memlock, limit).unwrap();
+    // 6 MiB: three quarters of the allowance.
+    let mut mem = pattern(6 * MIB + 4096, 3);
+    let p0 = mem.as_mut_ptr().wrapping_add(4096 - (mem.as_ptr() as usize % 4096));
+    // SAFETY: `mem` outlives the buffer and is only read after it is released.
+    let b = unsafe { import_host(&ctx, 0, p0, 6 * MIB) }
+        .unwrap_or_else(|e| panic!("a 6 MiB import under an 8 MiB RLIMIT_MEMLOCK allowance: {e}"));
+    let charged = locked_bytes() - base;
+    assert_eq!(charged, 6 * MIB as u64, "charged once, by VFIO's pinning");
+    assert!(domain.resident_iova(p0 as usize, 6 * MIB).is_some());
+    // edu uses it: a page read by DMA from its end.
+    let mut out = vec![0u8; 4096];
+    // SAFETY: blocking read into `out`.
+    unsafe { commands::enqueue_read_buffer(&qe, &b, true, 6 * MIB - 4096, 4096, out.as_mut_ptr(), &[]) }.unwrap();
+    let expected = pattern(6 * MIB + 4096, 3);
+    let off = p0 as usize - mem.as_ptr() as usize;
+    assert_eq!(out, expected[off + 6 * MIB - 4096..off + 6 * MIB]);
+    assert!(edu.dma_domain().is_some());
+    // 4 MiB more would need 10 MiB: refused up front, nothing pinned, the
+    // message naming the limit, the need and the fix.
+    let mut more = vec![0u8; 4 * MIB];
+    // SAFETY: refused before the pages are used; `more` outlives the call.
+    let e = unsafe { import_host(&ctx, 0, more.as_mut_ptr(), 4 * MIB) }.unwrap_err();
+    assert_eq!(e.kind, ClErrorKind::MemObjectAllocationFailure, "{e}");
+    for word in [
+        format!("RLIMIT_MEMLOCK is {} bytes", base + allowance),
+        "ulimit -l".to_owned(),
+        "limits.conf".to_owned(),
+        "LimitMEMLOCK".to_owned(),
+    ] {
+        assert!(e.message.contains(&word), "{word:?} not in: {e}");
+    }
+    let needed = (more.as_ptr() as usize + 4 * MIB).next_multiple_of(4096) - (more.as_ptr() as usize & !4095);
+    assert!(e.message.contains(&format!("{needed} more are needed")), "{e}");
+    assert_eq!(locked_bytes() - base, charged, "a refused import pins nothing");
+    drop(b);
+    assert_eq!(locked_bytes(), base, "released: unpinned");
+    drop(mem);
+}

@@ -541,3 +541,20 @@ fn info_suggests_the_variable_for_an_unconfigured_ivshmem() {
     assert!(line.trim_start().starts_with("note:"), "{line}");
     assert!(!run(Some(&cpu_config())).contains(&hint), "no hint once it is configured");
 }
+
+/// Issue 17: the three device kinds of a real platform (CPU, edu, the BAR
+/// device) each answer every device query as OpenCL 3.0 requires for the
+/// profile they report (tests/common/cl30.rs).
+#[test]
+fn every_device_kind_follows_the_opencl_3_0_device_rules() {
+    in_child("child_every_device_kind_follows_the_opencl_3_0_device_rules", Some(&p2p_config()));
+}
+
+#[test]
+#[ignore = "run in a child process by every_device_kind_follows_the_opencl_3_0_device_rules"]
+fn child_every_device_kind_follows_the_opencl_3_0_device_rules() {
+    let p = Platform::get();
+    assert_eq!(p.devices().len(), 3, "CPU, edu, BAR: {:?} (skipped: {:?})", p.devices(), p.skipped());
+    let bad: Vec<String> = p.devices().iter().flat_map(|d| dmabridge_tests::cl30::violations(d)).collect();
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+}

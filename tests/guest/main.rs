@@ -17,6 +17,7 @@ mod info;
 mod kmod;
 mod proof;
 mod removal;
+mod signals;
 mod udev;
 mod udmabuf;
 mod vfio;

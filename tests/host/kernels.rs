@@ -766,3 +766,59 @@ mod buffer_args {
         Event::wait(&[blocker, e]).unwrap();
     }
 }
+
+/// Issue 17: `CL_DEVICE_MAX_WORK_ITEM_DIMENSIONS` is 3, so 2-D and 3-D
+/// ranges run (before: every range was 1-D only). A built-in does the same
+/// work whatever the range's shape, offset and local size (here a local
+/// size that does not divide the global size: non-uniform work-groups), and
+/// a native kernel has no NDRange at all.
+#[test]
+fn two_and_three_dimensional_ranges_run_built_ins() {
+    use dmabridge::runtime::kernel::NdRange;
+    let (ctx, q) = setup();
+    let words = 1000usize;
+    let p = host(&ctx, words * 4);
+    let fill = builtin(&ctx, "fill_pattern_u32");
+    fill.set_arg_mem_pointer(0, p).unwrap();
+    fill.set_arg_scalar(1, &(words as u64).to_ne_bytes()).unwrap();
+    let ranges = [
+        NdRange::new(&[16, 4], Some(&[3, 1]), Some(&[5, 3])).unwrap(),
+        NdRange::new(&[4, 4, 4], None, Some(&[2, 2, 2])).unwrap(),
+        NdRange::new(&[1000, 1, 3], None, None).unwrap(),
+        NdRange::new(&[usize::MAX / 3, 3], None, None).unwrap(),
+    ];
+    for (i, range) in ranges.iter().enumerate() {
+        let pattern = 0x1000 + i as u32;
+        fill.set_arg_scalar(2, &pattern.to_ne_bytes()).unwrap();
+        // SAFETY: `p` holds the `words` words the kernel writes until freed below.
+        let e = unsafe { kernel::enqueue_range(&q, &fill, range, &[]) }.unwrap();
+        Event::wait(std::slice::from_ref(&e)).unwrap();
+        assert_eq!(e.command_type(), kernel_command_type::NDRANGE_KERNEL);
+        // SAFETY: the allocation holds `words` words; the kernel ended.
+        let got = unsafe { std::slice::from_raw_parts(p.cast::<u32>(), words) };
+        assert!(got.iter().all(|&w| w == pattern), "{range:?}");
+    }
+    // A 0 in any dimension runs nothing.
+    fill.set_arg_scalar(2, &7u32.to_ne_bytes()).unwrap();
+    // SAFETY: as above.
+    let e = unsafe { kernel::enqueue_range(&q, &fill, &NdRange::new(&[8, 0, 8], None, None).unwrap(), &[]) }.unwrap();
+    Event::wait(&[e]).unwrap();
+    // SAFETY: as above.
+    assert!(unsafe { std::slice::from_raw_parts(p.cast::<u32>(), words) }.iter().all(|&w| w == 0x1003));
+    // The range's own errors, with their CL codes.
+    let kind = |r: Result<NdRange, dmabridge::error::ClError>| r.unwrap_err().kind;
+    assert_eq!(kind(NdRange::new(&[], None, None)), InvalidWorkDimension);
+    assert_eq!(kind(NdRange::new(&[1, 1, 1, 1], None, None)), InvalidWorkDimension);
+    assert_eq!(kind(NdRange::new(&[usize::MAX, 2], None, None)), InvalidGlobalWorkSize);
+    assert_eq!(kind(NdRange::new(&[8, 8], Some(&[0, usize::MAX]), None)), InvalidGlobalOffset);
+    assert_eq!(kind(NdRange::new(&[8, 8, 8], None, Some(&[1, 2048, 1]))), InvalidWorkItemSize);
+    assert_eq!(kind(NdRange::new(&[64, 64, 4], None, Some(&[32, 32, 2]))), InvalidWorkGroupSize);
+    assert_eq!(kind(NdRange::new(&[8, 8], None, Some(&[4, 0]))), InvalidWorkGroupSize);
+    assert_eq!(kind(NdRange::new(&[8, 8], None, Some(&[4]))), InvalidValue);
+    // A native kernel runs through clEnqueueNativeKernel (a task), never a range.
+    let native = Kernel::native(&ctx, Arc::new(|_: &[KernelArgValue]| Ok(())), vec![]).unwrap();
+    // SAFETY: refused before anything runs.
+    let r = unsafe { kernel::enqueue_range(&q, &native, &NdRange::new(&[2, 2], None, None).unwrap(), &[]) };
+    assert_eq!(r.unwrap_err().kind, InvalidKernel);
+    usm::mem_free(&ctx, p).unwrap();
+}

@@ -245,6 +245,32 @@ static void test_args_and_launch(void) {
     int ok = 1;
     for (int i = 0; i < N; i++) ok &= usm[i] == pattern;
     CHECK(ok);
+    /* 2-D and 3-D ranges (CL_DEVICE_MAX_WORK_ITEM_DIMENSIONS is 3, three
+     * size_t of CL_DEVICE_MAX_WORK_ITEM_SIZES): the built-in does the same
+     * work whatever the range's shape, offset and local size; a local size
+     * need not divide the global size (non-uniform work-groups). */
+    cl_uint dims = 0;
+    size_t sizes[3] = {0}, sizes_ret = 0;
+    CHECK_ERR(clGetDeviceInfo(device, CL_DEVICE_MAX_WORK_ITEM_DIMENSIONS, sizeof dims, &dims, NULL), CL_SUCCESS);
+    CHECK(dims == 3);
+    CHECK_ERR(clGetDeviceInfo(device, CL_DEVICE_MAX_WORK_ITEM_SIZES, sizeof sizes, sizes, &sizes_ret), CL_SUCCESS);
+    CHECK(sizes_ret == 3 * sizeof(size_t) && sizes[0] >= 1 && sizes[1] >= 1 && sizes[2] >= 1);
+    size_t g2d[2] = {16, 4}, l2d[2] = {5, 3}, o2d[2] = {1, 2};
+    size_t g3d[3] = {4, 4, 4}, l3d[3] = {2, 2, 2};
+    for (int shape = 2; shape <= 3; shape++) {
+        memset(usm, 0, N * 4);
+        cl_uint next = pattern + shape;
+        CHECK_ERR(clSetKernelArg(fill, 2, sizeof next, &next), CL_SUCCESS);
+        if (shape == 2)
+            CHECK_ERR(clEnqueueNDRangeKernel(queue, fill, 2, o2d, g2d, l2d, 0, NULL, NULL), CL_SUCCESS);
+        else
+            CHECK_ERR(clEnqueueNDRangeKernel(queue, fill, 3, NULL, g3d, l3d, 0, NULL, NULL), CL_SUCCESS);
+        CHECK_ERR(clFinish(queue), CL_SUCCESS);
+        ok = 1;
+        for (int i = 0; i < N; i++) ok &= usm[i] == next;
+        CHECK(ok);
+    }
+    CHECK_ERR(clSetKernelArg(fill, 2, sizeof pattern, &pattern), CL_SUCCESS);
     /* As a task, with a new pattern (arguments are captured at enqueue). */
     cl_uint pattern2 = 7;
     CHECK_ERR(clSetKernelArg(fill, 2, sizeof pattern2, &pattern2), CL_SUCCESS);
@@ -321,19 +347,27 @@ static void test_args_and_launch(void) {
     CHECK_ERR(clEnqueueTask(queue, fill, 0, NULL, NULL), CL_INVALID_KERNEL_ARGS);
     CHECK_ERR(clSetKernelArg(fill, 1, sizeof count, &count), CL_SUCCESS);
     /* NDRange errors. */
-    size_t two[2] = {64, 1}, zero_local = 0, odd_local = 5, huge_local = 1 << 20;
+    size_t zero_local = 0, huge_local = 1 << 20;
+    size_t four[4] = {4, 4, 2, 2};
     CHECK_ERR(clEnqueueNDRangeKernel(queue, fill, 0, NULL, &global, NULL, 0, NULL, NULL), CL_INVALID_WORK_DIMENSION);
-    CHECK_ERR(clEnqueueNDRangeKernel(queue, fill, 2, NULL, two, NULL, 0, NULL, NULL), CL_INVALID_WORK_DIMENSION);
+    CHECK_ERR(clEnqueueNDRangeKernel(queue, fill, 4, NULL, four, NULL, 0, NULL, NULL), CL_INVALID_WORK_DIMENSION);
     CHECK_ERR(clEnqueueNDRangeKernel(queue, fill, 1, NULL, NULL, NULL, 0, NULL, NULL), CL_INVALID_GLOBAL_WORK_SIZE);
+    size_t overflow[2] = {SIZE_MAX, 2};
+    CHECK_ERR(clEnqueueNDRangeKernel(queue, fill, 2, NULL, overflow, NULL, 0, NULL, NULL),
+              CL_INVALID_GLOBAL_WORK_SIZE);
     CHECK_ERR(clEnqueueNDRangeKernel(queue, fill, 1, NULL, &global, &zero_local, 0, NULL, NULL),
               CL_INVALID_WORK_GROUP_SIZE);
-    CHECK_ERR(clEnqueueNDRangeKernel(queue, fill, 1, NULL, &global, &odd_local, 0, NULL, NULL),
-              CL_INVALID_WORK_GROUP_SIZE);
     CHECK_ERR(clEnqueueNDRangeKernel(queue, fill, 1, NULL, &global, &huge_local, 0, NULL, NULL),
+              CL_INVALID_WORK_ITEM_SIZE);
+    size_t g3[3] = {64, 64, 4}, group_too_big[3] = {32, 32, 2}, item_too_big[3] = {1, 2048, 1};
+    CHECK_ERR(clEnqueueNDRangeKernel(queue, fill, 3, NULL, g3, group_too_big, 0, NULL, NULL),
               CL_INVALID_WORK_GROUP_SIZE);
-    size_t big_offset = SIZE_MAX;
+    CHECK_ERR(clEnqueueNDRangeKernel(queue, fill, 3, NULL, g3, item_too_big, 0, NULL, NULL),
+              CL_INVALID_WORK_ITEM_SIZE);
+    size_t big_offset = SIZE_MAX, offsets2[2] = {0, SIZE_MAX}, g2[2] = {8, 8};
     CHECK_ERR(clEnqueueNDRangeKernel(queue, fill, 1, &big_offset, &global, NULL, 0, NULL, NULL),
               CL_INVALID_GLOBAL_OFFSET);
+    CHECK_ERR(clEnqueueNDRangeKernel(queue, fill, 2, offsets2, g2, NULL, 0, NULL, NULL), CL_INVALID_GLOBAL_OFFSET);
     CHECK_ERR(clEnqueueNDRangeKernel(queue, (cl_kernel)ctx, 1, NULL, &global, NULL, 0, NULL, NULL), CL_INVALID_KERNEL);
     CHECK_ERR(clEnqueueNDRangeKernel(queue, fill, 1, NULL, &global, NULL, 1, NULL, NULL), CL_INVALID_EVENT_WAIT_LIST);
     cl_context other = clCreateContext(NULL, 1, &device, NULL, NULL, &err);

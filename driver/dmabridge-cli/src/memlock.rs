@@ -14,22 +14,11 @@ use dmabridge::sys::vfio::VfioError;
 /// with the figures read now and the fixes.
 pub fn explain(err: &anyhow::Error) -> Option<String> {
     let needed = err.chain().find_map(|e| match e.downcast_ref::<VfioError>() {
-        Some(VfioError::MemlockLimit { size }) => Some(*size),
+        Some(VfioError::MemlockLimit { size, .. }) => Some(*size),
         _ => None,
     })?;
     let limit = rustix::process::getrlimit(rustix::process::Resource::Memlock);
-    Some(advice(limit.current, limit.maximum, locked_bytes(), needed))
-}
-
-/// `VmLck` of this process: the bytes counted against the limit (pages
-/// locked with `mlock` and pages VFIO pinned).
-fn locked_bytes() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmLck:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        .map_or(0, |kb| kb * 1024)
+    Some(advice(limit.current, limit.maximum, dmabridge::sys::vm::memlock_usage(needed).locked, needed))
 }
 
 fn kib(n: u64) -> u64 {
@@ -95,7 +84,7 @@ mod tests {
     fn other_errors_are_not_explained() {
         let e = anyhow::Error::new(VfioError::NotPinnable { vaddr: 0x1000 }).context("mapping");
         assert!(explain(&e).is_none());
-        let e = anyhow::Error::new(VfioError::MemlockLimit { size: 8192 }).context("mapping");
+        let e = anyhow::Error::new(VfioError::MemlockLimit { size: 8192, detail: String::new() }).context("mapping");
         assert!(explain(&e).is_some_and(|t| t.contains("needed 8 KiB more")));
     }
 }

@@ -35,10 +35,13 @@ pub mod code {
     pub const INVALID_KERNEL_ARGS: i32 = -52;
     pub const INVALID_WORK_DIMENSION: i32 = -53;
     pub const INVALID_WORK_GROUP_SIZE: i32 = -54;
+    pub const INVALID_WORK_ITEM_SIZE: i32 = -55;
+    pub const INVALID_GLOBAL_OFFSET: i32 = -56;
     pub const INVALID_EVENT_WAIT_LIST: i32 = -57;
     pub const INVALID_EVENT: i32 = -58;
     pub const INVALID_OPERATION: i32 = -59;
     pub const INVALID_BUFFER_SIZE: i32 = -61;
+    pub const INVALID_GLOBAL_WORK_SIZE: i32 = -63;
     pub const INVALID_PROPERTY: i32 = -64;
 }
 
@@ -122,10 +125,13 @@ kinds! {
     InvalidKernelArgs = INVALID_KERNEL_ARGS, "CL_INVALID_KERNEL_ARGS";
     InvalidWorkDimension = INVALID_WORK_DIMENSION, "CL_INVALID_WORK_DIMENSION";
     InvalidWorkGroupSize = INVALID_WORK_GROUP_SIZE, "CL_INVALID_WORK_GROUP_SIZE";
+    InvalidWorkItemSize = INVALID_WORK_ITEM_SIZE, "CL_INVALID_WORK_ITEM_SIZE";
+    InvalidGlobalOffset = INVALID_GLOBAL_OFFSET, "CL_INVALID_GLOBAL_OFFSET";
     InvalidEventWaitList = INVALID_EVENT_WAIT_LIST, "CL_INVALID_EVENT_WAIT_LIST";
     InvalidEvent = INVALID_EVENT, "CL_INVALID_EVENT";
     InvalidOperation = INVALID_OPERATION, "CL_INVALID_OPERATION";
     InvalidBufferSize = INVALID_BUFFER_SIZE, "CL_INVALID_BUFFER_SIZE";
+    InvalidGlobalWorkSize = INVALID_GLOBAL_WORK_SIZE, "CL_INVALID_GLOBAL_WORK_SIZE";
     InvalidProperty = INVALID_PROPERTY, "CL_INVALID_PROPERTY";
 }
 

@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex};
 use dmabridge::runtime::buffer::map;
 use dmabridge::runtime::event::Event;
 use dmabridge::runtime::info::{self, device_param, exec_capabilities, InfoValue, MAX_WORK_GROUP_SIZE};
-use dmabridge::runtime::kernel::{self, exec_info, ArgKind, Kernel, KernelArgValue};
+use dmabridge::runtime::kernel::{self, exec_info, ArgKind, Kernel, KernelArgValue, NdRange};
 use opencl_sys::*;
 
 use super::event::return_event;
@@ -311,8 +311,9 @@ pub(crate) unsafe extern "C" fn clGetKernelInfo(
 /// `clGetKernelWorkGroupInfo`: `device` may be NULL when the kernel's
 /// program has one device. Built-ins have no work-group shape of their own:
 /// any size up to `CL_DEVICE_MAX_WORK_GROUP_SIZE`, no local or private
-/// memory; `CL_KERNEL_GLOBAL_WORK_SIZE` (built-in kernels) is the 1-D
-/// maximum.
+/// memory; `CL_KERNEL_GLOBAL_WORK_SIZE` (built-in kernels) is `SIZE_MAX`
+/// in each of the three dimensions (the work-items, their product, must
+/// still fit a `size_t`).
 pub(crate) unsafe extern "C" fn clGetKernelWorkGroupInfo(
     kernel: cl_kernel,
     device: cl_device_id,
@@ -339,7 +340,7 @@ pub(crate) unsafe extern "C" fn clGetKernelWorkGroupInfo(
             CL_KERNEL_COMPILE_WORK_GROUP_SIZE => InfoValue::Sizes(vec![0; 3]),
             CL_KERNEL_LOCAL_MEM_SIZE | CL_KERNEL_PRIVATE_MEM_SIZE => InfoValue::U64(0),
             CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE => InfoValue::Usize(1),
-            CL_KERNEL_GLOBAL_WORK_SIZE => InfoValue::Sizes(vec![usize::MAX, 1, 1]),
+            CL_KERNEL_GLOBAL_WORK_SIZE => InfoValue::Sizes(vec![usize::MAX; info::MAX_WORK_ITEM_DIMENSIONS as usize]),
             _ => return Err(CL_INVALID_VALUE),
         };
         // SAFETY: the C contract of the `param_value` arguments.
@@ -365,10 +366,15 @@ pub(crate) unsafe extern "C" fn clGetKernelArgInfo(
     })
 }
 
-/// `clEnqueueNDRangeKernel`: one dimension (`CL_DEVICE_MAX_WORK_ITEM_DIMENSIONS`
-/// is 1); a global offset is accepted (built-ins divide their work by the
-/// global size only); a local size must divide the global size (no
-/// non-uniform work-groups) and fit `CL_DEVICE_MAX_WORK_GROUP_SIZE`.
+/// `clEnqueueNDRangeKernel`: 1 to 3 dimensions
+/// (`CL_DEVICE_MAX_WORK_ITEM_DIMENSIONS` is 3), checked by
+/// [`NdRange::new`] (its errors: `CL_INVALID_WORK_DIMENSION`,
+/// `CL_INVALID_GLOBAL_WORK_SIZE`, `CL_INVALID_GLOBAL_OFFSET`,
+/// `CL_INVALID_WORK_ITEM_SIZE`, `CL_INVALID_WORK_GROUP_SIZE`). Built-ins
+/// divide their work by the number of work-items, whatever the range's
+/// shape and offset; a local size need not divide the global size
+/// (`CL_DEVICE_NON_UNIFORM_WORK_GROUP_SUPPORT`). A native kernel is
+/// `CL_INVALID_KERNEL` here: it runs through `clEnqueueNativeKernel`.
 pub(crate) unsafe extern "C" fn clEnqueueNDRangeKernel(
     command_queue: cl_command_queue,
     kernel: cl_kernel,
@@ -383,35 +389,26 @@ pub(crate) unsafe extern "C" fn clEnqueueNDRangeKernel(
     status("clEnqueueNDRangeKernel", || {
         let q = queue(command_queue)?;
         let k = self::kernel(kernel)?;
-        if work_dim != 1 {
+        if work_dim == 0 || work_dim > info::MAX_WORK_ITEM_DIMENSIONS {
             return Err(CL_INVALID_WORK_DIMENSION);
         }
         if global_work_size.is_null() {
             return Err(CL_INVALID_GLOBAL_WORK_SIZE);
         }
-        // SAFETY: the C contract: each non-NULL array holds `work_dim` (1)
-        // entries.
-        let (global, offset, local) = unsafe {
-            (
-                global_work_size.read_unaligned(),
-                (!global_work_offset.is_null()).then(|| global_work_offset.read_unaligned()),
-                (!local_work_size.is_null()).then(|| local_work_size.read_unaligned()),
-            )
-        };
-        if offset.is_some_and(|o| o.checked_add(global).is_none()) {
-            return Err(CL_INVALID_GLOBAL_OFFSET);
-        }
-        if let Some(l) = local {
-            if l == 0 || l > MAX_WORK_GROUP_SIZE || (global % l != 0) {
-                return Err(CL_INVALID_WORK_GROUP_SIZE);
-            }
-        }
+        let n = work_dim as usize;
+        // SAFETY: the C contract: each non-NULL array holds `work_dim`
+        // entries (read unaligned: nothing promises `size_t` alignment).
+        let read = |p: *const usize| (0..n).map(|i| unsafe { p.add(i).read_unaligned() }).collect::<Vec<_>>();
+        let global = read(global_work_size);
+        let offset = (!global_work_offset.is_null()).then(|| read(global_work_offset));
+        let local = (!local_work_size.is_null()).then(|| read(local_work_size));
+        let range = NdRange::new(&global, offset.as_deref(), local.as_deref()).cl()?;
         // SAFETY: the C contract of the wait list and `event`; the pointers
         // the kernel's arguments and execution info name stay valid until
         // the command completes (the OpenCL rule for USM and SVM memory).
         unsafe {
             let wait = wait_list(num_events_in_wait_list, event_wait_list)?;
-            let ev = kernel::enqueue_nd_range(&q.inner.queue, &k.inner.kernel, global, &wait).cl()?;
+            let ev = kernel::enqueue_range(&q.inner.queue, &k.inner.kernel, &range, &wait).cl()?;
             return_event(&q, ev, event)
         }
     })

@@ -7,8 +7,14 @@
 //!   default): the whole pages around `[memory, memory + size)` become the
 //!   buffer's pages. They must be mapped in the process (a hole answers
 //!   `CL_INVALID_OPERATION`; mapped pages not yet populated are fine); they
-//!   are committed and locked (`mlock`) for the buffer's life, and made
-//!   resident in the IOMMU domain of every device behind one (edu). Two
+//!   are committed and kept resident for the buffer's life: made resident
+//!   (pinned by VFIO) in the IOMMU domain of every device behind one (edu),
+//!   or, in a context without such a device, locked (`mlock`). Never both:
+//!   each charges the same pages against `RLIMIT_MEMLOCK` (`mm->locked_vm`),
+//!   so locking pages VFIO pins would halve what a process may import. The
+//!   charge is checked before anything is locked or pinned: an import over
+//!   the limit fails naming the limit, what is charged already, what it
+//!   needs and how to raise it ([`vm::memlock_shortfall`]). Two
 //!   imports whose page spans share a page must use the same flags:
 //!   otherwise the second answers `CL_INVALID_VALUE` (seed 004, issue 7).
 //!   Memory mapped without write permission is imported read-only, as a
@@ -69,6 +75,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::cl_err;
 use crate::error::{ClError, ClErrorKind, ClResult};
+use crate::runtime::backend::domain::DmaDomain;
 use crate::runtime::buffer::store::{Imported, Store};
 use crate::runtime::buffer::{check_exclusive, mem_flags, Buffer};
 use crate::runtime::context::Context;
@@ -214,6 +221,8 @@ struct HostSpan {
     start: usize,
     end: usize,
     flags: u64,
+    /// Its pages were locked (`mlock`): no device of its context pins them.
+    locked: bool,
 }
 
 /// Every live host import of the process, by id.
@@ -225,7 +234,8 @@ fn host_imports() -> MutexGuard<'static, BTreeMap<u64, HostSpan>> {
 }
 
 /// A host import's locked pages and its entry in [`HOST_IMPORTS`]: dropped
-/// with the buffer, it unlocks the pages no other host import spans.
+/// with the buffer, it unlocks the pages no other locked host import spans
+/// (an import whose pages VFIO pins locked none).
 #[derive(Debug)]
 struct HostPin {
     id: u64,
@@ -236,6 +246,9 @@ impl Drop for HostPin {
     fn drop(&mut self) {
         let mut imports = host_imports();
         imports.remove(&self.id);
+        if !self.span.locked {
+            return;
+        }
         for (lo, hi) in unshared(&imports, self.span) {
             if let Err(e) = vm::unlock(lo, hi - lo) {
                 log::warn!("unlocking the pages of a released host import: {e}");
@@ -244,12 +257,15 @@ impl Drop for HostPin {
     }
 }
 
-/// The parts of `span` that no import in `imports` spans: the pages to
-/// unlock when `span`'s import goes (mlock does not nest, so pages another
-/// import still spans stay locked).
+/// The parts of `span` that no locked import in `imports` spans: the pages
+/// to unlock when `span`'s import goes (mlock does not nest, so pages
+/// another import locked stay locked), and the pages a new lock charges.
 fn unshared(imports: &BTreeMap<u64, HostSpan>, span: HostSpan) -> Vec<(usize, usize)> {
-    let mut others: Vec<(usize, usize)> =
-        imports.values().filter(|o| o.start < span.end && span.start < o.end).map(|o| (o.start, o.end)).collect();
+    let mut others: Vec<(usize, usize)> = imports
+        .values()
+        .filter(|o| o.locked && o.start < span.end && span.start < o.end)
+        .map(|o| (o.start, o.end))
+        .collect();
     others.sort_unstable();
     let mut gaps = Vec::new();
     let mut cursor = span.start;
@@ -380,7 +396,15 @@ pub unsafe fn import_host(ctx: &Arc<Context>, flags: u64, ptr: *mut u8, size: us
         );
     }
     let read_only = !access.write;
-    let span = HostSpan { start, end, flags };
+    // The IOMMU domains the pages are made resident in: VFIO pins them there
+    // (committing them), so they are not locked as well.
+    let mut domains: Vec<Arc<DmaDomain>> = Vec::new();
+    for d in ctx.devices().iter().filter_map(|d| d.dma_domain()) {
+        if !domains.iter().any(|o| Arc::ptr_eq(o, &d)) {
+            domains.push(d);
+        }
+    }
+    let span = HostSpan { start, end, flags, locked: domains.is_empty() };
     let pin = {
         let mut imports = host_imports();
         if let Some(o) = imports.values().find(|o| o.start < end && start < o.end && o.flags != flags) {
@@ -393,7 +417,23 @@ pub unsafe fn import_host(ctx: &Arc<Context>, flags: u64, ptr: *mut u8, size: us
                 o.flags
             );
         }
-        if let Err(e) = vm::lock(start, end - start) {
+        // What the import charges against RLIMIT_MEMLOCK, checked before
+        // anything is locked or pinned: the pages no other import locked
+        // (mlock), or the span once per domain that pins it anew.
+        let charge = if span.locked {
+            unshared(&imports, span).iter().map(|(lo, hi)| (hi - lo) as u64).sum()
+        } else {
+            domains.iter().filter(|d| d.would_pin(addr, size)).count() as u64 * (end - start) as u64
+        };
+        if let Some(short) = vm::memlock_shortfall(charge) {
+            return cl_err!(
+                MemObjectAllocationFailure,
+                "importing {ptr:?} + {size} bytes would {} {charge} bytes of pages: {short}",
+                if span.locked { "lock" } else { "pin (for the context's devices behind an IOMMU)" }
+            );
+        }
+        let locking = if span.locked { vm::lock(start, end - start) } else { Ok(()) };
+        if let Err(e) = locking {
             // A failed mlock may have locked part of the range (the kernel
             // marks the mappings locked before it commits their pages):
             // unlock what no other import holds.
@@ -411,20 +451,15 @@ pub unsafe fn import_host(ctx: &Arc<Context>, flags: u64, ptr: *mut u8, size: us
             if vm::mapped(start, end - start).ok().flatten().is_none() {
                 return Err(not_mapped());
             }
-            let over_limit = vm::lock_exceeds_limit(gaps.iter().map(|(lo, hi)| hi - lo).sum());
-            if e.errno == rustix::io::Errno::NOMEM && !over_limit {
+            let shortfall = vm::memlock_shortfall(gaps.iter().map(|(lo, hi)| (hi - lo) as u64).sum());
+            if e.errno == rustix::io::Errno::NOMEM && shortfall.is_none() {
                 return cl_err!(
                     InvalidOperation,
                     "pages of {ptr:?} + {size} bytes (the pages {start:#x}..{end:#x}) are mapped but cannot be \
                      committed ({e}): e.g. a shared file mapping reaching past the end of its file"
                 );
             }
-            let hint = if over_limit {
-                " (RLIMIT_MEMLOCK, `ulimit -l`, bounds locked memory: `kmod-helpers/dmabridge-kmod memlock --raise \
-                 BYTES` raises it)"
-            } else {
-                ""
-            };
+            let hint = shortfall.map_or_else(String::new, |s| format!(" ({s})"));
             return cl_err!(
                 MemObjectAllocationFailure,
                 "committing and pinning the {} bytes of pages around {ptr:?} + {size}: {e}{hint}",

@@ -67,9 +67,10 @@ pub struct Device {
     pub name: String,
     /// `CL_DEVICE_TYPE`.
     pub device_type: DeviceType,
-    /// `CL_DEVICE_MAX_MEM_ALLOC_SIZE`: for the CPU device, the udmabuf size
-    /// limit when udmabuf is present, so that every allocation can be
-    /// exported as a dma-buf.
+    /// `CL_DEVICE_MAX_MEM_ALLOC_SIZE`: for the CPU device a quarter of RAM
+    /// (allocations above udmabuf's size limit are not exportable as
+    /// dma-bufs), for edu also within its DMA window, for a BAR device the
+    /// BAR's size.
     pub max_mem_alloc_size: u64,
     /// Size of the largest data type (long16: 128 bytes): the largest USM
     /// and SVM alignment.
@@ -96,21 +97,19 @@ static BACKENDS: Mutex<Vec<Attached>> = Mutex::new(Vec::new());
 /// (edu): looked up like [`BACKENDS`].
 static DOMAINS: Mutex<Vec<(Weak<Device>, Arc<DmaDomain>)>> = Mutex::new(Vec::new());
 
-/// What the host can give one allocation: the udmabuf size limit when
-/// udmabuf is present (so that every allocation can be exported as a
-/// dma-buf), else a quarter of RAM.
+/// What the host can give one allocation: a quarter of RAM (1 GiB if
+/// `/proc/meminfo` cannot be read). OpenCL 3.0 asks at least
+/// min(1 GiB, a quarter of `CL_DEVICE_GLOBAL_MEM_SIZE`) of
+/// `CL_DEVICE_MAX_MEM_ALLOC_SIZE`, and a host-unified device's global memory
+/// is RAM. An allocation above udmabuf's size limit (64 MiB by default) is
+/// not exportable as a dma-buf: `CL_DMA_BUF_EXPORTABLE_DMABRIDGE` says so
+/// and an export names the limit and how to raise it.
 fn host_alloc_limit() -> u64 {
-    let udmabuf_limit = std::path::Path::new(crate::sys::udmabuf::Udmabuf::PATH)
-        .exists()
-        .then(|| crate::sys::udmabuf::Limits::read().size_limit);
-    let quarter_ram = std::fs::read_to_string("/proc/meminfo")
+    std::fs::read_to_string("/proc/meminfo")
         .ok()
         .and_then(|m| m.lines().find(|l| l.starts_with("MemTotal:")).map(str::to_owned))
         .and_then(|l| l.split_whitespace().nth(1).and_then(|k| k.parse::<u64>().ok()))
-        .map_or(1 << 30, |kib| kib * 1024 / 4);
-    // An embedded-profile device (no OpenCL C compiler) may report less than
-    // 128 MiB: the udmabuf limit (64 MiB by default) wins.
-    udmabuf_limit.map_or(quarter_ram, |l| l.min(quarter_ram))
+        .map_or(1 << 30, |kib| kib * 1024 / 4)
 }
 
 impl Device {
@@ -154,9 +153,10 @@ impl Device {
     /// - no shared-system access: it reaches only pinnable, mapped pages, and
     ///   only once mapped, not any pointer of the process;
     /// - SVM: coarse-grain buffers only;
-    /// - the largest allocation fits both the host limit (udmabuf) and edu's
-    ///   bus address window (its DMA mask) minus the page at IOVA 0 that is
-    ///   never handed out;
+    /// - the largest allocation fits both the host limit (a quarter of RAM)
+    ///   and edu's bus address window (its DMA mask) minus the page at IOVA 0
+    ///   that is never handed out; its global memory
+    ///   (`CL_DEVICE_GLOBAL_MEM_SIZE`) is what that window can hold at once;
     /// - one compute unit: one DMA channel.
     ///
     /// Serves `clGetDeviceIDs` (an edu device of the platform) and

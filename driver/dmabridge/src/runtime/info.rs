@@ -534,9 +534,18 @@ impl NameVersion {
 /// `CL_PLATFORM_PROFILE` and `CL_DEVICE_PROFILE`: there is no OpenCL C
 /// compiler, and a device without one must report the embedded profile.
 pub const PROFILE: &str = "EMBEDDED_PROFILE";
-/// `CL_DEVICE_MAX_WORK_GROUP_SIZE` (and the one entry of
+/// `CL_DEVICE_OPENCL_C_VERSION`: no OpenCL C compiler, so the version that
+/// claims the least (OpenCL C 1.0 requires no extension), in the
+/// `OpenCL C <major>.<minor> <vendor>` form harnesses parse.
+pub const OPENCL_C_VERSION: &str = "OpenCL C 1.0 dmabridge (no OpenCL C compiler)";
+/// `CL_DEVICE_MAX_WORK_GROUP_SIZE` (and each entry of
 /// `CL_DEVICE_MAX_WORK_ITEM_SIZES`).
 pub const MAX_WORK_GROUP_SIZE: usize = 1024;
+/// `CL_DEVICE_MAX_WORK_ITEM_DIMENSIONS`: 3, the OpenCL 3.0 minimum for a
+/// device that is not `CL_DEVICE_TYPE_CUSTOM`.
+pub const MAX_WORK_ITEM_DIMENSIONS: u32 = 3;
+/// `CL_DEVICE_MAX_WORK_ITEM_SIZES`: one entry per dimension.
+pub const MAX_WORK_ITEM_SIZES: [usize; MAX_WORK_ITEM_DIMENSIONS as usize] = [MAX_WORK_GROUP_SIZE; 3];
 /// `CL_DEVICE_MAX_PARAMETER_SIZE` (the full-profile minimum).
 pub const MAX_PARAMETER_SIZE: usize = 1024;
 
@@ -874,23 +883,24 @@ fn cpu_cache() -> (u32, u64) {
 ///   to its `cl_platform_id`); there is one platform per process.
 /// - `CL_DEVICE_VENDOR_ID` is 0: a software device with no PCI or Khronos
 ///   vendor id.
-/// - `CL_DEVICE_MAX_WORK_ITEM_DIMENSIONS` is 1: only 1-D ranges are executed.
+/// - `CL_DEVICE_MAX_WORK_ITEM_DIMENSIONS` is 3 (the OpenCL 3.0 minimum) and
+///   `CL_DEVICE_MAX_WORK_ITEM_SIZES` three `size_t`s: 1-, 2- and 3-D ranges
+///   run ([`NdRange`](super::kernel::NdRange)).
 /// - No OpenCL C compiler: `EMBEDDED_PROFILE`, compiler and linker not
 ///   available, no images, samplers, pipes, program-scope globals, IL,
 ///   sub-groups, printf, on-device queues or generic address space (every
 ///   limit of those is 0), no double or half (their vector widths and
 ///   `*_FP_CONFIG` are 0).
-/// - `CL_DEVICE_OPENCL_C_VERSION` is `"OpenCL C 1.2 dmabridge"`, and
-///   `CL_DEVICE_OPENCL_C_ALL_VERSIONS` lists OpenCL C 1.0, 1.1, 1.2 and 3.0
-///   with `CL_DEVICE_OPENCL_C_FEATURES` empty. OpenCL 3.0 lets a device
-///   without a compiler return an empty version list, but the string query
-///   is not optional and must name a version that is in that list;
-///   harnesses (the Khronos CTS among them) parse it as
-///   `OpenCL C <major>.<minor>` for every device. 1.2 is the highest
-///   OpenCL C version an OpenCL 3.0 device may call *fully backwards
-///   compatible* without supporting every optional feature of a newer one,
-///   and 3.0 with no optional feature is what an OpenCL 3.0 device's
-///   language is; there being no compiler is said by
+/// - No OpenCL C at all, so none is claimed: `CL_DEVICE_OPENCL_C_ALL_VERSIONS`
+///   and `CL_DEVICE_OPENCL_C_FEATURES` are empty (OpenCL 3.0 allows both
+///   for a device that does not compile OpenCL C), and
+///   `CL_DEVICE_OPENCL_C_VERSION`, which must answer a string, is
+///   [`OPENCL_C_VERSION`]: `OpenCL C 1.0`, the one version that asks for
+///   no extension (a device of OpenCL C 1.1 or later must list
+///   `cl_khr_global_int32_base_atomics` and the other OpenCL C 1.1
+///   extensions, language features it cannot run), written so that
+///   harnesses that parse `OpenCL C <major>.<minor>` for every device (the
+///   Khronos CTS among them) still can. There being no compiler is said by
 ///   `CL_DEVICE_COMPILER_AVAILABLE` (false) and `clBuildProgram`
 ///   (`CL_COMPILER_NOT_AVAILABLE`).
 /// - `CL_DEVICE_LATEST_CONFORMANCE_VERSION_PASSED` is `"v0000-01-01-00"`:
@@ -924,9 +934,9 @@ pub fn device_info(device: &Device, param: u32) -> ClResult<InfoValue> {
         }),
         VENDOR_ID => InfoValue::U32(0),
         MAX_COMPUTE_UNITS => InfoValue::U32(device.compute_units),
-        MAX_WORK_ITEM_DIMENSIONS => InfoValue::U32(1),
+        MAX_WORK_ITEM_DIMENSIONS => InfoValue::U32(self::MAX_WORK_ITEM_DIMENSIONS),
         MAX_WORK_GROUP_SIZE => InfoValue::Usize(self::MAX_WORK_GROUP_SIZE),
-        MAX_WORK_ITEM_SIZES => InfoValue::Sizes(vec![self::MAX_WORK_GROUP_SIZE]),
+        MAX_WORK_ITEM_SIZES => InfoValue::Sizes(self::MAX_WORK_ITEM_SIZES.to_vec()),
         PREFERRED_VECTOR_WIDTH_CHAR
         | PREFERRED_VECTOR_WIDTH_SHORT
         | PREFERRED_VECTOR_WIDTH_INT
@@ -1029,12 +1039,8 @@ pub fn device_info(device: &Device, param: u32) -> ClResult<InfoValue> {
         PREFERRED_WORK_GROUP_SIZE_MULTIPLE => InfoValue::Usize(1),
         IL_VERSION => InfoValue::Str(String::new()),
         ILS_WITH_VERSION | OPENCL_C_FEATURES => InfoValue::NameVersions(Vec::new()),
-        OPENCL_C_ALL_VERSIONS => InfoValue::NameVersions(
-            [(1, 0), (1, 1), (1, 2), (3, 0)]
-                .iter()
-                .map(|&(major, minor)| NameVersion::new("OpenCL C", make_version(major, minor, 0)))
-                .collect(),
-        ),
+        // No OpenCL C compiler: no version of the language (see above).
+        OPENCL_C_ALL_VERSIONS => InfoValue::NameVersions(Vec::new()),
         LATEST_CONFORMANCE_VERSION_PASSED => InfoValue::Str("v0000-01-01-00".into()),
         EXTENSIONS_WITH_VERSION => InfoValue::NameVersions(device_extensions(device)),
         BUILT_IN_KERNELS_WITH_VERSION => InfoValue::NameVersions(
@@ -1045,8 +1051,13 @@ pub fn device_info(device: &Device, param: u32) -> ClResult<InfoValue> {
         ),
         MAX_PARAMETER_SIZE => InfoValue::Usize(self::MAX_PARAMETER_SIZE),
         MEM_BASE_ADDR_ALIGN => InfoValue::U32(clamp_u32(device.max_alignment as usize * 8)),
-        // A device with memory of its own (a BAR device) has that much.
-        GLOBAL_MEM_SIZE => InfoValue::U64(device.local_memory().map_or_else(mem_total, |m| m.size() as u64)),
+        // A device with memory of its own (a BAR device) has that much; one
+        // behind an IOMMU (edu) reaches what its DMA window holds at once.
+        GLOBAL_MEM_SIZE => InfoValue::U64(match (device.local_memory(), device.dma_domain()) {
+            (Some(m), _) => m.size() as u64,
+            (None, Some(d)) => mem_total().min(d.dma_mask().saturating_add(1)),
+            (None, None) => mem_total(),
+        }),
         PROFILING_TIMER_RESOLUTION => InfoValue::Usize(1),
         ENDIAN_LITTLE => InfoValue::Bool(cfg!(target_endian = "little")),
         AVAILABLE => InfoValue::Bool(device.available()),
@@ -1060,7 +1071,7 @@ pub fn device_info(device: &Device, param: u32) -> ClResult<InfoValue> {
         EXTENSIONS => InfoValue::Str(names(&device_extensions(device), " ")),
         PLATFORM => InfoValue::Platform(Platform::get()),
         HOST_UNIFIED_MEMORY => InfoValue::Bool(device.host_unified_memory),
-        OPENCL_C_VERSION => InfoValue::Str("OpenCL C 1.2 dmabridge".into()),
+        OPENCL_C_VERSION => InfoValue::Str(self::OPENCL_C_VERSION.into()),
         BUILT_IN_KERNELS => InfoValue::Str(super::kernel::builtin_kernels_string(device)),
         PARENT_DEVICE => InfoValue::Device(None),
         PARTITION_MAX_SUB_DEVICES => InfoValue::U32(0),

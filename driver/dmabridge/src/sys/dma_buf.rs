@@ -14,7 +14,7 @@ use std::time::Duration;
 use rustix::fs::SeekFrom;
 use rustix::io::Errno;
 
-use super::ioctl::{ioctl_ptr, opcode, Opcode};
+use super::ioctl::{ioctl_ptr, ioctl_ptr_again, opcode, restart, Again, Opcode};
 use super::mmap::{check_range, Access, MapError, Mapping};
 use super::{OsError, OsResult};
 
@@ -484,8 +484,12 @@ impl DmaBuf {
     fn sync(&self, flags: SyncFlags) -> OsResult<()> {
         let mut arg = DmaBufSync { flags: flags.bits() };
         // SAFETY: DMA_BUF_IOCTL_SYNC reads one `struct dma_buf_sync`, which
-        // `DmaBufSync` mirrors; `self.fd` is a dma-buf.
-        unsafe { ioctl_ptr(self.fd.as_fd(), DMA_BUF_IOCTL_SYNC, &mut arg) }
+        // `DmaBufSync` mirrors; `self.fd` is a dma-buf. Restarted on EINTR
+        // and EAGAIN, as the kernel asks: a signal while the start waits for
+        // the buffer's fences must not fail the access, nor leave an end
+        // undone (the bracket unbalanced, stale cache lines on a
+        // non-coherent machine).
+        unsafe { ioctl_ptr_again(self.fd.as_fd(), DMA_BUF_IOCTL_SYNC, &mut arg) }
             .map(drop)
             .map_err(OsError::tag("DMA_BUF_IOCTL_SYNC"))
     }
@@ -1056,8 +1060,15 @@ impl SyncFile {
     pub fn wait(&self, timeout: Duration) -> OsResult<bool> {
         use rustix::event::{poll, PollFd, PollFlags, Timespec};
         let mut fds = [PollFd::new(&self.fd, PollFlags::IN)];
-        let ts = Timespec { tv_sec: timeout.as_secs() as i64, tv_nsec: timeout.subsec_nanos() as i64 };
-        let n = poll(&mut fds, Some(&ts)).map_err(OsError::tag("poll sync_file"))?;
+        // A signal (EINTR) restarts the wait for the time left.
+        let deadline = std::time::Instant::now().checked_add(timeout);
+        let n = restart(Again::Fail, || {
+            let left = deadline.map_or(timeout, |d| d.saturating_duration_since(std::time::Instant::now()));
+            let ts =
+                Timespec { tv_sec: left.as_secs().min(i64::MAX as u64) as i64, tv_nsec: left.subsec_nanos() as i64 };
+            poll(&mut fds, Some(&ts))
+        })
+        .map_err(OsError::tag("poll sync_file"))?;
         Ok(n > 0)
     }
 

@@ -14,6 +14,9 @@
 //! the live [`DumbBuffer`]s and [`GemHandle`]s per handle and closes a handle
 //! only when the last of them is dropped.
 //!
+//! Every ioctl is restarted on `EINTR` and `EAGAIN`, as libdrm's
+//! `drmIoctl` does (the crate's `ioctl_ptr_again`).
+//!
 //! Written over the raw ioctls rather than the `drm` crate (Smithay, 0.15):
 //! the five ioctls needed here are small fixed structs, while that crate
 //! brings drm-ffi, drm-sys, drm-fourcc and bytemuck, makes dumb buffers plain
@@ -31,7 +34,7 @@ use rustix::fs::{Mode, OFlags};
 use rustix::io::Errno;
 
 use super::dma_buf::DmaBuf;
-use super::ioctl::{ioctl_ptr, opcode, Opcode};
+use super::ioctl::{ioctl_ptr_again, opcode, Opcode};
 use super::{page_size, OsError};
 
 /// The folder of DRM device nodes.
@@ -500,7 +503,7 @@ impl DrmDevice {
         // SAFETY: DRM_IOCTL_MODE_CREATE_DUMB reads and writes one
         // `struct drm_mode_create_dumb`, which `DrmModeCreateDumb` mirrors
         // (size checked at compile time); `self.fd` is a DRM node.
-        unsafe { ioctl_ptr(self.fd.as_fd(), DRM_IOCTL_MODE_CREATE_DUMB, &mut arg) }.map_err(|e| match e {
+        unsafe { ioctl_ptr_again(self.fd.as_fd(), DRM_IOCTL_MODE_CREATE_DUMB, &mut arg) }.map_err(|e| match e {
             Errno::NOSYS => DrmError::NoDumbBuffers(self.version.name.clone()),
             Errno::ACCESS if self.render => DrmError::RenderNode(self.path.clone()),
             Errno::INVAL => DrmError::BadDumbGeometry { width, height, bpp },
@@ -556,7 +559,7 @@ impl DrmDevice {
         // SAFETY: DRM_IOCTL_PRIME_HANDLE_TO_FD reads `handle` and `flags` and
         // writes `fd` of one `struct drm_prime_handle`, which `DrmPrimeHandle`
         // mirrors; the handle is alive (held by `buf`) on this very file.
-        unsafe { ioctl_ptr(self.fd.as_fd(), DRM_IOCTL_PRIME_HANDLE_TO_FD, &mut arg) }
+        unsafe { ioctl_ptr_again(self.fd.as_fd(), DRM_IOCTL_PRIME_HANDLE_TO_FD, &mut arg) }
             .map_err(OsError::tag("DRM_IOCTL_PRIME_HANDLE_TO_FD"))?;
         // SAFETY: on success the kernel installed a new dma-buf fd in `arg.fd`
         // that nobody else owns; we take ownership exactly once.
@@ -602,7 +605,7 @@ impl DrmDevice {
         // SAFETY: DRM_IOCTL_PRIME_FD_TO_HANDLE reads `fd` and writes `handle`
         // of one `struct drm_prime_handle`; the fd is borrowed from `buf`,
         // which outlives the call, and the kernel takes its own reference.
-        unsafe { ioctl_ptr(self.fd.as_fd(), DRM_IOCTL_PRIME_FD_TO_HANDLE, &mut arg) }.map_err(|e| match e {
+        unsafe { ioctl_ptr_again(self.fd.as_fd(), DRM_IOCTL_PRIME_FD_TO_HANDLE, &mut arg) }.map_err(|e| match e {
             Errno::BADF | Errno::FAULT => DrmError::Os(OsError::new("DRM_IOCTL_PRIME_FD_TO_HANDLE", e)),
             e => DrmError::ImportRefused { driver: self.version.name.clone(), errno: e },
         })?;
@@ -630,7 +633,7 @@ impl DrmDevice {
         let mut arg = DrmGemClose { handle, pad: 0 };
         // SAFETY: DRM_IOCTL_GEM_CLOSE reads one `struct drm_gem_close`, which
         // `DrmGemClose` mirrors; no other holder of `handle` remains.
-        unsafe { ioctl_ptr(self.fd.as_fd(), DRM_IOCTL_GEM_CLOSE, &mut arg) }
+        unsafe { ioctl_ptr_again(self.fd.as_fd(), DRM_IOCTL_GEM_CLOSE, &mut arg) }
             .map(|_| true)
             .map_err(OsError::tag("DRM_IOCTL_GEM_CLOSE"))
     }
@@ -671,7 +674,7 @@ fn version(fd: BorrowedFd<'_>) -> Result<DriverVersion, OsError> {
     // SAFETY: DRM_IOCTL_VERSION reads and writes one `struct drm_version`,
     // mirrored by `DrmVersion`; with every length 0 the kernel copies no
     // string and only reports the lengths.
-    unsafe { ioctl_ptr(fd, DRM_IOCTL_VERSION, &mut arg) }.map_err(OsError::tag("DRM_IOCTL_VERSION"))?;
+    unsafe { ioctl_ptr_again(fd, DRM_IOCTL_VERSION, &mut arg) }.map_err(OsError::tag("DRM_IOCTL_VERSION"))?;
     let mut name = vec![0u8; arg.name_len];
     let mut desc = vec![0u8; arg.desc_len];
     arg.name = name.as_mut_ptr();
@@ -681,7 +684,7 @@ fn version(fd: BorrowedFd<'_>) -> Result<DriverVersion, OsError> {
     // (drm_copy_field); `date_len` 0 with a null `date` copies no date.
     // SAFETY: as above; `name` and `desc` are live buffers of exactly
     // `name_len` and `desc_len` bytes.
-    unsafe { ioctl_ptr(fd, DRM_IOCTL_VERSION, &mut arg) }.map_err(OsError::tag("DRM_IOCTL_VERSION"))?;
+    unsafe { ioctl_ptr_again(fd, DRM_IOCTL_VERSION, &mut arg) }.map_err(OsError::tag("DRM_IOCTL_VERSION"))?;
     name.truncate(arg.name_len);
     desc.truncate(arg.desc_len);
     Ok(DriverVersion {

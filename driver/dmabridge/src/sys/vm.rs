@@ -132,25 +132,93 @@ pub fn unlock(addr: usize, len: usize) -> OsResult<()> {
     unsafe { rustix::mm::munlock(addr as *mut _, len) }.map_err(OsError::tag("munlock"))
 }
 
-/// True if locking `len` more bytes would exceed what this thread may
-/// lock: `RLIMIT_MEMLOCK` (the soft limit) against the bytes the process
-/// has locked already (`VmLck`), unless the thread holds `CAP_IPC_LOCK`
-/// (the kernel checks the calling thread's capabilities: read from
-/// `/proc/thread-self/status`). Tells a failed [`lock`] that hit the limit
-/// from one whose pages cannot be committed (both answer `ENOMEM`).
-pub(crate) fn lock_exceeds_limit(len: usize) -> bool {
+/// How to raise `RLIMIT_MEMLOCK`, for the messages that name it.
+pub const MEMLOCK_FIX: &str = "raise RLIMIT_MEMLOCK: `ulimit -l` (a shell and what it starts), `memlock` in \
+     /etc/security/limits.conf (login sessions), `LimitMEMLOCK=` (a systemd service), or \
+     `kmod-helpers/dmabridge-kmod memlock --raise BYTES`";
+
+/// Locking or pinning against `RLIMIT_MEMLOCK`: the limit, the bytes the
+/// process has locked or pinned already, and the bytes asked for. Its
+/// `Display` names all three and [`MEMLOCK_FIX`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MemlockShortfall {
+    /// `RLIMIT_MEMLOCK` (the soft limit), bytes; `u64::MAX`: infinite.
+    pub limit: u64,
+    /// Bytes charged already (`VmLck`: `mlock`ed pages and VFIO-pinned ones).
+    pub locked: u64,
+    /// Bytes the operation needs charged.
+    pub needed: u64,
+}
+
+impl std::fmt::Display for MemlockShortfall {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let limit = match self.limit {
+            u64::MAX => "unlimited".to_owned(),
+            n => format!("{n} bytes"),
+        };
+        write!(
+            f,
+            "RLIMIT_MEMLOCK is {}, {} are locked or pinned already and {} more are needed ({} in all); {}",
+            limit,
+            self.locked,
+            self.needed,
+            self.locked.saturating_add(self.needed),
+            MEMLOCK_FIX
+        )
+    }
+}
+
+/// `Some` if charging `needed` more bytes against `RLIMIT_MEMLOCK` would
+/// exceed it for this thread: the soft limit against what the process has
+/// charged already (`VmLck`, `mm->locked_vm`, which both `mlock` and VFIO's
+/// pinning add to), unless the thread holds `CAP_IPC_LOCK` (the kernel
+/// checks the calling thread's capabilities: read from
+/// `/proc/thread-self/status`) or the limit is infinite. Lets an operation
+/// refuse before it locks or pins anything, naming the limit.
+///
+/// Reads `/proc/thread-self/status` and `getrlimit(2)`.
+///
+/// ```
+/// use dmabridge::sys::vm::memlock_shortfall;
+/// // Nothing more to charge never exceeds the limit.
+/// assert_eq!(memlock_shortfall(0), None);
+/// if let Some(s) = memlock_shortfall(u64::MAX / 2) {
+///     assert!(s.to_string().contains("ulimit -l"));
+/// }
+/// ```
+pub fn memlock_shortfall(needed: u64) -> Option<MemlockShortfall> {
     const CAP_IPC_LOCK: u32 = 14;
     let status = std::fs::read_to_string("/proc/thread-self/status").unwrap_or_default();
     let field = |name: &str| status.lines().find_map(|l| l.strip_prefix(name)).map(str::trim);
     let caps = field("CapEff:").and_then(|h| u64::from_str_radix(h, 16).ok()).unwrap_or(0);
     if caps & (1 << CAP_IPC_LOCK) != 0 {
-        return false;
+        return None;
     }
-    let Some(limit) = rustix::process::getrlimit(rustix::process::Resource::Memlock).current else {
-        return false;
-    };
-    let locked_kb = field("VmLck:").and_then(|v| v.trim_end_matches("kB").trim().parse::<u64>().ok()).unwrap_or(0);
-    locked_kb.saturating_mul(1024).saturating_add(len as u64) > limit
+    let usage = memlock_usage(needed);
+    (usage.limit != u64::MAX && usage.locked.saturating_add(needed) > usage.limit).then_some(usage)
+}
+
+/// The limit, what is charged and `needed`, whether or not it fits (an
+/// infinite limit is `u64::MAX`): what a message about a refused lock or pin
+/// names when the kernel refused it ([`memlock_shortfall`] is the forecast).
+///
+/// Reads `/proc/self/status` and `getrlimit(2)`.
+///
+/// ```
+/// use dmabridge::sys::vm::memlock_usage;
+/// let u = memlock_usage(4096);
+/// assert_eq!(u.needed, 4096);
+/// assert!(u.to_string().contains("LimitMEMLOCK"));
+/// ```
+pub fn memlock_usage(needed: u64) -> MemlockShortfall {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let locked_kb = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmLck:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .unwrap_or(0);
+    let limit = rustix::process::getrlimit(rustix::process::Resource::Memlock).current.unwrap_or(u64::MAX);
+    MemlockShortfall { limit, locked: locked_kb.saturating_mul(1024), needed }
 }
 
 #[cfg(test)]

@@ -349,10 +349,7 @@ fn residency_error(what: &str, domain: &DmaDomain, e: ClError) -> ClError {
             domain.iova_allocated_bytes()
         )
     } else if e.message.contains("memlock") {
-        format!(
-            "RLIMIT_MEMLOCK ({limit}) forbids pinning more pages; raise it (ulimit -l, or kmod-helpers/dmabridge-kmod \
-             memlock --raise unlimited)"
-        )
+        format!("RLIMIT_MEMLOCK ({limit}) forbids pinning more pages; {}", crate::sys::vm::MEMLOCK_FIX)
     } else {
         "the pages cannot be pinned and mapped".to_owned()
     };

@@ -109,6 +109,17 @@ impl DmaDomain {
         unsafe { self.make_resident_via(addr, len, addr, true) }
     }
 
+    /// True if [`make_resident_via`](Self::make_resident_via) of `addr`,
+    /// `len` would pin (and charge against `RLIMIT_MEMLOCK`) the pages of
+    /// its span again; false if a range resident at `addr` already covers
+    /// it (the call then takes a reference).
+    ///
+    /// No system call.
+    pub(crate) fn would_pin(&self, addr: usize, len: usize) -> bool {
+        let reg = self.residency.lock().unwrap();
+        !matches!(reg.ranges.get(&addr), Some(r) if r.len >= len)
+    }
+
     /// [`DmaDomain::make_resident`] where the pages are pinned through
     /// another mapping of the same memory: `pin_addr` is the address, in a
     /// mapping VFIO can pin (e.g. a memfd's), of the page that `addr` shows

@@ -1,5 +1,5 @@
-//! Kernel launches: `clEnqueueTask`, `clEnqueueNDRangeKernel` (1-D) and
-//! `clEnqueueNativeKernel`.
+//! Kernel launches: `clEnqueueTask`, `clEnqueueNDRangeKernel` (1 to 3
+//! dimensions, [`NdRange`]) and `clEnqueueNativeKernel`.
 //!
 //! A built-in's launch is split across up to `CL_DEVICE_MAX_COMPUTE_UNITS`
 //! threads with [`std::thread::scope`] inside the command, one contiguous
@@ -24,7 +24,7 @@ use crate::runtime::queue::{CommandUse, Queue};
 use crate::sys::dma_buf::SyncDir;
 
 use super::builtin::Builtin;
-use super::{builtin_kernel_names, kernel_command_type, Body, Kernel, KernelArgValue};
+use super::{builtin_kernel_names, kernel_command_type, Body, Kernel, KernelArgValue, NdRange};
 
 /// Bytes a thread must have to move before a launch is split.
 const BYTES_PER_THREAD: usize = 1 << 20;
@@ -131,10 +131,52 @@ pub unsafe fn enqueue_nd_range(
     global_size: usize,
     wait_list: &[Event],
 ) -> ClResult<Event> {
+    // SAFETY: forwarded to the caller.
+    unsafe { enqueue_range(queue, kernel, &NdRange::linear(global_size), wait_list) }
+}
+
+/// `clEnqueueNDRangeKernel` with a checked 1-, 2- or 3-D `range`
+/// (`CL_COMMAND_NDRANGE_KERNEL`): built-ins run `range.work_items()`
+/// work-items (the product of the global sizes) as [`enqueue_nd_range`]
+/// runs that many in one dimension, so their result does not depend on the
+/// range's shape, offset or local size.
+///
+/// Errors as [`enqueue_nd_range`]; the range's own in [`NdRange::new`].
+///
+/// # Safety
+/// As [`enqueue_task`].
+///
+/// ```
+/// use dmabridge::runtime::event::Event;
+/// use dmabridge::runtime::kernel::{self, Kernel, NdRange};
+/// use dmabridge::runtime::{context::Context, platform::Platform};
+/// use dmabridge::runtime::queue::{Queue, QueueProps};
+/// let cpu = Platform::get().cpu();
+/// let ctx = Context::new(std::slice::from_ref(cpu))?;
+/// let queue = Queue::new(&ctx, cpu, QueueProps::default())?;
+/// let mut words = vec![0u32; 1000];
+/// let k = Kernel::builtin(&ctx, cpu, "fill_pattern_u32")?;
+/// k.set_arg_mem_pointer(0, words.as_mut_ptr().cast::<u8>())?;
+/// k.set_arg_scalar(1, &(words.len() as u64).to_ne_bytes())?;
+/// k.set_arg_scalar(2, &7u32.to_ne_bytes())?;
+/// let range = NdRange::new(&[8, 4, 2], None, Some(&[3, 4, 1]))?;
+/// // SAFETY: `words` holds the words the kernel writes, and nothing else
+/// // accesses it until the event completes.
+/// let ev = unsafe { kernel::enqueue_range(&queue, &k, &range, &[])? };
+/// Event::wait(&[ev])?;
+/// assert!(words.iter().all(|&w| w == 7));
+/// # Ok::<(), dmabridge::error::ClError>(())
+/// ```
+pub unsafe fn enqueue_range(
+    queue: &Arc<Queue>,
+    kernel: &Arc<Kernel>,
+    range: &NdRange,
+    wait_list: &[Event],
+) -> ClResult<Event> {
     if kernel.is_native() {
         return cl_err!(InvalidKernel, "a native kernel has no NDRange: enqueue it as a task");
     }
-    launch(queue, kernel, global_size, kernel_command_type::NDRANGE_KERNEL, wait_list)
+    launch(queue, kernel, range.work_items(), kernel_command_type::NDRANGE_KERNEL, wait_list)
 }
 
 fn launch(queue: &Arc<Queue>, kernel: &Arc<Kernel>, global: usize, ty: u32, wait_list: &[Event]) -> ClResult<Event> {

@@ -8,6 +8,7 @@
 
 mod builtin;
 pub mod launch;
+mod range;
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -21,7 +22,8 @@ use super::device::{Device, DeviceType};
 use builtin::{Builtin, CPU_BUILTINS, DMA_BUILTINS};
 
 pub use builtin::{adler32, yuv_to_rgb};
-pub use launch::{enqueue_nd_range, enqueue_task};
+pub use launch::{enqueue_nd_range, enqueue_range, enqueue_task};
+pub use range::NdRange;
 
 /// `cl_kernel_exec_info` values of `cl_intel_unified_shared_memory`.
 pub mod exec_info {

@@ -427,7 +427,7 @@ impl Container {
         // the caller vouches for the memory (see the function's contract).
         unsafe { ioctl_ptr(self.fd.as_fd(), VFIO_IOMMU_MAP_DMA, &mut arg) }.map_err(|e| match e {
             Errno::EXIST => VfioError::IovaInUse { iova, size },
-            Errno::NOMEM => VfioError::MemlockLimit { size },
+            Errno::NOMEM => VfioError::MemlockLimit { size, detail: crate::sys::vm::memlock_usage(size).to_string() },
             Errno::FAULT => VfioError::NotPinnable { vaddr },
             e => OsError::new("VFIO_IOMMU_MAP_DMA", e).into(),
         })?;

@@ -145,10 +145,13 @@ pub enum VfioError {
         vaddr: u64,
     },
     /// The memlock limit forbids pinning that much.
-    #[error("pinning {size} bytes exceeds the memlock limit (RLIMIT_MEMLOCK; ENOMEM): raise it (LimitMEMLOCK= for a systemd service, limits.d for logins, ulimit -l up to the hard limit, or as root kmod-helpers/dmabridge-kmod memlock --raise unlimited)")]
+    #[error("pinning {size} bytes exceeds the memlock limit (RLIMIT_MEMLOCK; ENOMEM): {detail}")]
     MemlockLimit {
         /// Bytes asked for.
         size: u64,
+        /// The limit, what is charged already and how to raise it
+        /// ([`memlock_usage`](crate::sys::vm::memlock_usage)).
+        detail: String,
     },
     /// The function has no reset method vfio-pci can use.
     #[error(
