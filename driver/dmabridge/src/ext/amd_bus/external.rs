@@ -19,7 +19,7 @@
 //! peer-to-peer and the CPU writes it through the mapping.
 //!
 //! The remote memory is the one storage of the buffer on every device of
-//! the context ([`Store::new_remote`]): commands on the BAR device's queue
+//! the context (`Store::new_remote`): commands on the BAR device's queue
 //! write it through the device's engine (peer-to-peer) or by the CPU, never
 //! into a copy in the device's own memory.
 //!
@@ -237,7 +237,7 @@ pub(crate) struct External {
 }
 
 /// What keeps an external buffer's remote memory usable, owned by the
-/// buffer's store ([`Store::new_remote`]), which drops it after every
+/// buffer's store (`Store::new_remote`), which drops it after every
 /// device's residency of the surface is evicted. Dropping it evicts the
 /// surface's own residency, gives back its claims on the BAR device's
 /// memory, and then lets the BAR go (unmapped, and the VFIO device closed,

@@ -4,7 +4,7 @@
 //! **Waiting.** A wait-signal command holds its queue (an in-order queue
 //! starts nothing after it; on an out-of-order queue, commands that list its
 //! event wait for it) until `value` has been written to the buffer's signal
-//! page (the seed: "wait until <value> is written"). Markers only increase
+//! page (the seed: "wait until `<value>` is written"). Markers only increase
 //! — `clEnqueueWriteSignalAMD` refuses a value not above the last one, and
 //! never wraps — so "written" is *the marker is at least `value`*, compared
 //! as plain unsigned 32-bit numbers: a remote device that counts frames may

@@ -55,7 +55,7 @@
 //! through the mapping — never into a copy of its own, which the remote
 //! device would not see, nor by first reading the remote memory (it is
 //! write-only). What keeps the remote memory mapped is dropped after every
-//! device's residency of it is evicted ([`Store::new_remote`]).
+//! device's residency of it is evicted (`Store::new_remote`).
 //!
 //! This follows the seed with one deliberate difference: DPC++ links a host
 //! allocation with at most one device allocation, because one native memory
