@@ -113,7 +113,8 @@ impl Call {
         if result != Err(code) {
             return;
         }
-        log::warn!("{name}: {message}");
+        // A logger of the application's may panic: not across the boundary.
+        let _ = catch_unwind(AssertUnwindSafe(|| log::warn!("{name}: {message}")));
         if let Some(f) = notifier.f {
             call(f, notifier.user_data, message);
         }
@@ -129,6 +130,7 @@ fn call(f: NotifyFn, user_data: *mut c_void, message: String) {
         bytes.truncate(n);
         CString::new(bytes).unwrap_or_default()
     });
+    // (Nothing above panics: no unwinding leaves the entry point.)
     // SAFETY: the application's `pfn_notify` of clCreateContext, called as
     // the OpenCL contract says: a NUL-terminated `errinfo` valid for the
     // call, no private info, and its own `user_data`. A C function does not
