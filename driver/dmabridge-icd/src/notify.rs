@@ -71,8 +71,12 @@ thread_local! {
 
 /// Notes the notifier of the context a call's handle belongs to (the first
 /// one of the call counts: every handle of one call is of one context).
+/// Nothing to do, and no thread-local touched, for a context without one.
 #[inline]
 pub(crate) fn note_context(n: Notifier) {
+    if n.f.is_none() {
+        return;
+    }
     let _ = NOTE.try_with(|c| {
         let mut note = c.get();
         if note.notifier.f.is_none() {
@@ -90,6 +94,10 @@ pub(crate) fn note_error(code: cl_int, message: String) {
 
 /// The state of the enclosing call, put back by [`Call::end`].
 pub(crate) struct Call {
+    /// This thread's `NOTE` (null if it could not be reached): found once
+    /// per call, as each thread-local access of a shared library is a call
+    /// into the dynamic linker. A raw pointer, so `Call` stays on its thread.
+    note: *const Cell<Note>,
     outer: Note,
 }
 
@@ -98,7 +106,10 @@ impl Call {
     #[inline]
     pub(crate) fn begin() -> Call {
         let fresh = Note { notifier: Notifier::NONE, message: false };
-        Call { outer: NOTE.try_with(|c| c.replace(fresh)).unwrap_or(fresh) }
+        match NOTE.try_with(|c| (c as *const Cell<Note>, c.replace(fresh))) {
+            Ok((note, outer)) => Call { note, outer },
+            Err(_) => Call { note: std::ptr::null(), outer: fresh },
+        }
     }
 
     /// Ends the call `name` that answered `result`: if it failed with the
@@ -107,8 +118,14 @@ impl Call {
     /// holds no lock or borrow of the ICD.
     #[inline]
     pub(crate) fn end(self, name: &str, result: Result<(), cl_int>) {
-        let note = NOTE.try_with(|c| c.replace(self.outer)).ok();
-        let Some(Note { notifier, message: true }) = note else { return };
+        if self.note.is_null() {
+            return;
+        }
+        // SAFETY: `self.note` is this thread's `NOTE` (`Call` is neither
+        // `Send` nor `Sync`), a `Cell` without destructor, so it lives as
+        // long as the thread; no reference to it is held across this.
+        let note = unsafe { &*self.note }.replace(self.outer);
+        let Note { notifier, message: true } = note else { return };
         let Some((code, message)) = MESSAGE.try_with(|m| m.borrow_mut().take()).ok().flatten() else { return };
         if result != Err(code) {
             return;
