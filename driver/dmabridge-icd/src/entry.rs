@@ -16,12 +16,13 @@ use dmabridge::runtime::info::{copy_out, InfoValue};
 use opencl_sys::*;
 
 use crate::api::event::EventObj;
-use crate::handles;
+use crate::{handles, notify};
 
 /// Result of an entry point's body: the value, or the CL error code.
 pub(crate) type ClRes<T> = Result<T, cl_int>;
 
-/// A core result as a C one: the error's code (the message goes to the log).
+/// A core result as a C one: the error's code (the message goes to the
+/// context's `pfn_notify` and the log: see `notify.rs`).
 pub(crate) trait Cl<T> {
     /// The value, or the error's CL code.
     fn cl(self) -> ClRes<T>;
@@ -30,8 +31,9 @@ pub(crate) trait Cl<T> {
 impl<T> Cl<T> for ClResult<T> {
     fn cl(self) -> ClRes<T> {
         self.map_err(|e: ClError| {
-            log::debug!("{e}");
-            e.code()
+            let code = e.code();
+            notify::note_error(code, e.to_string());
+            code
         })
     }
 }
@@ -42,14 +44,20 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
+/// Runs `f` under `catch_unwind`; if it failed with a message and named a
+/// context, that context's `pfn_notify` is called once `f` has returned
+/// (no lock or handle borrow of `f` is held then).
 fn caught<T>(name: &str, f: impl FnOnce() -> ClRes<T>) -> ClRes<T> {
-    match catch_unwind(AssertUnwindSafe(f)) {
+    let call = notify::Call::begin();
+    let r = match catch_unwind(AssertUnwindSafe(f)) {
         Ok(r) => r,
         Err(_) => {
             log::error!("{name}: panicked; answering CL_OUT_OF_RESOURCES");
             Err(CL_OUT_OF_RESOURCES)
         }
-    }
+    };
+    call.end(name, r.as_ref().map(drop).map_err(|&c| c));
+    r
 }
 
 /// Runs the body of an entry point that returns a `cl_int`.

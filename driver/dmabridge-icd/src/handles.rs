@@ -122,6 +122,12 @@ pub trait Kind: Any + Send + Sync + Sized {
     const TAG: Tag;
     /// `CL_INVALID_CONTEXT`, `CL_INVALID_COMMAND_QUEUE`, ...
     const INVALID: cl_int;
+
+    /// The `pfn_notify` of the object's context (none for objects of no
+    /// context): a failed call on the object reports its message there.
+    fn notifier(&self) -> crate::notify::Notifier {
+        crate::notify::Notifier::NONE
+    }
 }
 
 /// A C object: its header (the handle), the application's reference count
@@ -355,7 +361,8 @@ pub fn get<T: Kind>(handle: *const c_void) -> ClRes<Arc<Obj<T>>> {
     if handle.is_null() {
         return Err(T::INVALID);
     }
-    if let Some(obj) = cached::<T, _>(handle, Entry::upgrade) {
+    if let Some(obj) = cached::<T, _>(handle, Entry::upgrade::<T>) {
+        crate::notify::note_context(obj.inner.notifier());
         return Ok(obj);
     }
     let registry = lock(registry());
@@ -364,6 +371,7 @@ pub fn get<T: Kind>(handle: *const c_void) -> ClRes<Arc<Obj<T>>> {
     let entry = entry.clone();
     drop(registry);
     remember::<T>(header, entry);
+    crate::notify::note_context(obj.inner.notifier());
     Ok(obj)
 }
 
@@ -391,7 +399,9 @@ pub fn with<T: Kind, R>(handle: *const c_void, f: impl FnOnce(&T) -> ClRes<R>) -
             // was protected: `Obj::drop` waits until `_protected` drops
             // (after `f`) before it frees the allocation, and writes none of
             // it before (the `&mut` of the drop covers the `Obj`, not this).
-            return f(unsafe { &*(data as *const T) });
+            let obj = unsafe { &*(data as *const T) };
+            crate::notify::note_context(obj.notifier());
+            return f(obj);
         }
     }
     f(&get::<T>(handle)?.inner)

@@ -9,6 +9,8 @@
 //! - [`entry`]: what every entry point runs under (`catch_unwind`,
 //!   `errcode_ret`, wait lists, `param_value` rules).
 //! - [`api`]: the entry points, one file per area.
+//! - [`notify`]: the messages of failed calls, to the context's
+//!   `pfn_notify` and (`DMABRIDGE_LOG`) to stderr.
 //!
 //! Only the three symbols the loaders look up are exported. They forward to
 //! the crate's own (unexported) functions, which the dispatch table also
@@ -21,6 +23,7 @@ pub mod dispatch;
 pub mod entry;
 pub mod handles;
 mod hazard;
+pub mod notify;
 mod stubs;
 
 use std::ffi::{c_char, c_void};

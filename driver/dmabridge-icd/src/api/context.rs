@@ -10,6 +10,7 @@ use opencl_sys::*;
 
 use crate::entry::{info_bytes, info_value, object, pointer_bytes, status, write_opt, Cl, ClRes};
 use crate::handles::{self, check_platform, device_handle, Kind, Tag};
+use crate::notify::Notifier;
 
 /// A context: the core context and the properties it was created with
 /// (what `CL_CONTEXT_PROPERTIES` answers).
@@ -19,15 +20,21 @@ pub struct ContextObj {
     pub ctx: Arc<Context>,
     /// The properties array as given, with its terminating 0 (empty if NULL).
     properties: Vec<cl_context_properties>,
+    /// The `pfn_notify` and `user_data` of its creation.
+    pub notify: Notifier,
 }
 
 impl Kind for ContextObj {
     const TAG: Tag = Tag::Context;
     const INVALID: cl_int = CL_INVALID_CONTEXT;
+
+    fn notifier(&self) -> Notifier {
+        self.notify
+    }
 }
 
-/// The `pfn_notify` of `clCreateContext*` (never called: dmabridge reports
-/// no asynchronous errors).
+/// The `pfn_notify` of `clCreateContext*`: called with the message of a
+/// failed call on the context or one of its objects (`notify.rs`).
 type Notify = Option<unsafe extern "C" fn(*const c_char, *const c_void, usize, *mut c_void)>;
 
 /// Reads a zero-terminated context property list: `CL_CONTEXT_PLATFORM`
@@ -73,7 +80,8 @@ fn new_context(
         return Err(CL_INVALID_VALUE);
     }
     let ctx = Context::new(devices).cl()?;
-    Ok(handles::into_handle(handles::new_object(ContextObj { ctx, properties })).cast())
+    let notify = Notifier::new(notify, user_data);
+    Ok(handles::into_handle(handles::new_object(ContextObj { ctx, properties, notify })).cast())
 }
 
 /// `clCreateContext`.

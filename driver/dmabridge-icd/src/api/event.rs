@@ -27,6 +27,10 @@ pub struct EventObj {
 impl Kind for EventObj {
     const TAG: Tag = Tag::Event;
     const INVALID: cl_int = CL_INVALID_EVENT;
+
+    fn notifier(&self) -> crate::notify::Notifier {
+        self.context.inner.notify
+    }
 }
 
 /// Hands the event of a command enqueued on `queue` to the application

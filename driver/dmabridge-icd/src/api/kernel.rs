@@ -42,6 +42,10 @@ pub struct KernelObj {
 impl Kind for KernelObj {
     const TAG: Tag = Tag::Kernel;
     const INVALID: cl_int = CL_INVALID_KERNEL;
+
+    fn notifier(&self) -> crate::notify::Notifier {
+        self.program.inner.context.inner.notify
+    }
 }
 
 impl Drop for KernelObj {

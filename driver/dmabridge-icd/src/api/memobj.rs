@@ -34,6 +34,10 @@ pub struct MemObj {
 impl Kind for MemObj {
     const TAG: Tag = Tag::Mem;
     const INVALID: cl_int = CL_INVALID_MEM_OBJECT;
+
+    fn notifier(&self) -> crate::notify::Notifier {
+        self.context.inner.notify
+    }
 }
 
 /// The memory object behind a handle.

@@ -15,6 +15,8 @@ pub(crate) unsafe extern "C" fn clGetPlatformIDs(
     platforms: *mut cl_platform_id,
     num_platforms: *mut cl_uint,
 ) -> cl_int {
+    // The first call of every application: the logger `DMABRIDGE_LOG` asks for.
+    crate::notify::init_logging();
     status("clGetPlatformIDs", || {
         if (num_entries == 0 && !platforms.is_null()) || (platforms.is_null() && num_platforms.is_null()) {
             return Err(CL_INVALID_VALUE);

@@ -51,6 +51,10 @@ pub struct ProgramObj {
 impl Kind for ProgramObj {
     const TAG: Tag = Tag::Program;
     const INVALID: cl_int = CL_INVALID_PROGRAM;
+
+    fn notifier(&self) -> crate::notify::Notifier {
+        self.context.inner.notify
+    }
 }
 
 impl ProgramObj {

@@ -29,6 +29,10 @@ pub struct QueueObj {
 impl Kind for QueueObj {
     const TAG: Tag = Tag::Queue;
     const INVALID: cl_int = CL_INVALID_COMMAND_QUEUE;
+
+    fn notifier(&self) -> crate::notify::Notifier {
+        self.context.inner.notify
+    }
 }
 
 /// The queue object behind a handle.

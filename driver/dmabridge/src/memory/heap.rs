@@ -7,6 +7,9 @@
 //! 1 MiB come from 2 MiB pool chunks of one power-of-two size class each (as
 //! NEO serves small allocations); a chunk that empties is handed back to the
 //! system (hole punched) unless it is the last one of its class with room.
+//! Each class has one pool of chunks per shard, and a thread allocates from
+//! its shard's pool (a free goes back to the pool of its chunk), so threads
+//! that allocate and free do not contend for one lock.
 //! Larger sizes take whole granules, handed back when freed.
 //!
 //! A dma-buf exported from an allocation may outlive it (udmabuf holds the
@@ -35,11 +38,28 @@ pub const MIN_CLASS: usize = 64;
 /// Largest pooled size; anything bigger gets its own memfd.
 pub const MAX_POOLED: usize = 1 << 20;
 const NUM_CLASSES: usize = (MAX_POOLED / MIN_CLASS).trailing_zeros() as usize + 1;
+/// Pools per size class. A thread allocates from one of them (its shard,
+/// [`shard`]) and a free goes to the pool of the chunk it is in, so threads
+/// that allocate and free their own memory never take the same lock (and
+/// write no shared cache line), however many use one size class.
+pub(crate) const SHARDS: usize = 8;
 /// Default reservation: 64 GiB of address space (no memory).
 pub const DEFAULT_GRANULES: usize = 32 * 1024;
 
 fn class_size(c: usize) -> usize {
     MIN_CLASS << c
+}
+
+/// The calling thread's shard (below [`SHARDS`]): threads get them in turn
+/// as they first ask, so the first [`SHARDS`] threads of a process all
+/// differ. Also what spreads a context's free gate ([`FreeGate`](crate::runtime::free_gate::FreeGate)).
+pub(crate) fn shard() -> usize {
+    use std::sync::atomic::AtomicUsize;
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    thread_local! {
+        static SHARD: usize = NEXT.fetch_add(1, Ordering::Relaxed) % SHARDS;
+    }
+    SHARD.try_with(|s| *s).unwrap_or(0)
 }
 
 /// The USM allocation types.
@@ -238,6 +258,12 @@ struct Class {
     vacant: Vec<u32>,
 }
 
+/// One pool's lock and state, on cache lines of its own: the pools of one
+/// class for neighbouring shards lie side by side, and threads of those
+/// shards write them at once.
+#[repr(align(128))]
+struct Pool(Mutex<Class>);
+
 struct Large {
     granules: usize,
     /// A dma-buf was exported from it: its granules are reused only once
@@ -291,7 +317,9 @@ pub struct Heap {
     /// The system's page size (what a dma-buf maps, and what is handed back).
     page: usize,
     granules: Mutex<Granules>,
-    classes: Box<[Mutex<Class>]>,
+    /// The pools: size class `c` of shard `s` at `c * SHARDS + s` (see
+    /// [`Heap::pool`]).
+    classes: Box<[Pool]>,
     large: Mutex<BTreeMap<usize, Large>>,
     /// Run when the heap drops, before its memory is unmapped; by key.
     drop_hooks: Mutex<Vec<(usize, DropHook)>>,
@@ -352,7 +380,7 @@ impl Heap {
             table: Table::new(granules),
             page: page_size(),
             granules: Mutex::new(Granules { free: BTreeMap::from([(0, granules)]) }),
-            classes: (0..NUM_CLASSES).map(|_| Mutex::new(Class::default())).collect(),
+            classes: (0..NUM_CLASSES * SHARDS).map(|_| Pool(Mutex::new(Class::default()))).collect(),
             large: Mutex::new(BTreeMap::new()),
             drop_hooks: Mutex::new(Vec::new()),
             va,
@@ -411,9 +439,9 @@ impl Heap {
     /// # Ok::<(), dmabridge::memory::vaspace::ReserveError>(())
     /// ```
     pub fn for_each_allocation(&self, mut f: impl FnMut(&AllocInfo)) {
-        for (c, cls) in self.classes.iter().enumerate() {
-            let csize = class_size(c);
-            let cls = cls.lock().unwrap();
+        for (pool, cls) in self.classes.iter().enumerate() {
+            let csize = class_size(pool / SHARDS);
+            let cls = cls.0.lock().unwrap();
             for chunk in cls.chunks.iter().flatten() {
                 let Some(rec) = self.table.record(chunk.start) else { continue };
                 let base = self.va.granule_addr(chunk.start);
@@ -496,12 +524,18 @@ impl Heap {
         Ok(NonNull::new(addr as *mut u8).expect("reservation addresses are non-null"))
     }
 
+    /// The pool of size class `c` in shard `s`.
+    fn pool(&self, c: usize, s: usize) -> &Mutex<Class> {
+        &self.classes[c * SHARDS + s].0
+    }
+
     fn alloc_pooled(&self, c: usize, size: usize, meta: AllocMeta) -> Result<usize, AllocError> {
         let csize = class_size(c);
-        let mut cls = self.classes[c].lock().unwrap();
+        let s = shard();
+        let mut cls = self.pool(c, s).lock().unwrap();
         let ci = match cls.with_room.last() {
             Some(&i) => i as usize,
-            None => self.new_chunk(c, &mut cls, size)?,
+            None => self.new_chunk(c, s, &mut cls, size)?,
         };
         let nslots = (GRANULE / csize) as u32;
         let chunk = cls.chunks[ci].as_mut().expect("chunks with room exist");
@@ -522,7 +556,7 @@ impl Heap {
         Ok(self.va.granule_addr(start) + slot as usize * csize)
     }
 
-    fn new_chunk(&self, c: usize, cls: &mut Class, size: usize) -> Result<usize, AllocError> {
+    fn new_chunk(&self, c: usize, s: usize, cls: &mut Class, size: usize) -> Result<usize, AllocError> {
         let start = self
             .granules
             .lock()
@@ -541,6 +575,7 @@ impl Heap {
         let rec = self.table.record_mut(start);
         self.table.set_slots(rec, GRANULE / class_size(c));
         rec.class.store(c as u8, Ordering::Relaxed);
+        rec.shard.store(s as u8, Ordering::Relaxed);
         rec.class_slot.store(ci as u32, Ordering::Relaxed);
         rec.kind.store(CHUNK, Ordering::Release);
         self.table.cover(start, 1);
@@ -642,13 +677,21 @@ impl Heap {
         }
     }
 
+    /// True if `rec` is a chunk of the pool of class `c` in shard `s`
+    /// (checked under that pool's lock, which every change of it takes).
+    fn is_chunk_of(&self, rec: &Record, c: usize, s: usize) -> bool {
+        rec.kind.load(Ordering::Acquire) == CHUNK
+            && rec.class.load(Ordering::Acquire) as usize == c
+            && rec.shard.load(Ordering::Acquire) as usize == s
+    }
+
     fn free_pooled(&self, ptr: usize, start: usize) -> Result<AllocInfo, FreeError> {
         let rec = self.table.record(start).ok_or(FreeError::Unknown(ptr))?;
-        let c = rec.class.load(Ordering::Acquire) as usize;
-        let mut cls = self.classes[c].lock().unwrap();
+        let (c, s) = (rec.class.load(Ordering::Acquire) as usize, rec.shard.load(Ordering::Acquire) as usize);
+        let mut cls = self.pool(c, s).lock().unwrap();
         // Re-check under the lock: the chunk may have changed hands since
         // the lock-free lookup (only by a racing free of the same pointer).
-        if rec.kind.load(Ordering::Acquire) != CHUNK || rec.class.load(Ordering::Acquire) as usize != c {
+        if !self.is_chunk_of(rec, c, s) {
             return Err(FreeError::Unknown(ptr));
         }
         let csize = class_size(c);
@@ -821,7 +864,7 @@ impl Heap {
     /// ```
     pub fn trim(&self) {
         for cls in self.classes.iter() {
-            let mut cls = cls.lock().unwrap();
+            let mut cls = cls.0.lock().unwrap();
             let empty: Vec<usize> = cls
                 .chunks
                 .iter()
@@ -902,10 +945,9 @@ impl Heap {
         // so that it cannot be freed and its pages reused meanwhile, and
         // record the export under it.
         if rec.kind.load(Ordering::Acquire) == CHUNK {
-            let c = rec.class.load(Ordering::Acquire) as usize;
-            let mut cls = self.classes[c].lock().unwrap();
-            let same = rec.kind.load(Ordering::Acquire) == CHUNK && rec.class.load(Ordering::Acquire) as usize == c;
-            if !same || self.lookup(ptr) != Some(info) {
+            let (c, s) = (rec.class.load(Ordering::Acquire) as usize, rec.shard.load(Ordering::Acquire) as usize);
+            let mut cls = self.pool(c, s).lock().unwrap();
+            if !self.is_chunk_of(rec, c, s) || self.lookup(ptr) != Some(info) {
                 return Err(unknown());
             }
             let dmabuf = create(self.va.memfd(), first as u64, (end - first) as u64)?;
@@ -944,7 +986,7 @@ impl Heap {
     pub fn stats(&self) -> HeapStats {
         let mut s = HeapStats::default();
         for cls in self.classes.iter() {
-            let cls = cls.lock().unwrap();
+            let cls = cls.0.lock().unwrap();
             for c in cls.chunks.iter().flatten() {
                 s.chunks += 1;
                 s.live += c.live as usize;
@@ -968,7 +1010,7 @@ impl Drop for Heap {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     #[test]
@@ -1100,6 +1142,55 @@ mod tests {
         });
         assert_eq!(h.stats().live, 0);
         assert_eq!(h.stats().large, 0);
+    }
+
+    /// Runs `f` on a new thread of another shard than the caller's while
+    /// the caller still holds `held`, and waits up to a minute for it:
+    /// false if it did not finish (blocked on something `held` holds).
+    /// `held` is let go before this returns either way.
+    pub(crate) fn finishes_on_another_shard<G>(held: G, f: impl Fn() + Send + Sync) -> bool {
+        let mine = shard();
+        let f = &f;
+        std::thread::scope(|s| {
+            let finished = loop {
+                let (tx, rx) = std::sync::mpsc::channel();
+                s.spawn(move || {
+                    if shard() == mine {
+                        return tx.send(false).unwrap();
+                    }
+                    f();
+                    let _ = tx.send(true);
+                });
+                match rx.recv_timeout(std::time::Duration::from_secs(60)) {
+                    Ok(true) => break true,
+                    Ok(false) => continue,
+                    Err(_) => break false,
+                }
+            };
+            // A blocked thread finishes once `held` goes; the scope joins it.
+            drop(held);
+            finished
+        })
+    }
+
+    #[test]
+    fn threads_of_different_shards_allocate_and_free_without_a_shared_lock() {
+        let h = Heap::with_granules(16).unwrap();
+        let p = h.alloc(4096, 0, AllocMeta::HOST).unwrap().as_ptr() as usize;
+        let c = (4096 / MIN_CLASS).trailing_zeros() as usize;
+        // Hold this thread's pool of the 4 KiB class (and nothing else):
+        // a thread of another shard allocates and frees in that class.
+        let held = h.pool(c, shard()).lock().unwrap();
+        let done = finishes_on_another_shard(held, || {
+            for _ in 0..1000 {
+                let q = h.alloc(4096, 0, AllocMeta::HOST).unwrap().as_ptr() as usize;
+                h.free(q).unwrap();
+            }
+        });
+        assert!(done, "another shard's thread waited for this thread's pool lock");
+        // A free from another thread goes back to the allocating shard's pool.
+        assert!(finishes_on_another_shard((), || assert_eq!(h.free(p).unwrap().size, 4096)));
+        assert_eq!(h.stats().live, 0);
     }
 
     /// Marks the allocation at `p` exported, as `export_dmabuf` does after

@@ -40,6 +40,8 @@ pub(crate) struct Record {
     pub kind: AtomicU8,
     /// Chunk: size-class index.
     pub class: AtomicU8,
+    /// Chunk: the shard whose pool of the class holds it.
+    pub shard: AtomicU8,
     /// Chunk: index of the chunk's state in its class (read under the class lock).
     pub class_slot: AtomicU32,
     /// Large: requested size.

@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 use std::ptr::NonNull;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use crate::cl_err;
@@ -9,6 +10,7 @@ use crate::error::{ClError, ClErrorKind, ClResult};
 use crate::memory::heap::{AllocInfo, AllocKind, AllocMeta, Heap};
 
 use super::device::Device;
+use super::free_gate::FreeGate;
 
 /// A context (`cl_context`): its devices and its heap of USM and SVM
 /// allocations. Held by `Arc`; clone to retain.
@@ -21,9 +23,16 @@ pub struct Context {
     /// function (`clMemFreeINTEL`, `clGetMemAllocInfoINTEL`) ever sees a
     /// buffer's storage. Reserved on the first buffer's first use.
     buffer_heap: OnceLock<Heap>,
-    /// The local-memory allocations and the range claims, behind the one
-    /// lock every free of a USM or SVM allocation takes (exclusive, briefly).
+    /// The local-memory allocations and the range claims. A free of local
+    /// memory takes it for writing, a free in the heap for reading and only
+    /// while claims exist (see "Frees and range claims" below).
     owned: RwLock<Owned>,
+    /// What a free in the heap enters (its thread's shard) and what making
+    /// or running a claim closes (every shard).
+    gate: FreeGate,
+    /// Claims listed in `owned`: raised only with the gate closed, so a
+    /// free that finds 0 through the gate has none to cancel.
+    claims: AtomicUsize,
     /// The callbacks of `clSetContextDestructorCallback`, run in reverse
     /// order of registration when the context is dropped.
     destructors: Destructors,
@@ -60,8 +69,9 @@ struct Claimed {
     id: u64,
     /// The allocation's first byte.
     base: usize,
-    /// Set when the allocation is freed before the claim runs.
-    cancelled: bool,
+    /// Set when the allocation is freed before the claim runs (by a free
+    /// that holds the list only for reading).
+    cancelled: AtomicBool,
 }
 
 /// A USM allocation in a device's local memory.
@@ -109,6 +119,8 @@ impl Context {
             heap,
             buffer_heap: OnceLock::new(),
             owned: RwLock::default(),
+            gate: FreeGate::default(),
+            claims: AtomicUsize::new(0),
             destructors: Destructors::default(),
         }))
     }
@@ -386,9 +398,12 @@ fn lookup_local(owned: &Owned, ptr: usize) -> Option<AllocInfo> {
 /// enqueue ([`Context::claim_range`]); a free of the allocation cancels the
 /// claim ([`Context::free_usm_with`], [`Context::free_heap_with`]), and the
 /// command acts only through [`RangeClaim::run`], which skips a cancelled
-/// claim. Claiming, running a claim and freeing all hold the context's one
-/// lock (the one freeing local memory always took), so no free happens
-/// between a check and the action it guards.
+/// claim. Claiming and running a claim close the context's free gate (every
+/// shard) and hold `owned`; a free in the heap enters the gate (its thread's
+/// shard only) and cancels under `owned` read, which it takes only when
+/// claims exist; a free of local memory holds `owned` for writing. So no
+/// free happens between a check and the action it guards, and the common
+/// free (heap, no claims) takes no lock another thread's free takes.
 impl Context {
     fn owned_read(&self) -> RwLockReadGuard<'_, Owned> {
         self.owned.read().unwrap_or_else(|e| e.into_inner())
@@ -403,12 +418,14 @@ impl Context {
     /// must start inside one. `None` otherwise, including for ranges that
     /// would run past the end of the address space.
     pub(crate) fn claim_range(self: &Arc<Self>, start: usize, len: usize) -> Option<RangeClaim> {
+        let _closed = self.gate.close();
         let mut owned = self.owned_write();
         let in_heap = self.heap.lookup(start);
         let info = in_heap.or_else(|| lookup_local(&owned, start)).filter(|i| range_inside(i, start, len))?;
         let id = owned.next_claim;
         owned.next_claim += 1;
-        owned.claims.push(Claimed { id, base: info.base, cancelled: false });
+        owned.claims.push(Claimed { id, base: info.base, cancelled: AtomicBool::new(false) });
+        self.claims.fetch_add(1, Ordering::Relaxed);
         Some(RangeClaim { ctx: self.clone(), id, info, in_heap: in_heap.is_some() })
     }
 
@@ -423,33 +440,42 @@ impl Context {
         ptr: usize,
         heap_free: impl FnOnce() -> Result<T, E>,
     ) -> Freed<Result<T, E>> {
+        // Local memory is the devices' own address ranges: no lock needed
+        // to tell it from the heap's.
+        let local = self.devices.iter().any(|d| d.local_memory().is_some_and(|m| m.contains(ptr as *const u8)));
+        if !local {
+            return Freed::Heap(self.free_heap_with(ptr, heap_free));
+        }
         let mut owned = self.owned_write();
         if let Some(r) = self.local_free_in(&mut owned, ptr) {
             return Freed::Local(r);
         }
-        Freed::Heap(free_then_cancel(&mut owned, ptr, heap_free))
+        let freed = heap_free();
+        if freed.is_ok() {
+            cancel_claims(&owned, ptr);
+        }
+        Freed::Heap(freed)
     }
 
     /// [`Context::free_usm_with`] for an allocation of the heap only (SVM).
+    /// Runs `heap_free` and, if it freed the allocation at `ptr`, cancels
+    /// the claims on it, inside the free gate: no claim is made or run
+    /// between the free and its cancellation.
     pub(crate) fn free_heap_with<T, E>(&self, ptr: usize, heap_free: impl FnOnce() -> Result<T, E>) -> Result<T, E> {
-        free_then_cancel(&mut self.owned_write(), ptr, heap_free)
+        let _freeing = self.gate.free();
+        let freed = heap_free();
+        // Claims are only added with the gate closed: 0 seen here stays 0
+        // until `_freeing` drops.
+        if freed.is_ok() && self.claims.load(Ordering::Relaxed) != 0 {
+            cancel_claims(&self.owned_read(), ptr);
+        }
+        freed
     }
 }
 
-/// Runs `heap_free` and, if it freed the allocation at `base`, cancels the
-/// claims on it. The caller holds the lock that [`RangeClaim::run`] takes,
-/// so no claim runs between the free and its cancellation.
-fn free_then_cancel<T, E>(owned: &mut Owned, base: usize, heap_free: impl FnOnce() -> Result<T, E>) -> Result<T, E> {
-    let freed = heap_free();
-    if freed.is_ok() {
-        cancel_claims(owned, base);
-    }
-    freed
-}
-
-fn cancel_claims(owned: &mut Owned, base: usize) {
-    for c in owned.claims.iter_mut().filter(|c| c.base == base) {
-        c.cancelled = true;
+fn cancel_claims(owned: &Owned, base: usize) {
+    for c in owned.claims.iter().filter(|c| c.base == base) {
+        c.cancelled.store(true, Ordering::Relaxed);
     }
 }
 
@@ -481,17 +507,24 @@ impl RangeClaim {
     /// claim was made (then `None`); no free of the context happens while
     /// `f` runs.
     pub(crate) fn run<R>(self, f: impl FnOnce(&AllocInfo) -> R) -> Option<R> {
-        let owned = self.ctx.owned_write();
-        let live = owned.claims.iter().any(|c| c.id == self.id && !c.cancelled);
+        // Closed gate: no free in the heap; `owned` read: none of local
+        // memory (and the cancel flags were set before either let go).
+        let closed = self.ctx.gate.close();
+        let owned = self.ctx.owned_read();
+        let live = owned.claims.iter().any(|c| c.id == self.id && !c.cancelled.load(Ordering::Relaxed));
         let r = live.then(|| f(&self.info));
         drop(owned);
+        drop(closed);
         r
     }
 }
 
 impl Drop for RangeClaim {
     fn drop(&mut self) {
-        self.ctx.owned_write().claims.retain(|c| c.id != self.id);
+        let mut owned = self.ctx.owned_write();
+        let before = owned.claims.len();
+        owned.claims.retain(|c| c.id != self.id);
+        self.ctx.claims.fetch_sub(before - owned.claims.len(), Ordering::Relaxed);
     }
 }
 
@@ -509,5 +542,47 @@ impl Drop for Context {
         for f in callbacks.into_iter().rev() {
             f();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ext::usm;
+    use crate::memory::heap::tests::finishes_on_another_shard;
+    use crate::runtime::platform::Platform;
+
+    #[test]
+    fn a_usm_free_in_the_heap_takes_no_lock_a_claim_or_another_free_holds() {
+        let cpu = Platform::get().cpu();
+        let ctx = Context::new(std::slice::from_ref(cpu)).unwrap();
+        // What a local-memory free, a claim being made and one being run
+        // hold: `owned` for writing. Without claims, a free in the heap
+        // does not wait for it (nor for the gate shard of another thread).
+        let held = (ctx.owned_write(), ctx.gate.free());
+        let done = finishes_on_another_shard(held, || {
+            for _ in 0..1000 {
+                let p = usm::device_mem_alloc(&ctx, cpu, &[], 4096, 0).unwrap();
+                usm::mem_free(&ctx, p.as_ptr()).unwrap();
+            }
+        });
+        assert!(done, "a free waited for the context's lock");
+        assert_eq!(ctx.heap().stats().live, 0);
+    }
+
+    #[test]
+    fn a_free_cancels_the_claims_on_its_allocation_and_no_other() {
+        let cpu = Platform::get().cpu();
+        let ctx = Context::new(std::slice::from_ref(cpu)).unwrap();
+        let a = usm::host_mem_alloc(&ctx, &[], 4096, 0).unwrap().as_ptr() as usize;
+        let b = usm::host_mem_alloc(&ctx, &[], 4096, 0).unwrap().as_ptr() as usize;
+        let (ca, cb) = (ctx.claim_range(a, 4096).unwrap(), ctx.claim_range(b + 8, 8).unwrap());
+        assert_eq!(ctx.claims.load(Ordering::Relaxed), 2);
+        // From another thread (another shard of the gate): still cancelled.
+        assert!(finishes_on_another_shard((), || usm::mem_free(&ctx, a as *mut u8).unwrap()));
+        assert_eq!(ca.run(|_| ()), None, "freed before it ran");
+        assert_eq!(cb.run(|i| i.base), Some(b));
+        assert_eq!(ctx.claims.load(Ordering::Relaxed), 0, "run claims are dropped");
+        usm::mem_free(&ctx, b as *mut u8).unwrap();
     }
 }
