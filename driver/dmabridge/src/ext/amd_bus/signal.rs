@@ -331,6 +331,8 @@ pub fn enqueue_write_signal(
         }
         let held = buffer.clone();
         let work = Box::new(move || {
+            // A lost function's mapping is inert: the marker would reach nobody.
+            held.store().check_remote()?;
             let _held = held;
             // The data the earlier commands wrote is visible before the marker.
             fence(Ordering::SeqCst);
