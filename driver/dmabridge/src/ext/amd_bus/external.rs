@@ -23,6 +23,12 @@
 //! write it through the device's engine (peer-to-peer) or by the CPU, never
 //! into a copy in the device's own memory.
 //!
+//! When the function behind the BAR is lost (removed, unbound:
+//! [`lost`](crate::runtime::backend::lost)), its mapping becomes inert
+//! anonymous memory; from then on every command on the buffer, on any
+//! device, and every write-signal ends with `CL_DEVICE_NOT_AVAILABLE`
+//! ([`remote_lost`] says why) rather than write bytes that reach nobody.
+//!
 //! The buffer is write-only: its `CL_MEM_FLAGS` gain `CL_MEM_WRITE_ONLY` and
 //! `CL_MEM_HOST_WRITE_ONLY`, so reads are `CL_INVALID_OPERATION`; maps
 //! (any kind) are refused as well, and so are a copy *from* it and a

@@ -286,7 +286,9 @@ pub fn enqueue_wait_signal(
 /// enqueue are one step, so markers that threads enqueue at once are
 /// enqueued in increasing order) or if `offset` is
 /// not a multiple of 4; `CL_INVALID_CONTEXT` for a buffer or event of
-/// another context.
+/// another context. The command ends with `CL_DEVICE_NOT_AVAILABLE` if the
+/// function behind the buffer's BAR is lost by the time it runs
+/// ([`remote_lost`](super::external::remote_lost)).
 ///
 /// ```
 /// use dmabridge::error::ClErrorKind;
