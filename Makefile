@@ -192,6 +192,7 @@ endef
 test-removal: guest
 	@mkdir -p $(LOGS)
 	@echo "== device removal, each test in a guest of its own"
+	@$(CARGO) build -p dmabridge-cli --quiet  # the tests run dmabridge info after a removal
 	@bin=$$($(CARGO) test -p dmabridge-tests --test guest --no-run 2>&1 | sed -n 's/.*Executable .*(\(.*\)).*/\1/p' | tail -1); \
 	test -n "$$bin" || { echo "test-removal: could not build the guest tests"; exit 1; }; \
 	: >$(LOGS)/removal.log; set -o pipefail; $(call removal_runs,$(RIG) $(REMOVAL_RIG),$$bin,$(LOGS)/removal.log)
@@ -309,6 +310,7 @@ test-arm64-guest:
 test-arm64-removal:
 	@mkdir -p $(LOGS)
 	@echo "== device removal on arm64, each test in an arm64 guest of its own"
+	@toolchain/cargo-aarch64 build -p dmabridge-cli --quiet  # the tests run dmabridge info after a removal
 	@bin=$$(toolchain/cargo-aarch64 test -p dmabridge-tests --test guest --no-run 2>&1 | sed -n 's/.*Executable .*(\(.*\)).*/\1/p' | tail -1); \
 	test -n "$$bin" || { echo "test-arm64-removal: could not build the guest tests"; exit 1; }; \
 	: >$(LOGS)/arm64-removal.log; set -o pipefail; $(call removal_runs,$(RIG) --arch arm64 $(REMOVAL_RIG),$$bin,$(LOGS)/arm64-removal.log)

@@ -43,6 +43,11 @@
  *   device of the context, the BAR device included: commands on any queue
  *   write it (by DMA peer-to-peer or by the CPU), never a copy of it, so
  *   a marker written after them follows data that is in the remote memory.
+ * - Once the PCI function behind an external physical buffer is removed or
+ *   unbound, every command on the buffer (on any queue, the CPU device's
+ *   included) and every clEnqueueWriteSignalAMD on it end with
+ *   CL_DEVICE_NOT_AVAILABLE (a blocking call returns it); the reason, naming
+ *   the function, is logged.
  * - Bus addresses of a released buffer are unmapped and not handed to the
  *   next resident buffers (until 64 later releases or the IOVA space runs
  *   out), so a device still using them faults instead of writing them.

@@ -8,8 +8,9 @@
 use std::path::Path;
 use std::process::Command;
 
+use dmabridge::runtime::platform::Platform;
 use dmabridge::sys::probe::{PathKind, Report, Verdict};
-use dmabridge_tests::{dmabridge_bin, require_guest, EDU0, EDU1, IVSHMEM};
+use dmabridge_tests::{addr, dmabridge_bin, require_guest, EDU0, EDU1, IVSHMEM};
 use serde_json::Value;
 
 fn info_json() -> Value {
@@ -150,8 +151,39 @@ fn the_text_report_is_all_ok_but_the_unbound_edu() {
         !heaps_in_kernel()
             && (l.contains("/dev/dma_heap") || l.contains("heaps") || l.contains("2 of 3 zero-copy paths available"))
     };
+    // A device whose VFIO group this test process holds (another guest test
+    // opened the platform) is unavailable to the child: a warning.
+    let held_here = |l: &&str| l.contains("EBUSY");
     assert!(
-        bad.iter().all(|l| l.contains(EDU1) || heaps_line(l)),
+        bad.iter().all(|l| l.contains(EDU1) || heaps_line(l) || held_here(l)),
         "only the unbound edu (and heaps, if the kernel has none) may be missing:\n{text}"
     );
+}
+
+/// A device whose function is there but cannot be used: this process holds
+/// edu 0000:00:10.0's VFIO group (the platform opened it), so `dmabridge
+/// info` in another process reports it unavailable, with the reason (the
+/// group is busy) and the fix; the edu no one can open is not reported as
+/// available either.
+#[test]
+fn info_reports_a_device_held_by_another_process_unavailable() {
+    require_guest();
+    let held = Platform::get().devices().iter().any(|d| d.pci_address() == Some(addr(EDU0)));
+    assert!(held, "this process opened {EDU0}: {:?}", Platform::get().skipped());
+    let r = info_json();
+    let devices = r["devices"]["devices"].as_array().unwrap_or_else(|| panic!("no devices section: {r}"));
+    let cpu = &devices[0];
+    assert_eq!((&cpu["state"], &cpu["verdict"]), (&"available".into(), &"ok".into()), "{cpu}");
+    let edu = devices.iter().find(|d| d["address"] == EDU0).unwrap_or_else(|| panic!("no {EDU0}: {r}"));
+    assert_eq!((&edu["state"], &edu["verdict"]), (&"unavailable".into(), &"warning".into()), "{edu}");
+    assert!(edu["reason"].as_str().unwrap().contains("EBUSY"), "{edu}");
+    assert!(edu["hint"].as_str().unwrap().contains("another process holds its VFIO group"), "{edu}");
+    assert!(
+        devices.iter().filter(|d| d["state"] == "available").all(|d| d["address"] != EDU0 && d["address"] != EDU1),
+        "{r}"
+    );
+    let o = Command::new(dmabridge_bin()).arg("info").output().unwrap();
+    let text = String::from_utf8(o.stdout).unwrap();
+    let line = text.lines().rfind(|l| l.contains(EDU0)).unwrap();
+    assert!(line.starts_with("  WARNING    ") && line.contains("unavailable: "), "{line}\n{text}");
 }

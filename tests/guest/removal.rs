@@ -24,7 +24,7 @@ use dmabridge::runtime::event::{Event, EventStatus};
 use dmabridge::runtime::info::{device_info, device_param, InfoValue};
 use dmabridge::runtime::platform::Platform;
 use dmabridge::runtime::queue::{Queue, QueueProps};
-use dmabridge_tests::{addr, repo_root, run_alone, EDU0, EDU1, IVSHMEM};
+use dmabridge_tests::{addr, dmabridge_bin, repo_root, run_alone, EDU0, EDU1, IVSHMEM};
 
 /// How long a removal may take: less than the kernel's 10 s between two
 /// requests, so a pass means the process let go at the first request.
@@ -86,6 +86,21 @@ fn rescan_and_bind(bdf: &str) {
     assert!(out.status.success(), "binding {bdf} again: {text}");
 }
 
+/// `dmabridge info` in a new process, after `bdf` was removed and before
+/// it comes back: its devices section names the function as gone, with
+/// the fix (`DMABRIDGE_BAR_DEVICE` names it, as the BAR device or as its
+/// engine).
+fn info_says_gone(bdf: &str) {
+    let o = std::process::Command::new(dmabridge_bin()).args(["info", "--json"]).output().unwrap();
+    assert!(o.status.success(), "dmabridge info --json: {}", String::from_utf8_lossy(&o.stderr));
+    let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let devices = r["devices"]["devices"].as_array().unwrap_or_else(|| panic!("no devices section: {r}"));
+    let d = devices.iter().find(|d| d["address"] == bdf).unwrap_or_else(|| panic!("info does not name {bdf}: {r}"));
+    assert_eq!((&d["state"], &d["verdict"]), (&"gone".into(), &"missing".into()), "{d}");
+    assert!(d["hint"].as_str().unwrap().contains("/sys/bus/pci/rescan"), "{d}");
+    println!("dmabridge info after the removal: {d}");
+}
+
 /// Waits until `e` runs (or already ended).
 fn wait_running(e: &Event) {
     let t = Instant::now();
@@ -139,9 +154,9 @@ fn pattern(len: usize, seed: usize) -> Vec<u8> {
 /// and the ones queued behind it end with a negative status, the device
 /// reports `CL_DEVICE_AVAILABLE` false (and so does the BAR device it is the
 /// engine of: `DMABRIDGE_BAR_DEVICE=0000:00:08.0,bar=2,engine=0000:00:10.0`),
-/// the CPU device and the other edu (in the same VFIO container) go on, and
-/// after a
-/// rescan and a rebind a new process copies on it again.
+/// the CPU device and the other edu (in the same VFIO container) go on,
+/// `dmabridge info` in a new process names the function as gone, and after
+/// a rescan and a rebind a new process copies on it again.
 #[test]
 #[ignore = "removes edu 0000:00:10.0: run alone in a guest of its own by make test-removal"]
 fn edu_removed_while_its_queue_copies() {
@@ -197,6 +212,7 @@ fn edu_removed_while_its_queue_copies() {
     usm::mem_free(&ctx, src).unwrap();
     usm::mem_free(&ctx, dst).unwrap();
     assert!(took < REMOVE_BOUND, "removing {EDU0} took {took:?}, over {REMOVE_BOUND:?}");
+    info_says_gone(EDU0);
 
     rescan_and_bind(EDU0);
     run_alone("removal::child_edu_copies_again", &[]);
@@ -237,9 +253,11 @@ fn external_buffer(ctx: &Arc<Context>) -> Result<Arc<Buffer>, dmabridge::error::
 /// is removed under a resident external physical buffer on its BAR and a
 /// command queued on it: the command ends with a negative status, the
 /// buffer's bus mapping is gone, the device reports `CL_DEVICE_AVAILABLE`
-/// false, the buffer and the device's allocation can still be written and
-/// released (no SIGBUS), the CPU device goes on, and after a rescan and a
-/// rebind a new process uses the BAR again.
+/// false, the external buffer's commands fail with `CL_DEVICE_NOT_AVAILABLE`
+/// on every device (the CPU's included: its memory is inert now), the
+/// device's allocation can still be written and released (no SIGBUS), the
+/// CPU device goes on, `dmabridge info` in a new process names the function
+/// as gone, and after a rescan and a rebind a new process uses the BAR again.
 #[test]
 #[ignore = "removes ivshmem 0000:00:08.0: run alone in a guest of its own by make test-removal"]
 fn ivshmem_removed_under_a_resident_external_buffer() {
@@ -268,6 +286,15 @@ fn ivshmem_removed_under_a_resident_external_buffer() {
     let queued =
         unsafe { usm_commands::enqueue_memcpy(&q, false, local, bytes.as_ptr(), 4096, std::slice::from_ref(&gate)) }
             .unwrap();
+    // And a write to the external buffer on the CPU device's queue, held
+    // back by the same event: queued when the function goes.
+    let cq = Queue::new(&ctx, p.cpu(), QueueProps::default()).unwrap();
+    // SAFETY: `bytes` outlives the command (waited for below).
+    let queued_ext = unsafe {
+        commands::enqueue_write_buffer(&cq, &ext, false, 0, 4096, bytes.as_ptr(), std::slice::from_ref(&gate))
+    }
+    .unwrap();
+    assert!(dmabridge::ext::amd_bus::external::remote_lost(&ext).is_none());
 
     let took = remove(IVSHMEM);
     gate.set_user_status(0).unwrap();
@@ -275,13 +302,26 @@ fn ivshmem_removed_under_a_resident_external_buffer() {
     assert_eq!(s, EventStatus::Error(code::DEVICE_NOT_AVAILABLE), "the queued command");
     assert!(!dev.available() && !cl_available(&dev), "CL_DEVICE_AVAILABLE is false");
     assert_eq!(domain.residents().iter().filter(|r| in_bar(r)).count(), 0, "the BAR's bus mapping is gone");
-    // The external buffer, on the CPU device's queue: its memory is no
-    // longer the device's, but writing it is safe.
-    let cq = Queue::new(&ctx, p.cpu(), QueueProps::default()).unwrap();
+    // The external buffer's memory is no longer the function's (its mapping
+    // is inert anonymous memory): its commands fail on every device, the CPU
+    // included, queued before the removal or enqueued after it, and nothing
+    // lands there unnoticed.
+    assert_eq!(end_status(&queued_ext), EventStatus::Error(code::DEVICE_NOT_AVAILABLE), "the queued external write");
+    let why = dmabridge::ext::amd_bus::external::remote_lost(&ext).expect("the external buffer knows its BAR is lost");
+    assert_eq!(why.code(), code::DEVICE_NOT_AVAILABLE);
+    assert!(why.to_string().contains(IVSHMEM), "{why}");
+    println!("the external buffer after the removal: {why}");
     let zeros = [0u8; 64];
-    // SAFETY: blocking: `zeros` is read before the call returns.
-    let w = unsafe { commands::enqueue_write_buffer(&cq, &ext, true, 0, 64, zeros.as_ptr(), &[]) };
-    println!("writing the external buffer after the removal: {:?}", w.map(|_| ()));
+    for (queue, on) in [(&cq, "the CPU device"), (&q, "the lost BAR device")] {
+        // SAFETY: blocking: `zeros` is read before the call returns.
+        let w = unsafe { commands::enqueue_write_buffer(queue, &ext, true, 0, 64, zeros.as_ptr(), &[]) };
+        assert_eq!(w.map(|_| ()).unwrap_err().code(), code::DEVICE_NOT_AVAILABLE, "a blocking write on {on}");
+    }
+    let fill = commands::enqueue_fill_buffer(&cq, &ext, &zeros[..4], 0, 64, &[]).unwrap();
+    assert_eq!(end_status(&fill), EventStatus::Error(code::DEVICE_NOT_AVAILABLE), "a fill on the CPU device");
+    let signal = dmabridge::ext::amd_bus::enqueue_write_signal(&cq, &ext, 1, 0, &[]).unwrap();
+    assert_eq!(end_status(&signal), EventStatus::Error(code::DEVICE_NOT_AVAILABLE), "a write-signal");
+    info_says_gone(IVSHMEM);
     // The device's memory can be touched and freed without a SIGBUS.
     // SAFETY: `local` is a live 4096-byte allocation; nothing else uses it.
     unsafe { local.write_volatile(1) };

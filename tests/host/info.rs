@@ -355,7 +355,10 @@ fn text_and_json_name_the_same_paths() {
 #[test]
 fn library_and_cli_report_the_same_machine() {
     let lib = serde_json::to_value(Report::gather()).unwrap();
-    assert_eq!(info_json(), lib);
+    // The CLI adds the OpenCL devices (the platform, opened) to the report.
+    let mut cli = info_json();
+    assert!(cli.as_object_mut().unwrap().remove("devices").is_some_and(|d| d.is_object()), "no devices section");
+    assert_eq!(cli, lib);
 }
 
 #[test]
@@ -374,4 +377,39 @@ fn proc_memlock_parses_unlimited() {
     let text = "Limit                     Soft Limit           Hard Limit           Units\n\
                 Max locked memory         8388608              unlimited            bytes\n";
     assert_eq!(proc_memlock(text), (Some(8 << 20), None));
+}
+
+/// A function `DMABRIDGE_BAR_DEVICE` names (as a BAR device and as its
+/// engine) that is not on the bus (removed, or never there) is named as
+/// gone, with the fix; the CPU device is available; `--no-devices` leaves
+/// the section (and the opening of the platform) out.
+#[test]
+fn info_names_a_configured_function_that_is_gone() {
+    let (bar, engine) = ("0000:7e:1f.6", "0000:7e:1f.5");
+    assert!(!exists(&format!("/sys/bus/pci/devices/{bar}")) && !exists(&format!("/sys/bus/pci/devices/{engine}")));
+    let r =
+        info_json_of(Command::new(dmabridge_bin()).env("DMABRIDGE_BAR_DEVICE", format!("{bar},bar=2,engine={engine}")));
+    let devices = r["devices"]["devices"].as_array().unwrap_or_else(|| panic!("no devices section: {r}"));
+    assert_eq!(devices[0]["state"], "available", "the CPU device: {}", devices[0]);
+    assert!(devices[0]["address"].is_null() && devices[0]["verdict"] == "ok", "{}", devices[0]);
+    for address in [bar, engine] {
+        let d = devices.iter().find(|d| d["address"] == address).unwrap_or_else(|| panic!("no {address}: {r}"));
+        assert_eq!((&d["state"], &d["verdict"]), (&"gone".into(), &"missing".into()), "{d}");
+        assert!(d["reason"].as_str().unwrap().contains("not on the PCI bus"), "{d}");
+        let hint = d["hint"].as_str().unwrap();
+        assert!(hint.contains("/sys/bus/pci/rescan") && hint.contains(&format!("bind {address}")), "{d}");
+    }
+    assert_eq!(r["devices"]["verdict"], "missing");
+
+    let text = String::from_utf8(
+        run(Command::new(dmabridge_bin()).arg("info").env("DMABRIDGE_BAR_DEVICE", format!("{bar},bar=2"))).stdout,
+    )
+    .unwrap();
+    let line = text.lines().find(|l| l.contains(bar)).unwrap_or_else(|| panic!("no {bar} in:\n{text}"));
+    assert!(line.starts_with("  MISSING    ") && line.contains("GONE: not on the PCI bus"), "{line}");
+
+    let o =
+        run(Command::new(dmabridge_bin()).args(["info", "--json", "--no-devices"]).env("DMABRIDGE_BAR_DEVICE", bar));
+    let r: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(r["devices"].is_null() && r["overall"].is_object(), "{r}");
 }

@@ -10,6 +10,7 @@ use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 
 mod capture;
+mod devices;
 mod info;
 mod memlock;
 mod proof;

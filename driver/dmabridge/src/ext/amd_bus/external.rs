@@ -23,6 +23,12 @@
 //! write it through the device's engine (peer-to-peer) or by the CPU, never
 //! into a copy in the device's own memory.
 //!
+//! When the function behind the BAR is lost (removed, unbound:
+//! [`lost`](crate::runtime::backend::lost)), its mapping becomes inert
+//! anonymous memory; from then on every command on the buffer, on any
+//! device, and every write-signal ends with `CL_DEVICE_NOT_AVAILABLE`
+//! ([`remote_lost`] says why) rather than write bytes that reach nobody.
+//!
 //! The buffer is write-only: its `CL_MEM_FLAGS` gain `CL_MEM_WRITE_ONLY` and
 //! `CL_MEM_HOST_WRITE_ONLY`, so reads are `CL_INVALID_OPERATION`; maps
 //! (any kind) are refused as well, and so are a copy *from* it and a
@@ -42,7 +48,7 @@ use crate::runtime::backend::bar::BarMemory;
 use crate::runtime::backend::domain::DmaDomain;
 use crate::runtime::backend::lost::LentBar;
 use crate::runtime::backend::LocalMemory;
-use crate::runtime::buffer::store::Store;
+use crate::runtime::buffer::store::{RemoteKeep, Store};
 use crate::runtime::buffer::{mem_flags, Buffer};
 use crate::runtime::context::Context;
 use crate::runtime::platform::Platform;
@@ -134,15 +140,25 @@ impl std::fmt::Debug for OpenBar {
     }
 }
 
-/// True if the function behind `bar` was lost (removed, unbound): its
-/// mapping is inert, and a function back at the same address is opened anew.
-fn lost(bar: &OpenBar) -> bool {
+/// Why the function behind `bar` can no longer be used, once it was lost
+/// (removed, unbound): its mapping is inert, its buffers' commands fail
+/// with this error, and a function back at the same address is opened anew.
+fn loss(bar: &OpenBar) -> Option<ClError> {
     use crate::runtime::backend::Backend;
     let keep = bar._keep.as_ref();
-    keep.downcast_ref::<LentBar>().is_some_and(LentBar::is_lost)
-        || keep
+    let lost = match keep.downcast_ref::<LentBar>() {
+        Some(lent) => lent.lost(),
+        None => keep
             .downcast_ref::<Arc<crate::runtime::backend::bar::BarBackend>>()
-            .is_some_and(|b| b.loss().is_some_and(|l| l.is_lost()))
+            .and_then(|b| b.loss()?.check(b.name()).err()),
+    }?;
+    Some(ClError::new(
+        ClErrorKind::DeviceNotAvailable,
+        format!(
+            "the remote memory of this external physical buffer, BAR {} of {}, is gone with its function: {}",
+            bar.slot.bar, bar.slot.address, lost.message
+        ),
+    ))
 }
 
 static OPEN: LazyLock<Mutex<Vec<Weak<OpenBar>>>> = LazyLock::new(Mutex::default);
@@ -159,7 +175,7 @@ fn open_bar(slot: BarSlot, domain: &Arc<DmaDomain>) -> ClResult<Arc<OpenBar>> {
     if let Some(b) = open
         .iter()
         .filter_map(Weak::upgrade)
-        .find(|b| b.slot.address == slot.address && b.slot.bar == slot.bar && !lost(b))
+        .find(|b| b.slot.address == slot.address && b.slot.bar == slot.bar && loss(b).is_none())
     {
         return Ok(b);
     }
@@ -243,6 +259,7 @@ pub(crate) struct External {
 /// memory, and then lets the BAR go (unmapped, and the VFIO device closed,
 /// with the last buffer on it): in that order, so that no IOMMU mapping of
 /// the surface outlives the BAR's mapping.
+#[derive(Debug)]
 struct RemoteMemory {
     surface: usize,
     /// The domain in which the surface is resident.
@@ -261,6 +278,14 @@ impl Drop for RemoteMemory {
         if let Some(mem) = &self.bar.device_memory {
             release_claims(mem, &self.claims);
         }
+    }
+}
+
+/// Commands on the buffer check it before they touch the remote memory
+/// (`Store::make_current`).
+impl RemoteKeep for RemoteMemory {
+    fn lost(&self) -> Option<ClError> {
+        loss(&self.bar)
     }
 }
 
@@ -423,6 +448,28 @@ pub(crate) fn create(ctx: &Arc<Context>, flags: u64, size: usize, at: BusAddress
     // The remote memory goes with the store, after the registry entry.
     register(&buffer, bus, Box::new(|| {}));
     Ok(buffer)
+}
+
+/// Why the commands on `buffer` fail, if it is an external physical buffer
+/// whose remote function was lost (removed, unbound): the
+/// `CL_DEVICE_NOT_AVAILABLE` error naming the function, whose code those
+/// commands end with (the reason is also logged, as a status carries no
+/// text). `None` for a usable buffer, and for every other buffer.
+///
+/// No OpenCL function of its own: the text behind such a command's status.
+///
+/// ```
+/// use dmabridge::ext::amd_bus::external::remote_lost;
+/// use dmabridge::runtime::buffer::Buffer;
+/// use dmabridge::runtime::{context::Context, platform::Platform};
+/// let ctx = Context::new(std::slice::from_ref(Platform::get().cpu()))?;
+/// // SAFETY: no host pointer.
+/// let b = unsafe { Buffer::create(&ctx, 0, 4096, std::ptr::null_mut()) }?;
+/// assert!(remote_lost(&b).is_none());
+/// # Ok::<(), dmabridge::error::ClError>(())
+/// ```
+pub fn remote_lost(buffer: &Buffer) -> Option<ClError> {
+    buffer.store().remote_lost()
 }
 
 /// `CL_INVALID_OPERATION` for `what` (a map, unmap or read, a copy from

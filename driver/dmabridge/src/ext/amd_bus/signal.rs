@@ -286,7 +286,9 @@ pub fn enqueue_wait_signal(
 /// enqueue are one step, so markers that threads enqueue at once are
 /// enqueued in increasing order) or if `offset` is
 /// not a multiple of 4; `CL_INVALID_CONTEXT` for a buffer or event of
-/// another context.
+/// another context. The command ends with `CL_DEVICE_NOT_AVAILABLE` if the
+/// function behind the buffer's BAR is lost by the time it runs
+/// ([`remote_lost`](super::external::remote_lost)).
 ///
 /// ```
 /// use dmabridge::error::ClErrorKind;
@@ -331,6 +333,8 @@ pub fn enqueue_write_signal(
         }
         let held = buffer.clone();
         let work = Box::new(move || {
+            // A lost function's mapping is inert: the marker would reach nobody.
+            held.store().check_remote()?;
             let _held = held;
             // The data the earlier commands wrote is visible before the marker.
             fence(Ordering::SeqCst);

@@ -267,8 +267,9 @@ impl LentBar {
         Ok(LentBar { inner, _watch: watch })
     }
 
-    /// True once the function is lost.
-    pub(crate) fn is_lost(&self) -> bool {
-        self.inner.loss.is_lost()
+    /// `CL_DEVICE_NOT_AVAILABLE` naming the function and why, once it is
+    /// lost.
+    pub(crate) fn lost(&self) -> Option<ClError> {
+        self.inner.loss.check(&self.inner.name).err()
     }
 }

@@ -55,7 +55,13 @@
 //! through the mapping — never into a copy of its own, which the remote
 //! device would not see, nor by first reading the remote memory (it is
 //! write-only). What keeps the remote memory mapped is dropped after every
-//! device's residency of it is evicted (`Store::new_remote`).
+//! device's residency of it is evicted (`Store::new_remote`). Once the
+//! remote function is lost (removed, unbound:
+//! [`lost`](crate::runtime::backend::lost)), its mapping is inert
+//! anonymous memory: every command on the buffer, whichever device runs
+//! it, then fails with `CL_DEVICE_NOT_AVAILABLE` (`Store::make_current`,
+//! which each command calls before it touches the memory) instead of
+//! writing bytes that reach nobody.
 //!
 //! This follows the seed with one deliberate difference: DPC++ links a host
 //! allocation with at most one device allocation, because one native memory
@@ -266,7 +272,15 @@ pub(crate) struct Store {
     /// Remote memory (then `user_ptr` is its address): what keeps it mapped
     /// and usable, dropped after [`Store`]'s `drop` has evicted every
     /// device's residency of it (fields drop after `Drop::drop`).
-    remote: Option<Box<dyn std::any::Any + Send + Sync>>,
+    remote: Option<Box<dyn RemoteKeep>>,
+}
+
+/// What keeps a store's remote memory mapped, and says whether the
+/// function it belongs to is still there.
+pub(crate) trait RemoteKeep: std::fmt::Debug + Send + Sync {
+    /// `CL_DEVICE_NOT_AVAILABLE` naming the function and why, once the
+    /// function behind the remote memory is lost (its mapping is inert).
+    fn lost(&self) -> Option<ClError>;
 }
 
 /// CPU access to an imported dma-buf in progress: `DMA_BUF_IOCTL_SYNC` end
@@ -304,12 +318,7 @@ impl Store {
     /// allocation is linked to it (see the module). `keep` keeps the memory
     /// mapped (and what else must outlive the devices' use of it); it is
     /// dropped after every device's residency of `base` is evicted.
-    pub fn new_remote(
-        context: &Arc<Context>,
-        size: usize,
-        base: usize,
-        keep: Box<dyn std::any::Any + Send + Sync>,
-    ) -> Store {
+    pub fn new_remote(context: &Arc<Context>, size: usize, base: usize, keep: Box<dyn RemoteKeep>) -> Store {
         let mut store = Store::new(context, size, Some(base));
         store.remote = Some(keep);
         store
@@ -345,6 +354,25 @@ impl Store {
     /// True if the store is imported memory (`clImportMemoryARM`).
     pub fn is_imported(&self) -> bool {
         self.imported.is_some()
+    }
+
+    /// Why the remote memory of the store can no longer be used, if it is
+    /// remote memory whose function was lost ([`RemoteKeep::lost`]).
+    pub fn remote_lost(&self) -> Option<ClError> {
+        self.remote.as_ref()?.lost()
+    }
+
+    /// The command status for a store whose remote memory was lost
+    /// ([`remote_lost`](Self::remote_lost)), the reason logged (a status
+    /// carries no text); `Ok` for every other store.
+    pub fn check_remote(&self) -> Result<(), i32> {
+        match self.remote_lost() {
+            None => Ok(()),
+            Some(e) => {
+                log::warn!("{e}");
+                Err(e.code())
+            }
+        }
     }
 
     /// True if nothing may write the store's memory (an imported dma-buf
@@ -603,7 +631,12 @@ impl Store {
     /// transferring it from where it is unless `discard` (the command
     /// overwrites the whole buffer). Runs inside a command; the error is the
     /// command's status.
+    ///
+    /// Remote memory whose function was lost fails here, with
+    /// `CL_DEVICE_NOT_AVAILABLE` ([`check_remote`](Self::check_remote)):
+    /// every command reaches the memory only after this call.
     pub fn make_current(&self, st: &mut State, at: Location, discard: bool) -> Result<(), i32> {
+        self.check_remote()?;
         let local_here = match at {
             Location::Device(i) => st.device(i).and_then(|d| d.local.map(|p| (d.device.clone(), p))),
             Location::Host => None,
