@@ -17,7 +17,7 @@
 //!   own records.
 //!
 //! The note of a call lives in thread-locals that each entry point saves
-//! and restores ([`Call::begin`], [`Call::end`]), so a nested call (from a
+//! and restores (`Call::begin`, `Call::end`), so a nested call (from a
 //! callback) keeps its own.
 
 use std::cell::{Cell, RefCell};
