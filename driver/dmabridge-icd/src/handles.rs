@@ -394,11 +394,9 @@ pub fn with<T: Kind, R>(handle: *const c_void, f: impl FnOnce(&T) -> ClRes<R>) -
             Some((protected, data))
         });
         if let Some((_protected, data)) = borrowed {
-            // SAFETY: `data` is the `Inner` allocation of an `Obj<T>` (the
-            // entry's `TypeId`) whose strong count was above 0 after `data`
-            // was protected: `Obj::drop` waits until `_protected` drops
-            // (after `f`) before it frees the allocation, and writes none of
-            // it before (the `&mut` of the drop covers the `Obj`, not this).
+            // SAFETY: `data` is the `Inner` allocation of an `Obj<T>` (the entry's `TypeId`) whose strong count was
+            // above 0 after `data` was protected: `Obj::drop` waits until `_protected` drops (after `f`) before it
+            // frees the allocation, and writes none of it before (the `&mut` of the drop covers the `Obj`, not this).
             let obj = unsafe { &*(data as *const T) };
             crate::notify::note_context(obj.notifier());
             return f(obj);

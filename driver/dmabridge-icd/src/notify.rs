@@ -148,10 +148,8 @@ fn call(f: NotifyFn, user_data: *mut c_void, message: String) {
         CString::new(bytes).unwrap_or_default()
     });
     // (Nothing above panics: no unwinding leaves the entry point.)
-    // SAFETY: the application's `pfn_notify` of clCreateContext, called as
-    // the OpenCL contract says: a NUL-terminated `errinfo` valid for the
-    // call, no private info, and its own `user_data`. A C function does not
-    // unwind into Rust.
+    // SAFETY: the application's `pfn_notify` of clCreateContext, called as the OpenCL contract says: a NUL-terminated
+    // `errinfo` valid for the call, no private info, and its own `user_data`. A C function does not unwind into Rust.
     unsafe { f(text.as_ptr(), std::ptr::null(), 0, user_data) };
 }
 

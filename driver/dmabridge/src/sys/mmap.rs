@@ -636,13 +636,10 @@ impl Mapping {
     /// ```
     pub fn make_inert(&self) -> OsResult<()> {
         let flags = MapFlags::PRIVATE | MapFlags::FIXED;
-        // SAFETY: the range is exactly the one this object owns (and unmaps
-        // on drop); MAP_FIXED replaces it atomically by fresh anonymous
-        // pages of the same protection, so no Rust object is overlapped and
-        // the addresses stay mapped for everyone holding raw pointers into
-        // them. No Rust reference into the bytes exists (module
-        // documentation), so changing them breaks no aliasing rule: to the
-        // program the replacement is one more write by a device.
+        // No Rust reference into the bytes exists (module documentation), so changing them breaks no aliasing rule: to
+        // the program the replacement is one more write by a device.
+        // SAFETY: the range is exactly the one this object owns (and unmaps on drop); MAP_FIXED replaces it atomically
+        // by anonymous pages of the same protection: no Rust object is overlapped, the addresses stay mapped.
         let p = unsafe { rustix::mm::mmap_anonymous(self.ptr.as_ptr().cast(), self.len, self.access.prot(), flags) }
             .map_err(OsError::tag("mmap MAP_FIXED anonymous"))?;
         debug_assert_eq!(p.cast::<u8>(), self.ptr.as_ptr());

@@ -426,10 +426,8 @@ pub(crate) fn create(ctx: &Arc<Context>, flags: u64, size: usize, at: BusAddress
     let surface = bar.base + off(at.surface_bus_address);
     let signal = bar.base + off(at.marker_bus_address);
     let claims = claim(&bar, surface, signal, size)?;
-    // SAFETY: the BAR mapping is reached only through raw pointers; it
-    // outlives the residency: `RemoteMemory` evicts before it lets `bar`
-    // go, and the store drops it only after evicting every device's
-    // residency of the surface.
+    // SAFETY: the BAR mapping is reached only through raw pointers; it outlives the residency: `RemoteMemory` evicts
+    // before it lets `bar` go, and the store drops it only after evicting every device's residency of the surface.
     if let Err(e) = unsafe { domain.make_resident(surface, size) } {
         if let Some(mem) = &bar.device_memory {
             release_claims(mem, &claims);

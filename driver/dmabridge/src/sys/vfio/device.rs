@@ -944,11 +944,10 @@ impl Device {
             rustix::fs::Mode::empty(),
         )
         .map_err(OsError::tag("open /dev/null"))?;
-        // SAFETY: a second owner of `self.fd`'s number, for the one call that
-        // needs an `&mut OwnedFd`; it is never dropped (ManuallyDrop), so the
-        // number is closed only once, by `self.fd`. dup3 replaces the file
-        // behind the number atomically: a concurrent user of `self.fd` sees
-        // the device or /dev/null, never a closed or reused number.
+        // dup3 replaces the file behind the number atomically: a concurrent user of `self.fd` sees the device or
+        // /dev/null, never a closed or reused number.
+        // SAFETY: a second owner of `self.fd`'s number, for the one call that needs an `&mut OwnedFd`; it is never
+        // dropped (ManuallyDrop), so the number is closed only once, by `self.fd`.
         let mut target = std::mem::ManuallyDrop::new(unsafe {
             <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(self.fd.as_raw_fd())
         });
