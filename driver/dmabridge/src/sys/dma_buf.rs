@@ -486,7 +486,7 @@ impl DmaBuf {
         // Restarted on EINTR and EAGAIN, as the kernel asks: a signal while the start waits for the buffer's fences
         // must not fail the access, nor leave an end undone (the bracket unbalanced, stale cache lines on a
         // non-coherent machine).
-        // SAFETY: DMA_BUF_IOCTL_SYNC reads one `struct dma_buf_sync`, which `DmaBufSync` mirrors; `self.fd` is a dma-buf.
+        // SAFETY: DMA_BUF_IOCTL_SYNC reads one `struct dma_buf_sync` (`DmaBufSync`); `self.fd` is a dma-buf.
         unsafe { ioctl_ptr_again(self.fd.as_fd(), DMA_BUF_IOCTL_SYNC, &mut arg) }
             .map(drop)
             .map_err(OsError::tag("DMA_BUF_IOCTL_SYNC"))
