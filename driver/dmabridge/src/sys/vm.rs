@@ -187,15 +187,27 @@ impl std::fmt::Display for MemlockShortfall {
 /// }
 /// ```
 pub fn memlock_shortfall(needed: u64) -> Option<MemlockShortfall> {
-    const CAP_IPC_LOCK: u32 = 14;
-    let status = std::fs::read_to_string("/proc/thread-self/status").unwrap_or_default();
-    let field = |name: &str| status.lines().find_map(|l| l.strip_prefix(name)).map(str::trim);
-    let caps = field("CapEff:").and_then(|h| u64::from_str_radix(h, 16).ok()).unwrap_or(0);
-    if caps & (1 << CAP_IPC_LOCK) != 0 {
+    if has_capability("/proc/thread-self/status", CAP_IPC_LOCK) {
         return None;
     }
     let usage = memlock_usage(needed);
     (usage.limit != u64::MAX && usage.locked.saturating_add(needed) > usage.limit).then_some(usage)
+}
+
+/// `CAP_IPC_LOCK`: locking and pinning beyond `RLIMIT_MEMLOCK`.
+pub(crate) const CAP_IPC_LOCK: u32 = 14;
+
+/// True if bit `cap` is set in the effective capabilities (`CapEff`) of a
+/// `status` file of procfs (`/proc/self/status`, `/proc/thread-self/status`);
+/// false if it cannot be read.
+pub(crate) fn has_capability(status: &str, cap: u32) -> bool {
+    std::fs::read_to_string(status)
+        .ok()
+        .and_then(|s| {
+            let hex = s.lines().find_map(|l| l.strip_prefix("CapEff:"))?.trim().to_owned();
+            u64::from_str_radix(&hex, 16).ok()
+        })
+        .is_some_and(|caps| caps & (1 << cap) != 0)
 }
 
 /// The limit, what is charged and `needed`, whether or not it fits (an

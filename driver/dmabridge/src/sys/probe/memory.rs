@@ -8,6 +8,7 @@ use serde::Serialize;
 use super::{hint, node, Node, Verdict, UDEV_HINT};
 use crate::sys::dma_heap::{self, HEAP_DIR};
 use crate::sys::udmabuf::{Limits, Udmabuf};
+use crate::sys::vm;
 
 const UDMABUF_HINT: &str =
     "load the udmabuf module (kmod-helpers/dmabridge-kmod load udmabuf) or run `make demo`, which uses the QEMU guest";
@@ -161,17 +162,6 @@ impl HeapsReport {
     }
 }
 
-/// True if bit `cap` is set in this process's effective capabilities.
-fn has_capability(cap: u32) -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            let hex = s.lines().find_map(|l| l.strip_prefix("CapEff:"))?.trim().to_owned();
-            u64::from_str_radix(&hex, 16).ok()
-        })
-        .is_some_and(|caps| caps & (1 << cap) != 0)
-}
-
 impl MemlockReport {
     /// Reads `RLIMIT_MEMLOCK` and whether this process holds `CAP_IPC_LOCK`.
     ///
@@ -188,7 +178,6 @@ impl MemlockReport {
     /// }
     /// ```
     pub fn gather() -> MemlockReport {
-        const CAP_IPC_LOCK: u32 = 14;
         let r = rustix::process::getrlimit(Resource::Memlock);
         let verdict = match r.current {
             Some(n) if n < MEMLOCK_MIN => Verdict::Warning,
@@ -197,7 +186,7 @@ impl MemlockReport {
         MemlockReport {
             soft: r.current,
             hard: r.maximum,
-            cap_ipc_lock: has_capability(CAP_IPC_LOCK),
+            cap_ipc_lock: vm::has_capability("/proc/self/status", vm::CAP_IPC_LOCK),
             verdict,
             hint: hint(verdict, MEMLOCK_HINT),
         }
