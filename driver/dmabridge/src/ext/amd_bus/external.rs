@@ -37,7 +37,6 @@
 //! code: like any `CL_MEM_WRITE_ONLY` buffer, reading it there is the
 //! application's error (the read returns the remote memory's bytes).
 
-use std::any::Any;
 use std::path::Path;
 use std::sync::{Arc, LazyLock, Mutex, PoisonError, Weak};
 
@@ -126,12 +125,19 @@ struct OpenBar {
     /// Our own mapping registered as I/O memory, so that the CPU's copies,
     /// fills and built-in kernels reach it with aligned volatile accesses
     /// (Device memory on arm64); `None` over the BAR device's mapping, which
-    /// its `BarMemory` registers. Declared before `_keep`: unregistered
+    /// its `BarMemory` registers. Declared before `keep`: unregistered
     /// before the mapping goes.
     _io: Option<IoRange>,
-    /// What keeps the mapping: the platform's BAR device, or our own VFIO
-    /// device and mapping.
-    _keep: Box<dyn Any + Send + Sync>,
+    /// What keeps the mapping.
+    keep: BarKeep,
+}
+
+/// What keeps an [`OpenBar`]'s mapping, and tells when its function is lost.
+enum BarKeep {
+    /// The platform's BAR device, which has the BAR mapped.
+    Device(Arc<crate::runtime::backend::bar::BarBackend>),
+    /// Our own VFIO device and mapping, watched for removal.
+    Lent(LentBar),
 }
 
 impl std::fmt::Debug for OpenBar {
@@ -145,12 +151,9 @@ impl std::fmt::Debug for OpenBar {
 /// with this error, and a function back at the same address is opened anew.
 fn loss(bar: &OpenBar) -> Option<ClError> {
     use crate::runtime::backend::Backend;
-    let keep = bar._keep.as_ref();
-    let lost = match keep.downcast_ref::<LentBar>() {
-        Some(lent) => lent.lost(),
-        None => keep
-            .downcast_ref::<Arc<crate::runtime::backend::bar::BarBackend>>()
-            .and_then(|b| b.loss()?.check(b.name()).err()),
+    let lost = match &bar.keep {
+        BarKeep::Lent(lent) => lent.lost(),
+        BarKeep::Device(b) => b.loss()?.check(b.name()).err(),
     }?;
     Some(ClError::new(
         ClErrorKind::DeviceNotAvailable,
@@ -189,8 +192,14 @@ fn open_bar(slot: BarSlot, domain: &Arc<DmaDomain>) -> ClResult<Arc<OpenBar>> {
             Some(b) if b.config().bar == slot.bar => {
                 let mem = b.memory().clone();
                 let (base, len) = (mem.base().as_ptr() as usize, mem.size());
-                let bar =
-                    Arc::new(OpenBar { slot, base, len, device_memory: Some(mem), _io: None, _keep: Box::new(b) });
+                let bar = Arc::new(OpenBar {
+                    slot,
+                    base,
+                    len,
+                    device_memory: Some(mem),
+                    _io: None,
+                    keep: BarKeep::Device(b),
+                });
                 open.push(Arc::downgrade(&bar));
                 return Ok(bar);
             }
@@ -234,7 +243,7 @@ fn open_bar(slot: BarSlot, domain: &Arc<DmaDomain>) -> ClResult<Arc<OpenBar>> {
     // inert and the device closed (runtime::backend::lost).
     let name = format!("remote memory BAR {} of {}", slot.bar, slot.address);
     let keep = LentBar::new(name, device, mapping, domain.clone()).map_err(|e| fail(format!("{e}")))?;
-    let bar = Arc::new(OpenBar { slot, base, len, device_memory: None, _io: io, _keep: Box::new(keep) });
+    let bar = Arc::new(OpenBar { slot, base, len, device_memory: None, _io: io, keep: BarKeep::Lent(keep) });
     open.push(Arc::downgrade(&bar));
     Ok(bar)
 }
