@@ -327,7 +327,7 @@ pub(crate) fn check_sub_buffer(parent: &Buffer) -> ClResult<()> {
         return cl_err!(
             InvalidMemObject,
             "the buffer was created with CL_MEM_BUS_ADDRESSABLE_AMD or CL_MEM_EXTERNAL_PHYSICAL_AMD: such buffers \
-             have no sub-buffers (seed 002)"
+             have no sub-buffers (cl_amd_bus_addressable_memory)"
         );
     }
     Ok(())
