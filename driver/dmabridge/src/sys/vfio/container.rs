@@ -123,24 +123,12 @@ impl Container {
     /// ```
     /// use std::sync::Arc;
     /// use dmabridge::sys::pci::PciFunction;
-    /// use dmabridge::sys::vfio::Container;
+    /// # use dmabridge::sys::vfio::Container;
     ///
     /// // A function bound to vfio-pci, where this machine has one.
     /// let Some(f) = PciFunction::all().into_iter().find(|f| f.is_vfio_bound()) else { return Ok(()) };
-    /// let container = match Container::open() {
-    ///     Ok(c) => c,
-    ///     Err(e) => {
-    ///         println!("{e}");
-    ///         return Ok(());
-    ///     }
-    /// };
-    /// let group = match container.group_of(f.address) {
-    ///     Ok(g) => g,
-    ///     Err(e) => {
-    ///         println!("{e}");
-    ///         return Ok(());
-    ///     }
-    /// };
+    /// # let Some(container) = dmabridge::sys::doc_support::or_skip(Container::open()) else { return Ok(()) };
+    /// # let Some(group) = dmabridge::sys::doc_support::or_skip(container.group_of(f.address)) else { return Ok(()) };
     /// assert_eq!(Some(group.number()), f.iommu_group);
     /// // The group stays attached while it is held: asking again gives the same one.
     /// assert!(Arc::ptr_eq(&group, &container.group_of(f.address)?));
@@ -159,17 +147,11 @@ impl Container {
     ///
     /// ```
     /// use dmabridge::sys::pci::PciFunction;
-    /// use dmabridge::sys::vfio::Container;
+    /// # use dmabridge::sys::vfio::Container;
     ///
     /// // A function bound to vfio-pci, where this machine has one.
     /// let Some(f) = PciFunction::all().into_iter().find(|f| f.is_vfio_bound()) else { return Ok(()) };
-    /// let container = match Container::open() {
-    ///     Ok(c) => c,
-    ///     Err(e) => {
-    ///         println!("{e}");
-    ///         return Ok(());
-    ///     }
-    /// };
+    /// # let Some(container) = dmabridge::sys::doc_support::or_skip(Container::open()) else { return Ok(()) };
     /// match container.device(f.address) {
     ///     Ok(device) => assert_eq!(device.address(), f.address),
     ///     Err(e) => println!("{e}"),
@@ -289,21 +271,9 @@ impl Container {
     ///
     /// // A function bound to vfio-pci, where this machine has one.
     /// let Some(f) = PciFunction::all().into_iter().find(|f| f.is_vfio_bound()) else { return Ok(()) };
-    /// let container = match Container::open() {
-    ///     Ok(c) => c,
-    ///     Err(e) => {
-    ///         println!("{e}");
-    ///         return Ok(());
-    ///     }
-    /// };
+    /// # let Some(container) = dmabridge::sys::doc_support::or_skip(Container::open()) else { return Ok(()) };
     /// // DMA mappings need a group in the container.
-    /// let _device = match container.device(f.address) {
-    ///     Ok(d) => d,
-    ///     Err(e) => {
-    ///         println!("{e}");
-    ///         return Ok(());
-    ///     }
-    /// };
+    /// # let Some(_device) = dmabridge::sys::doc_support::or_skip(container.device(f.address)) else { return Ok(()) };
     /// let memfd = Memfd::create(c"dma", 1 << 16)?;
     /// memfd.add_seals(Seals::SHRINK)?;
     /// let map = memfd.map(0, 1 << 16, Access::ReadWrite)?;
@@ -358,25 +328,13 @@ impl Container {
     /// use dmabridge::sys::memfd::{Memfd, Seals};
     /// use dmabridge::sys::mmap::Access;
     /// use dmabridge::sys::pci::PciFunction;
-    /// use dmabridge::sys::vfio::Container;
+    /// # use dmabridge::sys::vfio::Container;
     ///
     /// // A function bound to vfio-pci, where this machine has one.
     /// let Some(f) = PciFunction::all().into_iter().find(|f| f.is_vfio_bound()) else { return Ok(()) };
-    /// let container = match Container::open() {
-    ///     Ok(c) => c,
-    ///     Err(e) => {
-    ///         println!("{e}");
-    ///         return Ok(());
-    ///     }
-    /// };
+    /// # let Some(container) = dmabridge::sys::doc_support::or_skip(Container::open()) else { return Ok(()) };
     /// // DMA mappings need a group in the container.
-    /// let _device = match container.device(f.address) {
-    ///     Ok(d) => d,
-    ///     Err(e) => {
-    ///         println!("{e}");
-    ///         return Ok(());
-    ///     }
-    /// };
+    /// # let Some(_device) = dmabridge::sys::doc_support::or_skip(container.device(f.address)) else { return Ok(()) };
     /// // Unaligned ranges are refused before the kernel is asked.
     /// // SAFETY: the call fails its alignment check and maps nothing.
     /// let err = unsafe { container.map_dma_raw(1, 4096, 0x10_0000, true, false) }.unwrap_err();
@@ -447,25 +405,13 @@ impl Container {
     /// use dmabridge::sys::memfd::{Memfd, Seals};
     /// use dmabridge::sys::mmap::Access;
     /// use dmabridge::sys::pci::PciFunction;
-    /// use dmabridge::sys::vfio::Container;
+    /// # use dmabridge::sys::vfio::Container;
     ///
     /// // A function bound to vfio-pci, where this machine has one.
     /// let Some(f) = PciFunction::all().into_iter().find(|f| f.is_vfio_bound()) else { return Ok(()) };
-    /// let container = match Container::open() {
-    ///     Ok(c) => c,
-    ///     Err(e) => {
-    ///         println!("{e}");
-    ///         return Ok(());
-    ///     }
-    /// };
+    /// # let Some(container) = dmabridge::sys::doc_support::or_skip(Container::open()) else { return Ok(()) };
     /// // DMA mappings need a group in the container.
-    /// let _device = match container.device(f.address) {
-    ///     Ok(d) => d,
-    ///     Err(e) => {
-    ///         println!("{e}");
-    ///         return Ok(());
-    ///     }
-    /// };
+    /// # let Some(_device) = dmabridge::sys::doc_support::or_skip(container.device(f.address)) else { return Ok(()) };
     /// let memfd = Memfd::create(c"dma", 8192)?;
     /// memfd.add_seals(Seals::SHRINK)?;
     /// let map = memfd.map(0, 8192, Access::Read)?;
@@ -500,25 +446,13 @@ impl Container {
     /// use dmabridge::sys::memfd::{Memfd, Seals};
     /// use dmabridge::sys::mmap::Access;
     /// use dmabridge::sys::pci::PciFunction;
-    /// use dmabridge::sys::vfio::Container;
+    /// # use dmabridge::sys::vfio::Container;
     ///
     /// // A function bound to vfio-pci, where this machine has one.
     /// let Some(f) = PciFunction::all().into_iter().find(|f| f.is_vfio_bound()) else { return Ok(()) };
-    /// let container = match Container::open() {
-    ///     Ok(c) => c,
-    ///     Err(e) => {
-    ///         println!("{e}");
-    ///         return Ok(());
-    ///     }
-    /// };
+    /// # let Some(container) = dmabridge::sys::doc_support::or_skip(Container::open()) else { return Ok(()) };
     /// // DMA mappings need a group in the container.
-    /// let _device = match container.device(f.address) {
-    ///     Ok(d) => d,
-    ///     Err(e) => {
-    ///         println!("{e}");
-    ///         return Ok(());
-    ///     }
-    /// };
+    /// # let Some(_device) = dmabridge::sys::doc_support::or_skip(container.device(f.address)) else { return Ok(()) };
     /// let memfd = Memfd::create(c"dma", 8192)?;
     /// memfd.add_seals(Seals::SHRINK)?;
     /// let map = memfd.map(0, 8192, Access::Read)?;
@@ -562,25 +496,13 @@ impl Container {
     /// use dmabridge::sys::memfd::{Memfd, Seals};
     /// use dmabridge::sys::mmap::Access;
     /// use dmabridge::sys::pci::PciFunction;
-    /// use dmabridge::sys::vfio::Container;
+    /// # use dmabridge::sys::vfio::Container;
     ///
     /// // A function bound to vfio-pci, where this machine has one.
     /// let Some(f) = PciFunction::all().into_iter().find(|f| f.is_vfio_bound()) else { return Ok(()) };
-    /// let container = match Container::open() {
-    ///     Ok(c) => c,
-    ///     Err(e) => {
-    ///         println!("{e}");
-    ///         return Ok(());
-    ///     }
-    /// };
+    /// # let Some(container) = dmabridge::sys::doc_support::or_skip(Container::open()) else { return Ok(()) };
     /// // DMA mappings need a group in the container.
-    /// let _device = match container.device(f.address) {
-    ///     Ok(d) => d,
-    ///     Err(e) => {
-    ///         println!("{e}");
-    ///         return Ok(());
-    ///     }
-    /// };
+    /// # let Some(_device) = dmabridge::sys::doc_support::or_skip(container.device(f.address)) else { return Ok(()) };
     /// let memfd = Memfd::create(c"dma", 8192)?;
     /// memfd.add_seals(Seals::SHRINK)?;
     /// let map = memfd.map(0, 8192, Access::Read)?;
