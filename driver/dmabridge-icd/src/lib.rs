@@ -23,6 +23,7 @@ pub mod dispatch;
 pub mod entry;
 pub mod handles;
 mod hazard;
+mod info;
 pub mod notify;
 mod stubs;
 

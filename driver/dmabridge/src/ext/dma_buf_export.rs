@@ -26,6 +26,7 @@ use crate::error::{ClError, ClErrorKind, ClResult};
 use crate::memory::heap::{AllocInfo, ExportError};
 use crate::runtime::buffer::{mem_flags, Buffer};
 use crate::runtime::context::Context;
+use crate::runtime::info::InfoValue;
 use crate::sys::dma_buf::DmaBuf;
 use crate::sys::udmabuf::Udmabuf;
 
@@ -51,6 +52,24 @@ pub enum Info {
     Size(usize),
     /// `CL_DMA_BUF_OFFSET_DMABRIDGE`.
     Offset(usize),
+}
+
+/// The answer in the shape of every `clGet*Info` answer
+/// (`CL_DMA_BUF_EXPORTABLE_DMABRIDGE` is a `cl_bool`, the others `size_t`).
+///
+/// ```
+/// use dmabridge::ext::dma_buf_export::Info;
+/// use dmabridge::runtime::info::InfoValue;
+/// assert_eq!(InfoValue::from(Info::Exportable(true)), InfoValue::Bool(true));
+/// assert_eq!(InfoValue::from(Info::Offset(4096)), InfoValue::Usize(4096));
+/// ```
+impl From<Info> for InfoValue {
+    fn from(info: Info) -> InfoValue {
+        match info {
+            Info::Exportable(b) => InfoValue::Bool(b),
+            Info::Size(n) | Info::Offset(n) => InfoValue::Usize(n),
+        }
+    }
 }
 
 /// `/dev/udmabuf`, opened on first use and kept for the process; the

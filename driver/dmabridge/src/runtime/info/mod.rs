@@ -20,7 +20,8 @@
 //! ```
 //!
 //! One file per object: [`platform`](platform_info), [`device`](device_info),
-//! the context, queue and event queries (`objects.rs`); the parameter names
+//! the context, queue and event queries (`objects.rs`), kernels
+//! (`kernel.rs`; programs are the ICD's objects); the parameter names
 //! (`params.rs`), the answer's shape and its C bytes (`value.rs`), and the
 //! extension strings (`extensions.rs`). Buffer objects answer
 //! `clGetMemObjectInfo` themselves
@@ -29,6 +30,7 @@
 
 mod device;
 mod extensions;
+mod kernel;
 mod objects;
 mod params;
 mod platform;
@@ -39,6 +41,7 @@ pub use extensions::{
     device_extensions, platform_extensions, Extension, Requires, DMA_BUF_EXPORT_EXTENSION, EXTENSIONS,
     EXTENSION_VERSION,
 };
+pub use kernel::{kernel_info, kernel_work_group_info};
 pub use objects::{context_info, event_info, event_profiling_info, queue_info};
 pub use params::*;
 pub use platform::platform_info;

@@ -383,3 +383,36 @@ pub mod local_mem_type {
     /// `CL_GLOBAL`: local memory is carved out of global memory.
     pub const GLOBAL: u32 = 2;
 }
+
+/// `cl_kernel_info` values for [`kernel_info`](crate::runtime::info::kernel_info).
+pub mod kernel_param {
+    /// `CL_KERNEL_FUNCTION_NAME`.
+    pub const FUNCTION_NAME: u32 = 0x1190;
+    /// `CL_KERNEL_NUM_ARGS`.
+    pub const NUM_ARGS: u32 = 0x1191;
+    /// `CL_KERNEL_REFERENCE_COUNT`.
+    pub const REFERENCE_COUNT: u32 = 0x1192;
+    /// `CL_KERNEL_CONTEXT`.
+    pub const CONTEXT: u32 = 0x1193;
+    /// `CL_KERNEL_PROGRAM` (the program is the C face's object: it answers).
+    pub const PROGRAM: u32 = 0x1194;
+    /// `CL_KERNEL_ATTRIBUTES`.
+    pub const ATTRIBUTES: u32 = 0x1195;
+}
+
+/// `cl_kernel_work_group_info` values for
+/// [`kernel_work_group_info`](crate::runtime::info::kernel_work_group_info).
+pub mod kernel_work_group_param {
+    /// `CL_KERNEL_WORK_GROUP_SIZE`.
+    pub const WORK_GROUP_SIZE: u32 = 0x11B0;
+    /// `CL_KERNEL_COMPILE_WORK_GROUP_SIZE`.
+    pub const COMPILE_WORK_GROUP_SIZE: u32 = 0x11B1;
+    /// `CL_KERNEL_LOCAL_MEM_SIZE`.
+    pub const LOCAL_MEM_SIZE: u32 = 0x11B2;
+    /// `CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE`.
+    pub const PREFERRED_WORK_GROUP_SIZE_MULTIPLE: u32 = 0x11B3;
+    /// `CL_KERNEL_PRIVATE_MEM_SIZE`.
+    pub const PRIVATE_MEM_SIZE: u32 = 0x11B4;
+    /// `CL_KERNEL_GLOBAL_WORK_SIZE`.
+    pub const GLOBAL_WORK_SIZE: u32 = 0x11B5;
+}
