@@ -350,6 +350,7 @@ test-arm64-doc:
 # head), which under pipefail fails on the writer's SIGPIPE.
 lint:
 	tests/lint-pipes
+	driver/dmabridge-icd/tools/gen-cl-asserts.py --check
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	$(CARGO) clippy -p dmabridge-tests --test guest --test rig -- -D warnings

@@ -19,6 +19,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 pub mod api;
+mod cl_constants;
 pub mod dispatch;
 pub mod entry;
 pub mod handles;
