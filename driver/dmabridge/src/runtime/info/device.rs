@@ -86,7 +86,7 @@ fn cpu_cache() -> (u32, u64) {
 ///   and `CL_DEVICE_OPENCL_C_FEATURES` are empty (OpenCL 3.0 allows both
 ///   for a device that does not compile OpenCL C), and
 ///   `CL_DEVICE_OPENCL_C_VERSION`, which must answer a string, is
-///   [`OPENCL_C_VERSION`]: `OpenCL C 1.0`, the one version that asks for
+///   [`OPENCL_C_VERSION`](super::OPENCL_C_VERSION): `OpenCL C 1.0`, the one version that asks for
 ///   no extension (a device of OpenCL C 1.1 or later must list
 ///   `cl_khr_global_int32_base_atomics` and the other OpenCL C 1.1
 ///   extensions, language features it cannot run), written so that

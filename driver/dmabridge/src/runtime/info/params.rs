@@ -3,7 +3,7 @@
 //! `opencl-sys` at compile time in the ICD, and against `include/CL` by
 //! a test).
 
-/// `cl_platform_info` values for [`platform_info`].
+/// `cl_platform_info` values for [`platform_info`](crate::runtime::info::platform_info).
 pub mod platform_param {
     /// `CL_PLATFORM_PROFILE`.
     pub const PROFILE: u32 = 0x0900;
@@ -37,7 +37,7 @@ pub mod platform_param {
     ];
 }
 
-/// `cl_device_info` values for [`device_info`].
+/// `cl_device_info` values for [`device_info`](crate::runtime::info::device_info).
 pub mod device_param {
     #![allow(missing_docs)]
     pub const TYPE: u32 = 0x1000;
@@ -275,7 +275,7 @@ pub mod device_param {
     ];
 }
 
-/// `cl_context_info` values for [`context_info`].
+/// `cl_context_info` values for [`context_info`](crate::runtime::info::context_info).
 pub mod context_param {
     /// `CL_CONTEXT_REFERENCE_COUNT`.
     pub const REFERENCE_COUNT: u32 = 0x1080;
@@ -289,7 +289,7 @@ pub mod context_param {
     pub const ALL: &[u32] = &[REFERENCE_COUNT, DEVICES, PROPERTIES, NUM_DEVICES];
 }
 
-/// `cl_command_queue_info` values for [`queue_info`].
+/// `cl_command_queue_info` values for [`queue_info`](crate::runtime::info::queue_info).
 pub mod queue_param {
     /// `CL_QUEUE_CONTEXT`.
     pub const CONTEXT: u32 = 0x1090;
@@ -310,7 +310,7 @@ pub mod queue_param {
     pub const ALL: &[u32] = &[CONTEXT, DEVICE, REFERENCE_COUNT, PROPERTIES, DEVICE_DEFAULT, PROPERTIES_ARRAY];
 }
 
-/// `cl_event_info` values for [`event_info`].
+/// `cl_event_info` values for [`event_info`](crate::runtime::info::event_info).
 pub mod event_param {
     /// `CL_EVENT_COMMAND_QUEUE`.
     pub const COMMAND_QUEUE: u32 = 0x11D0;
