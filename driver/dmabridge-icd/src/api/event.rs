@@ -12,7 +12,6 @@ use super::queue::QueueObj;
 use crate::entry::{object, slice, status, Cl, ClRes};
 use crate::handles::{self, Kind, Obj, Tag};
 use crate::info::{get_info, Handles};
-use dmabridge::runtime::info::InfoValue;
 
 /// An event, with the objects of its context and queue (the event keeps
 /// both alive, so its info answers stay valid handles).
@@ -80,9 +79,6 @@ pub(crate) unsafe extern "C" fn clGetEventInfo(
         get_info("clGetEventInfo", param_value_size, param_value, param_value_size_ret, || {
             let e = event(ev)?;
             let value = match param_name {
-                // The queue object the event was made on (the core's queue
-                // may be gone once the command ran; the handle is not).
-                event_param::COMMAND_QUEUE => InfoValue::Queue(e.inner.queue.as_ref().map(|q| q.inner.queue.clone())),
                 event_param::REFERENCE_COUNT => crate::info::reference_count(&e),
                 _ => info::event_info(&e.inner.event, param_name).cl()?,
             };

@@ -15,7 +15,6 @@ use super::queue::queue;
 use crate::entry::{object, pattern_bytes, slice, status, wait_list, Cl, ClRes};
 use crate::handles::{self, Kind, Obj, Tag};
 use crate::info::{get_info, Handles};
-use dmabridge::runtime::info::InfoValue;
 
 /// A buffer or sub-buffer, with the objects its info answers name (its
 /// context, a sub-buffer's parent: kept alive so those handles stay valid)
@@ -178,10 +177,6 @@ pub(crate) unsafe extern "C" fn clGetMemObjectInfo(
         get_info("clGetMemObjectInfo", param_value_size, param_value, param_value_size_ret, || {
             let m = mem(memobj)?;
             let value = match param_name {
-                // The parent object the sub-buffer was made from.
-                mem_info::ASSOCIATED_MEMOBJECT => {
-                    InfoValue::Mem(m.inner.parent.as_ref().map(|p| p.inner.buffer.clone()))
-                }
                 mem_info::REFERENCE_COUNT => crate::info::reference_count(&m),
                 mem_info::PROPERTIES => crate::info::properties(&m.inner.properties),
                 _ => m.inner.buffer.info(param_name).cl()?,

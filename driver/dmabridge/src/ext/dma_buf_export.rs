@@ -19,8 +19,6 @@
 //!   every export answers `CL_INVALID_OPERATION`, [`Info::Exportable`] is
 //!   false, and the extension is not advertised.
 
-use std::sync::OnceLock;
-
 use crate::cl_err;
 use crate::error::{ClError, ClErrorKind, ClResult};
 use crate::memory::heap::{AllocInfo, ExportError};
@@ -72,11 +70,11 @@ impl From<Info> for InfoValue {
     }
 }
 
-/// `/dev/udmabuf`, opened on first use and kept for the process; the
-/// message says why it cannot be used.
+/// `/dev/udmabuf`, opened on first use (an export, or the extension
+/// strings' probe) and kept for the process; the message says why it cannot
+/// be used.
 fn udmabuf() -> ClResult<&'static Udmabuf> {
-    static UDMABUF: OnceLock<Result<Udmabuf, String>> = OnceLock::new();
-    match UDMABUF.get_or_init(|| Udmabuf::open().map_err(|e| e.to_string())) {
+    match Udmabuf::shared() {
         Ok(u) => Ok(u),
         Err(why) => cl_err!(InvalidOperation, "dma-buf export is not available here: {why}"),
     }

@@ -80,7 +80,8 @@ fn platform_caps() -> &'static PlatformCaps {
     CAPS.get_or_init(|| {
         let platform = Platform::get();
         PlatformCaps {
-            udmabuf: Udmabuf::open().is_ok(),
+            // The handle exports use: opened here, kept for them.
+            udmabuf: Udmabuf::shared().is_ok(),
             dma_domain: platform.dma_domain().is_some(),
             host_unified_memory: platform.devices().iter().any(|d| d.host_unified_memory),
         }
