@@ -10,7 +10,7 @@ mod buffer_commands;
 mod cl_headers;
 mod cli;
 mod cross_objects;
-mod info;
+mod info_command;
 mod info_queries;
 mod kernels;
 mod kmod;
