@@ -1,12 +1,13 @@
-//! The `clGet{Platform,Device,Context,CommandQueue,Event}Info` queries: what
+//! The `clGet{Platform,Device,Context,CommandQueue,Event,Kernel}Info` queries: what
 //! each object answers, as a typed [`InfoValue`] that also knows its C
 //! representation (size and bytes), and [`copy_out`], the OpenCL
 //! `param_value` / `param_value_size_ret` rule over it.
 //!
 //! Object handles ([`InfoValue::DeviceIds`], [`InfoValue::Device`],
 //! [`InfoValue::Context`], [`InfoValue::Queue`], [`InfoValue::Platform`]) are
-//! answered as the Rust objects: the C face maps them to its `cl_*` handles,
-//! so [`InfoValue::write`] refuses the non-null ones.
+//! answered as the Rust objects: a face writes them as its own handles with
+//! [`InfoValue::encode`] and the [`HandleEncoder`] it passes in (the ICD's
+//! handle registry), so [`InfoValue::write`] refuses the non-null ones.
 //!
 //! ```
 //! use dmabridge::runtime::info::{self, copy_out, platform_param, InfoValue};

@@ -280,6 +280,9 @@ impl InfoValue {
     /// assert_eq!(InfoValue::Device(Some(cpu)).encode(&ByIndex)?, 0x200usize.to_ne_bytes());
     /// assert_eq!(InfoValue::Queue(None).encode(&ByIndex)?, 0usize.to_ne_bytes());
     /// assert_eq!(InfoValue::U32(7).encode(&ByIndex)?, 7u32.to_ne_bytes());
+    /// // An object the face has no handle for: CL_INVALID_VALUE, nothing made up.
+    /// let ctx = Context::new(std::slice::from_ref(Platform::get().cpu()))?;
+    /// assert_eq!(InfoValue::Context(ctx).encode(&ByIndex).unwrap_err().code(), -30);
     /// # Ok::<(), dmabridge::error::ClError>(())
     /// ```
     pub fn encode(&self, handles: &dyn HandleEncoder) -> ClResult<Vec<u8>> {
