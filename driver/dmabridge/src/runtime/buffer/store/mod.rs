@@ -69,6 +69,13 @@
 //! host-unified device of the context links to the same host pages — the
 //! seed's criterion ("linked if and only if the device has host-unified
 //! memory") holds for each of them.
+//!
+//! One idea a file: the store, its locations and their currency here;
+//! `alloc` (allocating and undoing locations), `imported` (imported and
+//! remote memory, CPU-access bracketing).
+
+mod alloc;
+mod imported;
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -80,6 +87,8 @@ use crate::runtime::context::Context;
 use crate::runtime::device::Device;
 use crate::runtime::transfer;
 use crate::sys::dma_buf::{LazyMap, SyncDir};
+pub use imported::CpuSyncs;
+pub(crate) use imported::{CpuSync, Imported, RemoteKeep};
 
 /// Where an allocation of a buffer lives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -168,97 +177,6 @@ impl State {
     }
 }
 
-/// Memory imported by `clImportMemoryARM` (seed 004): what keeps it
-/// mapped (and pinned) for the store's life.
-pub(crate) struct Imported {
-    /// The imported dma-buf's mapping (with a dup of the application's fd),
-    /// made on the CPU's first access ([`Store::cpu_sync`]) unless the
-    /// import made it (for devices behind an IOMMU); its CPU accesses are
-    /// bracketed with `DMA_BUF_IOCTL_SYNC`. `None` for host memory.
-    pub dma_buf: Option<LazyMap>,
-    /// Nothing may write the memory (a dma-buf opened read-only).
-    pub read_only: bool,
-    /// The mappings, pins and bookkeeping the import holds (dropped after
-    /// the devices' residency is evicted).
-    _keep: Box<dyn std::any::Any + Send + Sync>,
-    /// The `DMA_BUF_IOCTL_SYNC` calls made.
-    syncs: Mutex<CpuSyncs>,
-}
-
-/// The `DMA_BUF_IOCTL_SYNC` calls the runtime made on an imported dma-buf
-/// around its CPU accesses, by direction: (starts, ends).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct CpuSyncs {
-    /// `DMA_BUF_SYNC_READ`.
-    pub read: (u64, u64),
-    /// `DMA_BUF_SYNC_WRITE`.
-    pub write: (u64, u64),
-    /// `DMA_BUF_SYNC_RW`.
-    pub read_write: (u64, u64),
-}
-
-impl CpuSyncs {
-    fn of(&mut self, dir: SyncDir) -> &mut (u64, u64) {
-        match dir {
-            SyncDir::Read => &mut self.read,
-            SyncDir::Write => &mut self.write,
-            SyncDir::ReadWrite => &mut self.read_write,
-        }
-    }
-}
-
-impl Imported {
-    /// Imported memory: a dma-buf's (lazy) mapping or none (host memory),
-    /// whether nothing may write it, and what keeps it mapped and pinned.
-    pub fn new(dma_buf: Option<LazyMap>, read_only: bool, keep: Box<dyn std::any::Any + Send + Sync>) -> Imported {
-        Imported { dma_buf, read_only, _keep: keep, syncs: Mutex::new(CpuSyncs::default()) }
-    }
-
-    fn syncs(&self) -> std::sync::MutexGuard<'_, CpuSyncs> {
-        self.syncs.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// The direction a sync of `dir` uses (a read-only dma-buf is only read).
-    fn dir(&self, dir: SyncDir) -> SyncDir {
-        if self.read_only {
-            SyncDir::Read
-        } else {
-            dir
-        }
-    }
-
-    /// Maps the dma-buf if the CPU has not yet, and begins a CPU access.
-    fn begin(&self, lazy: &LazyMap, dir: SyncDir) -> Result<(), i32> {
-        lazy.ensure().map_err(|e| {
-            log::warn!("mapping an imported dma-buf for the CPU: {e}");
-            crate::error::code::OUT_OF_RESOURCES
-        })?;
-        lazy.dma_buf().begin_cpu_access(dir).map_err(|e| {
-            log::warn!("beginning CPU access to an imported dma-buf: {e}");
-            crate::error::code::OUT_OF_RESOURCES
-        })?;
-        self.syncs().of(dir).0 += 1;
-        Ok(())
-    }
-
-    fn end(&self, dir: SyncDir) {
-        let Some(lazy) = &self.dma_buf else { return };
-        match lazy.dma_buf().end_cpu_access(dir) {
-            Ok(()) => self.syncs().of(dir).1 += 1,
-            Err(e) => log::warn!("ending CPU access to an imported dma-buf: {e}"),
-        }
-    }
-}
-
-impl std::fmt::Debug for Imported {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Imported")
-            .field("dma_buf", &self.dma_buf)
-            .field("read_only", &self.read_only)
-            .finish_non_exhaustive()
-    }
-}
-
 /// The allocations of a buffer and its sub-buffers.
 #[derive(Debug)]
 pub(crate) struct Store {
@@ -275,28 +193,6 @@ pub(crate) struct Store {
     remote: Option<Box<dyn RemoteKeep>>,
 }
 
-/// What keeps a store's remote memory mapped, and says whether the
-/// function it belongs to is still there.
-pub(crate) trait RemoteKeep: std::fmt::Debug + Send + Sync {
-    /// `CL_DEVICE_NOT_AVAILABLE` naming the function and why, once the
-    /// function behind the remote memory is lost (its mapping is inert).
-    fn lost(&self) -> Option<ClError>;
-}
-
-/// CPU access to an imported dma-buf in progress: `DMA_BUF_IOCTL_SYNC` end
-/// is issued when dropped.
-#[derive(Debug)]
-pub(crate) struct CpuSync<'a> {
-    imported: &'a Imported,
-    dir: SyncDir,
-}
-
-impl Drop for CpuSync<'_> {
-    fn drop(&mut self) {
-        self.imported.end(self.dir);
-    }
-}
-
 /// The memory a command works on at its location.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Placed {
@@ -311,106 +207,6 @@ impl Store {
     pub fn new(context: &Arc<Context>, size: usize, user_ptr: Option<usize>) -> Store {
         let state = State { defined: user_ptr.is_some(), pages_current: user_ptr.is_some(), ..State::default() };
         Store { context: context.clone(), size, user_ptr, state: Mutex::new(state), imported: None, remote: None }
-    }
-
-    /// A store over `size` bytes of remote memory at `base` (an external
-    /// physical buffer's surface in a BAR mapping): every device's
-    /// allocation is linked to it (see the module). `keep` keeps the memory
-    /// mapped (and what else must outlive the devices' use of it); it is
-    /// dropped after every device's residency of `base` is evicted.
-    pub fn new_remote(context: &Arc<Context>, size: usize, base: usize, keep: Box<dyn RemoteKeep>) -> Store {
-        let mut store = Store::new(context, size, Some(base));
-        store.remote = Some(keep);
-        store
-    }
-
-    /// A store over `size` imported bytes at `base`, linked on `devices`
-    /// (every device of the context, each with host-unified memory; those
-    /// behind an IOMMU already hold the pages resident, evicted when the
-    /// store drops).
-    pub fn new_imported(
-        context: &Arc<Context>,
-        size: usize,
-        base: usize,
-        imported: Imported,
-        devices: &[Arc<Device>],
-    ) -> Store {
-        let mut state = State { defined: true, pages_current: true, ..State::default() };
-        state.pages = Some((base, PagesOwner::User));
-        for d in devices {
-            state.devices.push(DeviceAlloc { device: d.clone(), local: None });
-            state.stats_mut(Location::Device(d.index)).allocations += 1;
-        }
-        Store {
-            context: context.clone(),
-            size,
-            user_ptr: Some(base),
-            state: Mutex::new(state),
-            imported: Some(imported),
-            remote: None,
-        }
-    }
-
-    /// True if the store is imported memory (`clImportMemoryARM`).
-    pub fn is_imported(&self) -> bool {
-        self.imported.is_some()
-    }
-
-    /// Why the remote memory of the store can no longer be used, if it is
-    /// remote memory whose function was lost ([`RemoteKeep::lost`]).
-    pub fn remote_lost(&self) -> Option<ClError> {
-        self.remote.as_ref()?.lost()
-    }
-
-    /// The command status for a store whose remote memory was lost
-    /// ([`remote_lost`](Self::remote_lost)), the reason logged (a status
-    /// carries no text); `Ok` for every other store.
-    pub fn check_remote(&self) -> Result<(), i32> {
-        match self.remote_lost() {
-            None => Ok(()),
-            Some(e) => {
-                log::warn!("{e}");
-                Err(e.code())
-            }
-        }
-    }
-
-    /// True if nothing may write the store's memory (an imported dma-buf
-    /// opened read-only).
-    pub fn read_only(&self) -> bool {
-        self.imported.as_ref().is_some_and(|i| i.read_only)
-    }
-
-    /// Begins a CPU access of `dir` to an imported dma-buf: maps it if this
-    /// is the CPU's first access, then `DMA_BUF_IOCTL_SYNC` start (nothing
-    /// for other memory), ended when the guard drops. The error is a
-    /// command status.
-    pub fn cpu_sync(&self, dir: SyncDir) -> Result<Option<CpuSync<'_>>, i32> {
-        let Some((imported, lazy)) = self.imported.as_ref().and_then(|i| Some((i, i.dma_buf.as_ref()?))) else {
-            return Ok(None);
-        };
-        let dir = imported.dir(dir);
-        imported.begin(lazy, dir)?;
-        Ok(Some(CpuSync { imported, dir }))
-    }
-
-    /// [`cpu_sync`](Self::cpu_sync) without a guard, for a map: its unmap
-    /// calls [`end_cpu`](Self::end_cpu) with the same direction.
-    pub fn begin_cpu(&self, dir: SyncDir) -> Result<(), i32> {
-        self.cpu_sync(dir).map(std::mem::forget)
-    }
-
-    /// Ends the CPU access a map began ([`begin_cpu`](Self::begin_cpu)).
-    pub fn end_cpu(&self, dir: SyncDir) {
-        if let Some(imported) = &self.imported {
-            imported.end(imported.dir(dir));
-        }
-    }
-
-    /// The `DMA_BUF_IOCTL_SYNC` calls made on an imported dma-buf (none for
-    /// other memory).
-    pub fn cpu_syncs(&self) -> CpuSyncs {
-        self.imported.as_ref().map_or_else(CpuSyncs::default, |i| *i.syncs())
     }
 
     /// Its size in bytes.
@@ -432,199 +228,6 @@ impl Store {
     /// `Some(false)` if an unlinked one, `None` if none yet.
     pub fn linked(&self, device: &Device) -> Option<bool> {
         self.lock().device(device.index).map(|d| d.local.is_none())
-    }
-
-    /// Allocates the host pages if there are none; returns their address.
-    fn pages(&self, st: &mut State, for_loc: Location) -> ClResult<usize> {
-        if let Some((p, _)) = st.pages {
-            return Ok(p);
-        }
-        if let Some(p) = self.user_ptr {
-            st.pages = Some((p, PagesOwner::User));
-            return Ok(p);
-        }
-        // Whole pages, page-aligned: the pages are exported as a dma-buf and
-        // mapped into IOMMU domains whole, so they must hold nothing else
-        // (the alignment also covers every device's
-        // CL_DEVICE_MEM_BASE_ADDR_ALIGN).
-        let heap = self.context.buffer_heap()?;
-        let page = crate::sys::page_size();
-        let Some(whole_pages) = self.size.checked_next_multiple_of(page) else {
-            return cl_err!(
-                MemObjectAllocationFailure,
-                "a buffer of {} bytes does not fit in whole pages of the address space",
-                self.size
-            );
-        };
-        let p = heap.alloc(whole_pages, page, AllocMeta::HOST).map_err(|e| {
-            ClError::new(
-                ClErrorKind::MemObjectAllocationFailure,
-                format!("allocating the {} bytes of a buffer's host pages: {e}", self.size),
-            )
-        })?;
-        st.pages = Some((p.as_ptr() as usize, PagesOwner::Heap));
-        let s = st.stats_mut(for_loc);
-        s.bytes_allocated += self.size as u64;
-        Ok(p.as_ptr() as usize)
-    }
-
-    /// The host allocation (created on the host's first use): the user's
-    /// pointer, the pages of a linked device allocation (obtained by
-    /// mapping), or fresh pages. Returns the host address of byte 0.
-    ///
-    /// Also says whether this call made it (`true`), for
-    /// [`undo_host_alloc`](Self::undo_host_alloc).
-    pub fn host_alloc(&self) -> ClResult<(usize, bool)> {
-        let mut st = self.lock();
-        let fresh = !st.host_alloc;
-        Ok((self.host_alloc_locked(&mut st)?, fresh))
-    }
-
-    /// Undoes the host allocation `host_alloc` just made (`fresh`), for a
-    /// map whose enqueue failed: pages that only it used are given back.
-    pub fn undo_host_alloc(&self, fresh: bool) {
-        if !fresh {
-            return;
-        }
-        let mut st = self.lock();
-        st.host_alloc = false;
-        if !st.devices.iter().any(|d| d.local.is_none()) && !st.pages_current_matters() {
-            self.release_pages(&mut st, Location::Host);
-        }
-        st.stats.retain(|(l, _)| *l != Location::Host);
-    }
-
-    fn host_alloc_locked(&self, st: &mut State) -> ClResult<usize> {
-        if st.host_alloc {
-            return Ok(st.pages.expect("a host allocation has pages").0);
-        }
-        // Pages of dmabridge's that exist before the host allocation were
-        // allocated by a linked device allocation: the host maps them.
-        let mapped_from_device = matches!(st.pages, Some((_, PagesOwner::Heap)));
-        let p = self.pages(st, Location::Host)?;
-        st.host_alloc = true;
-        let s = st.stats_mut(Location::Host);
-        s.allocations += 1;
-        if mapped_from_device {
-            s.obtained_by_mapping += 1;
-        }
-        Ok(p)
-    }
-
-    /// The allocation of `device` (created on the device's first use):
-    /// linked (the host pages) if it has host-unified memory, else unlinked
-    /// in its local memory.
-    ///
-    /// Also says whether this call made it (`true`), for
-    /// [`undo_device_alloc`](Self::undo_device_alloc).
-    pub fn device_alloc(&self, device: &Arc<Device>) -> ClResult<(Placed, bool)> {
-        let mut st = self.lock();
-        let fresh = st.device(device.index).is_none();
-        Ok((self.device_alloc_locked(&mut st, device)?, fresh))
-    }
-
-    fn device_alloc_locked(&self, st: &mut State, device: &Arc<Device>) -> ClResult<Placed> {
-        if let Some(d) = st.device(device.index) {
-            return Ok(match d.local {
-                Some(p) => Placed { base: p, local_device: Some(device.index) },
-                None => Placed { base: st.pages.expect("linked allocations have pages").0, local_device: None },
-            });
-        }
-        let loc = Location::Device(device.index);
-        if self.imported.is_some() {
-            // Import made every device's allocation; a device added later
-            // cannot exist (a context's devices are fixed), but never copy.
-            return cl_err!(
-                InvalidOperation,
-                "device {:?} was not part of the import of this buffer's memory: imported memory is never copied",
-                device.name
-            );
-        }
-        // Remote memory is every device's storage (see the module): a device
-        // with local memory reaches it through its engine or the CPU.
-        let placed = if device.host_unified_memory || self.remote.is_some() {
-            let fresh = st.pages.is_none();
-            let base = self.pages(st, loc)?;
-            if let Some(domain) = device.dma_domain() {
-                // A device behind an IOMMU reaches the linked pages through
-                // its domain: they are made resident (pinned and mapped) for
-                // the life of the allocation.
-                // SAFETY: the pages are only reached through raw pointers
-                // (commands, maps) while resident; no Rust reference into
-                // them is held by dmabridge.
-                if let Err(e) = unsafe { domain.make_resident(base, self.size) } {
-                    if fresh {
-                        self.release_pages(st, loc);
-                    }
-                    return cl_err!(
-                        MemObjectAllocationFailure,
-                        "mapping a buffer's {} host bytes into {:?}'s IOMMU domain: {e}",
-                        self.size,
-                        device.name
-                    );
-                }
-            }
-            Placed { base, local_device: None }
-        } else {
-            let Some(local) = device.local_memory() else {
-                return cl_err!(
-                    MemObjectAllocationFailure,
-                    "device {:?} has neither host-unified nor local memory for a buffer",
-                    device.name
-                );
-            };
-            let p = local.alloc(self.size, device.max_alignment as usize).map_err(|e| {
-                ClError::new(
-                    ClErrorKind::MemObjectAllocationFailure,
-                    format!("allocating {} bytes of {:?}'s memory for a buffer: {e}", self.size, device.name),
-                )
-            })?;
-            st.stats_mut(loc).bytes_allocated += self.size as u64;
-            Placed { base: p.as_ptr() as usize, local_device: Some(device.index) }
-        };
-        st.devices.push(DeviceAlloc { device: device.clone(), local: placed.local_device.map(|_| placed.base) });
-        st.stats_mut(loc).allocations += 1;
-        Ok(placed)
-    }
-
-    /// Undoes the allocation `device_alloc` just made for `device` (a call
-    /// that fails after it must leave the buffer as it was): frees its local
-    /// memory, evicts linked pages from the device's IOMMU domain, gives back
-    /// host pages that only it used, and forgets its counters. Does nothing
-    /// if the allocation existed before (`fresh` false).
-    pub fn undo_device_alloc(&self, device: &Arc<Device>, fresh: bool) {
-        if !fresh {
-            return;
-        }
-        let mut st = self.lock();
-        let Some(i) = st.devices.iter().position(|d| Arc::ptr_eq(&d.device, device)) else {
-            return;
-        };
-        // A command that ran (and failed) may have made this allocation the
-        // holder of current data: then it stays.
-        if st.devices[i].local.is_some() && st.local_current.contains(&device.index) {
-            return;
-        }
-        let d = st.devices.remove(i);
-        match (d.local, d.device.local_memory()) {
-            (Some(p), Some(local)) => {
-                if let Err(e) = local.free(p as *const u8) {
-                    log::error!("undoing a buffer's allocation on {:?}: {e}", device.name);
-                }
-            }
-            _ => {
-                if let (Some(domain), Some((p, _))) = (device.dma_domain(), st.pages) {
-                    if let Err(e) = domain.evict(p) {
-                        log::error!("undoing a buffer's residency on {:?}: {e}", device.name);
-                    }
-                }
-                let others_linked = st.devices.iter().any(|d| d.local.is_none());
-                if !st.host_alloc && !others_linked && !st.pages_current_matters() {
-                    self.release_pages(&mut st, Location::Device(device.index));
-                }
-            }
-        }
-        st.stats.retain(|(l, _)| *l != Location::Device(device.index));
     }
 
     /// Makes the data current at `at` (a location whose allocation exists),
