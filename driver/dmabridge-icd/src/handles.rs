@@ -31,7 +31,6 @@
 //! taking a reference some other object holds.
 
 use std::any::{Any, TypeId};
-use std::cell::RefCell;
 use std::collections::{BTreeMap, VecDeque};
 use std::ffi::c_void;
 use std::ops::Deref;
@@ -47,6 +46,7 @@ use opencl_sys::*;
 use crate::dispatch::DISPATCH;
 use crate::entry::{lock, ClRes};
 use crate::hazard;
+use crate::per_thread::{self, PerThread};
 
 /// What a handle is.
 #[repr(u32)]
@@ -232,10 +232,10 @@ impl Entry {
         self.weak.upgrade()?.downcast::<Obj<T>>().ok()
     }
 
-    /// `data` protected for this thread, if the object is alive (after the
-    /// protection, so it stays so until the result drops).
-    fn protect(&self) -> Option<hazard::Protected> {
-        let protected = hazard::protect(self.data as usize)?;
+    /// `data` protected for the thread of `t` (the caller's), if the object
+    /// is alive (after the protection, so it stays so until the result drops).
+    fn protect<'t>(&self, t: &'t PerThread) -> Option<hazard::Protected<'t>> {
+        let protected = hazard::protect(&t.hazard, self.data as usize)?;
         (self.weak.strong_count() > 0).then_some(protected)
     }
 }
@@ -323,36 +323,33 @@ struct Cached {
     entry: Entry,
 }
 
-thread_local! {
-    /// The last lookup of each kind on this thread (one line per [`Tag`]).
-    static CACHE: RefCell<[Option<Cached>; KINDS]> = const { RefCell::new([const { None }; KINDS]) };
+/// The last lookup of each kind on a thread (one line per [`Tag`]), a field
+/// of its `PerThread`.
+pub(crate) struct HandleCache([Option<Cached>; KINDS]);
+
+impl HandleCache {
+    /// Nothing cached.
+    pub(crate) const EMPTY: HandleCache = HandleCache([const { None }; KINDS]);
 }
 
 /// Runs `f` on this thread's cached entry of `handle` as an `Obj<T>`, if
 /// it is the entry of the header's current generation.
-fn cached<T: Kind, R>(handle: *const c_void, f: impl FnOnce(&Entry) -> Option<R>) -> Option<R> {
-    // `try_with`: during thread teardown the cache may be gone; the
-    // registry still answers.
-    CACHE
-        .try_with(|c| {
-            let c = c.borrow();
-            let hit = c[T::TAG as usize - 1].as_ref().filter(|e| {
-                std::ptr::eq(e.header, handle.cast())
-                    && e.entry.is::<T>()
-                    && e.header.generation.load(Ordering::Relaxed) == e.generation
-            })?;
-            f(&hit.entry)
-        })
-        .ok()
-        .flatten()
+fn cached<T: Kind, R>(t: &PerThread, handle: *const c_void, f: impl FnOnce(&Entry) -> Option<R>) -> Option<R> {
+    let c = t.cache.borrow();
+    let hit = c.0[T::TAG as usize - 1].as_ref().filter(|e| {
+        std::ptr::eq(e.header, handle.cast())
+            && e.entry.is::<T>()
+            && e.header.generation.load(Ordering::Relaxed) == e.generation
+    })?;
+    f(&hit.entry)
 }
 
 /// Remembers `entry` as this thread's last lookup of kind `T`.
-fn remember<T: Kind>(header: &'static Header, entry: Entry) {
+fn remember<T: Kind>(t: &PerThread, header: &'static Header, entry: Entry) {
     let cached = Cached { header, generation: header.generation.load(Ordering::Relaxed), entry };
     // Replacing a cached `Weak` runs no object's `Drop` (a `Weak` only frees
     // memory), so nothing can re-enter the cache here.
-    let _ = CACHE.try_with(|c| c.borrow_mut()[T::TAG as usize - 1] = Some(cached));
+    t.cache.borrow_mut().0[T::TAG as usize - 1] = Some(cached);
 }
 
 /// The live object of kind `T` behind `handle`, or `T::INVALID` for NULL, a
@@ -361,8 +358,13 @@ pub fn get<T: Kind>(handle: *const c_void) -> ClRes<Arc<Obj<T>>> {
     if handle.is_null() {
         return Err(T::INVALID);
     }
-    if let Some(obj) = cached::<T, _>(handle, Entry::upgrade::<T>) {
-        crate::notify::note_context(obj.inner.notifier());
+    // During thread teardown the thread's state may be gone; the registry
+    // still answers.
+    let state = per_thread::pointer();
+    // SAFETY: this thread's pointer, during this call.
+    let state = unsafe { per_thread::with_pointer(state) };
+    if let Some(obj) = state.and_then(|t| cached::<T, _>(t, handle, Entry::upgrade::<T>)) {
+        note_context(state, obj.inner.notifier());
         return Ok(obj);
     }
     let registry = lock(registry());
@@ -370,9 +372,19 @@ pub fn get<T: Kind>(handle: *const c_void) -> ClRes<Arc<Obj<T>>> {
     let obj = entry.upgrade::<T>().ok_or(T::INVALID)?;
     let entry = entry.clone();
     drop(registry);
-    remember::<T>(header, entry);
-    crate::notify::note_context(obj.inner.notifier());
+    if let Some(t) = state {
+        remember::<T>(t, header, entry);
+    }
+    note_context(state, obj.inner.notifier());
     Ok(obj)
+}
+
+/// Notes `n` as the call's notifier, on `state` if the caller has it.
+fn note_context(state: Option<&PerThread>, n: crate::notify::Notifier) {
+    match state {
+        Some(t) => crate::notify::note_context_in(t, n),
+        None => crate::notify::note_context(n),
+    }
 }
 
 /// Runs `f` on the live object of kind `T` behind `handle`, borrowed for the
@@ -380,17 +392,29 @@ pub fn get<T: Kind>(handle: *const c_void) -> ClRes<Arc<Obj<T>>> {
 /// For the hot entry points of borrowable kinds ([`Tag`]); any other kind,
 /// or a nested call, takes a counted reference instead.
 pub fn with<T: Kind, R>(handle: *const c_void, f: impl FnOnce(&T) -> ClRes<R>) -> ClRes<R> {
+    let state = per_thread::pointer();
+    // SAFETY: this thread's pointer, during this call.
+    with_in(unsafe { per_thread::with_pointer(state) }, handle, f)
+}
+
+/// [`with`] on this thread's state `state` (which the entry point found
+/// once for the whole call; `None` while the thread is exiting).
+pub(crate) fn with_in<T: Kind, R>(
+    state: Option<&PerThread>,
+    handle: *const c_void,
+    f: impl FnOnce(&T) -> ClRes<R>,
+) -> ClRes<R> {
     if handle.is_null() {
         return Err(T::INVALID);
     }
-    if T::TAG.borrowable() {
-        let borrowed = cached::<T, _>(handle, |e| Some((e.protect()?, e.data))).or_else(|| {
+    if let (true, Some(t)) = (T::TAG.borrowable(), state) {
+        let borrowed = cached::<T, _>(t, handle, |e| Some((e.protect(t)?, e.data))).or_else(|| {
             let registry = lock(registry());
             let (header, entry) = registry.find(handle).filter(|(_, e)| e.is::<T>())?;
-            let protected = entry.protect()?;
+            let protected = entry.protect(t)?;
             let (data, entry) = (entry.data, entry.clone());
             drop(registry);
-            remember::<T>(header, entry);
+            remember::<T>(t, header, entry);
             Some((protected, data))
         });
         if let Some((_protected, data)) = borrowed {
@@ -398,7 +422,7 @@ pub fn with<T: Kind, R>(handle: *const c_void, f: impl FnOnce(&T) -> ClRes<R>) -
             // above 0 after `data` was protected: `Obj::drop` waits until `_protected` drops (after `f`) before it
             // frees the allocation, and writes none of it before (the `&mut` of the drop covers the `Obj`, not this).
             let obj = unsafe { &*(data as *const T) };
-            crate::notify::note_context(obj.notifier());
+            crate::notify::note_context_in(t, obj.notifier());
             return f(obj);
         }
     }

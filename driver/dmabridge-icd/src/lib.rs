@@ -11,6 +11,8 @@
 //! - [`api`]: the entry points, one file per area.
 //! - [`notify`]: the messages of failed calls, to the context's
 //!   `pfn_notify` and (`DMABRIDGE_LOG`) to stderr.
+//! - `per_thread`: the ICD's per-thread state, in one thread-local (each
+//!   access is a call into the dynamic linker), found once per call.
 //!
 //! Only the three symbols the loaders look up are exported. They forward to
 //! the crate's own (unexported) functions, which the dispatch table also
@@ -24,6 +26,7 @@ pub mod entry;
 pub mod handles;
 mod hazard;
 pub mod notify;
+mod per_thread;
 mod stubs;
 
 use std::ffi::{c_char, c_void};
