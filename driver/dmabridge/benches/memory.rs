@@ -184,6 +184,8 @@ fn c_path(ctx: &Arc<Context>, cpu: &Arc<dmabridge::runtime::device::Device>, icd
     const ROUNDS: usize = 3;
     let (mut c, mut c_dev, mut c_dev2) = (Spread::NONE, f64::INFINITY, f64::INFINITY);
     let (mut rust_dev, mut rust_dev2) = (f64::INFINITY, f64::INFINITY);
+    // The two-thread ratio of each round (its spread), C and Rust.
+    let (mut c_rounds, mut rust_rounds) = (Vec::new(), Vec::new());
     let (mut c_ref, mut c_ref2, mut rust_ref, mut rust_ref2) =
         (f64::INFINITY, f64::INFINITY, f64::INFINITY, f64::INFINITY);
     for round in 0..ROUNDS {
@@ -202,13 +204,16 @@ fn c_path(ctx: &Arc<Context>, cpu: &Arc<dmabridge::runtime::device::Device>, icd
         if let (Some(one), Some(two)) = (figures.usm_device_alloc_free_4k_ns, figures.usm_device_alloc_free_4k_2t_ns) {
             c_dev = c_dev.min(one);
             c_dev2 = c_dev2.min(two);
+            c_rounds.push(one / two);
         }
         if let (Some(one), Some(two)) = (figures.libc_malloc_free_64_ns, figures.libc_malloc_free_64_2t_ns) {
             c_ref = c_ref.min(one);
             c_ref2 = c_ref2.min(two);
         }
-        rust_dev = rust_dev.min(device_alloc_free_4k(ctx, cpu, 1));
-        rust_dev2 = rust_dev2.min(device_alloc_free_4k(ctx, cpu, 2));
+        let (one, two) = (device_alloc_free_4k(ctx, cpu, 1), device_alloc_free_4k(ctx, cpu, 2));
+        rust_dev = rust_dev.min(one);
+        rust_dev2 = rust_dev2.min(two);
+        rust_rounds.push(one / two);
         rust_ref = rust_ref.min(reference_pair(1));
         rust_ref2 = rust_ref2.min(reference_pair(2));
     }
@@ -234,6 +239,12 @@ fn c_path(ctx: &Arc<Context>, cpu: &Arc<dmabridge::runtime::device::Device>, icd
             "x",
             false,
             ">= 1.8x (peer: the Rust path)",
+        );
+        let list = |r: &[f64]| r.iter().map(|x| format!("{x:.2}x")).collect::<Vec<_>>().join(", ");
+        println!(
+            "  2 threads / 1 in each round (best-of runs of that round): C path {}; Rust path {}",
+            list(&c_rounds),
+            list(&rust_rounds)
         );
         println!(
             "  reference, threads that share nothing (malloc(64)+free; Box of 64 bytes), 2 threads / 1: \
