@@ -71,10 +71,15 @@ fn spread(runs: usize, mut f: impl FnMut() -> f64) -> Spread {
     (0..runs).map(|_| f()).fold(Spread::NONE, |s, ns| s.with(Spread { best: ns, worst: ns }))
 }
 
-/// clHostMemAllocINTEL + clMemFreeINTEL of 4 KiB, through the USM API.
+/// clHostMemAllocINTEL + clMemFreeINTEL of 4 KiB, through the USM API: runs
+/// as long and as many as the C side's (`bench/icd/icd_bench.c`: 20 000
+/// pairs, best of 7 after a warm-up), so that on a shared machine both have
+/// the same chance of a run that no other process interrupted (with 200 000
+/// pairs per run, 10 ms and more, the Rust side read slower than the C side
+/// under load).
 fn alloc_free_4k(ctx: &Arc<Context>) -> Spread {
-    const N: usize = 200_000;
-    spread(5, || {
+    const N: usize = 20_000;
+    spread(7, || {
         ns_per(N, || {
             for _ in 0..N {
                 let p = usm::host_mem_alloc(ctx, &[], 4096, 0).unwrap();
