@@ -59,7 +59,9 @@ fn class_size(c: usize) -> usize {
 
 /// The calling thread's shard (below [`SHARDS`]): threads get them in turn
 /// as they first ask, so the first [`SHARDS`] threads of a process all
-/// differ. Also what spreads a context's free gate ([`FreeGate`](crate::runtime::free_gate::FreeGate)).
+/// differ. A free finds the shard of its allocation instead
+/// ([`Heap::shard_of`]), which spreads a context's free gate
+/// ([`FreeGate`](crate::runtime::free_gate::FreeGate)).
 pub(crate) fn shard() -> usize {
     use std::sync::atomic::AtomicUsize;
     static NEXT: AtomicUsize = AtomicUsize::new(0);
@@ -499,6 +501,22 @@ impl Heap {
             self.free_pooled(ptr, start)
         } else {
             self.free_large(ptr, start)
+        }
+    }
+
+    /// The shard of the pool the allocation at `ptr` came from (the
+    /// allocating thread's, [`shard`]); for a large allocation, or a
+    /// pointer that is none of this heap's, one taken from the address.
+    /// Lock-free, and reads no thread-local: what spreads the frees of a
+    /// context over its free gate.
+    pub(crate) fn shard_of(&self, ptr: usize) -> usize {
+        let g = self.va.granule_of(ptr);
+        let rec = g.and_then(|g| self.table.start_of(g)).and_then(|start| self.table.record(start));
+        match rec {
+            Some(rec) if rec.kind.load(Ordering::Acquire) == CHUNK => {
+                rec.shard.load(Ordering::Relaxed) as usize % SHARDS
+            }
+            _ => ptr / GRANULE % SHARDS,
         }
     }
 

@@ -182,6 +182,22 @@ fn threads_of_different_shards_allocate_and_free_without_a_shared_lock() {
     assert_eq!(h.stats().live, 0);
 }
 
+#[test]
+fn the_shard_of_an_allocation_is_its_allocating_threads_from_any_thread() {
+    let h = Heap::with_granules(16).unwrap();
+    let small = h.alloc(4096, 0, AllocMeta::HOST).unwrap().as_ptr() as usize;
+    let large = h.alloc(3 * GRANULE, 0, AllocMeta::HOST).unwrap().as_ptr() as usize;
+    let mine = shard();
+    std::thread::spawn(move || {
+        assert_eq!(h.shard_of(small), mine, "the pool the allocation came from");
+        assert!(h.shard_of(large) < SHARDS && h.shard_of(usize::MAX) < SHARDS);
+        h.free(small).unwrap();
+        h.free(large).unwrap();
+    })
+    .join()
+    .unwrap();
+}
+
 /// Marks the allocation at `p` exported, as `export_dmabuf` does after
 /// udmabuf made the dma-buf (udmabuf exists only in the guest; the guest
 /// tests check the dma-buf side). Returns the exported byte range.
