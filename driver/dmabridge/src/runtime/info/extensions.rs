@@ -79,7 +79,7 @@ impl Extension {
 }
 
 /// Every extension string dmabridge can report, one row per string, each
-/// registered by the module that implements it (in link order: [`ordered`]
+/// registered by the module that implements it (in link order: [`extensions()`]
 /// is the reported order).
 #[distributed_slice]
 pub static EXTENSIONS: [Extension];
