@@ -12,7 +12,6 @@ use std::sync::Arc;
 
 use crate::cl_err;
 use crate::error::{code, ClResult};
-use crate::ext::usm;
 use crate::memory::heap::{AllocInfo, AllocKind};
 use crate::runtime::backend::{self, domain::DmaDomain};
 use crate::runtime::buffer::commands::{check_target, check_writable, Target, Undo};
@@ -420,7 +419,7 @@ impl Reach {
             });
         }
         for info in &infos {
-            if let Err(e) = usm::keep_resident(&self.ctx, &self.domain, info) {
+            if let Err(e) = backend::residency::keep_resident(&self.ctx, &self.domain, info) {
                 log::warn!("kernel launch: making the allocation at {:#x} resident: {e}", info.base);
                 return Err(code::OUT_OF_RESOURCES);
             }
