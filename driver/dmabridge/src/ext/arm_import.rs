@@ -77,6 +77,7 @@ use crate::cl_err;
 use crate::error::{ClError, ClErrorKind, ClResult};
 use crate::memory::exports;
 use crate::runtime::backend::domain::DmaDomain;
+use crate::runtime::buffer::restrictions::Restrictions;
 use crate::runtime::buffer::store::{Imported, Store};
 use crate::runtime::buffer::{check_exclusive, mem_flags, Buffer};
 use crate::runtime::context::Context;
@@ -147,6 +148,13 @@ fn check_flags(flags: u64) -> ClResult<u64> {
     let flags = flags & !USE_HOST_PTR;
     Ok(if flags & ACCESS == 0 { flags | READ_WRITE } else { flags })
 }
+
+/// Why nothing may write an import of host memory mapped without write
+/// permission, or of a dma-buf opened read-only: set on the buffer's store
+/// at import ([`Restrictions`]), which the runtime's commands ask.
+const READ_ONLY_HOST_MEMORY: &str =
+    "the buffer is imported host memory mapped without write permission: nothing may write it";
+const READ_ONLY_DMA_BUF: &str = "the buffer is an imported dma-buf opened read-only (O_RDONLY): nothing may write it";
 
 /// The flags of a buffer over memory nothing may write: `CL_MEM_READ_ONLY`,
 /// and a host access that excludes writing.
@@ -476,9 +484,10 @@ pub unsafe fn import_host(ctx: &Arc<Context>, flags: u64, ptr: *mut u8, size: us
     // while the buffer lives (its store evicts the residency when dropped,
     // before `pin` unlocks the pages); the pages pinned are the range's own.
     unsafe { make_resident(ctx, addr, size, addr, !read_only, &what) }?;
-    let imported = Imported::new(None, read_only, Box::new(pin));
+    let imported = Imported::new(None, Box::new(pin));
     let flags = if read_only { read_only_flags(flags) } else { flags };
-    let store = Store::new_imported(ctx, size, addr, imported, ctx.devices());
+    let store = Store::new_imported(ctx, size, addr, imported, ctx.devices())
+        .with_restrictions(Restrictions { no_write: read_only.then_some(READ_ONLY_HOST_MEMORY), ..Default::default() });
     Ok(Buffer::imported(ctx, flags, size, store))
 }
 
@@ -623,9 +632,10 @@ pub fn import_dma_buf(ctx: &Arc<Context>, flags: u64, fd: BorrowedFd<'_>, size: 
         }
     }
     drop(dma_buf); // the lazy map keeps its own fd
-    let imported = Imported::new(Some(map), read_only, Box::new(keep));
+    let imported = Imported::new(Some(map), Box::new(keep));
     let flags = if read_only { read_only_flags(flags) } else { flags };
-    let store = Store::new_imported(ctx, size, base, imported, ctx.devices());
+    let store = Store::new_imported(ctx, size, base, imported, ctx.devices())
+        .with_restrictions(Restrictions { no_write: read_only.then_some(READ_ONLY_DMA_BUF), ..Default::default() });
     Ok(Buffer::imported(ctx, flags, size, store))
 }
 
