@@ -348,8 +348,14 @@ test-arm64-doc:
 
 # tests/lint-pipes: no script pipes into a reader that stops early (grep -q,
 # head), which under pipefail fails on the writer's SIGPIPE.
+# tools/layercheck: no module of the library names a layer above its own
+# (sys < memory < runtime < ext < pipeline, tools/layercheck/layers.conf),
+# every path resolved (use trees, crate/self/super, aliases, macro calls);
+# then its own tests, on fixtures that must fail and pass.
 lint:
 	tests/lint-pipes
+	$(CARGO) run -p layercheck --quiet -- driver/dmabridge/src
+	$(CARGO) test -p layercheck --quiet
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	$(CARGO) clippy -p dmabridge-tests --test guest --test rig -- -D warnings

@@ -14,7 +14,7 @@
 //!
 //! The heap allocations that commands on a domain's devices reach (a kernel
 //! launch's, a USM migration's) are kept resident here too
-//! ([`keep_resident`]), until they are freed or their heap goes.
+//! (`keep_resident`), until they are freed or their heap goes.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
