@@ -390,13 +390,15 @@ test-arm64-doc:
 	exit $$status
 
 # tests/lint-pipes: no script pipes into a reader that stops early (grep -q,
-# head), which under pipefail fails on the writer's SIGPIPE.
+# head), which under pipefail fails on the writer's SIGPIPE. gen-stubs.py
+# --check: the ICD's generated stubs.rs is what its generator writes.
 # tools/layercheck: no module of the library names a layer above its own
 # (sys < memory < runtime < ext < pipeline, tools/layercheck/layers.conf),
 # every path resolved (use trees, crate/self/super, aliases, macro calls);
 # then its own tests, on fixtures that must fail and pass.
 lint:
 	tests/lint-pipes
+	cd driver/dmabridge-icd && python3 tools/gen-stubs.py --check
 	$(CARGO) run -p layercheck --quiet -- driver/dmabridge/src
 	$(CARGO) test -p layercheck --quiet
 	$(CARGO) fmt --all --check

@@ -491,7 +491,7 @@ pub fn remote_lost(buffer: &Buffer) -> Option<ClError> {
 /// 002). Set on the buffer's store at creation (its
 /// [`Restrictions`]), which the runtime's commands ask.
 const REMOTE_IS_WRITE_ONLY: &str = "the buffer was created with CL_MEM_EXTERNAL_PHYSICAL_AMD: remote memory is \
-                                    write-only, and it is never mapped or read (seed 002)";
+                                    write-only, and it is never mapped or read (cl_amd_bus_addressable_memory)";
 
 #[cfg(test)]
 mod tests {
