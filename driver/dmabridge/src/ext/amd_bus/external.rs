@@ -47,6 +47,7 @@ use crate::runtime::backend::bar::BarMemory;
 use crate::runtime::backend::domain::DmaDomain;
 use crate::runtime::backend::lost::LentBar;
 use crate::runtime::backend::LocalMemory;
+use crate::runtime::buffer::restrictions::Restrictions;
 use crate::runtime::buffer::store::{RemoteKeep, Store};
 use crate::runtime::buffer::{mem_flags, Buffer};
 use crate::runtime::context::Context;
@@ -444,7 +445,12 @@ pub(crate) fn create(ctx: &Arc<Context>, flags: u64, size: usize, at: BusAddress
         return Err(unmappable(format!("mapping the remote memory for peer-to-peer DMA: {e}")));
     }
     let remote = RemoteMemory { surface, domain: domain.clone(), claims, bar };
-    let store = Arc::new(Store::new_remote(ctx, size, surface, Box::new(remote)));
+    let restrictions = Restrictions {
+        no_read: Some(REMOTE_IS_WRITE_ONLY),
+        no_sub_buffers: Some(super::NO_SUB_BUFFERS),
+        no_write: None,
+    };
+    let store = Arc::new(Store::new_remote(ctx, size, surface, Box::new(remote)).with_restrictions(restrictions));
     let host = if flags & mem_flags::HOST_ACCESS == 0 { mem_flags::HOST_WRITE_ONLY } else { 0 };
     let flags = flags | mem_flags::WRITE_ONLY | host;
     let buffer = Buffer::around_store(ctx, flags, size, store);
@@ -479,19 +485,13 @@ pub fn remote_lost(buffer: &Buffer) -> Option<ClError> {
     buffer.store().remote_lost()
 }
 
-/// `CL_INVALID_OPERATION` for `what` (a map, unmap or read, a copy from
-/// the buffer, or a built-in kernel reading it) on an external physical buffer: such buffers are
-/// write-only, and maps are not supported (seed 002).
-pub(crate) fn refuse_read(buffer: &Buffer, what: &str) -> ClResult<()> {
-    if buffer.flags() & super::EXTERNAL_PHYSICAL != 0 {
-        return cl_err!(
-            InvalidOperation,
-            "{what}: the buffer was created with CL_MEM_EXTERNAL_PHYSICAL_AMD: remote memory is write-only, and it \
-             is never mapped or read (cl_amd_bus_addressable_memory)"
-        );
-    }
-    Ok(())
-}
+/// Why a map, unmap or read, a copy from the buffer, or a built-in kernel
+/// reading it, answers `CL_INVALID_OPERATION` on an external physical
+/// buffer: such buffers are write-only, and maps are not supported (seed
+/// 002). Set on the buffer's store at creation (its
+/// [`Restrictions`]), which the runtime's commands ask.
+const REMOTE_IS_WRITE_ONLY: &str = "the buffer was created with CL_MEM_EXTERNAL_PHYSICAL_AMD: remote memory is \
+                                    write-only, and it is never mapped or read (cl_amd_bus_addressable_memory)";
 
 #[cfg(test)]
 mod tests {

@@ -49,6 +49,7 @@ use crate::cl_err;
 use crate::error::{ClError, ClErrorKind, ClResult};
 use crate::memory::heap::AllocMeta;
 use crate::runtime::backend::domain::DmaDomain;
+use crate::runtime::buffer::restrictions::Restrictions;
 use crate::runtime::buffer::store::Store;
 use crate::runtime::buffer::{check_exclusive, mem_flags, Buffer};
 use crate::runtime::context::Context;
@@ -150,7 +151,7 @@ fn register(buffer: &Arc<Buffer>, bus: Arc<Bus>, on_release: Box<dyn FnOnce() + 
 /// use dmabridge::runtime::{context::Context, platform::Platform};
 /// let ctx = Context::new(std::slice::from_ref(Platform::get().cpu()))?;
 /// // SAFETY: no host pointer.
-/// let b = unsafe { Buffer::create(&ctx, amd_bus::BUS_ADDRESSABLE, 4096, std::ptr::null_mut()) }?;
+/// let b = unsafe { amd_bus::create_buffer(&ctx, amd_bus::BUS_ADDRESSABLE, 4096, std::ptr::null_mut()) }?;
 /// assert!(amd_bus::is_bus_addressable(&b));
 /// // SAFETY: as above.
 /// let plain = unsafe { Buffer::create(&ctx, 0, 64, std::ptr::null_mut()) }?;
@@ -218,7 +219,7 @@ fn check_size(ctx: &Context, size: usize) -> ClResult<()> {
 }
 
 /// `clCreateBuffer` with [`BUS_ADDRESSABLE`] or [`EXTERNAL_PHYSICAL`] in
-/// `flags` ([`Buffer::create`] comes here for them).
+/// `flags` ([`crate::ext::create_buffer`] comes here for them).
 ///
 /// * Bus-addressable: the surface is `size` bytes of memfd pages of the
 ///   context's buffer heap (whole pages), initialised from `host_ptr` with
@@ -287,7 +288,8 @@ pub unsafe fn create_buffer(ctx: &Arc<Context>, flags: u64, size: usize, host_pt
     let oom = |what: &str, e: &dyn std::fmt::Display| {
         ClError::new(ClErrorKind::OutOfHostMemory, format!("no memory with a bus address for {what}: {e}"))
     };
-    let store = Arc::new(Store::new(ctx, size, None));
+    let restrictions = Restrictions { no_sub_buffers: Some(NO_SUB_BUFFERS), ..Restrictions::default() };
+    let store = Arc::new(Store::new(ctx, size, None).with_restrictions(restrictions));
     if copy {
         // SAFETY: the caller guarantees `host_ptr` for `size` bytes.
         unsafe { store.init_from(host_ptr) }.map_err(|e| oom("the surface", &e))?;
@@ -327,18 +329,12 @@ pub unsafe fn create_buffer(ctx: &Arc<Context>, flags: u64, size: usize, host_pt
     Ok(buffer)
 }
 
-/// `CL_INVALID_MEM_OBJECT` for a sub-buffer of one of the extension's
-/// buffers (the seed supports none).
-pub(crate) fn check_sub_buffer(parent: &Buffer) -> ClResult<()> {
-    if parent.flags() & FLAGS != 0 {
-        return cl_err!(
-            InvalidMemObject,
-            "the buffer was created with CL_MEM_BUS_ADDRESSABLE_AMD or CL_MEM_EXTERNAL_PHYSICAL_AMD: such buffers \
-             have no sub-buffers (cl_amd_bus_addressable_memory)"
-        );
-    }
-    Ok(())
-}
+/// Why `clCreateSubBuffer` answers `CL_INVALID_MEM_OBJECT` for one of the
+/// extension's buffers (the seed supports no sub-buffers of them): set on
+/// the buffer's store at creation ([`Restrictions`]).
+const NO_SUB_BUFFERS: &str = "the buffer was created with CL_MEM_BUS_ADDRESSABLE_AMD or \
+                              CL_MEM_EXTERNAL_PHYSICAL_AMD: such buffers have no sub-buffers \
+                              (cl_amd_bus_addressable_memory)";
 
 /// Why pinning or mapping failed, as the seed's `CL_OUT_OF_HOST_MEMORY`
 /// with the limit named: the domain's IOVA space, or `RLIMIT_MEMLOCK`.
@@ -429,7 +425,7 @@ fn undo_resident(a: &Addressable) {
 /// let ctx = Context::new(std::slice::from_ref(cpu))?;
 /// let q = Queue::new(&ctx, cpu, QueueProps::default())?;
 /// // SAFETY: no host pointer.
-/// let b = unsafe { Buffer::create(&ctx, amd_bus::BUS_ADDRESSABLE, 8192, std::ptr::null_mut()) }?;
+/// let b = unsafe { amd_bus::create_buffer(&ctx, amd_bus::BUS_ADDRESSABLE, 8192, std::ptr::null_mut()) }?;
 /// match Platform::get().dma_domain() {
 ///     Some(domain) => {
 ///         let (at, _ev) = amd_bus::make_buffers_resident(&q, &[b.clone()], true, &[])?;
@@ -524,7 +520,7 @@ pub fn make_buffers_resident(
 /// use dmabridge::runtime::{context::Context, platform::Platform};
 /// let ctx = Context::new(std::slice::from_ref(Platform::get().cpu()))?;
 /// // SAFETY: no host pointer.
-/// let b = unsafe { Buffer::create(&ctx, amd_bus::BUS_ADDRESSABLE, 64, std::ptr::null_mut()) }?;
+/// let b = unsafe { amd_bus::create_buffer(&ctx, amd_bus::BUS_ADDRESSABLE, 64, std::ptr::null_mut()) }?;
 /// assert_eq!(amd_bus::bus_address(&b), None, "not resident yet");
 /// # Ok::<(), dmabridge::error::ClError>(())
 /// ```
@@ -555,7 +551,7 @@ pub fn bus_address(buffer: &Buffer) -> Option<BusAddress> {
 /// use dmabridge::runtime::{context::Context, platform::Platform};
 /// let ctx = Context::new(std::slice::from_ref(Platform::get().cpu()))?;
 /// // SAFETY: no host pointer.
-/// let b = unsafe { Buffer::create(&ctx, amd_bus::BUS_ADDRESSABLE, 64, std::ptr::null_mut()) }?;
+/// let b = unsafe { amd_bus::create_buffer(&ctx, amd_bus::BUS_ADDRESSABLE, 64, std::ptr::null_mut()) }?;
 /// let (surface, signal) = amd_bus::cpu_pages(&b)?;
 /// assert_eq!(surface as usize % 4096, 0);
 /// // SAFETY: the signal page is the buffer's, and no device has it yet.

@@ -225,7 +225,7 @@ fn checked(queue: &Queue, buffer: &Buffer, wait_list: &[Event], external: bool) 
 /// let ctx = Context::new(std::slice::from_ref(cpu))?;
 /// let q = Queue::new(&ctx, cpu, QueueProps::default())?;
 /// // SAFETY: no host pointer.
-/// let b = unsafe { Buffer::create(&ctx, amd_bus::BUS_ADDRESSABLE, 4096, std::ptr::null_mut()) }?;
+/// let b = unsafe { amd_bus::create_buffer(&ctx, amd_bus::BUS_ADDRESSABLE, 4096, std::ptr::null_mut()) }?;
 /// if Platform::get().dma_domain().is_some() {
 ///     amd_bus::make_buffers_resident(&q, &[b.clone()], true, &[])?;
 ///     let (_, signal) = amd_bus::cpu_pages(&b)?;
@@ -300,7 +300,7 @@ pub fn enqueue_wait_signal(
 /// let ctx = Context::new(std::slice::from_ref(cpu))?;
 /// let q = Queue::new(&ctx, cpu, QueueProps::default())?;
 /// // SAFETY: no host pointer.
-/// let b = unsafe { Buffer::create(&ctx, amd_bus::BUS_ADDRESSABLE, 4096, std::ptr::null_mut()) }?;
+/// let b = unsafe { amd_bus::create_buffer(&ctx, amd_bus::BUS_ADDRESSABLE, 4096, std::ptr::null_mut()) }?;
 /// let e = amd_bus::enqueue_write_signal(&q, &b, 1, 0, &[]).unwrap_err();
 /// assert_eq!(e.kind, ClErrorKind::InvalidMemObject, "only external physical buffers take write-signals");
 /// # Ok::<(), dmabridge::error::ClError>(())

@@ -1,74 +1,8 @@
-//! dma-bufs as buffers (`CL_IMPORT_TYPE_DMA_BUF_ARM`), and the registry of
-//! the dma-bufs dmabridge exported, so that importing one of them finds its
-//! memfd pages.
+//! dma-bufs as buffers (`CL_IMPORT_TYPE_DMA_BUF_ARM`); dmabridge's own
+//! exports are recognised through the heap's export registry
+//! (`memory::exports`), so that importing one of them finds its memfd pages.
 
 use super::*;
-
-/// A dma-buf dmabridge exported from memfd pages: the memfd (a dup, one
-/// for every record of that memfd) and the range of it the dma-buf maps.
-#[derive(Debug)]
-struct ExportRecord {
-    memfd: Arc<OwnedFd>,
-    memfd_inode: u64,
-    offset: u64,
-    len: u64,
-}
-
-/// dmabridge's live exports of memfd pages, by the dma-buf's inode (unique
-/// among live dma-bufs, and never reused while the record lives: records go
-/// when their memfd pages are handed back or the memfd is dropped).
-static EXPORTS: Mutex<Option<HashMap<u64, ExportRecord>>> = Mutex::new(None);
-/// The number of records, read without the lock on the heap's hot paths.
-static EXPORT_COUNT: AtomicUsize = AtomicUsize::new(0);
-
-fn exports() -> MutexGuard<'static, Option<HashMap<u64, ExportRecord>>> {
-    EXPORTS.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-/// Records that `dma_buf` maps the pages `[offset, offset + len)` of
-/// `memfd` (a udmabuf export of the heap's pages), so that an import of it
-/// on a device behind an IOMMU pins the memfd's pages (which VFIO can)
-/// instead of the dma-buf's PFN mapping (which it cannot). Failures only
-/// lose the zero-copy path on such devices (logged).
-pub(crate) fn note_export(dma_buf: &DmaBuf, memfd: BorrowedFd<'_>, offset: u64, len: u64) {
-    let mut ex = exports();
-    let map = ex.get_or_insert_with(HashMap::new);
-    let record = (|| -> Result<(u64, ExportRecord), String> {
-        let inode = dma_buf.inode().map_err(|e| e.to_string())?;
-        let memfd_inode = rustix::fs::fstat(memfd).map_err(|e| e.to_string())?.st_ino;
-        // Records of one memfd share one dup of it: exporting the same pages
-        // again and again costs no fd each time.
-        let memfd = match map.values().find(|r| r.memfd_inode == memfd_inode) {
-            Some(r) => r.memfd.clone(),
-            None => Arc::new(memfd.try_clone_to_owned().map_err(|e| e.to_string())?),
-        };
-        Ok((inode, ExportRecord { memfd, memfd_inode, offset, len }))
-    })();
-    match record {
-        Ok((inode, record)) => {
-            map.insert(inode, record);
-            EXPORT_COUNT.store(map.len(), Ordering::Release);
-        }
-        Err(e) => log::warn!("recording a dma-buf export for later imports: {e}"),
-    }
-}
-
-/// Forgets the exports of `memfd`'s pages that overlap `[offset, offset +
-/// len)`: the heap is handing them back (a hole is punched, so the memfd
-/// gets fresh pages there while the dma-bufs keep the old ones), or the
-/// memfd itself goes. Call it before the pages change.
-pub(crate) fn forget_exports(memfd: BorrowedFd<'_>, offset: u64, len: u64) {
-    if EXPORT_COUNT.load(Ordering::Acquire) == 0 {
-        return;
-    }
-    let Ok(st) = rustix::fs::fstat(memfd) else { return };
-    let end = offset.saturating_add(len);
-    let mut ex = exports();
-    if let Some(map) = ex.as_mut() {
-        map.retain(|_, r| !(r.memfd_inode == st.st_ino && r.offset < end && offset < r.offset + r.len));
-        EXPORT_COUNT.store(map.len(), Ordering::Release);
-    }
-}
 
 /// The number of dmabridge's exports an import can recognise.
 ///
@@ -79,7 +13,7 @@ pub(crate) fn forget_exports(memfd: BorrowedFd<'_>, offset: u64, len: u64) {
 /// # let _ = n;
 /// ```
 pub fn recognised_exports() -> usize {
-    EXPORT_COUNT.load(Ordering::Acquire)
+    exports::count()
 }
 
 /// Imports a dma-buf as a buffer: its storage is the dma-buf's mapping
@@ -180,18 +114,15 @@ pub fn import_dma_buf(ctx: &Arc<Context>, flags: u64, fd: BorrowedFd<'_>, size: 
         })?;
         // Hold the export table while pinning, so that the heap cannot hand
         // the recognised memfd pages back in between.
-        let ex = exports();
-        let own = match dma_buf.inode() {
-            Ok(inode) => ex.as_ref().and_then(|m| m.get(&inode)).filter(|r| r.len >= size as u64),
-            Err(_) => None,
-        };
+        let ex = exports::lock();
+        let own = ex.find(&dma_buf, size as u64);
         match own {
             Some(r) => {
                 let access = if read_only { Access::Read } else { Access::ReadWrite };
                 // SAFETY: udmabuf exports only memfds sealed against
                 // shrinking (F_SEAL_SHRINK), and the range lies inside the
                 // export: the mapping cannot lose its pages.
-                let pages = unsafe { Mapping::shared(r.memfd.as_fd(), r.offset, size, access) }.map_err(|e| {
+                let pages = unsafe { Mapping::shared(r.memfd(), r.offset(), size, access) }.map_err(|e| {
                     ClError::new(ClErrorKind::OutOfResources, format!("mapping the memfd pages of {what}: {e}"))
                 })?;
                 // The record is forgotten before its memfd pages change, and
@@ -210,8 +141,9 @@ pub fn import_dma_buf(ctx: &Arc<Context>, flags: u64, fd: BorrowedFd<'_>, size: 
         }
     }
     drop(dma_buf); // the lazy map keeps its own fd
-    let imported = Imported::new(Some(map), read_only, Box::new(keep));
+    let imported = Imported::new(Some(map), Box::new(keep));
     let flags = if read_only { read_only_flags(flags) } else { flags };
-    let store = Store::new_imported(ctx, size, base, imported, ctx.devices());
+    let store = Store::new_imported(ctx, size, base, imported, ctx.devices())
+        .with_restrictions(Restrictions { no_write: read_only.then_some(READ_ONLY_DMA_BUF), ..Default::default() });
     Ok(Buffer::imported(ctx, flags, size, store))
 }

@@ -264,8 +264,9 @@ pub unsafe fn import_host(ctx: &Arc<Context>, flags: u64, ptr: *mut u8, size: us
     // while the buffer lives (its store evicts the residency when dropped,
     // before `pin` unlocks the pages); the pages pinned are the range's own.
     unsafe { make_resident(ctx, addr, size, addr, !read_only, &what) }?;
-    let imported = Imported::new(None, read_only, Box::new(pin));
+    let imported = Imported::new(None, Box::new(pin));
     let flags = if read_only { read_only_flags(flags) } else { flags };
-    let store = Store::new_imported(ctx, size, addr, imported, ctx.devices());
+    let store = Store::new_imported(ctx, size, addr, imported, ctx.devices())
+        .with_restrictions(Restrictions { no_write: read_only.then_some(READ_ONLY_HOST_MEMORY), ..Default::default() });
     Ok(Buffer::imported(ctx, flags, size, store))
 }

@@ -74,15 +74,17 @@
 mod dma_buf;
 mod host;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::ffi::c_void;
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::os::fd::BorrowedFd;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::cl_err;
 use crate::error::{ClError, ClErrorKind, ClResult};
+use crate::memory::exports;
 use crate::runtime::backend::domain::DmaDomain;
+use crate::runtime::buffer::restrictions::Restrictions;
 use crate::runtime::buffer::store::{Imported, Store};
 use crate::runtime::buffer::{check_exclusive, mem_flags, Buffer};
 use crate::runtime::context::Context;
@@ -91,7 +93,6 @@ use crate::runtime::info::{Extension, Requires, EXTENSIONS};
 use crate::sys::dma_buf::DmaBuf;
 use crate::sys::mmap::{Access, Mapping};
 use crate::sys::{page_size, vm};
-pub(crate) use dma_buf::{forget_exports, note_export};
 pub use dma_buf::{import_dma_buf, recognised_exports};
 pub use host::{import_host, live_host_imports};
 
@@ -166,6 +167,13 @@ fn check_flags(flags: u64) -> ClResult<u64> {
     let flags = flags & !USE_HOST_PTR;
     Ok(if flags & ACCESS == 0 { flags | READ_WRITE } else { flags })
 }
+
+/// Why nothing may write an import of host memory mapped without write
+/// permission, or of a dma-buf opened read-only: set on the buffer's store
+/// at import ([`Restrictions`]), which the runtime's commands ask.
+const READ_ONLY_HOST_MEMORY: &str =
+    "the buffer is imported host memory mapped without write permission: nothing may write it";
+const READ_ONLY_DMA_BUF: &str = "the buffer is an imported dma-buf opened read-only (O_RDONLY): nothing may write it";
 
 /// The flags of a buffer over memory nothing may write: `CL_MEM_READ_ONLY`,
 /// and a host access that excludes writing.

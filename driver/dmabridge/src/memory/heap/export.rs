@@ -43,7 +43,7 @@ impl Heap {
         self.export_with(ptr, |memfd, offset, len| {
             let dmabuf = udmabuf.create(memfd, offset, len)?;
             // Imports of it (clImportMemoryARM) pin these memfd pages.
-            crate::ext::arm_import::note_export(&dmabuf, memfd, offset, len);
+            crate::memory::exports::note(&dmabuf, memfd, offset, len);
             Ok(dmabuf)
         })
     }

@@ -11,11 +11,18 @@
 //! (VFIO pins a page once per mapping), so the identity IOVA goes to the first
 //! of them only; USM device allocations of an edu device own their pages, so
 //! they never share.
+//!
+//! The heap allocations that commands on a domain's devices reach (a kernel
+//! launch's, a USM migration's) are kept resident here too
+//! (`keep_resident`), until they are freed or their heap goes.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use super::domain::DmaDomain;
 use crate::error::{ClError, ClErrorKind, ClResult};
+use crate::memory::heap::{AllocInfo, AllocKind};
+use crate::runtime::context::Context;
 use crate::sys::page_size;
 use crate::sys::vfio::VfioError;
 
@@ -407,4 +414,36 @@ impl DmaDomain {
             )),
         }
     }
+}
+
+/// Unpins whatever of `ctx`'s heap is still resident in `domain` when the
+/// heap goes (a context released with live allocations).
+pub(crate) fn evict_on_heap_drop(ctx: &Context, domain: &Arc<DmaDomain>) {
+    let d = domain.clone();
+    let evict = move |start, len| {
+        d.evict_within(start, len);
+    };
+    ctx.heap().on_drop(Arc::as_ptr(domain) as usize, Box::new(evict));
+}
+
+/// Makes the USM allocation `info` of `ctx` resident in `domain` unless it
+/// already is (no reference counted: it stays resident until it is freed,
+/// or its context released). SVM allocations are left alone (their free,
+/// `clSVMFree`, does not evict); so are pointers outside the heap. Returns
+/// the bus address of `info.base`, or `None` when left alone.
+///
+/// What `clEnqueueMigrateMemINTEL` and a kernel launch on an edu queue do to
+/// the allocations they reach (seed 000): residency is the backend's, so the
+/// runtime's launch and the extension's migration share it here. Errors as
+/// [`DmaDomain::make_resident`].
+pub(crate) fn keep_resident(ctx: &Context, domain: &Arc<DmaDomain>, info: &AllocInfo) -> ClResult<Option<u64>> {
+    if info.meta.kind == AllocKind::Svm {
+        return Ok(None);
+    }
+    // SAFETY: a live USM allocation, reached only through raw pointers;
+    // devices write it only through enqueued commands (USM: the host keeps
+    // off meanwhile), and it is evicted before its pages are freed.
+    let iova = unsafe { domain.ensure_resident(info.base, info.size) }?;
+    evict_on_heap_drop(ctx, domain);
+    Ok(Some(iova))
 }

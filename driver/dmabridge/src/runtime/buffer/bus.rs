@@ -1,7 +1,8 @@
 //! Buffers made around a store that their creator prepared, whose pages
 //! are already chosen: imported memory (`clImportMemoryARM`, seed 004),
 //! memfd pages with a bus address or a remote device's BAR
-//! (`cl_amd_bus_addressable_memory`, seed 002, [`crate::ext::amd_bus`]).
+//! (`cl_amd_bus_addressable_memory`, seed 002, `ext::amd_bus`), each
+//! with the restrictions its creator set on the store.
 
 use std::sync::{Arc, Mutex};
 

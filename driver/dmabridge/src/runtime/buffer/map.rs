@@ -20,7 +20,7 @@ use crate::runtime::event::{command_type, Event};
 use crate::runtime::queue::{check_wait_list, CommandUse, Queue};
 use crate::sys::dma_buf::SyncDir;
 
-use super::commands::{check_host_access, check_range, check_target, check_writable};
+use super::commands::{check_host_access, check_range, check_readable, check_target, check_writable};
 use super::store::Location;
 use super::Buffer;
 
@@ -150,7 +150,7 @@ pub fn enqueue_map_buffer_after(
 ) -> ClResult<(NonNull<u8>, Event)> {
     use map_flags::*;
     check_target(queue, buffer, "buffer")?;
-    crate::ext::amd_bus::external::refuse_read(buffer, "clEnqueueMapBuffer")?;
+    check_readable(buffer, "clEnqueueMapBuffer")?;
     check_wait_list(queue.context(), wait_list)?;
     check_range(buffer, offset, size, "buffer")?;
     if map_flags & !(READ | WRITE | WRITE_INVALIDATE_REGION) != 0 {
@@ -237,7 +237,7 @@ pub fn enqueue_unmap_mem_object(
     if !Arc::ptr_eq(queue.context(), buffer.context()) {
         return cl_err!(InvalidContext, "memobj and the command queue belong to different contexts");
     }
-    crate::ext::amd_bus::external::refuse_read(buffer, "clEnqueueUnmapMemObject")?;
+    check_readable(buffer, "clEnqueueUnmapMemObject")?;
     check_wait_list(queue.context(), wait_list)?;
     let record = {
         let mut maps = buffer.maps.lock().unwrap_or_else(|p| p.into_inner());

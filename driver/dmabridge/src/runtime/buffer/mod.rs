@@ -12,6 +12,7 @@ mod bus;
 pub mod commands;
 pub mod map;
 pub mod rect;
+pub(crate) mod restrictions;
 pub mod store;
 
 use std::sync::{Arc, Mutex};
@@ -144,13 +145,33 @@ pub(crate) fn check_exclusive(flags: u64) -> ClResult<()> {
     Ok(())
 }
 
+/// The rule `clCreateBuffer` applies to `CL_MEM_USE_HOST_PTR` over SVM: a
+/// buffer of `size` bytes at `ptr` must fit in the SVM allocation, else
+/// `CL_INVALID_BUFFER_SIZE`. Pointers that are not SVM are left to the
+/// buffer's own rules (`Ok`). (`dmabridge::ext::svm::check_use_host_ptr`
+/// is this rule under its extension's name.)
+pub(crate) fn check_inside_svm(ctx: &Context, ptr: *const u8, size: usize) -> ClResult<()> {
+    match ctx.heap().lookup(ptr as usize).filter(|i| i.meta.kind == AllocKind::Svm) {
+        Some(i) if (ptr as usize - i.base).checked_add(size).is_none_or(|end| end > i.size) => cl_err!(
+            InvalidBufferSize,
+            "a {size}-byte buffer at {ptr:?} runs past the end of its {}-byte SVM allocation at {:#x}",
+            i.size,
+            i.base
+        ),
+        _ => Ok(()),
+    }
+}
+
 impl Buffer {
     /// `clCreateBuffer`: a buffer of `size` bytes. Nothing is allocated yet
     /// (see [`store`]), except the host allocation that
     /// `CL_MEM_COPY_HOST_PTR` needs to keep the data.
     ///
     /// Errors:
-    /// - `CL_INVALID_VALUE`: unknown flags, two access flags, two host access
+    /// - `CL_INVALID_VALUE`: unknown flags (an extension's flags too: a buffer
+    ///   with `CL_MEM_BUS_ADDRESSABLE_AMD` or `CL_MEM_EXTERNAL_PHYSICAL_AMD`
+    ///   is made by `dmabridge::ext::create_buffer`, which comes here for
+    ///   the others), two access flags, two host access
     ///   flags, or `USE_HOST_PTR` with `ALLOC_HOST_PTR` or `COPY_HOST_PTR`;
     /// - `CL_INVALID_BUFFER_SIZE`: `size` is 0 or above every device's
     ///   `CL_DEVICE_MAX_MEM_ALLOC_SIZE`, or a `USE_HOST_PTR` buffer runs past
@@ -170,9 +191,7 @@ impl Buffer {
     /// device behind an IOMMU the pages it spans are mapped for the device
     /// while the buffer lives there, so they must hold no Rust reference that
     /// a device write could invalidate. With `COPY_HOST_PTR` it must be valid
-    /// for reads of `size` bytes now. With `CL_MEM_BUS_ADDRESSABLE_AMD` or
-    /// `CL_MEM_EXTERNAL_PHYSICAL_AMD` (seed 002), the buffer is
-    /// [`crate::ext::amd_bus::create_buffer`]'s, under its contract.
+    /// for reads of `size` bytes now.
     ///
     /// ```
     /// use dmabridge::runtime::buffer::{mem_flags, Buffer};
@@ -188,10 +207,6 @@ impl Buffer {
     /// ```
     pub unsafe fn create(ctx: &Arc<Context>, flags: u64, size: usize, host_ptr: *mut u8) -> ClResult<Arc<Buffer>> {
         use mem_flags::*;
-        if flags & crate::ext::amd_bus::FLAGS != 0 {
-            // SAFETY: forwarded to the caller (the same contract).
-            return unsafe { crate::ext::amd_bus::create_buffer(ctx, flags, size, host_ptr) };
-        }
         check_exclusive(flags)?;
         if flags & USE_HOST_PTR != 0 && flags & (ALLOC_HOST_PTR | COPY_HOST_PTR) != 0 {
             return cl_err!(
@@ -227,7 +242,7 @@ impl Buffer {
             if let Some(a) = ctx.lookup(host_ptr as usize) {
                 match a.meta.kind {
                     AllocKind::Svm => {
-                        crate::ext::svm::check_use_host_ptr(ctx, host_ptr, size)?;
+                        check_inside_svm(ctx, host_ptr, size)?;
                         uses_svm = flags & USE_HOST_PTR != 0;
                     }
                     k if flags & USE_HOST_PTR != 0 => {
@@ -307,7 +322,7 @@ impl Buffer {
         if parent.parent.is_some() {
             return cl_err!(InvalidMemObject, "buffer is a sub-buffer: sub-buffers of sub-buffers are not allowed");
         }
-        crate::ext::amd_bus::check_sub_buffer(parent)?;
+        parent.store.restrictions().check_sub_buffer()?;
         check_exclusive(flags)?;
         if flags & HOST_PTR != 0 {
             return cl_err!(

@@ -12,8 +12,6 @@ pub(crate) struct Imported {
     /// import made it (for devices behind an IOMMU); its CPU accesses are
     /// bracketed with `DMA_BUF_IOCTL_SYNC`. `None` for host memory.
     pub dma_buf: Option<LazyMap>,
-    /// Nothing may write the memory (a dma-buf opened read-only).
-    pub read_only: bool,
     /// The mappings, pins and bookkeeping the import holds (dropped after
     /// the devices' residency is evicted).
     pub(super) _keep: Box<dyn std::any::Any + Send + Sync>,
@@ -46,21 +44,12 @@ impl CpuSyncs {
 impl Imported {
     /// Imported memory: a dma-buf's (lazy) mapping or none (host memory),
     /// whether nothing may write it, and what keeps it mapped and pinned.
-    pub fn new(dma_buf: Option<LazyMap>, read_only: bool, keep: Box<dyn std::any::Any + Send + Sync>) -> Imported {
-        Imported { dma_buf, read_only, _keep: keep, syncs: Mutex::new(CpuSyncs::default()) }
+    pub fn new(dma_buf: Option<LazyMap>, keep: Box<dyn std::any::Any + Send + Sync>) -> Imported {
+        Imported { dma_buf, _keep: keep, syncs: Mutex::new(CpuSyncs::default()) }
     }
 
     pub(super) fn syncs(&self) -> std::sync::MutexGuard<'_, CpuSyncs> {
         self.syncs.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// The direction a sync of `dir` uses (a read-only dma-buf is only read).
-    pub(super) fn dir(&self, dir: SyncDir) -> SyncDir {
-        if self.read_only {
-            SyncDir::Read
-        } else {
-            dir
-        }
     }
 
     /// Maps the dma-buf if the CPU has not yet, and begins a CPU access.
@@ -88,10 +77,7 @@ impl Imported {
 
 impl std::fmt::Debug for Imported {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Imported")
-            .field("dma_buf", &self.dma_buf)
-            .field("read_only", &self.read_only)
-            .finish_non_exhaustive()
+        f.debug_struct("Imported").field("dma_buf", &self.dma_buf).finish_non_exhaustive()
     }
 }
 
@@ -153,7 +139,20 @@ impl Store {
             state: Mutex::new(state),
             imported: Some(imported),
             remote: None,
+            restrictions: Restrictions::default(),
         }
+    }
+
+    /// The store with `restrictions`, set by whoever made it (see
+    /// [`Restrictions`]).
+    pub fn with_restrictions(mut self, restrictions: Restrictions) -> Store {
+        self.restrictions = restrictions;
+        self
+    }
+
+    /// What its creator forbids on the store's memory.
+    pub fn restrictions(&self) -> &Restrictions {
+        &self.restrictions
     }
 
     /// True if the store is imported memory (`clImportMemoryARM`).
@@ -183,7 +182,17 @@ impl Store {
     /// True if nothing may write the store's memory (an imported dma-buf
     /// opened read-only).
     pub fn read_only(&self) -> bool {
-        self.imported.as_ref().is_some_and(|i| i.read_only)
+        self.restrictions.no_write.is_some()
+    }
+
+    /// The direction a sync of `dir` uses (memory nothing may write, such as
+    /// a read-only dma-buf, is only read).
+    fn sync_dir(&self, dir: SyncDir) -> SyncDir {
+        if self.read_only() {
+            SyncDir::Read
+        } else {
+            dir
+        }
     }
 
     /// Begins a CPU access of `dir` to an imported dma-buf: maps it if this
@@ -194,7 +203,7 @@ impl Store {
         let Some((imported, lazy)) = self.imported.as_ref().and_then(|i| Some((i, i.dma_buf.as_ref()?))) else {
             return Ok(None);
         };
-        let dir = imported.dir(dir);
+        let dir = self.sync_dir(dir);
         imported.begin(lazy, dir)?;
         Ok(Some(CpuSync { imported, dir }))
     }
@@ -208,7 +217,7 @@ impl Store {
     /// Ends the CPU access a map began ([`begin_cpu`](Self::begin_cpu)).
     pub fn end_cpu(&self, dir: SyncDir) {
         if let Some(imported) = &self.imported {
-            imported.end(imported.dir(dir));
+            imported.end(self.sync_dir(dir));
         }
     }
 

@@ -87,6 +87,8 @@ use crate::runtime::context::Context;
 use crate::runtime::device::Device;
 use crate::runtime::transfer;
 use crate::sys::dma_buf::{LazyMap, SyncDir};
+
+use super::restrictions::Restrictions;
 pub use imported::CpuSyncs;
 pub(crate) use imported::{CpuSync, Imported, RemoteKeep};
 
@@ -191,6 +193,8 @@ pub(crate) struct Store {
     /// and usable, dropped after [`Store`]'s `drop` has evicted every
     /// device's residency of it (fields drop after `Drop::drop`).
     remote: Option<Box<dyn RemoteKeep>>,
+    /// What its creator forbids on the memory.
+    restrictions: Restrictions,
 }
 
 /// The memory a command works on at its location.
@@ -206,7 +210,15 @@ impl Store {
     /// A store of `size` bytes; `user_ptr` for `CL_MEM_USE_HOST_PTR`.
     pub fn new(context: &Arc<Context>, size: usize, user_ptr: Option<usize>) -> Store {
         let state = State { defined: user_ptr.is_some(), pages_current: user_ptr.is_some(), ..State::default() };
-        Store { context: context.clone(), size, user_ptr, state: Mutex::new(state), imported: None, remote: None }
+        Store {
+            context: context.clone(),
+            size,
+            user_ptr,
+            state: Mutex::new(state),
+            imported: None,
+            remote: None,
+            restrictions: Restrictions::default(),
+        }
     }
 
     /// Its size in bytes.
