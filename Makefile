@@ -347,9 +347,15 @@ test-arm64-doc:
 	exit $$status
 
 # tests/lint-pipes: no script pipes into a reader that stops early (grep -q,
-# head), which under pipefail fails on the writer's SIGPIPE.
+# head), which under pipefail fails on the writer's SIGPIPE. The lock check:
+# every lock in driver/*/src is taken through dmabridge::sync (one policy: a
+# poisoned lock is taken all the same, see driver/dmabridge/src/sync.rs), so
+# no unwrap or expect of a lock, and no PoisonError handled anywhere else.
+LOCK_MISUSE := \.(lock|read|write|get_mut)\(\)\.(unwrap|expect)\(|\.wait\([^()]*\)\.(unwrap|expect)\(|PoisonError
 lint:
 	tests/lint-pipes
+	@if grep -rnE '$(LOCK_MISUSE)' --include='*.rs' driver/*/src | grep -v '^driver/dmabridge/src/sync.rs:'; then \
+	    echo "lint: take locks with dmabridge::sync::{lock, read, write, wait, get_mut} (see driver/dmabridge/src/sync.rs)"; exit 1; fi
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	$(CARGO) clippy -p dmabridge-tests --test guest --test rig -- -D warnings

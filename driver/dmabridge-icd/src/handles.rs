@@ -45,8 +45,9 @@ use opencl_sys::cl_icd::cl_icd_dispatch;
 use opencl_sys::*;
 
 use crate::dispatch::DISPATCH;
-use crate::entry::{lock, ClRes};
+use crate::entry::ClRes;
 use crate::hazard;
+use dmabridge::sync;
 
 /// What a handle is.
 #[repr(u32)]
@@ -181,7 +182,7 @@ impl<T> Drop for Obj<T> {
         }
         // The header goes back only now: until here a lookup of the handle
         // finds the registry's `Weak`, which no longer upgrades.
-        let mut registry = lock(registry());
+        let mut registry = sync::lock(registry());
         let entry = registry.live.remove(&(self.header as *const Header as usize));
         registry.quarantine.push_back(self.header);
         drop(registry);
@@ -289,7 +290,7 @@ fn registry() -> &'static Mutex<Registry> {
 /// (see [`into_handle`]).
 pub fn new_object<T: Kind>(inner: T) -> Arc<Obj<T>> {
     let inner = Inner { ptr: NonNull::from(Box::leak(Box::new(inner))) };
-    let mut registry = lock(registry());
+    let mut registry = sync::lock(registry());
     let header = registry.header(T::TAG);
     let obj = Arc::new(Obj { header, tag: T::TAG, app_refs: AtomicUsize::new(0), inner });
     registry.live.insert(header as *const Header as usize, Entry::of(&obj));
@@ -365,7 +366,7 @@ pub fn get<T: Kind>(handle: *const c_void) -> ClRes<Arc<Obj<T>>> {
         crate::notify::note_context(obj.inner.notifier());
         return Ok(obj);
     }
-    let registry = lock(registry());
+    let registry = sync::lock(registry());
     let (header, entry) = registry.find(handle).filter(|(_, e)| e.is::<T>()).ok_or(T::INVALID)?;
     let obj = entry.upgrade::<T>().ok_or(T::INVALID)?;
     let entry = entry.clone();
@@ -385,7 +386,7 @@ pub fn with<T: Kind, R>(handle: *const c_void, f: impl FnOnce(&T) -> ClRes<R>) -
     }
     if T::TAG.borrowable() {
         let borrowed = cached::<T, _>(handle, |e| Some((e.protect()?, e.data))).or_else(|| {
-            let registry = lock(registry());
+            let registry = sync::lock(registry());
             let (header, entry) = registry.find(handle).filter(|(_, e)| e.is::<T>())?;
             let protected = entry.protect()?;
             let (data, entry) = (entry.data, entry.clone());
@@ -714,7 +715,7 @@ mod tests {
         });
         ready_rx.recv().unwrap();
         // With the registry locked, only the per-thread cache can answer.
-        let registry = lock(registry());
+        let registry = sync::lock(registry());
         go_tx.send(()).unwrap();
         let answered = done_rx.recv_timeout(std::time::Duration::from_secs(30));
         drop(registry);

@@ -14,6 +14,9 @@
 //! 5. [`pipeline`] — pipelines end to end: the V4L2 capture pipeline
 //!    (frames written by the driver into dmabridge memory, converted in place).
 //!
+//! [`sync`] beside them holds the one lock policy: locks are taken also
+//! after a panic poisoned them (why that is sound is written there).
+//!
 //! The faces (C ABI as an OpenCL ICD, CLI) build on these.
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
@@ -23,6 +26,7 @@ pub mod ext;
 pub mod memory;
 pub mod pipeline;
 pub mod runtime;
+pub mod sync;
 pub mod sys;
 
 /// The README's Rust example, compiled as a doctest so that it stays true.

@@ -80,6 +80,7 @@ use crate::runtime::buffer::store::{Imported, Store};
 use crate::runtime::buffer::{check_exclusive, mem_flags, Buffer};
 use crate::runtime::context::Context;
 use crate::runtime::device::Device;
+use crate::sync;
 use crate::sys::dma_buf::DmaBuf;
 use crate::sys::mmap::{Access, Mapping};
 use crate::sys::{page_size, vm};
@@ -230,7 +231,7 @@ static HOST_IMPORTS: Mutex<BTreeMap<u64, HostSpan>> = Mutex::new(BTreeMap::new()
 static NEXT_HOST_IMPORT: AtomicU64 = AtomicU64::new(1);
 
 fn host_imports() -> MutexGuard<'static, BTreeMap<u64, HostSpan>> {
-    HOST_IMPORTS.lock().unwrap_or_else(|p| p.into_inner())
+    sync::lock(&HOST_IMPORTS)
 }
 
 /// A host import's locked pages and its entry in [`HOST_IMPORTS`]: dropped
@@ -502,7 +503,7 @@ static EXPORTS: Mutex<Option<HashMap<u64, ExportRecord>>> = Mutex::new(None);
 static EXPORT_COUNT: AtomicUsize = AtomicUsize::new(0);
 
 fn exports() -> MutexGuard<'static, Option<HashMap<u64, ExportRecord>>> {
-    EXPORTS.lock().unwrap_or_else(|p| p.into_inner())
+    sync::lock(&EXPORTS)
 }
 
 /// Records that `dma_buf` maps the pages `[offset, offset + len)` of

@@ -29,6 +29,7 @@ use std::sync::Mutex;
 
 use super::table::{slot_meta, slot_size, slot_word, Record, Table, CHUNK, FREE, LARGE};
 use super::vaspace::{ReserveError, VaSpace, GRANULE};
+use crate::sync;
 use crate::sys::dma_buf::DmaBuf;
 use crate::sys::udmabuf::{Udmabuf, UdmabufError};
 use crate::sys::{page_size, OsError};
@@ -410,7 +411,7 @@ impl Heap {
     /// # Ok::<(), dmabridge::memory::vaspace::ReserveError>(())
     /// ```
     pub fn on_drop(&self, key: usize, hook: DropHook) {
-        let mut hooks = self.drop_hooks.lock().unwrap();
+        let mut hooks = sync::lock(&self.drop_hooks);
         if !hooks.iter().any(|(k, _)| *k == key) {
             hooks.push((key, hook));
         }
@@ -441,7 +442,7 @@ impl Heap {
     pub fn for_each_allocation(&self, mut f: impl FnMut(&AllocInfo)) {
         for (pool, cls) in self.classes.iter().enumerate() {
             let csize = class_size(pool / SHARDS);
-            let cls = cls.0.lock().unwrap();
+            let cls = sync::lock(&cls.0);
             for chunk in cls.chunks.iter().flatten() {
                 let Some(rec) = self.table.record(chunk.start) else { continue };
                 let base = self.va.granule_addr(chunk.start);
@@ -457,7 +458,7 @@ impl Heap {
                 }
             }
         }
-        let large = self.large.lock().unwrap();
+        let large = sync::lock(&self.large);
         for &start in large.keys() {
             if let Some(rec) = self.table.record(start) {
                 f(&AllocInfo {
@@ -532,7 +533,7 @@ impl Heap {
     fn alloc_pooled(&self, c: usize, size: usize, meta: AllocMeta) -> Result<usize, AllocError> {
         let csize = class_size(c);
         let s = shard();
-        let mut cls = self.pool(c, s).lock().unwrap();
+        let mut cls = sync::lock(self.pool(c, s));
         let ci = match cls.with_room.last() {
             Some(&i) => i as usize,
             None => self.new_chunk(c, s, &mut cls, size)?,
@@ -590,8 +591,8 @@ impl Heap {
             return Err(oom);
         }
         let base_g = self.va.base() / GRANULE;
-        let mut large = self.large.lock().unwrap();
-        let start = self.granules.lock().unwrap().take(n, align_g, base_g).ok_or(oom)?;
+        let mut large = sync::lock(&self.large);
+        let start = sync::lock(&self.granules).take(n, align_g, base_g).ok_or(oom)?;
         large.insert(start, Large { granules: n, exported: false });
         let rec = self.table.record_mut(start);
         rec.size.store(size, Ordering::Relaxed);
@@ -688,7 +689,7 @@ impl Heap {
     fn free_pooled(&self, ptr: usize, start: usize) -> Result<AllocInfo, FreeError> {
         let rec = self.table.record(start).ok_or(FreeError::Unknown(ptr))?;
         let (c, s) = (rec.class.load(Ordering::Acquire) as usize, rec.shard.load(Ordering::Acquire) as usize);
-        let mut cls = self.pool(c, s).lock().unwrap();
+        let mut cls = sync::lock(self.pool(c, s));
         // Re-check under the lock: the chunk may have changed hands since
         // the lock-free lookup (only by a racing free of the same pointer).
         if !self.is_chunk_of(rec, c, s) {
@@ -818,11 +819,11 @@ impl Heap {
                 return;
             }
         }
-        self.granules.lock().unwrap().give(chunk.start, 1);
+        sync::lock(&self.granules).give(chunk.start, 1);
     }
 
     fn free_large(&self, ptr: usize, start: usize) -> Result<AllocInfo, FreeError> {
-        let mut large = self.large.lock().unwrap();
+        let mut large = sync::lock(&self.large);
         let rec = self.table.record(start).ok_or(FreeError::Unknown(ptr))?;
         if rec.kind.load(Ordering::Acquire) != LARGE || !large.contains_key(&start) {
             return Err(FreeError::Unknown(ptr));
@@ -843,7 +844,7 @@ impl Heap {
             log::warn!("handing back a freed, exported allocation's pages failed ({e}): its range stays unused");
             return Ok(info);
         }
-        self.granules.lock().unwrap().give(start, l.granules);
+        sync::lock(&self.granules).give(start, l.granules);
         Ok(info)
     }
 
@@ -864,7 +865,7 @@ impl Heap {
     /// ```
     pub fn trim(&self) {
         for cls in self.classes.iter() {
-            let mut cls = cls.0.lock().unwrap();
+            let mut cls = sync::lock(&cls.0);
             let empty: Vec<usize> = cls
                 .chunks
                 .iter()
@@ -946,7 +947,7 @@ impl Heap {
         // record the export under it.
         if rec.kind.load(Ordering::Acquire) == CHUNK {
             let (c, s) = (rec.class.load(Ordering::Acquire) as usize, rec.shard.load(Ordering::Acquire) as usize);
-            let mut cls = self.pool(c, s).lock().unwrap();
+            let mut cls = sync::lock(self.pool(c, s));
             if !self.is_chunk_of(rec, c, s) || self.lookup(ptr) != Some(info) {
                 return Err(unknown());
             }
@@ -955,7 +956,7 @@ impl Heap {
             self.close_pages(&mut cls, ci, class_size(c), first - chunk_start..end - chunk_start);
             Ok(dmabuf)
         } else {
-            let mut large = self.large.lock().unwrap();
+            let mut large = sync::lock(&self.large);
             if rec.kind.load(Ordering::Acquire) != LARGE || self.lookup(ptr) != Some(info) {
                 return Err(unknown());
             }
@@ -986,13 +987,13 @@ impl Heap {
     pub fn stats(&self) -> HeapStats {
         let mut s = HeapStats::default();
         for cls in self.classes.iter() {
-            let cls = cls.0.lock().unwrap();
+            let cls = sync::lock(&cls.0);
             for c in cls.chunks.iter().flatten() {
                 s.chunks += 1;
                 s.live += c.live as usize;
             }
         }
-        let large = self.large.lock().unwrap();
+        let large = sync::lock(&self.large);
         s.large = large.len();
         s.live += large.len();
         s.resident_bytes = self.va.resident_bytes().unwrap_or(0);
@@ -1003,7 +1004,7 @@ impl Heap {
 impl Drop for Heap {
     fn drop(&mut self) {
         let (start, len) = (self.va.base(), self.va.len());
-        for (_, hook) in self.drop_hooks.get_mut().map(std::mem::take).unwrap_or_default() {
+        for (_, hook) in std::mem::take(sync::get_mut(&mut self.drop_hooks)) {
             hook(start, len);
         }
     }
@@ -1180,7 +1181,7 @@ pub(crate) mod tests {
         let c = (4096 / MIN_CLASS).trailing_zeros() as usize;
         // Hold this thread's pool of the 4 KiB class (and nothing else):
         // a thread of another shard allocates and frees in that class.
-        let held = h.pool(c, shard()).lock().unwrap();
+        let held = sync::lock(h.pool(c, shard()));
         let done = finishes_on_another_shard(held, || {
             for _ in 0..1000 {
                 let q = h.alloc(4096, 0, AllocMeta::HOST).unwrap().as_ptr() as usize;

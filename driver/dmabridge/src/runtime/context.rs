@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex, OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard}
 use crate::cl_err;
 use crate::error::{ClError, ClErrorKind, ClResult};
 use crate::memory::heap::{AllocInfo, AllocKind, AllocMeta, Heap};
+use crate::sync;
 
 use super::device::Device;
 use super::free_gate::FreeGate;
@@ -44,7 +45,7 @@ struct Destructors(Mutex<Vec<Box<dyn FnOnce() + Send>>>);
 
 impl std::fmt::Debug for Destructors {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let n = self.0.lock().map_or(0, |v| v.len());
+        let n = sync::lock(&self.0).len();
         f.debug_struct("Destructors").field("count", &n).finish()
     }
 }
@@ -196,22 +197,23 @@ impl Context {
     ///
     /// ```
     /// use std::sync::{Arc, Mutex};
+    /// use dmabridge::sync;
     /// use dmabridge::runtime::{context::Context, platform::Platform};
     /// let ctx = Context::new(std::slice::from_ref(Platform::get().cpu()))?;
     /// let order = Arc::new(Mutex::new(Vec::new()));
     /// for i in 0..3 {
     ///     let o = order.clone();
-    ///     ctx.on_destroy(Box::new(move || o.lock().unwrap().push(i)));
+    ///     ctx.on_destroy(Box::new(move || sync::lock(&o).push(i)));
     /// }
     /// let retained = ctx.clone();
     /// drop(ctx);
-    /// assert!(order.lock().unwrap().is_empty(), "still referenced");
+    /// assert!(sync::lock(&order).is_empty(), "still referenced");
     /// drop(retained);
-    /// assert_eq!(*order.lock().unwrap(), [2, 1, 0]);
+    /// assert_eq!(*sync::lock(&order), [2, 1, 0]);
     /// # Ok::<(), dmabridge::error::ClError>(())
     /// ```
     pub fn on_destroy(&self, f: Box<dyn FnOnce() + Send>) {
-        self.destructors.0.lock().unwrap_or_else(|p| p.into_inner()).push(f);
+        sync::lock(&self.destructors.0).push(f);
     }
 
     /// `clGetSupportedImageFormats`: dmabridge has no images
@@ -406,11 +408,11 @@ fn lookup_local(owned: &Owned, ptr: usize) -> Option<AllocInfo> {
 /// free (heap, no claims) takes no lock another thread's free takes.
 impl Context {
     fn owned_read(&self) -> RwLockReadGuard<'_, Owned> {
-        self.owned.read().unwrap_or_else(|e| e.into_inner())
+        sync::read(&self.owned)
     }
 
     fn owned_write(&self) -> RwLockWriteGuard<'_, Owned> {
-        self.owned.write().unwrap_or_else(|e| e.into_inner())
+        sync::write(&self.owned)
     }
 
     /// Claims `[start, start + len)` if it lies inside one USM or SVM
@@ -532,13 +534,13 @@ impl Drop for RangeClaim {
 /// that memory outlives the context (it is the device's).
 impl Drop for Context {
     fn drop(&mut self) {
-        let table = std::mem::take(&mut self.owned.get_mut().unwrap_or_else(|e| e.into_inner()).local);
+        let table = std::mem::take(&mut sync::get_mut_rw(&mut self.owned).local);
         for (base, a) in table {
             if let Some(m) = a.device.local_memory() {
                 let _ = m.free(base as *const u8);
             }
         }
-        let callbacks = std::mem::take(self.destructors.0.get_mut().unwrap_or_else(|p| p.into_inner()));
+        let callbacks = std::mem::take(sync::get_mut(&mut self.destructors.0));
         for f in callbacks.into_iter().rev() {
             f();
         }

@@ -6,6 +6,7 @@ use super::backend::bar::BarBackend;
 use super::backend::domain::DmaDomain;
 use super::backend::edu_backend::EduBackend;
 use super::backend::{Backend, LocalMemory};
+use crate::sync;
 use crate::sys::pci::PciAddress;
 
 /// USM capability bits (`cl_device_unified_shared_memory_capabilities_intel`).
@@ -182,7 +183,7 @@ impl Device {
         let device = Device::dma_engine(index, backend.name(), host_alloc_limit().min(window), true);
         let domain = backend.domain().clone();
         Device::attach_backend(&device, backend);
-        let mut reg = DOMAINS.lock().unwrap();
+        let mut reg = sync::lock(&DOMAINS);
         reg.retain(|(d, _)| d.strong_count() > 0);
         reg.push((Arc::downgrade(&device), domain));
         device
@@ -207,7 +208,7 @@ impl Device {
         if self.device_type == DeviceType::Cpu {
             return None;
         }
-        let reg = DOMAINS.lock().unwrap();
+        let reg = sync::lock(&DOMAINS);
         reg.iter().find(|(d, _)| d.strong_count() > 0 && std::ptr::eq(d.as_ptr(), self)).map(|(_, m)| m.clone())
     }
 
@@ -249,7 +250,7 @@ impl Device {
     /// ```
     pub fn attach_backend(device: &Arc<Device>, backend: Arc<dyn Backend>) {
         assert!(device.device_type != DeviceType::Cpu, "the CPU device copies on the CPU");
-        let mut reg = BACKENDS.lock().unwrap();
+        let mut reg = sync::lock(&BACKENDS);
         reg.retain(|(d, _)| d.strong_count() > 0 && !std::ptr::eq(d.as_ptr(), Arc::as_ptr(device)));
         reg.push((Arc::downgrade(device), backend));
     }
@@ -272,7 +273,7 @@ impl Device {
         if self.device_type == DeviceType::Cpu {
             return None;
         }
-        let reg = BACKENDS.lock().unwrap();
+        let reg = sync::lock(&BACKENDS);
         reg.iter().find(|(d, _)| d.strong_count() > 0 && std::ptr::eq(d.as_ptr(), self)).map(|(_, b)| b.clone())
     }
 

@@ -11,6 +11,7 @@
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use crate::memory::heap::{shard, SHARDS};
+use crate::sync;
 
 /// One shard's lock, alone on its cache line(s).
 #[derive(Debug, Default)]
@@ -32,13 +33,13 @@ pub(crate) struct Closed<'a>(#[allow(dead_code)] Vec<RwLockWriteGuard<'a, ()>>);
 impl FreeGate {
     /// Enters as a free (the calling thread's shard, for reading).
     pub(crate) fn free(&self) -> Freeing<'_> {
-        Freeing(self.shards[shard()].0.read().unwrap_or_else(|e| e.into_inner()))
+        Freeing(sync::read(&self.shards[shard()].0))
     }
 
     /// Waits until no free runs and keeps every free out until the guard
     /// drops.
     pub(crate) fn close(&self) -> Closed<'_> {
-        Closed(self.shards.iter().map(|s| s.0.write().unwrap_or_else(|e| e.into_inner())).collect())
+        Closed(self.shards.iter().map(|s| sync::write(&s.0)).collect())
     }
 }
 

@@ -6,6 +6,7 @@
 //! handled by the exporter: [`DmaBuf::cpu_access`] returns a guard that does
 //! exactly that. Implicit fences can be exported and imported as sync_files.
 
+use crate::sync;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::ptr::NonNull;
 use std::sync::Mutex;
@@ -833,7 +834,7 @@ impl LazyMap {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn is_mapped(&self) -> bool {
-        *self.state.lock().unwrap_or_else(|p| p.into_inner()) == Some(true)
+        *sync::lock(&self.state) == Some(true)
     }
 
     /// Maps the dma-buf over the reserved range if it is not yet mapped.
@@ -859,7 +860,7 @@ impl LazyMap {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn ensure(&self) -> OsResult<()> {
-        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let mut state = sync::lock(&self.state);
         match *state {
             Some(true) => return Ok(()),
             None => return Err(OsError::new("mmap dma-buf (its range was lost)", Errno::NOMEM)),
@@ -917,7 +918,7 @@ impl LazyMap {
 
 impl Drop for LazyMap {
     fn drop(&mut self) {
-        if self.state.get_mut().unwrap_or_else(|p| p.into_inner()).is_some() {
+        if sync::get_mut(&mut self.state).is_some() {
             // SAFETY: our own range (reserved or mapped), unmapped once; no
             // reference into it exists (see `Send`).
             let _ = unsafe { rustix::mm::munmap(self.ptr.as_ptr().cast(), self.len) };

@@ -25,6 +25,7 @@
 //! does not care about. The raw calls keep the crate's conventions: typed
 //! errors, `OsError`, owned fds and RAII.
 
+use crate::sync;
 use std::collections::HashMap;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
@@ -615,13 +616,13 @@ impl DrmDevice {
 
     /// Counts one more holder of `handle`.
     fn hold(&self, handle: u32) {
-        *self.handles.lock().unwrap_or_else(|p| p.into_inner()).entry(handle).or_insert(0) += 1;
+        *sync::lock(&self.handles).entry(handle).or_insert(0) += 1;
     }
 
     /// Drops one holder of `handle`, closing it (`DRM_IOCTL_GEM_CLOSE`) when
     /// it was the last. Returns whether it was closed.
     fn release(&self, handle: u32) -> Result<bool, OsError> {
-        let mut handles = self.handles.lock().unwrap_or_else(|p| p.into_inner());
+        let mut handles = sync::lock(&self.handles);
         let Some(count) = handles.get_mut(&handle) else { return Ok(false) };
         *count -= 1;
         if *count > 0 {

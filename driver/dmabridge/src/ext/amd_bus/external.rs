@@ -38,7 +38,7 @@
 //! application's error (the read returns the remote memory's bytes).
 
 use std::path::Path;
-use std::sync::{Arc, LazyLock, Mutex, PoisonError, Weak};
+use std::sync::{Arc, LazyLock, Mutex, Weak};
 
 use super::{register, Bus, BusAddress};
 use crate::cl_err;
@@ -52,6 +52,7 @@ use crate::runtime::buffer::{mem_flags, Buffer};
 use crate::runtime::context::Context;
 use crate::runtime::platform::Platform;
 use crate::runtime::transfer::io::IoRange;
+use crate::sync;
 use crate::sys::page_size;
 use crate::sys::pci::PciAddress;
 
@@ -173,7 +174,7 @@ fn open_bar(slot: BarSlot, domain: &Arc<DmaDomain>) -> ClResult<Arc<OpenBar>> {
             format!("the remote memory at BAR {} of {} cannot be mapped: {why}", slot.bar, slot.address),
         )
     };
-    let mut open = OPEN.lock().unwrap_or_else(PoisonError::into_inner);
+    let mut open = sync::lock(&OPEN);
     open.retain(|w| w.strong_count() > 0);
     if let Some(b) = open
         .iter()
@@ -311,7 +312,7 @@ impl External {
     /// buffer is enqueued meanwhile, so markers are enqueued (and, in one
     /// queue, written) in increasing order.
     pub(crate) fn enqueue_value<T>(&self, value: u32, enqueue: impl FnOnce() -> ClResult<T>) -> ClResult<T> {
-        let mut last = self.last.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut last = sync::lock(&self.last);
         if let Some(l) = *last {
             if value <= l {
                 return cl_err!(

@@ -43,7 +43,7 @@ pub mod remote;
 pub mod signal;
 
 use std::collections::HashMap;
-use std::sync::{Arc, LazyLock, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, LazyLock, Mutex, MutexGuard};
 
 use crate::cl_err;
 use crate::error::{ClError, ClErrorKind, ClResult};
@@ -55,6 +55,7 @@ use crate::runtime::context::Context;
 use crate::runtime::event::Event;
 use crate::runtime::platform::Platform;
 use crate::runtime::queue::{check_wait_list, CommandUse, Queue};
+use crate::sync;
 use crate::sys::page_size;
 
 pub use remote::RemoteDma;
@@ -119,7 +120,7 @@ pub(crate) enum Bus {
 fn registry() -> MutexGuard<'static, HashMap<usize, Arc<Bus>>> {
     static REG: LazyLock<Mutex<HashMap<usize, Arc<Bus>>>> = LazyLock::new(Mutex::default);
     // Entries are inserted and removed whole: a poisoned map is consistent.
-    REG.lock().unwrap_or_else(PoisonError::into_inner)
+    sync::lock(&REG)
 }
 
 pub(crate) fn lookup(buffer: &Buffer) -> Option<Arc<Bus>> {
@@ -301,7 +302,7 @@ pub unsafe fn create_buffer(ctx: &Arc<Context>, flags: u64, size: usize, host_pt
         bus,
         Box::new(move || {
             let Bus::Addressable(a) = &*bus2 else { return };
-            if let Some((domain, _)) = a.resident.lock().unwrap_or_else(PoisonError::into_inner).take() {
+            if let Some((domain, _)) = sync::lock(&a.resident).take() {
                 for addr in [a.surface, a.marker] {
                     if let Err(e) = domain.evict(addr) {
                         log::error!("releasing a bus-addressable buffer's bus address: {e}");
@@ -359,7 +360,7 @@ fn residency_error(what: &str, domain: &DmaDomain, e: ClError) -> ClError {
 /// Pins and maps one buffer's surface and signal page (or returns the
 /// addresses it already has).
 fn make_resident(a: &Addressable, domain: &Arc<DmaDomain>, index: usize) -> ClResult<(BusAddress, bool)> {
-    let mut r = a.resident.lock().unwrap_or_else(PoisonError::into_inner);
+    let mut r = sync::lock(&a.resident);
     if let Some((_, at)) = &*r {
         return Ok((*at, false));
     }
@@ -384,7 +385,7 @@ fn make_resident(a: &Addressable, domain: &Arc<DmaDomain>, index: usize) -> ClRe
 }
 
 fn undo_resident(a: &Addressable) {
-    if let Some((domain, _)) = a.resident.lock().unwrap_or_else(PoisonError::into_inner).take() {
+    if let Some((domain, _)) = sync::lock(&a.resident).take() {
         for addr in [a.surface, a.marker] {
             if let Err(e) = domain.evict(addr) {
                 log::error!("undoing a buffer's residency: {e}");
@@ -523,9 +524,7 @@ pub fn make_buffers_resident(
 /// ```
 pub fn bus_address(buffer: &Buffer) -> Option<BusAddress> {
     match lookup(buffer).as_deref() {
-        Some(Bus::Addressable(a)) => {
-            a.resident.lock().unwrap_or_else(PoisonError::into_inner).as_ref().map(|(_, at)| *at)
-        }
+        Some(Bus::Addressable(a)) => sync::lock(&a.resident).as_ref().map(|(_, at)| *at),
         _ => None,
     }
 }

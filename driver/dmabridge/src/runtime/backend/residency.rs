@@ -16,6 +16,7 @@ use std::collections::BTreeMap;
 
 use super::domain::DmaDomain;
 use crate::error::{ClError, ClErrorKind, ClResult};
+use crate::sync;
 use crate::sys::page_size;
 use crate::sys::vfio::VfioError;
 
@@ -116,7 +117,7 @@ impl DmaDomain {
     ///
     /// No system call.
     pub(crate) fn would_pin(&self, addr: usize, len: usize) -> bool {
-        let reg = self.residency.lock().unwrap();
+        let reg = sync::lock(&self.residency);
         !matches!(reg.ranges.get(&addr), Some(r) if r.len >= len)
     }
 
@@ -150,7 +151,7 @@ impl DmaDomain {
     /// # Ok::<(), dmabridge::error::ClError>(())
     /// ```
     pub unsafe fn make_resident_via(&self, addr: usize, len: usize, pin_addr: usize, write: bool) -> ClResult<u64> {
-        let mut reg = self.residency.lock().unwrap();
+        let mut reg = sync::lock(&self.residency);
         // A range resident at `addr` takes one more reference if it is long
         // enough; a shorter one is replaced below by a longer mapping (its
         // own stays mapped until the last reference goes: commands may be
@@ -259,7 +260,7 @@ impl DmaDomain {
     /// # Ok::<(), dmabridge::error::ClError>(())
     /// ```
     pub fn evict(&self, addr: usize) -> ClResult<()> {
-        let mut reg = self.residency.lock().unwrap();
+        let mut reg = sync::lock(&self.residency);
         if let Some(refs) = reg.revoked.get_mut(&addr) {
             // Unmapped already, when its device was lost.
             *refs -= 1;
@@ -301,7 +302,7 @@ impl DmaDomain {
     /// # Ok::<(), dmabridge::error::ClError>(())
     /// ```
     pub fn evict_within(&self, start: usize, len: usize) -> usize {
-        let mut reg = self.residency.lock().unwrap();
+        let mut reg = sync::lock(&self.residency);
         let keys: Vec<usize> = reg.ranges.range(start..start.saturating_add(len.max(1))).map(|(&k, _)| k).collect();
         for &k in &keys {
             self.remove_and_unmap(&mut reg, k);
@@ -346,7 +347,7 @@ impl DmaDomain {
     /// # Ok::<(), dmabridge::error::ClError>(())
     /// ```
     pub fn revoke_within(&self, start: usize, len: usize) -> usize {
-        let mut reg = self.residency.lock().unwrap();
+        let mut reg = sync::lock(&self.residency);
         let end = start.saturating_add(len);
         let keys: Vec<usize> =
             reg.ranges.range(..end).filter(|(_, r)| r.addr + r.len > start).map(|(&k, _)| k).collect();
@@ -372,7 +373,7 @@ impl DmaDomain {
     /// # Ok::<(), dmabridge::error::ClError>(())
     /// ```
     pub fn resident_iova(&self, addr: usize, len: usize) -> Option<u64> {
-        self.residency.lock().unwrap().find(addr, len).map(|r| r.iova_of(addr))
+        sync::lock(&self.residency).find(addr, len).map(|r| r.iova_of(addr))
     }
 
     /// Every resident range, by address.
@@ -389,7 +390,7 @@ impl DmaDomain {
     /// # Ok::<(), dmabridge::error::ClError>(())
     /// ```
     pub fn residents(&self) -> Vec<Resident> {
-        self.residency.lock().unwrap().ranges.values().copied().collect()
+        sync::lock(&self.residency).ranges.values().copied().collect()
     }
 
     fn unmap_resident(&self, r: &Resident) -> ClResult<()> {

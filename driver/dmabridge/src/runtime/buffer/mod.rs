@@ -19,6 +19,7 @@ use std::sync::{Arc, Mutex};
 use crate::cl_err;
 use crate::error::{ClError, ClErrorKind, ClResult};
 use crate::memory::heap::AllocKind;
+use crate::sync;
 use crate::sys::dma_buf::DmaBuf;
 use crate::sys::udmabuf::Udmabuf;
 
@@ -636,7 +637,7 @@ impl Buffer {
     /// # Ok::<(), dmabridge::error::ClError>(())
     /// ```
     pub fn set_destructor_callback(&self, f: Box<dyn FnOnce() + Send>) {
-        self.destructors.lock().unwrap_or_else(|p| p.into_inner()).push(f);
+        sync::lock(&self.destructors).push(f);
     }
 
     /// `clGetMemObjectInfo`.
@@ -676,7 +677,7 @@ impl Buffer {
 
 impl Drop for Buffer {
     fn drop(&mut self) {
-        let callbacks = std::mem::take(self.destructors.get_mut().unwrap_or_else(|p| p.into_inner()));
+        let callbacks = std::mem::take(sync::get_mut(&mut self.destructors));
         for f in callbacks.into_iter().rev() {
             f();
         }

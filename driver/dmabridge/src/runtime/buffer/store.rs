@@ -79,6 +79,7 @@ use crate::runtime::backend::device_copy;
 use crate::runtime::context::Context;
 use crate::runtime::device::Device;
 use crate::runtime::transfer;
+use crate::sync;
 use crate::sys::dma_buf::{LazyMap, SyncDir};
 
 /// Where an allocation of a buffer lives.
@@ -215,7 +216,7 @@ impl Imported {
     }
 
     fn syncs(&self) -> std::sync::MutexGuard<'_, CpuSyncs> {
-        self.syncs.lock().unwrap_or_else(|p| p.into_inner())
+        sync::lock(&self.syncs)
     }
 
     /// The direction a sync of `dir` uses (a read-only dma-buf is only read).
@@ -419,7 +420,7 @@ impl Store {
     }
 
     pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+        sync::lock(&self.state)
     }
 
     /// The counters of `loc`.
@@ -755,7 +756,7 @@ impl Store {
 
 impl Drop for Store {
     fn drop(&mut self) {
-        let st = self.state.get_mut().unwrap_or_else(|p| p.into_inner());
+        let st = sync::get_mut(&mut self.state);
         let pages = st.pages.map(|(p, _)| p);
         for d in st.devices.drain(..) {
             // A linked allocation on a device behind an IOMMU made the pages

@@ -11,8 +11,8 @@ use crate::error::ClResult;
 use crate::runtime::context::Context;
 use crate::runtime::event::Event;
 
-use super::scheduler::lock;
 use super::{CommandUse, Queue};
+use crate::sync;
 
 /// The live queues, with the address of their context.
 pub(super) static REGISTRY: Mutex<Vec<(usize, Weak<Queue>)>> = Mutex::new(Vec::new());
@@ -37,7 +37,7 @@ pub fn queues_of(context: &Arc<Context>) -> Vec<Arc<Queue>> {
     // Upgrade under the lock, but let go of nothing under it: dropping the
     // last reference to a queue takes this lock again.
     let found: Vec<Arc<Queue>> =
-        lock(&REGISTRY).iter().filter(|(k, _)| *k == key).filter_map(|(_, w)| w.upgrade()).collect();
+        sync::lock(&REGISTRY).iter().filter(|(k, _)| *k == key).filter_map(|(_, w)| w.upgrade()).collect();
     found.into_iter().filter(|q| Arc::ptr_eq(&q.context, context)).collect()
 }
 

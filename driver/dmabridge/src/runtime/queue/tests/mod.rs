@@ -35,13 +35,13 @@ fn ok() -> Work {
 fn push(log: &Log, v: u32) -> Work {
     let log = log.clone();
     Box::new(move || {
-        log.lock().unwrap().push(v);
+        crate::sync::lock(&log).push(v);
         Ok(())
     })
 }
 
 fn logged(log: &Log) -> Vec<u32> {
-    log.lock().unwrap().clone()
+    crate::sync::lock(log).clone()
 }
 
 fn wait(e: &Event) {
@@ -158,7 +158,7 @@ fn in_order_commands_run_one_at_a_time_in_enqueue_order() {
         Box::new(move || {
             assert!(!busy.swap(true, Ordering::SeqCst), "two commands of an in-order queue overlap");
             thread::sleep(Duration::from_micros(100));
-            log.lock().unwrap().push(v);
+            crate::sync::lock(&log).push(v);
             busy.store(false, Ordering::SeqCst);
             Ok(())
         })
