@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Arc, Mutex, OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard, Weak};
 
 use crate::cl_err;
 use crate::error::{ClError, ClErrorKind, ClResult};
@@ -12,6 +12,7 @@ use crate::sync;
 
 use super::device::Device;
 use super::free_gate::FreeGate;
+use super::queue::Queue;
 
 /// A context (`cl_context`): its devices and its heap of USM and SVM
 /// allocations. Held by `Arc`; clone to retain.
@@ -37,6 +38,11 @@ pub struct Context {
     /// The callbacks of `clSetContextDestructorCallback`, run in reverse
     /// order of registration when the context is dropped.
     destructors: Destructors,
+    /// The live queues of the context, for `clMemBlockingFreeINTEL`
+    /// ([`queue::queues_of`](super::queue::queues_of)): weak, as each queue
+    /// holds its context. Added by `Queue::new`; a queue's drop removes the
+    /// entries of dropped queues.
+    queues: Mutex<Vec<Weak<Queue>>>,
 }
 
 /// A context's destructor callbacks.
@@ -123,6 +129,7 @@ impl Context {
             gate: FreeGate::default(),
             claims: AtomicUsize::new(0),
             destructors: Destructors::default(),
+            queues: Mutex::new(Vec::new()),
         }))
     }
 
@@ -527,6 +534,27 @@ impl Drop for RangeClaim {
         let before = owned.claims.len();
         owned.claims.retain(|c| c.id != self.id);
         self.ctx.claims.fetch_sub(before - owned.claims.len(), Ordering::Relaxed);
+    }
+}
+
+/// The context's live queues.
+impl Context {
+    /// Adds `queue`, made on this context, to its live queues.
+    pub(crate) fn add_queue(&self, queue: &Arc<Queue>) {
+        let mut queues = sync::lock(&self.queues);
+        queues.retain(|w| w.strong_count() > 0);
+        queues.push(Arc::downgrade(queue));
+    }
+
+    /// The live queues. Upgraded under the lock, and let go of after it:
+    /// dropping the last reference to a queue takes this lock again.
+    pub(crate) fn live_queues(&self) -> Vec<Arc<Queue>> {
+        sync::lock(&self.queues).iter().filter_map(Weak::upgrade).collect()
+    }
+
+    /// Forgets the queues that were dropped (a queue's drop).
+    pub(crate) fn forget_dropped_queues(&self) {
+        sync::lock(&self.queues).retain(|w| w.strong_count() > 0);
     }
 }
 

@@ -40,7 +40,7 @@
 use std::path::Path;
 use std::sync::{Arc, LazyLock, Mutex, Weak};
 
-use super::{register, Bus, BusAddress};
+use super::{Bus, BusAddress};
 use crate::cl_err;
 use crate::error::{ClError, ClErrorKind, ClResult};
 use crate::runtime::backend::bar::BarMemory;
@@ -167,6 +167,11 @@ fn loss(bar: &OpenBar) -> Option<ClError> {
 
 static OPEN: LazyLock<Mutex<Vec<Weak<OpenBar>>>> = LazyLock::new(Mutex::default);
 
+/// The surface bus addresses of the live external physical buffers: one
+/// buffer per surface. Kept for the process, as the bus is; what the
+/// extension keeps of each buffer is a field of the buffer.
+static SURFACES: Mutex<Vec<u64>> = Mutex::new(Vec::new());
+
 fn open_bar(slot: BarSlot, domain: &Arc<DmaDomain>) -> ClResult<Arc<OpenBar>> {
     let fail = |why: String| {
         ClError::new(
@@ -253,7 +258,6 @@ fn open_bar(slot: BarSlot, domain: &Arc<DmaDomain>) -> ClResult<Arc<OpenBar>> {
 /// memory itself is kept by the buffer's store ([`RemoteMemory`]).
 #[derive(Debug)]
 pub(crate) struct External {
-    at: BusAddress,
     /// CPU addresses of the surface and the signal surface in the BAR
     /// mapping (I/O memory).
     pub(crate) surface: usize,
@@ -419,9 +423,9 @@ pub(crate) fn create(ctx: &Arc<Context>, flags: u64, size: usize, at: BusAddress
             slot.bar, slot.address
         )));
     };
-    // One buffer per surface address; the lock is held until registered.
-    let mut reg = super::registry();
-    if reg.values().any(|b| matches!(&**b, Bus::External(x) if x.at.surface_bus_address == at.surface_bus_address)) {
+    // One buffer per surface address; the lock is held until the buffer has it.
+    let mut surfaces = sync::lock(&SURFACES);
+    if surfaces.contains(&at.surface_bus_address) {
         return cl_err!(
             OutOfResources,
             "the remote memory at bus address {:#x} is already used by another external physical buffer",
@@ -448,13 +452,16 @@ pub(crate) fn create(ctx: &Arc<Context>, flags: u64, size: usize, at: BusAddress
     let store = Arc::new(Store::new_remote(ctx, size, surface, Box::new(remote)));
     let host = if flags & mem_flags::HOST_ACCESS == 0 { mem_flags::HOST_WRITE_ONLY } else { 0 };
     let flags = flags | mem_flags::WRITE_ONLY | host;
-    let buffer = Buffer::around_store(ctx, flags, size, store);
-    let bus = Arc::new(Bus::External(External { at, surface, signal, last: Mutex::new(None) }));
-    let key = Arc::as_ptr(&buffer) as usize;
-    reg.insert(key, bus.clone());
-    drop(reg);
-    // The remote memory goes with the store, after the registry entry.
-    register(&buffer, bus, Box::new(|| {}));
+    let bus = Arc::new(Bus::External(External { surface, signal, last: Mutex::new(None) }));
+    let buffer = Buffer::around_store(ctx, flags, size, store, Some(bus));
+    surfaces.push(at.surface_bus_address);
+    drop(surfaces);
+    // The surface is free for another buffer once this one is released;
+    // its remote memory goes with the store, after that.
+    let surface_bus_address = at.surface_bus_address;
+    buffer.set_destructor_callback(Box::new(move || {
+        sync::lock(&SURFACES).retain(|&a| a != surface_bus_address);
+    }));
     Ok(buffer)
 }
 

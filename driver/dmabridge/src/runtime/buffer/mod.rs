@@ -14,6 +14,7 @@ pub mod map;
 pub mod rect;
 pub mod store;
 
+use std::any::Any;
 use std::sync::{Arc, Mutex};
 
 use crate::cl_err;
@@ -110,6 +111,11 @@ pub struct Buffer {
     /// writes back).
     maps: Mutex<Vec<map::MapRecord>>,
     destructors: Mutex<Vec<Box<dyn FnOnce() + Send>>>,
+    /// What the extension that created the buffer keeps of it
+    /// (`cl_amd_bus_addressable_memory`'s bus addresses and signal pages),
+    /// given with the store ([`Buffer::around_store`]), read back with
+    /// [`Buffer::extension`]; `None` for other buffers and sub-buffers.
+    extension: Option<Arc<dyn Any + Send + Sync>>,
 }
 
 impl std::fmt::Debug for Buffer {
@@ -268,6 +274,7 @@ impl Buffer {
             store,
             maps: Mutex::new(Vec::new()),
             destructors: Mutex::new(Vec::new()),
+            extension: None,
         }))
     }
 
@@ -367,13 +374,14 @@ impl Buffer {
             store: parent.store.clone(),
             maps: Mutex::new(Vec::new()),
             destructors: Mutex::new(Vec::new()),
+            extension: None,
         }))
     }
 
     /// A buffer over imported memory (`clImportMemoryARM`, seed 004): its
     /// store was made by the import; `flags` are already checked.
     pub(crate) fn imported(ctx: &Arc<Context>, flags: u64, size: usize, store: Store) -> Arc<Buffer> {
-        Buffer::around_store(ctx, flags, size, Arc::new(store))
+        Buffer::around_store(ctx, flags, size, Arc::new(store), None)
     }
 
     /// True if the buffer (or its parent) is imported memory

@@ -66,8 +66,7 @@ pub use props::{properties, QueueProps};
 pub use registry::{check_wait_list, queues_of, wait_for_context_commands_using};
 pub use usage::CommandUse;
 
-use crate::sync;
-use registry::{NEXT_ID, REGISTRY};
+use registry::NEXT_ID;
 use scheduler::{Shared, State};
 use submit::Kind;
 
@@ -122,9 +121,7 @@ impl Queue {
             work: Condvar::new(),
         });
         let q = Arc::new(Queue { context: context.clone(), device: device.clone(), props, shared });
-        let mut reg = sync::lock(&REGISTRY);
-        reg.retain(|(_, w)| w.strong_count() > 0);
-        reg.push((Arc::as_ptr(context) as usize, Arc::downgrade(&q)));
+        context.add_queue(&q);
         Ok(q)
     }
 
@@ -418,7 +415,7 @@ impl Drop for Queue {
     /// runnable now run to completion before this returns; commands still
     /// waiting on events run when those finish, on a worker started then.
     fn drop(&mut self) {
-        sync::lock(&REGISTRY).retain(|(_, w)| w.strong_count() > 0);
+        self.context.forget_dropped_queues();
         let handles = {
             let mut st = self.shared.lock();
             st.shutdown = true;

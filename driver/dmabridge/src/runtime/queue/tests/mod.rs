@@ -101,6 +101,8 @@ fn new_checks_the_device_and_reports_its_info() {
         usm: UsmCaps { host: 0, device: 0, single_device_shared: 0, cross_device_shared: 0, shared_system: 0 },
         svm: 0,
         compute_units: 1,
+        backend: None,
+        dma_domain: None,
     });
     let err = Queue::new(&ctx, &other, IN_ORDER).unwrap_err();
     assert_eq!(err.kind, ClErrorKind::InvalidDevice);
