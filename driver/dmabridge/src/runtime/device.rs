@@ -84,10 +84,10 @@ pub struct Device {
     /// `CL_DEVICE_MAX_COMPUTE_UNITS`.
     pub compute_units: u32,
     /// The engine that executes the device's commands; `None` for the CPU
-    /// device, whose commands run on the CPU (see [`Device::backend`]).
+    /// device, whose commands run on the CPU (see [`Device::backend()`]).
     pub backend: Option<Arc<dyn Backend>>,
     /// The IOMMU domain the device's memory is made resident in (edu);
-    /// `None` for the CPU and BAR devices (see [`Device::dma_domain`]).
+    /// `None` for the CPU and BAR devices (see [`Device::dma_domain()`]).
     pub dma_domain: Option<Arc<DmaDomain>>,
 }
 
@@ -204,7 +204,7 @@ impl Device {
 
     /// The engine that executes this device's commands; `None` for the CPU
     /// device (and any device without one), whose commands run on the CPU.
-    /// A device's engine is its field [`Device::backend`], set when the
+    /// A device's engine is its field `backend`, set when the
     /// device is made: how a DMA engine becomes a device that
     /// `clGetDeviceIDs` reports and whose commands it runs.
     ///
