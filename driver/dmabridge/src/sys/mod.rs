@@ -18,6 +18,8 @@ pub(crate) mod ioctl;
 
 pub mod dma_buf;
 pub mod dma_heap;
+#[doc(hidden)]
+pub mod doc_support;
 pub mod drm;
 pub mod eventfd;
 pub mod memfd;
