@@ -391,7 +391,9 @@ test-arm64-doc:
 
 # tests/lint-pipes: no script pipes into a reader that stops early (grep -q,
 # head), which under pipefail fails on the writer's SIGPIPE. gen-stubs.py
-# --check: the ICD's generated stubs.rs is what its generator writes. The lock
+# --check: the ICD's generated stubs.rs is what its generator writes.
+# gen-cl-asserts.py --check: the ICD's cl_constants.rs (the core's OpenCL
+# constants asserted against opencl-sys) is what its generator writes. The lock
 # check: every lock in driver/*/src is taken through dmabridge::sync (one
 # policy: a poisoned lock is taken all the same, see driver/dmabridge/src/sync.rs),
 # so no unwrap or expect of a lock, and no PoisonError handled anywhere else.
@@ -399,6 +401,7 @@ LOCK_MISUSE := \.(lock|read|write|get_mut)\(\)\.(unwrap|expect)\(|\.wait\([^()]*
 lint:
 	tests/lint-pipes
 	cd driver/dmabridge-icd && python3 tools/gen-stubs.py --check
+	driver/dmabridge-icd/tools/gen-cl-asserts.py --check
 	@if grep -rnE '$(LOCK_MISUSE)' --include='*.rs' driver/*/src | grep -v '^driver/dmabridge/src/sync.rs:'; then \
 	    echo "lint: take locks with dmabridge::sync::{lock, read, write, wait, get_mut} (see driver/dmabridge/src/sync.rs)"; exit 1; fi
 	$(CARGO) fmt --all --check
