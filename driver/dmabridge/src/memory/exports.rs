@@ -14,6 +14,7 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use crate::sync;
 use crate::sys::dma_buf::DmaBuf;
 
 /// A dma-buf dmabridge exported from memfd pages: the memfd (a dup, one
@@ -60,7 +61,7 @@ impl Exports {
 
 /// Holds the registry (see [`Exports`]).
 pub(crate) fn lock() -> Exports {
-    Exports(EXPORTS.lock().unwrap_or_else(|p| p.into_inner()))
+    Exports(sync::lock(&EXPORTS))
 }
 
 /// Records that `dma_buf` maps the pages `[offset, offset + len)` of

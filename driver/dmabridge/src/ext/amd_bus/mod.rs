@@ -42,8 +42,7 @@ pub mod external;
 pub mod remote;
 pub mod signal;
 
-use std::collections::HashMap;
-use std::sync::{Arc, LazyLock, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex};
 
 use crate::cl_err;
 use crate::error::{ClError, ClErrorKind, ClResult};
@@ -57,6 +56,7 @@ use crate::runtime::event::Event;
 use crate::runtime::info::{Extension, Requires, EXTENSIONS};
 use crate::runtime::platform::Platform;
 use crate::runtime::queue::{check_wait_list, CommandUse, Queue};
+use crate::sync;
 use crate::sys::page_size;
 
 pub use remote::RemoteDma;
@@ -122,25 +122,10 @@ pub(crate) enum Bus {
     External(external::External),
 }
 
-/// The extension's buffers, by the address of their [`Buffer`]; an entry
-/// goes when its buffer is released (a destructor callback).
-fn registry() -> MutexGuard<'static, HashMap<usize, Arc<Bus>>> {
-    static REG: LazyLock<Mutex<HashMap<usize, Arc<Bus>>>> = LazyLock::new(Mutex::default);
-    // Entries are inserted and removed whole: a poisoned map is consistent.
-    REG.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
+/// What the extension keeps of `buffer`, if it made it: a field of the
+/// buffer ([`Buffer::extension`]), which goes with it.
 pub(crate) fn lookup(buffer: &Buffer) -> Option<Arc<Bus>> {
-    registry().get(&(buffer as *const Buffer as usize)).cloned()
-}
-
-fn register(buffer: &Arc<Buffer>, bus: Arc<Bus>, on_release: Box<dyn FnOnce() + Send>) {
-    let key = Arc::as_ptr(buffer) as usize;
-    registry().insert(key, bus);
-    buffer.set_destructor_callback(Box::new(move || {
-        registry().remove(&key);
-        on_release();
-    }));
+    buffer.extension::<Bus>()
 }
 
 /// True if `buffer` was created with [`BUS_ADDRESSABLE`].
@@ -302,30 +287,26 @@ pub unsafe fn create_buffer(ctx: &Arc<Context>, flags: u64, size: usize, host_pt
     // SAFETY: `marker` is a fresh page of the heap, ours alone.
     unsafe { std::ptr::write_bytes(marker as *mut u8, 0, page) };
     let flags = if flags & mem_flags::ACCESS == 0 { flags | mem_flags::READ_WRITE } else { flags };
-    let buffer = Buffer::around_store(ctx, flags, size, store);
     let bus = Arc::new(Bus::Addressable(Addressable { surface, size, marker, resident: Mutex::new(None) }));
-    let (ctx2, bus2) = (ctx.clone(), bus.clone());
-    register(
-        &buffer,
-        bus,
-        Box::new(move || {
-            let Bus::Addressable(a) = &*bus2 else { return };
-            if let Some((domain, _)) = a.resident.lock().unwrap_or_else(PoisonError::into_inner).take() {
-                for addr in [a.surface, a.marker] {
-                    if let Err(e) = domain.evict(addr) {
-                        log::error!("releasing a bus-addressable buffer's bus address: {e}");
-                    }
+    let buffer = Buffer::around_store(ctx, flags, size, store, Some(bus.clone()));
+    let (ctx2, bus2) = (ctx.clone(), bus);
+    buffer.set_destructor_callback(Box::new(move || {
+        let Bus::Addressable(a) = &*bus2 else { return };
+        if let Some((domain, _)) = sync::lock(&a.resident).take() {
+            for addr in [a.surface, a.marker] {
+                if let Err(e) = domain.evict(addr) {
+                    log::error!("releasing a bus-addressable buffer's bus address: {e}");
                 }
             }
-            // The surface is the store's: it goes with the store, after
-            // any device's residency of it.
-            if let Ok(heap) = ctx2.buffer_heap() {
-                if let Err(e) = heap.free(a.marker) {
-                    log::error!("freeing a bus-addressable buffer's signal page: {e}");
-                }
+        }
+        // The surface is the store's: it goes with the store, after
+        // any device's residency of it.
+        if let Ok(heap) = ctx2.buffer_heap() {
+            if let Err(e) = heap.free(a.marker) {
+                log::error!("freeing a bus-addressable buffer's signal page: {e}");
             }
-        }),
-    );
+        }
+    }));
     Ok(buffer)
 }
 
@@ -362,7 +343,7 @@ fn residency_error(what: &str, domain: &DmaDomain, e: ClError) -> ClError {
 /// Pins and maps one buffer's surface and signal page (or returns the
 /// addresses it already has).
 fn make_resident(a: &Addressable, domain: &Arc<DmaDomain>, index: usize) -> ClResult<(BusAddress, bool)> {
-    let mut r = a.resident.lock().unwrap_or_else(PoisonError::into_inner);
+    let mut r = sync::lock(&a.resident);
     if let Some((_, at)) = &*r {
         return Ok((*at, false));
     }
@@ -387,7 +368,7 @@ fn make_resident(a: &Addressable, domain: &Arc<DmaDomain>, index: usize) -> ClRe
 }
 
 fn undo_resident(a: &Addressable) {
-    if let Some((domain, _)) = a.resident.lock().unwrap_or_else(PoisonError::into_inner).take() {
+    if let Some((domain, _)) = sync::lock(&a.resident).take() {
         for addr in [a.surface, a.marker] {
             if let Err(e) = domain.evict(addr) {
                 log::error!("undoing a buffer's residency: {e}");
@@ -526,9 +507,7 @@ pub fn make_buffers_resident(
 /// ```
 pub fn bus_address(buffer: &Buffer) -> Option<BusAddress> {
     match lookup(buffer).as_deref() {
-        Some(Bus::Addressable(a)) => {
-            a.resident.lock().unwrap_or_else(PoisonError::into_inner).as_ref().map(|(_, at)| *at)
-        }
+        Some(Bus::Addressable(a)) => sync::lock(&a.resident).as_ref().map(|(_, at)| *at),
         _ => None,
     }
 }

@@ -18,7 +18,7 @@ static HOST_IMPORTS: Mutex<BTreeMap<u64, HostSpan>> = Mutex::new(BTreeMap::new()
 static NEXT_HOST_IMPORT: AtomicU64 = AtomicU64::new(1);
 
 fn host_imports() -> MutexGuard<'static, BTreeMap<u64, HostSpan>> {
-    HOST_IMPORTS.lock().unwrap_or_else(|p| p.into_inner())
+    sync::lock(&HOST_IMPORTS)
 }
 
 /// A host import's locked pages and its entry in [`HOST_IMPORTS`]: dropped

@@ -90,6 +90,7 @@ use crate::runtime::buffer::{check_exclusive, mem_flags, Buffer};
 use crate::runtime::context::Context;
 use crate::runtime::device::Device;
 use crate::runtime::info::{Extension, Requires, EXTENSIONS};
+use crate::sync;
 use crate::sys::dma_buf::DmaBuf;
 use crate::sys::mmap::{Access, Mapping};
 use crate::sys::{page_size, vm};

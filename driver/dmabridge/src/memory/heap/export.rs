@@ -72,7 +72,7 @@ impl Heap {
         // record the export under it.
         if rec.kind.load(Ordering::Acquire) == CHUNK {
             let (c, s) = (rec.class.load(Ordering::Acquire) as usize, rec.shard.load(Ordering::Acquire) as usize);
-            let mut cls = self.pool(c, s).lock().unwrap();
+            let mut cls = sync::lock(self.pool(c, s));
             if !self.is_chunk_of(rec, c, s) || self.lookup(ptr) != Some(info) {
                 return Err(unknown());
             }
@@ -81,7 +81,7 @@ impl Heap {
             self.close_pages(&mut cls, ci, class_size(c), first - chunk_start..end - chunk_start);
             Ok(dmabuf)
         } else {
-            let mut large = self.large.lock().unwrap();
+            let mut large = sync::lock(&self.large);
             if rec.kind.load(Ordering::Acquire) != LARGE || self.lookup(ptr) != Some(info) {
                 return Err(unknown());
             }

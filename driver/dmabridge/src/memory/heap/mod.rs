@@ -35,6 +35,7 @@ use std::sync::Mutex;
 
 use super::table::{slot_meta, slot_size, slot_word, Record, Table, CHUNK, FREE, LARGE};
 use super::vaspace::{ReserveError, VaSpace, GRANULE};
+use crate::sync;
 use crate::sys::dma_buf::DmaBuf;
 use crate::sys::udmabuf::{Udmabuf, UdmabufError};
 use crate::sys::{page_size, OsError};
@@ -314,7 +315,7 @@ impl Heap {
     /// # Ok::<(), dmabridge::memory::vaspace::ReserveError>(())
     /// ```
     pub fn on_drop(&self, key: usize, hook: DropHook) {
-        let mut hooks = self.drop_hooks.lock().unwrap();
+        let mut hooks = sync::lock(&self.drop_hooks);
         if !hooks.iter().any(|(k, _)| *k == key) {
             hooks.push((key, hook));
         }
@@ -345,7 +346,7 @@ impl Heap {
     pub fn for_each_allocation(&self, mut f: impl FnMut(&AllocInfo)) {
         for (pool, cls) in self.classes.iter().enumerate() {
             let csize = class_size(pool / SHARDS);
-            let cls = cls.0.lock().unwrap();
+            let cls = sync::lock(&cls.0);
             for chunk in cls.chunks.iter().flatten() {
                 let Some(rec) = self.table.record(chunk.start) else { continue };
                 let base = self.va.granule_addr(chunk.start);
@@ -361,7 +362,7 @@ impl Heap {
                 }
             }
         }
-        let large = self.large.lock().unwrap();
+        let large = sync::lock(&self.large);
         for &start in large.keys() {
             if let Some(rec) = self.table.record(start) {
                 f(&AllocInfo {
@@ -537,7 +538,7 @@ impl Heap {
     /// ```
     pub fn trim(&self) {
         for cls in self.classes.iter() {
-            let mut cls = cls.0.lock().unwrap();
+            let mut cls = sync::lock(&cls.0);
             let empty: Vec<usize> = cls
                 .chunks
                 .iter()
@@ -570,13 +571,13 @@ impl Heap {
     pub fn stats(&self) -> HeapStats {
         let mut s = HeapStats::default();
         for cls in self.classes.iter() {
-            let cls = cls.0.lock().unwrap();
+            let cls = sync::lock(&cls.0);
             for c in cls.chunks.iter().flatten() {
                 s.chunks += 1;
                 s.live += c.live as usize;
             }
         }
-        let large = self.large.lock().unwrap();
+        let large = sync::lock(&self.large);
         s.large = large.len();
         s.live += large.len();
         s.resident_bytes = self.va.resident_bytes().unwrap_or(0);
@@ -587,7 +588,7 @@ impl Heap {
 impl Drop for Heap {
     fn drop(&mut self) {
         let (start, len) = (self.va.base(), self.va.len());
-        for (_, hook) in self.drop_hooks.get_mut().map(std::mem::take).unwrap_or_default() {
+        for (_, hook) in std::mem::take(sync::get_mut(&mut self.drop_hooks)) {
             hook(start, len);
         }
     }

@@ -123,7 +123,7 @@ impl Heap {
     pub(super) fn alloc_pooled(&self, c: usize, size: usize, meta: AllocMeta) -> Result<usize, AllocError> {
         let csize = class_size(c);
         let s = shard();
-        let mut cls = self.pool(c, s).lock().unwrap();
+        let mut cls = sync::lock(self.pool(c, s));
         let ci = match cls.with_room.last() {
             Some(&i) => i as usize,
             None => self.new_chunk(c, s, &mut cls, size)?,
@@ -181,8 +181,8 @@ impl Heap {
             return Err(oom);
         }
         let base_g = self.va.base() / GRANULE;
-        let mut large = self.large.lock().unwrap();
-        let start = self.granules.lock().unwrap().take(n, align_g, base_g).ok_or(oom)?;
+        let mut large = sync::lock(&self.large);
+        let start = sync::lock(&self.granules).take(n, align_g, base_g).ok_or(oom)?;
         large.insert(start, Large { granules: n, exported: false });
         let rec = self.table.record_mut(start);
         rec.size.store(size, Ordering::Relaxed);
@@ -203,7 +203,7 @@ impl Heap {
     pub(super) fn free_pooled(&self, ptr: usize, start: usize) -> Result<AllocInfo, FreeError> {
         let rec = self.table.record(start).ok_or(FreeError::Unknown(ptr))?;
         let (c, s) = (rec.class.load(Ordering::Acquire) as usize, rec.shard.load(Ordering::Acquire) as usize);
-        let mut cls = self.pool(c, s).lock().unwrap();
+        let mut cls = sync::lock(self.pool(c, s));
         // Re-check under the lock: the chunk may have changed hands since
         // the lock-free lookup (only by a racing free of the same pointer).
         if !self.is_chunk_of(rec, c, s) {
@@ -333,11 +333,11 @@ impl Heap {
                 return;
             }
         }
-        self.granules.lock().unwrap().give(chunk.start, 1);
+        sync::lock(&self.granules).give(chunk.start, 1);
     }
 
     pub(super) fn free_large(&self, ptr: usize, start: usize) -> Result<AllocInfo, FreeError> {
-        let mut large = self.large.lock().unwrap();
+        let mut large = sync::lock(&self.large);
         let rec = self.table.record(start).ok_or(FreeError::Unknown(ptr))?;
         if rec.kind.load(Ordering::Acquire) != LARGE || !large.contains_key(&start) {
             return Err(FreeError::Unknown(ptr));
@@ -358,7 +358,7 @@ impl Heap {
             log::warn!("handing back a freed, exported allocation's pages failed ({e}): its range stays unused");
             return Ok(info);
         }
-        self.granules.lock().unwrap().give(start, l.granules);
+        sync::lock(&self.granules).give(start, l.granules);
         Ok(info)
     }
 }

@@ -169,7 +169,7 @@ fn threads_of_different_shards_allocate_and_free_without_a_shared_lock() {
     let c = (4096 / MIN_CLASS).trailing_zeros() as usize;
     // Hold this thread's pool of the 4 KiB class (and nothing else):
     // a thread of another shard allocates and frees in that class.
-    let held = h.pool(c, shard()).lock().unwrap();
+    let held = sync::lock(h.pool(c, shard()));
     let done = finishes_on_another_shard(held, || {
         for _ in 0..1000 {
             let q = h.alloc(4096, 0, AllocMeta::HOST).unwrap().as_ptr() as usize;

@@ -13,6 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::lost::Loss;
+use crate::sync;
 use crate::sys::eventfd::EventFd;
 use crate::sys::mmap::Mapping;
 use crate::sys::pci::{PciAddress, PciFunction, EDU_ID};
@@ -296,7 +297,7 @@ impl Edu {
     /// }
     /// ```
     pub fn irq_kind(&self) -> IrqKind {
-        self.irq.lock().unwrap().kind
+        sync::lock(&self.irq).kind
     }
 
     /// The liveness register: returns the bitwise NOT of `value`.
@@ -357,7 +358,7 @@ impl Edu {
             Direction::FromDevice => (dev, iova, CMD_START | CMD_IRQ | CMD_TO_RAM),
         };
         // One transfer at a time: edu ignores register writes while busy.
-        let mut irq = self.irq.lock().unwrap();
+        let mut irq = sync::lock(&self.irq);
         self.check_live()?;
         let _ = irq.fd.try_take()?;
         self.bar0.write_u64(reg::DMA_SRC, src);
@@ -395,7 +396,7 @@ impl Edu {
     /// # Ok::<(), dmabridge::runtime::backend::edu::EduError>(())
     /// ```
     pub fn raise_and_wait_irq(&self, value: u32, timeout: Duration) -> Result<bool, EduError> {
-        let mut irq = self.irq.lock().unwrap();
+        let mut irq = sync::lock(&self.irq);
         self.check_live()?;
         let _ = irq.fd.try_take()?;
         self.bar0.write_u32(reg::IRQ_RAISE, value);
@@ -464,7 +465,7 @@ impl Edu {
     /// Waits for a transfer under way to end (the loss ends its wait);
     /// idempotent. Errors of a function that is already gone are logged.
     pub(crate) fn shut_down(&self) {
-        let mut irq = self.irq.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut irq = sync::lock(&self.irq);
         if irq.shut {
             return;
         }
@@ -485,7 +486,7 @@ impl Edu {
 
 impl Drop for Edu {
     fn drop(&mut self) {
-        let kind = self.irq.get_mut().map(|i| i.kind).unwrap_or(IrqKind::Msi);
+        let kind = sync::get_mut(&mut self.irq).kind;
         let _ = self.device.disable_irq(kind);
     }
 }

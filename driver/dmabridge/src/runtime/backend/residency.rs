@@ -23,6 +23,7 @@ use super::domain::DmaDomain;
 use crate::error::{ClError, ClErrorKind, ClResult};
 use crate::memory::heap::{AllocInfo, AllocKind};
 use crate::runtime::context::Context;
+use crate::sync;
 use crate::sys::page_size;
 use crate::sys::vfio::VfioError;
 
@@ -123,7 +124,7 @@ impl DmaDomain {
     ///
     /// No system call.
     pub(crate) fn would_pin(&self, addr: usize, len: usize) -> bool {
-        let reg = self.residency.lock().unwrap();
+        let reg = sync::lock(&self.residency);
         !matches!(reg.ranges.get(&addr), Some(r) if r.len >= len)
     }
 
@@ -157,7 +158,7 @@ impl DmaDomain {
     /// # Ok::<(), dmabridge::error::ClError>(())
     /// ```
     pub unsafe fn make_resident_via(&self, addr: usize, len: usize, pin_addr: usize, write: bool) -> ClResult<u64> {
-        let mut reg = self.residency.lock().unwrap();
+        let mut reg = sync::lock(&self.residency);
         // A range resident at `addr` takes one more reference if it is long
         // enough; a shorter one is replaced below by a longer mapping (its
         // own stays mapped until the last reference goes: commands may be
@@ -266,7 +267,7 @@ impl DmaDomain {
     /// # Ok::<(), dmabridge::error::ClError>(())
     /// ```
     pub fn evict(&self, addr: usize) -> ClResult<()> {
-        let mut reg = self.residency.lock().unwrap();
+        let mut reg = sync::lock(&self.residency);
         if let Some(refs) = reg.revoked.get_mut(&addr) {
             // Unmapped already, when its device was lost.
             *refs -= 1;
@@ -308,7 +309,7 @@ impl DmaDomain {
     /// # Ok::<(), dmabridge::error::ClError>(())
     /// ```
     pub fn evict_within(&self, start: usize, len: usize) -> usize {
-        let mut reg = self.residency.lock().unwrap();
+        let mut reg = sync::lock(&self.residency);
         let keys: Vec<usize> = reg.ranges.range(start..start.saturating_add(len.max(1))).map(|(&k, _)| k).collect();
         for &k in &keys {
             self.remove_and_unmap(&mut reg, k);
@@ -353,7 +354,7 @@ impl DmaDomain {
     /// # Ok::<(), dmabridge::error::ClError>(())
     /// ```
     pub fn revoke_within(&self, start: usize, len: usize) -> usize {
-        let mut reg = self.residency.lock().unwrap();
+        let mut reg = sync::lock(&self.residency);
         let end = start.saturating_add(len);
         let keys: Vec<usize> =
             reg.ranges.range(..end).filter(|(_, r)| r.addr + r.len > start).map(|(&k, _)| k).collect();
@@ -379,7 +380,7 @@ impl DmaDomain {
     /// # Ok::<(), dmabridge::error::ClError>(())
     /// ```
     pub fn resident_iova(&self, addr: usize, len: usize) -> Option<u64> {
-        self.residency.lock().unwrap().find(addr, len).map(|r| r.iova_of(addr))
+        sync::lock(&self.residency).find(addr, len).map(|r| r.iova_of(addr))
     }
 
     /// Every resident range, by address.
@@ -396,7 +397,7 @@ impl DmaDomain {
     /// # Ok::<(), dmabridge::error::ClError>(())
     /// ```
     pub fn residents(&self) -> Vec<Resident> {
-        self.residency.lock().unwrap().ranges.values().copied().collect()
+        sync::lock(&self.residency).ranges.values().copied().collect()
     }
 
     fn unmap_resident(&self, r: &Resident) -> ClResult<()> {

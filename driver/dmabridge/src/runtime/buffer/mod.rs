@@ -15,11 +15,13 @@ pub mod rect;
 pub(crate) mod restrictions;
 pub mod store;
 
+use std::any::Any;
 use std::sync::{Arc, Mutex};
 
 use crate::cl_err;
 use crate::error::{ClError, ClErrorKind, ClResult};
 use crate::memory::heap::AllocKind;
+use crate::sync;
 use crate::sys::dma_buf::DmaBuf;
 use crate::sys::udmabuf::Udmabuf;
 
@@ -110,6 +112,11 @@ pub struct Buffer {
     /// writes back).
     maps: Mutex<Vec<map::MapRecord>>,
     destructors: Mutex<Vec<Box<dyn FnOnce() + Send>>>,
+    /// What the extension that created the buffer keeps of it
+    /// (`cl_amd_bus_addressable_memory`'s bus addresses and signal pages),
+    /// given with the store ([`Buffer::around_store`]), read back with
+    /// [`Buffer::extension`]; `None` for other buffers and sub-buffers.
+    extension: Option<Arc<dyn Any + Send + Sync>>,
 }
 
 impl std::fmt::Debug for Buffer {
@@ -282,6 +289,7 @@ impl Buffer {
             store,
             maps: Mutex::new(Vec::new()),
             destructors: Mutex::new(Vec::new()),
+            extension: None,
         }))
     }
 
@@ -381,13 +389,14 @@ impl Buffer {
             store: parent.store.clone(),
             maps: Mutex::new(Vec::new()),
             destructors: Mutex::new(Vec::new()),
+            extension: None,
         }))
     }
 
     /// A buffer over imported memory (`clImportMemoryARM`, seed 004): its
     /// store was made by the import; `flags` are already checked.
     pub(crate) fn imported(ctx: &Arc<Context>, flags: u64, size: usize, store: Store) -> Arc<Buffer> {
-        Buffer::around_store(ctx, flags, size, Arc::new(store))
+        Buffer::around_store(ctx, flags, size, Arc::new(store), None)
     }
 
     /// True if the buffer (or its parent) is imported memory
@@ -651,7 +660,7 @@ impl Buffer {
     /// # Ok::<(), dmabridge::error::ClError>(())
     /// ```
     pub fn set_destructor_callback(&self, f: Box<dyn FnOnce() + Send>) {
-        self.destructors.lock().unwrap_or_else(|p| p.into_inner()).push(f);
+        sync::lock(&self.destructors).push(f);
     }
 
     /// `clGetMemObjectInfo`.
@@ -691,7 +700,7 @@ impl Buffer {
 
 impl Drop for Buffer {
     fn drop(&mut self) {
-        let callbacks = std::mem::take(self.destructors.get_mut().unwrap_or_else(|p| p.into_inner()));
+        let callbacks = std::mem::take(sync::get_mut(&mut self.destructors));
         for f in callbacks.into_iter().rev() {
             f();
         }

@@ -8,6 +8,7 @@
 //! life of its mapping) are copied and filled with volatile accesses of at
 //! most 8 bytes, each aligned to its size on the I/O side.
 
+use crate::sync;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::RwLock;
 
@@ -40,7 +41,7 @@ impl IoRange {
     /// assert!(!is_io(0x7000_0800, 4));
     /// ```
     pub fn register(start: usize, len: usize) -> IoRange {
-        let mut ranges = RANGES.write().unwrap_or_else(|e| e.into_inner());
+        let mut ranges = sync::write(&RANGES);
         ranges.push((start, len));
         COUNT.store(ranges.len(), Ordering::Release);
         IoRange { start, len }
@@ -49,7 +50,7 @@ impl IoRange {
 
 impl Drop for IoRange {
     fn drop(&mut self) {
-        let mut ranges = RANGES.write().unwrap_or_else(|e| e.into_inner());
+        let mut ranges = sync::write(&RANGES);
         if let Some(i) = ranges.iter().position(|&r| r == (self.start, self.len)) {
             ranges.swap_remove(i);
         }
@@ -72,7 +73,7 @@ pub fn is_io(p: usize, size: usize) -> bool {
         return false;
     }
     let end = p.saturating_add(size);
-    let ranges = RANGES.read().unwrap_or_else(|e| e.into_inner());
+    let ranges = sync::read(&RANGES);
     ranges.iter().any(|&(s, l)| p < s.saturating_add(l) && s < end)
 }
 

@@ -10,6 +10,7 @@ use vfio_bindings::bindings::vfio as uapi;
 
 use super::group::Group;
 use super::VfioError;
+use crate::sync;
 use crate::sys::ioctl::{ioctl_int, ioctl_ptr, opcode, Opcode};
 use crate::sys::mmap::Mapping;
 use crate::sys::pci::PciAddress;
@@ -163,13 +164,13 @@ impl Container {
     }
 
     pub(super) fn cached_group(&self, number: u32) -> Option<Arc<Group>> {
-        self.state.lock().unwrap().groups.get(&number).and_then(Weak::upgrade)
+        sync::lock(&self.state).groups.get(&number).and_then(Weak::upgrade)
     }
 
     /// Called by a group once it is attached: the first group lets us choose
     /// the IOMMU model.
     pub(super) fn attached(&self, group: &Arc<Group>) -> Result<(), VfioError> {
-        let mut st = self.state.lock().unwrap();
+        let mut st = sync::lock(&self.state);
         if !st.iommu_set {
             // SAFETY: VFIO_SET_IOMMU takes an integer IOMMU type.
             unsafe { ioctl_int(self.fd.as_fd(), VFIO_SET_IOMMU, uapi::VFIO_TYPE1v2_IOMMU as usize) }
@@ -185,7 +186,7 @@ impl Container {
     /// `group` is the one closing: a dead group replaced under the same
     /// number (see `Group::for_device`) leaves its successor's entry alone.
     pub(super) fn detached(&self, number: u32, group: *const Group) {
-        let mut st = self.state.lock().unwrap();
+        let mut st = sync::lock(&self.state);
         if st.groups.get(&number).is_some_and(|w| !std::ptr::eq(w.as_ptr(), group) && w.strong_count() > 0) {
             return;
         }
@@ -362,7 +363,7 @@ impl Container {
         if size == 0 || vaddr % page != 0 || iova % page != 0 || size % page != 0 {
             return Err(VfioError::Unaligned { vaddr, iova, size });
         }
-        let mut st = self.state.lock().unwrap();
+        let mut st = sync::lock(&self.state);
         let end = iova.checked_add(size).ok_or(VfioError::IovaInUse { iova, size })?;
         if st.maps.range(..end).next_back().is_some_and(|(_, m)| m.iova + m.size > iova) {
             return Err(VfioError::IovaInUse { iova, size });
@@ -423,7 +424,7 @@ impl Container {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn unmap_dma(&self, iova: u64, size: u64) -> Result<(), VfioError> {
-        let mut st = self.state.lock().unwrap();
+        let mut st = sync::lock(&self.state);
         match st.maps.get(&iova) {
             Some(m) if m.size == size => {}
             _ => return Err(VfioError::NotMapped { iova, size }),
@@ -464,7 +465,7 @@ impl Container {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn unmap_dma_unchecked(&self, iova: u64, size: u64) -> Result<u64, VfioError> {
-        let mut st = self.state.lock().unwrap();
+        let mut st = sync::lock(&self.state);
         let unmapped = self.kernel_unmap(iova, size)?;
         st.maps.retain(|_, m| m.iova + m.size <= iova || m.iova >= iova + unmapped);
         Ok(unmapped)
@@ -514,7 +515,7 @@ impl Container {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn mappings(&self) -> Vec<DmaMapping> {
-        self.state.lock().unwrap().maps.values().copied().collect()
+        sync::lock(&self.state).maps.values().copied().collect()
     }
 }
 

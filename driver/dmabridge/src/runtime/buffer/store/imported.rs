@@ -49,7 +49,7 @@ impl Imported {
     }
 
     pub(super) fn syncs(&self) -> std::sync::MutexGuard<'_, CpuSyncs> {
-        self.syncs.lock().unwrap_or_else(|p| p.into_inner())
+        sync::lock(&self.syncs)
     }
 
     /// Maps the dma-buf if the CPU has not yet, and begins a CPU access.

@@ -86,6 +86,7 @@ use crate::runtime::backend::device_copy;
 use crate::runtime::context::Context;
 use crate::runtime::device::Device;
 use crate::runtime::transfer;
+use crate::sync;
 use crate::sys::dma_buf::{LazyMap, SyncDir};
 
 use super::restrictions::Restrictions;
@@ -227,7 +228,7 @@ impl Store {
     }
 
     pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+        sync::lock(&self.state)
     }
 
     /// The counters of `loc`.
@@ -370,7 +371,7 @@ impl Store {
 
 impl Drop for Store {
     fn drop(&mut self) {
-        let st = self.state.get_mut().unwrap_or_else(|p| p.into_inner());
+        let st = sync::get_mut(&mut self.state);
         let pages = st.pages.map(|(p, _)| p);
         for d in st.devices.drain(..) {
             // A linked allocation on a device behind an IOMMU made the pages

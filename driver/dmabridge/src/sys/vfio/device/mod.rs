@@ -14,6 +14,7 @@ use vfio_bindings::bindings::vfio as uapi;
 
 use super::group::Group;
 use super::VfioError;
+use crate::sync;
 use crate::sys::ioctl::{ioctl_ptr, opcode, Opcode};
 use crate::sys::mmap::{Access, Mapping};
 use crate::sys::pci::PciAddress;
@@ -320,7 +321,7 @@ impl Device {
         // it is on. The lock keeps a `map_region` (or a write that turns
         // decoding on and is followed by one) from slipping in between this
         // check and the write.
-        let _decoding = self.group.memory_decoding.lock().unwrap_or_else(|p| p.into_inner());
+        let _decoding = sync::lock(&self.group.memory_decoding);
         if self.decodes_memory()? {
             return Err(VfioError::WouldDisableMemory { address: self.address, offset, len: data.len() });
         }
@@ -418,7 +419,7 @@ impl Device {
         let len = usize::try_from(r.size).map_err(|_| OsError::new("mmap vfio region", Errno::OVERFLOW))?;
         // Checked and mapped under the lock that config writes leaving memory
         // decoding off take (see `write_region`).
-        let _decoding = self.group.memory_decoding.lock().unwrap_or_else(|p| p.into_inner());
+        let _decoding = sync::lock(&self.group.memory_decoding);
         if !self.decodes_memory()? {
             return Err(VfioError::MemoryDisabled(self.address));
         }
