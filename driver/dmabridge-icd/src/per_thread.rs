@@ -65,12 +65,9 @@ pub(crate) fn pointer() -> *const PerThread {
 /// `p` is NULL or came from [`pointer`] on this thread, during the entry
 /// point call that `'a` lies within.
 pub(crate) unsafe fn with_pointer<'a>(p: *const PerThread) -> Option<&'a PerThread> {
-    // SAFETY: a non-NULL `p` is this thread's `PER_THREAD`, alive when it
-    // was taken. It is dropped only by this thread's thread-local
-    // destructors, which run one after another, never during an entry point
-    // call that started while it was alive (a call from a later destructor
-    // finds `pointer` NULL). `PerThread` is not `Sync`, and `'a` stays on
-    // this thread.
+    // SAFETY: a non-NULL `p` is this thread's `PER_THREAD`, alive when taken. Only this thread's thread-local
+    // destructors drop it, one after another, never during an entry point call that started while it was alive (a
+    // call from a later destructor finds `pointer` NULL). `PerThread` is not `Sync`; `'a` stays on this thread.
     unsafe { p.as_ref() }
 }
 

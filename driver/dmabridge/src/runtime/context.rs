@@ -580,9 +580,23 @@ impl Drop for Context {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ext::usm;
     use crate::memory::heap::tests::finishes_on_another_shard;
+    use crate::memory::heap::{AllocKind, AllocMeta};
     use crate::runtime::platform::Platform;
+
+    // What clHostMemAllocINTEL / clDeviceMemAllocINTEL and clMemFreeINTEL do
+    // with a context of the CPU device, at this layer (no ext::usm here: the
+    // runtime is below the extensions).
+    fn alloc(ctx: &Context, meta: AllocMeta) -> usize {
+        ctx.heap().alloc(4096, 0, meta).unwrap().as_ptr() as usize
+    }
+
+    fn free(ctx: &Context, p: usize) {
+        match ctx.free_usm_with(p, || ctx.heap().free(p)) {
+            Freed::Heap(r) => drop(r.unwrap()),
+            Freed::Local(_) => panic!("{p:#x} is not in the heap"),
+        }
+    }
 
     #[test]
     fn a_usm_free_in_the_heap_takes_no_lock_a_claim_or_another_free_holds() {
@@ -593,9 +607,10 @@ mod tests {
         // does not wait for it (nor for the gate shard of another thread).
         let held = (ctx.owned_write(), ctx.gate.free(crate::memory::heap::shard()));
         let done = finishes_on_another_shard(held, || {
+            let device = AllocMeta { kind: AllocKind::Device, device: Some(cpu.index), flags: 0 };
             for _ in 0..1000 {
-                let p = usm::device_mem_alloc(&ctx, cpu, &[], 4096, 0).unwrap();
-                usm::mem_free(&ctx, p.as_ptr()).unwrap();
+                let p = alloc(&ctx, device);
+                free(&ctx, p);
             }
         });
         assert!(done, "a free waited for the context's lock");
@@ -606,15 +621,15 @@ mod tests {
     fn a_free_cancels_the_claims_on_its_allocation_and_no_other() {
         let cpu = Platform::get().cpu();
         let ctx = Context::new(std::slice::from_ref(cpu)).unwrap();
-        let a = usm::host_mem_alloc(&ctx, &[], 4096, 0).unwrap().as_ptr() as usize;
-        let b = usm::host_mem_alloc(&ctx, &[], 4096, 0).unwrap().as_ptr() as usize;
+        let a = alloc(&ctx, AllocMeta::HOST);
+        let b = alloc(&ctx, AllocMeta::HOST);
         let (ca, cb) = (ctx.claim_range(a, 4096).unwrap(), ctx.claim_range(b + 8, 8).unwrap());
         assert_eq!(ctx.claims.load(Ordering::Relaxed), 2);
         // From another thread (another shard of the gate): still cancelled.
-        assert!(finishes_on_another_shard((), || usm::mem_free(&ctx, a as *mut u8).unwrap()));
+        assert!(finishes_on_another_shard((), || free(&ctx, a)));
         assert_eq!(ca.run(|_| ()), None, "freed before it ran");
         assert_eq!(cb.run(|i| i.base), Some(b));
         assert_eq!(ctx.claims.load(Ordering::Relaxed), 0, "run claims are dropped");
-        usm::mem_free(&ctx, b as *mut u8).unwrap();
+        free(&ctx, b);
     }
 }
