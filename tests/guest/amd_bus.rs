@@ -22,6 +22,7 @@ use dmabridge::runtime::event::{Event, EventStatus};
 use dmabridge::runtime::kernel::{adler32, yuv_to_rgb};
 use dmabridge::runtime::platform::Platform;
 use dmabridge::runtime::queue::{Queue, QueueProps};
+use dmabridge::sys::bytes::Bytes;
 use dmabridge_tests::{addr, err_kind, run_in_child, EDU0, IVSHMEM};
 
 /// The rig's third edu, the remote device of these tests.
@@ -540,7 +541,7 @@ fn bar_child_external_buffers_are_written_through() {
     let claimed = memory.allocated();
     let seen = |off: usize, n: usize| {
         let mut v = vec![0u8; n];
-        backend.read_region(surface + off as u64, &mut v).unwrap();
+        backend.read_slice(surface + off as u64, &mut v).unwrap();
         v
     };
     let data = pattern(SIZE, 23);
@@ -579,7 +580,7 @@ fn bar_child_external_buffers_are_written_through() {
     let sig = amd_bus::enqueue_write_signal(&bq, &x, 1, 0, &events).unwrap();
     Event::wait(std::slice::from_ref(&sig)).unwrap();
     let mut m = [0u8; 4];
-    backend.read_region(marker, &mut m).unwrap();
+    backend.read_slice(marker, &mut m).unwrap();
     assert_eq!(u32::from_le_bytes(m), 1, "the marker");
     assert_eq!(seen(0, 64), pattern(64, 77), "dma_copy");
     assert!(seen(256, 1024).chunks(4).all(|c| c == fill), "fill");

@@ -11,9 +11,8 @@ use std::time::Duration;
 
 use dmabridge::memory::iova::IovaAllocator;
 use dmabridge::runtime::backend::edu::{self, Direction, Edu};
-use dmabridge::sys::dma_buf::SyncDir;
+use dmabridge::sys::access::Access;
 use dmabridge::sys::memfd::{Memfd, Seals};
-use dmabridge::sys::mmap::Access;
 use dmabridge::sys::udmabuf::Udmabuf;
 use dmabridge::sys::vfio::{Container, VfioError};
 use dmabridge_tests::{addr, require_guest, Resources, EDU0, IVSHMEM};
@@ -52,7 +51,7 @@ fn udmabuf_pages_round_trip_through_edu_dma() {
         c.map_dma(&host, 0, 2 * PAGE, iova, true, true).unwrap();
 
         let data = pattern(7);
-        let cpu = buf.cpu_access(SyncDir::Write).unwrap();
+        let cpu = buf.cpu_access(Access::Write).unwrap();
         view.write_bytes(0, &data);
         view.write_bytes(PAGE as usize, &[0u8; PAGE as usize]);
         cpu.end().unwrap();
@@ -61,7 +60,7 @@ fn udmabuf_pages_round_trip_through_edu_dma() {
         e.dma(Direction::FromDevice, iova + PAGE, 0, edu::BUFFER_SIZE, T).unwrap();
 
         let mut out = vec![0u8; PAGE as usize];
-        let cpu = buf.cpu_access(SyncDir::Read).unwrap();
+        let cpu = buf.cpu_access(Access::Read).unwrap();
         view.read_bytes(PAGE as usize, &mut out);
         cpu.end().unwrap();
         assert!(out == data, "page 1 after DMA differs from page 0");
@@ -73,7 +72,7 @@ fn udmabuf_pages_round_trip_through_edu_dma() {
         // A partial transfer lands exactly where asked and nowhere else.
         host.write_bytes(PAGE as usize, &[0u8; PAGE as usize]);
         e.dma(Direction::FromDevice, iova + PAGE + 100, 200, 50, T).unwrap();
-        let cpu = buf.cpu_access(SyncDir::Read).unwrap();
+        let cpu = buf.cpu_access(Access::Read).unwrap();
         view.read_bytes(PAGE as usize, &mut out);
         cpu.end().unwrap();
         assert!(out[..100].iter().chain(&out[150..]).all(|&b| b == 0), "bytes outside the transfer changed");

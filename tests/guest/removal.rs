@@ -24,6 +24,7 @@ use dmabridge::runtime::event::{Event, EventStatus};
 use dmabridge::runtime::info::{device_info, device_param, InfoValue};
 use dmabridge::runtime::platform::Platform;
 use dmabridge::runtime::queue::{Queue, QueueProps};
+use dmabridge::sys::bytes::Bytes;
 use dmabridge_tests::{addr, dmabridge_bin, repo_root, run_alone, EDU0, EDU1, IVSHMEM};
 
 /// How long a removal may take: less than the kernel's 10 s between two
@@ -363,7 +364,7 @@ fn child_ivshmem_is_device_memory_again() {
     unsafe { usm_commands::enqueue_memcpy(&q, true, local, bytes.as_ptr(), 4096, &[]) }.unwrap();
     let mut seen = vec![0u8; 4096];
     let offset = local as usize - bar.memory().base().as_ptr() as usize;
-    bar.read_region(offset as u64, &mut seen).unwrap();
+    bar.read_slice(offset as u64, &mut seen).unwrap();
     assert_eq!(seen, bytes, "the bytes are in the BAR again");
     usm::mem_free(&ctx, local).unwrap();
 }

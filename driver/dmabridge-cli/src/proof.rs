@@ -13,9 +13,8 @@ use anyhow::{bail, ensure, Context as _};
 
 use dmabridge::memory::iova::IovaAllocator;
 use dmabridge::runtime::backend::edu::{self, Direction, Edu};
-use dmabridge::sys::dma_buf::SyncDir;
+use dmabridge::sys::access::Access;
 use dmabridge::sys::memfd::{Memfd, Seals};
-use dmabridge::sys::mmap::Access;
 use dmabridge::sys::pci::{PciAddress, PciFunction, EDU_ID, IVSHMEM_ID};
 use dmabridge::sys::udmabuf::Udmabuf;
 use dmabridge::sys::vfio::Container;
@@ -108,7 +107,7 @@ pub fn run(args: &ProofArgs) -> anyhow::Result<()> {
 
     let data = pattern(b"dmabridge round trip", 7);
     {
-        let cpu = buf.cpu_access(SyncDir::Write).context("starting CPU write access to the dma-buf")?;
+        let cpu = buf.cpu_access(Access::Write).context("starting CPU write access to the dma-buf")?;
         view.write_bytes(0, &data);
         view.write_bytes(PAGE as usize, &[0u8; PAGE as usize]);
         cpu.end().context("ending CPU write access to the dma-buf")?;
@@ -123,7 +122,7 @@ pub fn run(args: &ProofArgs) -> anyhow::Result<()> {
     let from_dev = t.elapsed();
     let mut out = vec![0u8; PAGE as usize];
     {
-        let cpu = buf.cpu_access(SyncDir::Read).context("starting CPU read access to the dma-buf")?;
+        let cpu = buf.cpu_access(Access::Read).context("starting CPU read access to the dma-buf")?;
         view.read_bytes(PAGE as usize, &mut out);
         cpu.end().context("ending CPU read access to the dma-buf")?;
     }

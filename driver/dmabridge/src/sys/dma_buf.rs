@@ -14,8 +14,9 @@ use std::time::Duration;
 use rustix::fs::SeekFrom;
 use rustix::io::Errno;
 
+use super::access::Access;
 use super::ioctl::{ioctl_ptr, ioctl_ptr_again, opcode, restart, Again, Opcode};
-use super::mmap::{check_range, Access, MapError, Mapping};
+use super::mmap::{check_range, MapError, Mapping};
 use super::{OsError, OsResult};
 
 /// `DMA_BUF_MAGIC` from `<uapi/linux/magic.h>`: the f_type of the dma-buf
@@ -52,24 +53,12 @@ const DMA_BUF_IOCTL_SYNC: Opcode = opcode::write::<DmaBufSync>(b'b', 0);
 const DMA_BUF_IOCTL_EXPORT_SYNC_FILE: Opcode = opcode::read_write::<DmaBufSyncFile>(b'b', 2);
 const DMA_BUF_IOCTL_IMPORT_SYNC_FILE: Opcode = opcode::write::<DmaBufSyncFile>(b'b', 3);
 
-/// Which direction of CPU (or fence) access.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SyncDir {
-    /// The CPU reads.
-    Read,
-    /// The CPU writes.
-    Write,
-    /// The CPU reads and writes.
-    ReadWrite,
-}
-
-impl SyncDir {
-    fn flags(self) -> SyncFlags {
-        match self {
-            SyncDir::Read => SyncFlags::READ,
-            SyncDir::Write => SyncFlags::WRITE,
-            SyncDir::ReadWrite => SyncFlags::READ | SyncFlags::WRITE,
-        }
+/// The `DMA_BUF_SYNC_*` direction bits of an access.
+fn sync_flags(dir: Access) -> SyncFlags {
+    match dir {
+        Access::Read => SyncFlags::READ,
+        Access::Write => SyncFlags::WRITE,
+        Access::ReadWrite => SyncFlags::READ | SyncFlags::WRITE,
     }
 }
 
@@ -227,8 +216,7 @@ impl DmaBuf {
     /// use std::os::fd::AsFd;
     /// use dmabridge::sys::memfd::{Memfd, Seals};
     /// use dmabridge::sys::udmabuf::Udmabuf;
-    /// use dmabridge::sys::dma_buf::SyncDir;
-    /// use dmabridge::sys::mmap::Access;
+    /// use dmabridge::sys::access::Access;
     ///
     /// // A dma-buf of memfd pages through udmabuf, where this machine has it.
     /// let memfd = Memfd::create(c"frame", 8192)?;
@@ -244,7 +232,7 @@ impl DmaBuf {
     /// memfd.map(0, 8192, Access::Write)?.write_bytes(0, b"pixels");
     /// let map = buf.map(Access::Read)?;
     /// assert_eq!(map.len(), 8192);
-    /// let access = buf.cpu_access(SyncDir::Read)?;
+    /// let access = buf.cpu_access(Access::Read)?;
     /// let mut out = [0u8; 6];
     /// map.read_bytes(0, &mut out);
     /// access.end()?;
@@ -275,8 +263,8 @@ impl DmaBuf {
     /// use std::os::fd::AsFd;
     /// use dmabridge::sys::memfd::{Memfd, Seals};
     /// use dmabridge::sys::udmabuf::Udmabuf;
-    /// use dmabridge::sys::dma_buf::SyncDir;
-    /// use dmabridge::sys::mmap::{Access, MapError};
+    /// use dmabridge::sys::access::Access;
+    /// use dmabridge::sys::mmap::MapError;
     ///
     /// // A dma-buf of memfd pages through udmabuf, where this machine has it.
     /// let memfd = Memfd::create(c"frame", 8192)?;
@@ -290,7 +278,7 @@ impl DmaBuf {
     /// };
     /// let buf = udmabuf.create(memfd.as_fd(), 0, 8192)?;
     /// let second_page = buf.map_range(4096, 4096, Access::ReadWrite)?;
-    /// let access = buf.cpu_access(SyncDir::Write)?;
+    /// let access = buf.cpu_access(Access::Write)?;
     /// second_page.write_u32(0, 42);
     /// access.end()?;
     /// assert_eq!(memfd.map(4096, 4096, Access::Read)?.read_u32(0), 42);
@@ -317,8 +305,7 @@ impl DmaBuf {
     /// use std::os::fd::AsFd;
     /// use dmabridge::sys::memfd::{Memfd, Seals};
     /// use dmabridge::sys::udmabuf::Udmabuf;
-    /// use dmabridge::sys::dma_buf::SyncDir;
-    /// use dmabridge::sys::mmap::Access;
+    /// use dmabridge::sys::access::Access;
     ///
     /// // A dma-buf of memfd pages through udmabuf, where this machine has it.
     /// let memfd = Memfd::create(c"frame", 8192)?;
@@ -333,7 +320,7 @@ impl DmaBuf {
     /// let buf = udmabuf.create(memfd.as_fd(), 0, 8192)?;
     /// let map = buf.map(Access::ReadWrite)?;
     /// {
-    ///     let _access = buf.cpu_access(SyncDir::Write)?;
+    ///     let _access = buf.cpu_access(Access::Write)?;
     ///     map.write_bytes(0, b"frame 1");
     /// } // DMA_BUF_IOCTL_SYNC end is issued here.
     /// let mut out = [0u8; 7];
@@ -341,7 +328,7 @@ impl DmaBuf {
     /// assert_eq!(&out, b"frame 1");
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn cpu_access(&self, dir: SyncDir) -> OsResult<CpuAccess<'_>> {
+    pub fn cpu_access(&self, dir: Access) -> OsResult<CpuAccess<'_>> {
         self.begin_cpu_access(dir)?;
         Ok(CpuAccess { buf: self, dir, ended: false })
     }
@@ -356,7 +343,7 @@ impl DmaBuf {
     /// use std::os::fd::AsFd;
     /// use dmabridge::sys::memfd::{Memfd, Seals};
     /// use dmabridge::sys::udmabuf::Udmabuf;
-    /// use dmabridge::sys::dma_buf::SyncDir;
+    /// use dmabridge::sys::access::Access;
     ///
     /// // A dma-buf of memfd pages through udmabuf, where this machine has it.
     /// let memfd = Memfd::create(c"frame", 4096)?;
@@ -369,12 +356,12 @@ impl DmaBuf {
     ///     }
     /// };
     /// let buf = udmabuf.create(memfd.as_fd(), 0, 4096)?;
-    /// buf.begin_cpu_access(SyncDir::Read)?;
-    /// buf.end_cpu_access(SyncDir::Read)?;
+    /// buf.begin_cpu_access(Access::Read)?;
+    /// buf.end_cpu_access(Access::Read)?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn begin_cpu_access(&self, dir: SyncDir) -> OsResult<()> {
-        self.sync(SyncFlags::START | dir.flags())
+    pub fn begin_cpu_access(&self, dir: Access) -> OsResult<()> {
+        self.sync(SyncFlags::START | sync_flags(dir))
     }
 
     /// Ends CPU access begun by [`DmaBuf::begin_cpu_access`]
@@ -386,7 +373,7 @@ impl DmaBuf {
     /// use std::os::fd::AsFd;
     /// use dmabridge::sys::memfd::{Memfd, Seals};
     /// use dmabridge::sys::udmabuf::Udmabuf;
-    /// use dmabridge::sys::dma_buf::SyncDir;
+    /// use dmabridge::sys::access::Access;
     ///
     /// // A dma-buf of memfd pages through udmabuf, where this machine has it.
     /// let memfd = Memfd::create(c"frame", 4096)?;
@@ -399,12 +386,12 @@ impl DmaBuf {
     ///     }
     /// };
     /// let buf = udmabuf.create(memfd.as_fd(), 0, 4096)?;
-    /// buf.begin_cpu_access(SyncDir::ReadWrite)?;
-    /// buf.end_cpu_access(SyncDir::ReadWrite)?;
+    /// buf.begin_cpu_access(Access::ReadWrite)?;
+    /// buf.end_cpu_access(Access::ReadWrite)?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn end_cpu_access(&self, dir: SyncDir) -> OsResult<()> {
-        self.sync(SyncFlags::END | dir.flags())
+    pub fn end_cpu_access(&self, dir: Access) -> OsResult<()> {
+        self.sync(SyncFlags::END | sync_flags(dir))
     }
 
     /// The access mode the dma-buf's file was opened with (`O_ACCMODE` of
@@ -502,7 +489,7 @@ impl DmaBuf {
     /// use std::os::fd::AsFd;
     /// use dmabridge::sys::memfd::{Memfd, Seals};
     /// use dmabridge::sys::udmabuf::Udmabuf;
-    /// use dmabridge::sys::dma_buf::SyncDir;
+    /// use dmabridge::sys::access::Access;
     ///
     /// // A dma-buf of memfd pages through udmabuf, where this machine has it.
     /// let memfd = Memfd::create(c"frame", 8192)?;
@@ -516,15 +503,15 @@ impl DmaBuf {
     /// };
     /// let buf = udmabuf.create(memfd.as_fd(), 0, 8192)?;
     /// // Kernels before 6.0 lack the ioctl (ENOTTY).
-    /// match buf.export_sync_file(SyncDir::Write) {
+    /// match buf.export_sync_file(Access::Write) {
     ///     // No device uses the buffer: its fences are all signalled.
     ///     Ok(fence) => assert!(fence.is_signaled()?),
     ///     Err(e) => println!("{e}"),
     /// }
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn export_sync_file(&self, dir: SyncDir) -> OsResult<SyncFile> {
-        let mut arg = DmaBufSyncFile { flags: dir.flags().bits() as u32, fd: -1 };
+    pub fn export_sync_file(&self, dir: Access) -> OsResult<SyncFile> {
+        let mut arg = DmaBufSyncFile { flags: sync_flags(dir).bits() as u32, fd: -1 };
         // SAFETY: the ioctl reads `flags` and writes a new fd into `fd` of a
         // `struct dma_buf_export_sync_file`, which `DmaBufSyncFile` mirrors.
         unsafe { ioctl_ptr(self.fd.as_fd(), DMA_BUF_IOCTL_EXPORT_SYNC_FILE, &mut arg) }
@@ -544,7 +531,7 @@ impl DmaBuf {
     /// use std::os::fd::AsFd;
     /// use dmabridge::sys::memfd::{Memfd, Seals};
     /// use dmabridge::sys::udmabuf::Udmabuf;
-    /// use dmabridge::sys::dma_buf::SyncDir;
+    /// use dmabridge::sys::access::Access;
     ///
     /// // A dma-buf of memfd pages through udmabuf, where this machine has it.
     /// let memfd = Memfd::create(c"frame", 8192)?;
@@ -558,18 +545,18 @@ impl DmaBuf {
     /// };
     /// let buf = udmabuf.create(memfd.as_fd(), 0, 8192)?;
     /// // Kernels before 6.0 lack the ioctls (ENOTTY).
-    /// match buf.export_sync_file(SyncDir::Read) {
+    /// match buf.export_sync_file(Access::Read) {
     ///     Ok(fence) => {
-    ///         buf.import_sync_file(&fence, SyncDir::Write)?;
-    ///         assert!(buf.export_sync_file(SyncDir::Write)?.is_signaled()?);
+    ///         buf.import_sync_file(&fence, Access::Write)?;
+    ///         assert!(buf.export_sync_file(Access::Write)?.is_signaled()?);
     ///     }
     ///     Err(e) => println!("{e}"),
     /// }
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn import_sync_file(&self, fence: &SyncFile, dir: SyncDir) -> OsResult<()> {
+    pub fn import_sync_file(&self, fence: &SyncFile, dir: Access) -> OsResult<()> {
         use std::os::fd::AsRawFd;
-        let mut arg = DmaBufSyncFile { flags: dir.flags().bits() as u32, fd: fence.fd.as_raw_fd() };
+        let mut arg = DmaBufSyncFile { flags: sync_flags(dir).bits() as u32, fd: fence.fd.as_raw_fd() };
         // SAFETY: the ioctl reads a `struct dma_buf_import_sync_file`; the fd
         // in it is borrowed from `fence`, which outlives the call.
         unsafe { ioctl_ptr(self.fd.as_fd(), DMA_BUF_IOCTL_IMPORT_SYNC_FILE, &mut arg) }
@@ -929,7 +916,7 @@ impl Drop for LazyMap {
 #[derive(Debug)]
 pub struct CpuAccess<'a> {
     buf: &'a DmaBuf,
-    dir: SyncDir,
+    dir: Access,
     ended: bool,
 }
 
@@ -944,8 +931,7 @@ impl CpuAccess<'_> {
     /// use std::os::fd::AsFd;
     /// use dmabridge::sys::memfd::{Memfd, Seals};
     /// use dmabridge::sys::udmabuf::Udmabuf;
-    /// use dmabridge::sys::dma_buf::SyncDir;
-    /// use dmabridge::sys::mmap::Access;
+    /// use dmabridge::sys::access::Access;
     ///
     /// // A dma-buf of memfd pages through udmabuf, where this machine has it.
     /// let memfd = Memfd::create(c"frame", 8192)?;
@@ -959,7 +945,7 @@ impl CpuAccess<'_> {
     /// };
     /// let buf = udmabuf.create(memfd.as_fd(), 0, 8192)?;
     /// let map = buf.map(Access::ReadWrite)?;
-    /// let access = buf.cpu_access(SyncDir::ReadWrite)?;
+    /// let access = buf.cpu_access(Access::ReadWrite)?;
     /// map.write_u64(0, 7);
     /// assert_eq!(map.read_u64(0), 7);
     /// access.end()?;
@@ -967,14 +953,14 @@ impl CpuAccess<'_> {
     /// ```
     pub fn end(mut self) -> OsResult<()> {
         self.ended = true;
-        self.buf.sync(SyncFlags::END | self.dir.flags())
+        self.buf.sync(SyncFlags::END | sync_flags(self.dir))
     }
 }
 
 impl Drop for CpuAccess<'_> {
     fn drop(&mut self) {
         if !self.ended {
-            let _ = self.buf.sync(SyncFlags::END | self.dir.flags());
+            let _ = self.buf.sync(SyncFlags::END | sync_flags(self.dir));
         }
     }
 }
@@ -996,7 +982,8 @@ impl SyncFile {
     /// use std::os::fd::AsFd;
     /// use dmabridge::sys::memfd::{Memfd, Seals};
     /// use dmabridge::sys::udmabuf::Udmabuf;
-    /// use dmabridge::sys::dma_buf::{SyncDir, SyncFile};
+    /// use dmabridge::sys::access::Access;
+    /// use dmabridge::sys::dma_buf::SyncFile;
     ///
     /// // A dma-buf of memfd pages through udmabuf, where this machine has it.
     /// let memfd = Memfd::create(c"frame", 8192)?;
@@ -1010,7 +997,7 @@ impl SyncFile {
     /// };
     /// let buf = udmabuf.create(memfd.as_fd(), 0, 8192)?;
     /// // Kernels before 6.0 cannot export fences (ENOTTY).
-    /// match buf.export_sync_file(SyncDir::Write) {
+    /// match buf.export_sync_file(Access::Write) {
     ///     Ok(fence) => {
     ///         // E.g. a fence fd received from another process.
     ///         let received = SyncFile::from_fd(fence.as_fd().try_clone_to_owned()?);
@@ -1035,7 +1022,7 @@ impl SyncFile {
     /// use dmabridge::sys::memfd::{Memfd, Seals};
     /// use dmabridge::sys::udmabuf::Udmabuf;
     /// use std::time::Duration;
-    /// use dmabridge::sys::dma_buf::SyncDir;
+    /// use dmabridge::sys::access::Access;
     ///
     /// // A dma-buf of memfd pages through udmabuf, where this machine has it.
     /// let memfd = Memfd::create(c"frame", 8192)?;
@@ -1049,7 +1036,7 @@ impl SyncFile {
     /// };
     /// let buf = udmabuf.create(memfd.as_fd(), 0, 8192)?;
     /// // Kernels before 6.0 cannot export fences (ENOTTY).
-    /// match buf.export_sync_file(SyncDir::Read) {
+    /// match buf.export_sync_file(Access::Read) {
     ///     Ok(fence) => assert!(fence.wait(Duration::from_secs(1))?),
     ///     Err(e) => println!("{e}"),
     /// }
@@ -1080,7 +1067,7 @@ impl SyncFile {
     /// use std::os::fd::AsFd;
     /// use dmabridge::sys::memfd::{Memfd, Seals};
     /// use dmabridge::sys::udmabuf::Udmabuf;
-    /// use dmabridge::sys::dma_buf::SyncDir;
+    /// use dmabridge::sys::access::Access;
     ///
     /// // A dma-buf of memfd pages through udmabuf, where this machine has it.
     /// let memfd = Memfd::create(c"frame", 8192)?;
@@ -1094,7 +1081,7 @@ impl SyncFile {
     /// };
     /// let buf = udmabuf.create(memfd.as_fd(), 0, 8192)?;
     /// // Kernels before 6.0 cannot export fences (ENOTTY).
-    /// match buf.export_sync_file(SyncDir::Write) {
+    /// match buf.export_sync_file(Access::Write) {
     ///     // Nothing but the CPU uses the buffer, so nothing is pending.
     ///     Ok(fence) => assert!(fence.is_signaled()?),
     ///     Err(e) => println!("{e}"),

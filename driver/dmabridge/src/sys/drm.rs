@@ -522,9 +522,8 @@ impl DrmDevice {
     /// # Examples
     ///
     /// ```
-    /// use dmabridge::sys::dma_buf::SyncDir;
+    /// use dmabridge::sys::access::Access;
     /// use dmabridge::sys::drm::PrimeFlags;
-    /// use dmabridge::sys::mmap::Access;
     /// use dmabridge::sys::drm::DrmDevice;
     ///
     /// // vgem, the virtual GEM driver, where this machine has it.
@@ -546,7 +545,7 @@ impl DrmDevice {
     /// let dma_buf = dev.export(&buf, PrimeFlags::CLOEXEC | PrimeFlags::RDWR)?;
     /// assert_eq!(dma_buf.size()?, buf.size());
     /// let map = dma_buf.map(Access::ReadWrite)?;
-    /// let access = dma_buf.cpu_access(SyncDir::Write)?;
+    /// let access = dma_buf.cpu_access(Access::Write)?;
     /// map.write_u32(0, 0xff00_00ff);
     /// access.end()?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())

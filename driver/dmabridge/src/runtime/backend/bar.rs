@@ -28,6 +28,7 @@ use super::{Backend, LocalMemory};
 use crate::error::{ClError, ClErrorKind, ClResult};
 use crate::memory::local::{LocalAllocator, LocalError};
 use crate::runtime::transfer;
+use crate::sys::bytes::{Bytes, BytesError};
 use crate::sys::mmap::Mapping;
 use crate::sys::pci::{PciAddress, PciFunction};
 use crate::sys::vfio;
@@ -343,31 +344,32 @@ impl BarBackend {
     pub fn memory(&self) -> &Arc<BarMemory> {
         &self.memory
     }
+}
 
-    /// Reads `buf.len()` bytes of the BAR at `offset` through the VFIO
-    /// device fd (`pread`, the kernel's own mapping of the BAR), not through
-    /// the process mapping: a second view, to check where bytes landed.
-    /// `CL_INVALID_VALUE` for a range outside the BAR.
-    ///
-    /// No OpenCL function of its own: for tests and diagnostics.
-    ///
-    /// ```
-    /// use dmabridge::runtime::platform::Platform;
-    /// for d in Platform::get().devices() {
-    ///     if let Some(bar) = d.bar_backend() {
-    ///         let mut head = [0u8; 16];
-    ///         bar.read_region(0, &mut head)?;
-    ///     }
-    /// }
-    /// # Ok::<(), dmabridge::error::ClError>(())
-    /// ```
-    pub fn read_region(&self, offset: u64, buf: &mut [u8]) -> ClResult<()> {
-        self.device.read_region(self.config.bar, offset, buf).map_err(|e| {
-            ClError::new(
-                ClErrorKind::InvalidValue,
-                format!("{}: reading {} bytes at {offset:#x}: {e}", self.name, buf.len()),
-            )
-        })
+/// The BAR's bytes through the VFIO device fd (`pread`/`pwrite`, the
+/// kernel's own mapping of the BAR), not through the process mapping: a
+/// second view, to check where bytes landed.
+///
+/// No OpenCL function of its own: for tests and diagnostics.
+///
+/// ```
+/// use dmabridge::runtime::platform::Platform;
+/// use dmabridge::sys::bytes::Bytes;
+/// for d in Platform::get().devices() {
+///     if let Some(bar) = d.bar_backend() {
+///         let mut head = [0u8; 16];
+///         bar.read_slice(0, &mut head)?;
+///     }
+/// }
+/// # Ok::<(), dmabridge::sys::bytes::BytesError>(())
+/// ```
+impl Bytes for BarBackend {
+    fn read_slice(&self, offset: u64, buf: &mut [u8]) -> Result<(), BytesError> {
+        self.device.region_bytes(self.config.bar).read_slice(offset, buf)
+    }
+
+    fn write_slice(&self, offset: u64, data: &[u8]) -> Result<(), BytesError> {
+        self.device.region_bytes(self.config.bar).write_slice(offset, data)
     }
 }
 

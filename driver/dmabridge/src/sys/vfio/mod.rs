@@ -15,7 +15,7 @@ mod device;
 mod group;
 
 pub use container::{Container, DmaMapping, IommuInfo};
-pub use device::{Device, IrqFlags, IrqInfo, IrqKind, RegionFlags, RegionInfo};
+pub use device::{Device, IrqFlags, IrqInfo, IrqKind, Region, RegionFlags, RegionInfo};
 pub use group::Group;
 
 use crate::sys::pci::PciAddress;
