@@ -14,7 +14,7 @@ GUEST_RIG  := --edu 2 --bind 0000:00:10.0 --bind 0000:00:08.0 --module vgem --mo
 LOGS       := target/test-logs
 
 .PHONY: all build deps guest demo test test-host test-icd icd install test-guest test-guest-icd test-guest-doc test-nonroot test-removal test-rig lint bench fuzz fuzz-icd clean-guest
-.PHONY: deps-arm64 build-arm64 test-arm64 test-arm64-guest test-arm64-icd test-arm64-doc test-arm64-nonroot test-arm64-removal
+.PHONY: deps-arm64 build-arm64 build-arm64-doc test-arm64 test-arm64-run test-doc test-arm64-guest test-arm64-icd test-arm64-doc test-arm64-nonroot test-arm64-removal
 
 all: build
 
@@ -66,18 +66,38 @@ demo: guest build $(DEMO_DEPS)
 	@echo "== on the host: the captured frames as PNG in $(CURDIR)/$(DEMO_PNG)/"
 	@ls $(DEMO_PNG)
 
-test: guest
+# The x86_64 guest suites run while the aarch64 build (library, CLI, guest
+# tests, the ICD's C programs, the doc examples) compiles in the background:
+# the guests mostly keep one core busy, the compiler takes the other. Each
+# step's time is in $(LOGS)/times.txt and under the summary.
+test: guest deps-arm64
 	@rm -rf $(LOGS) && mkdir -p $(LOGS)
 	@status=0; \
-	$(MAKE) --no-print-directory test-host || status=1; \
-	$(MAKE) --no-print-directory test-guest || status=1; \
-	$(MAKE) --no-print-directory test-guest-icd || status=1; \
-	$(MAKE) --no-print-directory test-guest-doc || status=1; \
-	$(MAKE) --no-print-directory test-nonroot || status=1; \
-	$(MAKE) --no-print-directory test-removal || status=1; \
-	$(MAKE) --no-print-directory test-rig || status=1; \
-	$(MAKE) --no-print-directory test-arm64 || status=1; \
+	step() { local t=$$SECONDS; $(MAKE) --no-print-directory "$$@" || status=1; \
+	    echo "$$1: $$((SECONDS - t)) s" >>$(LOGS)/times.txt; }; \
+	step test-host; \
+	t=$$SECONDS; \
+	( $(MAKE) --no-print-directory build-arm64 >$(LOGS)/arm64-build.txt 2>&1; rc=$$?; \
+	  $(MAKE) --no-print-directory build-arm64-doc >>$(LOGS)/arm64-build.txt 2>&1; \
+	  echo "$$rc $$((SECONDS - t))" >$(LOGS)/arm64-build.rc ) & \
+	a64=$$!; \
+	step test-guest; \
+	step test-guest-icd; \
+	step test-guest-doc DOCTESTS_BUILT=1; \
+	step test-nonroot; \
+	step test-removal; \
+	step test-rig; \
+	wait $$a64; read -r rc secs <$(LOGS)/arm64-build.rc || rc=1; \
+	echo "build-arm64 (in the background): $${secs:-?} s" >>$(LOGS)/times.txt; \
+	if [ "$$rc" = 0 ]; then \
+	    step test-arm64-run A64_DOCTESTS_BUILT=1; \
+	else \
+	    status=1; \
+	    { echo "test-arm64: FAILED: the aarch64 build failed, the arm64 guest suites did not run (see $(LOGS)/arm64-build.txt):"; \
+	      tail -n 30 $(LOGS)/arm64-build.txt; } | tee $(LOGS)/arm64-build.log; \
+	fi; \
 	tests/summarize $(LOGS)/*.log; \
+	echo "time per step (s): $$(tr '\n' ';' <$(LOGS)/times.txt | sed 's/;$$//; s/;/; /g')"; \
 	exit $$status
 
 test-host:
@@ -86,7 +106,8 @@ test-host:
 	@tests/icd-deps
 	@$(CARGO) build -p dmabridge-cli --quiet
 	@$(MAKE) --no-print-directory icd ICD_PROFILE=debug  # tests/icd-client loads target/debug/dmabridge.icd
-	@set -o pipefail; $(CARGO) test --workspace --color never -- --test-threads=1 2>&1 | tee $(LOGS)/host.log
+	@set -o pipefail; $(CARGO) test --workspace --lib --bins --tests --examples --color never -- --test-threads=1 2>&1 | tee $(LOGS)/host.log
+	@$(MAKE) --no-print-directory test-doc
 	@$(MAKE) --no-print-directory test-icd
 
 # The OpenCL ICD's C tests through the real loader (ocl-icd), and clinfo.
@@ -139,23 +160,36 @@ test-guest-icd: guest
 	@set -o pipefail; $(RIG) $(GUEST_RIG) --env DMABRIDGE_BAR_DEVICE=0000:00:08.0,bar=2,engine=0000:00:10.0 \
 	    -- tests/icd/run --exec-only 2>&1 | tee $(LOGS)/guest-icd.log
 
+# The doc examples on this machine (part of test-host). rustdoc keeps each
+# compiled example in $(DOCTESTS) (--persist-doctests, an unstable option,
+# which tests/rustdoc-bootstrap lets the stable rustdoc use without changing
+# what cargo fingerprints: nothing is rebuilt), for test-guest-doc.
+DOCTESTS   := target/doctests
+# $(call persist_doctests,DIR): the environment of a cargo run that keeps its
+# compiled doc examples in DIR (the rustdoc of toolchain/cargo-aarch64 too).
+persist_doctests = DMABRIDGE_REAL_RUSTDOC=$${RUSTDOC:-rustdoc} RUSTDOC=$(CURDIR)/tests/rustdoc-bootstrap \
+    DMABRIDGE_RUSTDOC_WRAPPER=$(CURDIR)/tests/rustdoc-bootstrap \
+    RUSTDOCFLAGS="-Z unstable-options --persist-doctests $(CURDIR)/$(1) -C strip=debuginfo"
+# $(call doc_build_failed,STEP,LOG): what a failed doc-example build says.
+doc_build_failed = { echo "$(1): FAILED: the rustdoc run that compiles the examples failed; those it did not compile do not run in the guest (see $(2))"; \
+    grep -m 20 -E '^(error(\[E[0-9]+\])?:|---- .* stdout ----)' $(2); }
+test-doc:
+	@mkdir -p $(LOGS)
+	@echo "== doc examples (kept in $(DOCTESTS) for test-guest-doc)"
+	@rm -rf $(DOCTESTS)
+	@set -o pipefail; $(call persist_doctests,$(DOCTESTS)) $(CARGO) test --workspace --doc --color never 2>&1 | tee $(LOGS)/doc.log
+
 # The doc examples again, in the guest: on a development host the examples
 # of udmabuf, VFIO, edu and the BAR device only reach their "no device"
-# branch. rustdoc keeps the compiled examples with --persist-doctests, an
-# unstable option: RUSTC_BOOTSTRAP=1 lets the stable toolchain use it for
-# this one rustdoc run (the library itself is built as always).
-DOCTESTS   := target/doctests
+# branch. DOCTESTS_BUILT=1 (make test, after test-host): run those test-doc kept.
 test-guest-doc: guest
 	@mkdir -p $(LOGS)
 	@echo "== doc examples, compiled here, run inside the QEMU guest"
-	@rm -rf $(DOCTESTS)
-	@status=0; \
-	RUSTC_BOOTSTRAP=1 RUSTDOCFLAGS="-Z unstable-options --persist-doctests $(CURDIR)/$(DOCTESTS) -C strip=debuginfo" \
-	    $(CARGO) test -p dmabridge --doc --color never >$(LOGS)/guest-doc-build.txt 2>&1 || status=1; \
-	: >$(LOGS)/guest-doc.log; \
-	if [ $$status != 0 ]; then \
-	    { echo "test-guest-doc: FAILED: the rustdoc run that compiles the examples failed; those it did not compile do not run below (see $(LOGS)/guest-doc-build.txt)"; \
-	      grep -m 20 -E '^(error(\[E[0-9]+\])?:|---- .* stdout ----)' $(LOGS)/guest-doc-build.txt; } | tee $(LOGS)/guest-doc.log; \
+	@status=0; : >$(LOGS)/guest-doc.log; \
+	if [ "$(DOCTESTS_BUILT)" != 1 ]; then \
+	    rm -rf $(DOCTESTS); \
+	    $(call persist_doctests,$(DOCTESTS)) $(CARGO) test -p dmabridge --doc --color never >$(LOGS)/guest-doc-build.txt 2>&1 \
+	        || { status=1; $(call doc_build_failed,test-guest-doc,$(LOGS)/guest-doc-build.txt) | tee $(LOGS)/guest-doc.log; }; \
 	fi; \
 	set -o pipefail; $(RIG) $(GUEST_RIG) --env DMABRIDGE_BAR_DEVICE=0000:00:08.0,bar=2,engine=0000:00:10.0 \
 	    -- tests/guest-runner --doctests $(DOCTESTS) 2>&1 | tee -a $(LOGS)/guest-doc.log || status=1; \
@@ -292,6 +326,10 @@ build-arm64: deps-arm64
 
 # Part of `make test`; alone: `make test-arm64`.
 test-arm64: guest build-arm64
+	@$(MAKE) --no-print-directory test-arm64-run
+
+# The arm64 guest suites, on what build-arm64 built.
+test-arm64-run:
 	@mkdir -p $(LOGS)
 	@status=0; \
 	$(MAKE) --no-print-directory test-arm64-guest || status=1; \
@@ -328,20 +366,25 @@ test-arm64-nonroot:
 
 # rustdoc compiles the examples for aarch64 and keeps them; the runner
 # `true` stands in for running them here (cargo hands it to rustdoc as the
-# doctests' runtool), the guest runs them.
+# doctests' runtool), the guest runs them. A failed build leaves its first
+# errors in $(A64_DOCTESTS).failed, which test-arm64-doc reports.
 A64_DOCTESTS := target/aarch64/doctests
+build-arm64-doc: deps-arm64
+	@mkdir -p $(LOGS)
+	@echo "== compiling the doc examples for aarch64 ($(A64_DOCTESTS))"
+	@rm -rf $(A64_DOCTESTS) $(A64_DOCTESTS).failed
+	@CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER=true $(call persist_doctests,$(A64_DOCTESTS)) \
+	    toolchain/cargo-aarch64 test -p dmabridge --doc --color never >$(LOGS)/arm64-doc-build.txt 2>&1 \
+	    || { $(call doc_build_failed,test-arm64-doc,$(LOGS)/arm64-doc-build.txt) >$(A64_DOCTESTS).failed; exit 1; }
+
+# A64_DOCTESTS_BUILT=1 (make test, whose background step ran build-arm64-doc):
+# run what it kept.
 test-arm64-doc:
+	@mkdir -p $(LOGS)
+	@[ "$(A64_DOCTESTS_BUILT)" = 1 ] || $(MAKE) --no-print-directory build-arm64-doc || true
 	@echo "== doc examples on arm64, compiled here for aarch64, run inside the arm64 QEMU guest"
-	@rm -rf $(A64_DOCTESTS)
-	@status=0; \
-	CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER=true RUSTC_BOOTSTRAP=1 \
-	RUSTDOCFLAGS="-Z unstable-options --persist-doctests $(CURDIR)/$(A64_DOCTESTS) -C strip=debuginfo" \
-	    toolchain/cargo-aarch64 test -p dmabridge --doc --color never >$(LOGS)/arm64-doc-build.txt 2>&1 || status=1; \
-	: >$(LOGS)/arm64-doc.log; \
-	if [ $$status != 0 ]; then \
-	    { echo "test-arm64-doc: FAILED: the rustdoc run that compiles the examples failed; those it did not compile do not run below (see $(LOGS)/arm64-doc-build.txt)"; \
-	      grep -m 20 -E '^(error(\[E[0-9]+\])?:|---- .* stdout ----)' $(LOGS)/arm64-doc-build.txt; } | tee $(LOGS)/arm64-doc.log; \
-	fi; \
+	@status=0; : >$(LOGS)/arm64-doc.log; \
+	if [ -f $(A64_DOCTESTS).failed ]; then status=1; tee $(LOGS)/arm64-doc.log <$(A64_DOCTESTS).failed; fi; \
 	set -o pipefail; $(RIG_A64) --env DMABRIDGE_BAR_DEVICE=0000:00:08.0,bar=2,engine=0000:00:10.0 \
 	    -- tests/guest-runner --doctests $(A64_DOCTESTS) 2>&1 | tee -a $(LOGS)/arm64-doc.log || status=1; \
 	exit $$status
