@@ -102,7 +102,7 @@ fn child_platform_lists_the_configured_bar_device() {
     let domain = p.dma_domain().unwrap();
     let maps = domain.container().mappings();
     assert_eq!(maps.len(), 1, "only the BAR is mapped: {maps:?}");
-    assert_eq!((maps[0].iova, maps[0].size), (iova, MIB4 as u64));
+    assert_eq!((maps[0].iova.0, maps[0].size), (iova, MIB4 as u64));
     assert!(p.skipped().iter().all(|(a, _)| *a != addr(IVSHMEM)), "{:?}", p.skipped());
 }
 

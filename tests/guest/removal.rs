@@ -24,6 +24,8 @@ use dmabridge::runtime::event::{Event, EventStatus};
 use dmabridge::runtime::info::{device_info, device_param, InfoValue};
 use dmabridge::runtime::platform::Platform;
 use dmabridge::runtime::queue::{Queue, QueueProps};
+use dmabridge::sys::addr::BusAddr;
+use dmabridge::sys::addr::HostAddr;
 use dmabridge::sys::bytes::Bytes;
 use dmabridge_tests::{addr, dmabridge_bin, repo_root, run_alone, EDU0, EDU1, IVSHMEM};
 
@@ -244,7 +246,10 @@ fn ivshmem_bar2() -> (u64, u64) {
 /// its signal surface 1 MiB further.
 fn external_buffer(ctx: &Arc<Context>) -> Result<Arc<Buffer>, dmabridge::error::ClError> {
     let (bar, len) = ivshmem_bar2();
-    let mut at = BusAddress { surface_bus_address: bar + len / 2, marker_bus_address: bar + len / 2 + 0x10_0000 };
+    let mut at = BusAddress {
+        surface_bus_address: BusAddr(bar + len / 2),
+        marker_bus_address: BusAddr(bar + len / 2 + 0x10_0000),
+    };
     // SAFETY: a whole BusAddress.
     unsafe { Buffer::create(ctx, EXTERNAL_PHYSICAL, 0x1_0000, &mut at as *mut BusAddress as *mut u8) }
 }
@@ -273,7 +278,9 @@ fn ivshmem_removed_under_a_resident_external_buffer() {
     let q = Queue::new(&ctx, &dev, QueueProps::default()).unwrap();
     let len = ivshmem_bar2().1;
     let base = dev.bar_backend().unwrap().memory().base().as_ptr() as usize;
-    let in_bar = |r: &dmabridge::runtime::backend::residency::Resident| r.addr >= base && r.addr < base + len as usize;
+    let in_bar = |r: &dmabridge::runtime::backend::residency::Resident| {
+        r.addr >= HostAddr(base) && r.addr < HostAddr(base + len as usize)
+    };
     // The whole BAR is resident for its engine's peer-to-peer copies.
     let resident_before = domain.residents().iter().filter(|r| in_bar(r)).count();
     assert_eq!(resident_before, 1, "the BAR is resident for its engine");

@@ -101,7 +101,7 @@ pub fn run(args: &ProofArgs) -> anyhow::Result<()> {
     iovas.restrict_to(&container.iommu_info().context("reading the IOMMU's usable IOVA ranges")?.iova_ranges);
     let iova = iovas.alloc(2 * PAGE, PAGE).context("choosing an IOVA for the memfd pages")?;
     container
-        .map_dma(&host, 0, 2 * PAGE, iova, true, true)
+        .map_dma(&host, 0, 2 * PAGE, iova, Access::ReadWrite)
         .with_context(|| format!("mapping the memfd pages into the IOMMU domain at IOVA {iova:#x}"))?;
     println!("[3/5] the memfd pages mapped into the IOMMU domain at IOVA {iova:#x} (edu DMA mask {:#x})", e.dma_mask());
 
@@ -171,8 +171,8 @@ fn p2p(
     let src = src_mem.map(0, PAGE as usize, Access::ReadWrite).context("mapping the source memfd")?;
     let src_iova = iovas.alloc(PAGE, PAGE).context("choosing an IOVA for the source page")?;
     let bar_iova = iovas.alloc(size, size.next_power_of_two()).context("choosing an IOVA for BAR2")?;
-    container.map_dma(&src, 0, PAGE, src_iova, true, false).context("mapping the source page for DMA")?;
-    container.map_dma(&bar2, 0, size, bar_iova, true, true).context("mapping BAR2 for peer-to-peer DMA")?;
+    container.map_dma(&src, 0, PAGE, src_iova, Access::Read).context("mapping the source page for DMA")?;
+    container.map_dma(&bar2, 0, size, bar_iova, Access::ReadWrite).context("mapping BAR2 for peer-to-peer DMA")?;
     let data = pattern(args.marker.as_bytes(), 42);
     src.write_bytes(0, &data);
     e.dma(Direction::ToDevice, src_iova, 0, edu::BUFFER_SIZE, TIMEOUT).context("edu DMA from the source page")?;

@@ -80,6 +80,7 @@ use crate::runtime::buffer::store::{Imported, Store};
 use crate::runtime::buffer::{check_exclusive, mem_flags, Buffer};
 use crate::runtime::context::Context;
 use crate::runtime::device::Device;
+use crate::sys::addr::HostAddr;
 use crate::sys::dma_buf::DmaBuf;
 use crate::sys::mmap::{Access, Mapping};
 use crate::sys::{page_size, vm};
@@ -180,11 +181,13 @@ fn check_devices(ctx: &Context) -> ClResult<()> {
 /// # Safety
 /// As [`DmaDomain::make_resident_via`](crate::runtime::backend::domain::DmaDomain::make_resident_via).
 unsafe fn make_resident(ctx: &Context, addr: usize, len: usize, pin: usize, write: bool, what: &str) -> ClResult<()> {
+    let (addr, pin) = (HostAddr(addr), HostAddr(pin));
+    let access = if write { Access::ReadWrite } else { Access::Read };
     let mut done = Vec::new();
     for d in ctx.devices() {
         let Some(domain) = d.dma_domain() else { continue };
         // SAFETY: forwarded to the caller.
-        match unsafe { domain.make_resident_via(addr, len, pin, write) } {
+        match unsafe { domain.make_resident_via(addr, len, pin, access) } {
             Ok(_) => done.push(domain),
             Err(e) => {
                 for domain in done {
@@ -423,7 +426,7 @@ pub unsafe fn import_host(ctx: &Arc<Context>, flags: u64, ptr: *mut u8, size: us
         let charge = if span.locked {
             unshared(&imports, span).iter().map(|(lo, hi)| (hi - lo) as u64).sum()
         } else {
-            domains.iter().filter(|d| d.would_pin(addr, size)).count() as u64 * (end - start) as u64
+            domains.iter().filter(|d| d.would_pin(HostAddr(addr), size)).count() as u64 * (end - start) as u64
         };
         if let Some(short) = vm::memlock_shortfall(charge) {
             return cl_err!(

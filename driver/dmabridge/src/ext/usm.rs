@@ -18,6 +18,7 @@ use crate::runtime::backend::domain::DmaDomain;
 use crate::runtime::context::{Context, Freed};
 use crate::runtime::device::{Device, UsmCaps};
 use crate::runtime::platform::Platform;
+use crate::sys::addr::{HostAddr, Iova};
 
 /// `CL_MEM_ALLOC_FLAGS_INTEL`: the only allocation property.
 pub const MEM_ALLOC_FLAGS: u64 = 0x4195;
@@ -223,7 +224,7 @@ fn allocate_resident(
     // SAFETY: a fresh allocation, handed out only as a raw pointer; devices
     // write it only through enqueued commands (USM: the host keeps off
     // meanwhile), and it is evicted before its pages are freed (free, drop).
-    match unsafe { domain.make_resident(p.as_ptr() as usize, size) } {
+    match unsafe { domain.make_resident(HostAddr::of(p.as_ptr()), size) } {
         Ok(_) => {
             evict_on_heap_drop(ctx, &domain);
             Ok(p)
@@ -240,7 +241,7 @@ fn allocate_resident(
 fn evict_on_heap_drop(ctx: &Context, domain: &Arc<DmaDomain>) {
     let d = domain.clone();
     let evict = move |start, len| {
-        d.evict_within(start, len);
+        d.evict_within(HostAddr(start), len);
     };
     ctx.heap().on_drop(Arc::as_ptr(domain) as usize, Box::new(evict));
 }
@@ -254,14 +255,14 @@ fn evict_on_heap_drop(ctx: &Context, domain: &Arc<DmaDomain>) {
 /// What `clEnqueueMigrateMemINTEL` and a kernel launch on an edu queue do to
 /// the allocations they reach (seed 000). Errors as
 /// [`DmaDomain::make_resident`].
-pub(crate) fn keep_resident(ctx: &Context, domain: &Arc<DmaDomain>, info: &AllocInfo) -> ClResult<Option<u64>> {
+pub(crate) fn keep_resident(ctx: &Context, domain: &Arc<DmaDomain>, info: &AllocInfo) -> ClResult<Option<Iova>> {
     if info.meta.kind == AllocKind::Svm {
         return Ok(None);
     }
     // SAFETY: a live USM allocation, reached only through raw pointers;
     // devices write it only through enqueued commands (USM: the host keeps
     // off meanwhile), and it is evicted before its pages are freed.
-    let iova = unsafe { domain.ensure_resident(info.base, info.size) }?;
+    let iova = unsafe { domain.ensure_resident(HostAddr(info.base), info.size) }?;
     evict_on_heap_drop(ctx, domain);
     Ok(Some(iova))
 }
@@ -295,7 +296,7 @@ pub fn device_address(device: &Device, ptr: *const u8) -> Option<u64> {
         // A BAR device's own memory: its bus address when an engine reaches it.
         return local.bus_address(ptr);
     }
-    device.dma_domain()?.resident_iova(ptr as usize, 1)
+    device.dma_domain()?.resident_iova(HostAddr::of(ptr), 1).map(|iova| iova.0)
 }
 
 /// `clSharedMemAllocINTEL`: a shared allocation, associated with `device`
@@ -414,7 +415,7 @@ pub fn mem_free(ctx: &Arc<Context>, ptr: *mut u8) -> ClResult<()> {
 /// before its pages are freed.
 fn evict(info: &AllocInfo) {
     if let Some(domain) = Platform::get().dma_domain() {
-        domain.evict_within(info.base, info.size);
+        domain.evict_within(HostAddr(info.base), info.size);
     }
 }
 

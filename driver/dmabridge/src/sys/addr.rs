@@ -43,13 +43,6 @@ macro_rules! address {
                 self.0.checked_add(offset).map(Self)
             }
 
-            /// `self + offset`, for offsets the caller knows stay inside a
-            /// span it checked (debug builds assert it).
-            pub fn unchecked_add(self, offset: $raw) -> Self {
-                debug_assert!(self.0.checked_add(offset).is_some(), "{self:?} + {offset:#x} overflows");
-                Self(self.0.wrapping_add(offset))
-            }
-
             /// The distance from `base` up to `self`, or `None` if `self` is
             /// below `base`.
             pub fn offset_from(self, base: Self) -> Option<$raw> {
@@ -59,6 +52,32 @@ macro_rules! address {
             /// True if the address is a multiple of `align` (a power of two).
             pub fn is_aligned(self, align: $raw) -> bool {
                 self.0 & (align - 1) == 0
+            }
+        }
+
+        /// `address + offset`; like integer `+`, it panics on overflow in
+        /// debug builds (use [`checked_add`](Self::checked_add) where the
+        /// offset is not known to stay inside a checked span).
+        impl std::ops::Add<$raw> for $name {
+            type Output = $name;
+            fn add(self, offset: $raw) -> $name {
+                $name(self.0 + offset)
+            }
+        }
+
+        impl std::ops::AddAssign<$raw> for $name {
+            fn add_assign(&mut self, offset: $raw) {
+                self.0 += offset;
+            }
+        }
+
+        /// `end - start`: the distance between two addresses of the space;
+        /// like integer `-`, it panics in debug builds if `start > end` (use
+        /// [`offset_from`](Self::offset_from) where that may be).
+        impl std::ops::Sub for $name {
+            type Output = $raw;
+            fn sub(self, base: $name) -> $raw {
+                self.0 - base.0
             }
         }
 
@@ -103,6 +122,7 @@ address! {
     /// assert_eq!(iova.checked_add(0x1000), Some(Iova(0x10_1000)));
     /// assert_eq!(Iova(u64::MAX).checked_add(1), None);
     /// assert_eq!(Iova(0x10_1000).offset_from(iova), Some(0x1000));
+    /// assert_eq!(iova + 0x1000 - iova, 0x1000);
     /// assert_eq!(format!("{iova}"), "0x100000");
     /// ```
     Iova(u64)
@@ -129,9 +149,18 @@ address! {
     /// use dmabridge::sys::addr::HostAddr;
     /// let data = [0u8; 16];
     /// let a = HostAddr::of(data.as_ptr());
-    /// assert_eq!(a.unchecked_add(4).as_ptr(), data.as_ptr().wrapping_add(4) as *mut u8);
+    /// assert_eq!((a + 4).as_ptr(), data.as_ptr().wrapping_add(4) as *mut u8);
     /// ```
     HostAddr(usize)
+}
+
+/// The bus address a device behind the IOMMU puts out for `iova`: to the
+/// devices of a domain, an IOVA is where memory sits on their bus (what
+/// `clEnqueueMakeBuffersResidentAMD` reports).
+impl From<Iova> for BusAddr {
+    fn from(iova: Iova) -> BusAddr {
+        BusAddr(iova.0)
+    }
 }
 
 impl HostAddr {

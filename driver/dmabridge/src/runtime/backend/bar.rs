@@ -28,6 +28,7 @@ use super::{Backend, LocalMemory};
 use crate::error::{ClError, ClErrorKind, ClResult};
 use crate::memory::local::{LocalAllocator, LocalError};
 use crate::runtime::transfer;
+use crate::sys::addr::{HostAddr, Iova};
 use crate::sys::bytes::{Bytes, BytesError};
 use crate::sys::mmap::Mapping;
 use crate::sys::pci::{PciAddress, PciFunction};
@@ -37,7 +38,7 @@ use crate::sys::vfio;
 pub struct BarMemory {
     /// Declared before `mapping`; dropped (evicted) first, in `Drop`.
     domain: Option<Arc<DmaDomain>>,
-    iova: Option<u64>,
+    iova: Option<Iova>,
     alloc: Mutex<LocalAllocator>,
     /// The mapping registered as I/O memory (the CPU's copies and fills
     /// reach it with aligned volatile accesses); unregistered before it goes.
@@ -80,7 +81,7 @@ impl Drop for BarMemory {
     fn drop(&mut self) {
         if let Some(domain) = &self.domain {
             // The engine must lose the BAR before the mapping goes.
-            if let Err(e) = domain.evict(self.mapping.as_ptr() as usize) {
+            if let Err(e) = domain.evict(HostAddr::of(self.mapping.as_ptr())) {
                 log::error!("releasing the BAR's bus address: {e}");
             }
         }
@@ -163,7 +164,7 @@ impl LocalMemory for BarMemory {
     }
 
     fn bus_address(&self, ptr: *const u8) -> Option<u64> {
-        Some(self.iova? + self.offset_of(ptr)? as u64)
+        Some((self.iova? + self.offset_of(ptr)? as u64).0)
     }
 }
 
@@ -263,7 +264,7 @@ impl BarBackend {
                 // The BAR stays mapped until `BarMemory::drop` evicts it.
                 // SAFETY: Rust reaches the BAR mapping only through raw
                 // pointers, so the engine writing it breaks no reference.
-                let iova = unsafe { domain.make_resident(mapping.as_ptr() as usize, mapping.len()) }
+                let iova = unsafe { domain.make_resident(HostAddr::of(mapping.as_ptr()), mapping.len()) }
                     .map_err(|e| fail(format!("mapping BAR {} for peer-to-peer DMA: {e}", config.bar)))?;
                 (Some(domain.clone()), Some(iova))
             }

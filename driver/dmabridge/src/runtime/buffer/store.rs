@@ -80,6 +80,7 @@ use crate::runtime::context::Context;
 use crate::runtime::device::Device;
 use crate::runtime::transfer;
 use crate::sys::access::Access;
+use crate::sys::addr::HostAddr;
 use crate::sys::dma_buf::LazyMap;
 
 /// Where an allocation of a buffer lives.
@@ -553,7 +554,7 @@ impl Store {
                 // SAFETY: the pages are only reached through raw pointers
                 // (commands, maps) while resident; no Rust reference into
                 // them is held by dmabridge.
-                if let Err(e) = unsafe { domain.make_resident(base, self.size) } {
+                if let Err(e) = unsafe { domain.make_resident(HostAddr(base), self.size) } {
                     if fresh {
                         self.release_pages(st, loc);
                     }
@@ -615,7 +616,7 @@ impl Store {
             }
             _ => {
                 if let (Some(domain), Some((p, _))) = (device.dma_domain(), st.pages) {
-                    if let Err(e) = domain.evict(p) {
+                    if let Err(e) = domain.evict(HostAddr(p)) {
                         log::error!("undoing a buffer's residency on {:?}: {e}", device.name);
                     }
                 }
@@ -762,7 +763,7 @@ impl Drop for Store {
             // A linked allocation on a device behind an IOMMU made the pages
             // resident there (`device_alloc_locked`).
             if let (None, Some(domain), Some(p)) = (d.local, d.device.dma_domain(), pages) {
-                if let Err(e) = domain.evict(p) {
+                if let Err(e) = domain.evict(HostAddr(p)) {
                     log::error!("evicting a buffer's pages from {:?}'s IOMMU domain: {e}", d.device.name);
                 }
             }
