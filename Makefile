@@ -390,9 +390,11 @@ test-arm64-doc:
 	exit $$status
 
 # tests/lint-pipes: no script pipes into a reader that stops early (grep -q,
-# head), which under pipefail fails on the writer's SIGPIPE.
+# head), which under pipefail fails on the writer's SIGPIPE. gen-stubs.py
+# --check: the ICD's generated stubs.rs is what its generator writes.
 lint:
 	tests/lint-pipes
+	cd driver/dmabridge-icd && python3 tools/gen-stubs.py --check
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	$(CARGO) clippy -p dmabridge-tests --test guest --test rig -- -D warnings

@@ -146,3 +146,12 @@ fn the_signal_comparison_is_written_or_passed_without_wrap_around() {
     assert!(amd_bus::signal_reached(u32::MAX - 2, 3));
     assert!(amd_bus::signal_reached(10u32.wrapping_add(1 << 31), 10), "2^31 ahead is ahead");
 }
+
+#[test]
+fn the_command_types_of_the_extension_have_names() {
+    // Error messages and event debug output name a command by its type.
+    use dmabridge::runtime::event::command_type::name;
+    assert_eq!(name(amd_bus::command_type::WAIT_SIGNAL), "COMMAND_WAIT_SIGNAL_AMD");
+    assert_eq!(name(amd_bus::command_type::WRITE_SIGNAL), "COMMAND_WRITE_SIGNAL_AMD");
+    assert_eq!(name(amd_bus::command_type::MAKE_BUFFERS_RESIDENT), "COMMAND_MAKE_BUFFERS_RESIDENT_AMD");
+}

@@ -9,7 +9,7 @@ mod buffer;
 mod buffer_commands;
 mod cli;
 mod cross_objects;
-mod info;
+mod info_command;
 mod info_queries;
 mod kernels;
 mod kmod;

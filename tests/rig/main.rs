@@ -164,7 +164,7 @@ fn amd_bus_in_the_rig() {
     let out = rig(&args);
     let all = format!("{}{}", text(&out.stdout), text(&out.stderr));
     println!("{all}");
-    assert!(out.status.success(), "the guest tests of seed 002 failed:\n{all}");
+    assert!(out.status.success(), "the guest tests of cl_amd_bus_addressable_memory failed:\n{all}");
     assert!(all.contains("test result: ok. 2 passed") && all.contains("test result: ok. 6 passed"), "{all}");
 }
 

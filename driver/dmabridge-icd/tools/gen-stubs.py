@@ -3,15 +3,27 @@
 `cl_icd_dispatch` that src/dispatch.rs does not map to an implementation,
 with the slot's exact signature, answering the CL error that fits it.
 
-Usage: tools/gen-stubs.py <opencl-sys src dir> [--slots]   (run from driver/dmabridge-icd)
+Usage: tools/gen-stubs.py [<opencl-sys src dir>] [--slots] [--check]   (run from driver/dmabridge-icd)
 Re-run after moving an entry point from `stubs::` to `api::` in dispatch.rs.
+Without a folder, opencl-sys's is the one `cargo metadata` names.
+--check writes nothing: it fails (exit 1) if src/stubs.rs is not what it
+would write (`make lint` runs it, so a stale stubs.rs cannot land).
 """
+import json
 import re
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
-src = Path(sys.argv[1])
+args = [a for a in sys.argv[1:] if not a.startswith("--")]
+check = "--check" in sys.argv
+if args:
+    src = Path(args[0])
+else:
+    meta = json.loads(subprocess.run(["cargo", "metadata", "--format-version", "1"], check=True,
+                                     capture_output=True, text=True).stdout)
+    src = next(Path(p["manifest_path"]).parent / "src" for p in meta["packages"] if p["name"] == "opencl-sys")
 text = "\n".join(p.read_text() for p in sorted(src.glob("*.rs")))
 
 icd = (src / "cl_icd.rs").read_text()
@@ -157,9 +169,23 @@ helpers = ["unsupported", "unsupported_for", "unsupported_for_platform", "unsupp
 used = [h for h in helpers if re.search(rf"\b{h}(::<|\()", body_out)]
 text_out = text_out.replace("use crate::entry::{" + ", ".join(helpers) + "};",
                             "use crate::entry::{" + ", ".join(used) + "};")
-Path("src/stubs.rs").write_text(text_out)
 # The repository's rustfmt.toml (max_width) applies: `cargo fmt --check` stays clean.
-subprocess.run(["rustfmt", "--edition", "2021", "src/stubs.rs"], check=True)
+# The file is formatted in src/ (where rustfmt finds that rustfmt.toml), then compared or kept.
+with tempfile.NamedTemporaryFile("w", dir="src", prefix=".stubs-", suffix=".rs", delete=False) as tmp:
+    tmp.write(text_out)
+fresh = Path(tmp.name)
+try:
+    subprocess.run(["rustfmt", "--edition", "2021", str(fresh)], check=True)
+    if check:
+        if fresh.read_text() != Path("src/stubs.rs").read_text():
+            sys.exit("src/stubs.rs is not what tools/gen-stubs.py writes from dispatch.rs and opencl-sys: "
+                     "run `tools/gen-stubs.py` in driver/dmabridge-icd (it was edited by hand, or dispatch.rs "
+                     "moved an entry point) and commit the result")
+        print("src/stubs.rs is up to date")
+        sys.exit(0)
+    fresh.replace("src/stubs.rs")
+finally:
+    fresh.unlink(missing_ok=True)
 if "--slots" in sys.argv:
     # Every slot in table order, for the list in dispatch.rs.
     print("\n".join(n for n, _ in slots))

@@ -166,7 +166,7 @@ fn check_devices(ctx: &Context) -> ClResult<()> {
         return cl_err!(
             InvalidOperation,
             "device {:?} of the context has no host-unified memory: it reaches imported memory only through a \
-             copy, and clImportMemoryARM never copies (seed 004); import in a context without it",
+             copy, and clImportMemoryARM never copies (cl_arm_import_memory); import in a context without it",
             d.name
         );
     }
@@ -204,9 +204,9 @@ unsafe fn make_resident(ctx: &Context, addr: usize, len: usize, pin: usize, writ
                 return cl_err!(
                     InvalidOperation,
                     "device {:?} cannot reach {what} directly: {e}. clImportMemoryARM never falls back to a copy \
-                     (seed 004); memory that reaches it zero-copy: host memory, dma-bufs dmabridge exported from \
-                     its memfd pages, and dma-bufs whose mapping holds ordinary pages (e.g. vivid's vmalloc \
-                     buffers) — not PFN-mapped ones such as udmabuf or DMA-BUF heap buffers",
+                     (cl_arm_import_memory); memory that reaches it zero-copy: host memory, dma-bufs dmabridge \
+                     exported from its memfd pages, and dma-bufs whose mapping holds ordinary pages (e.g. vivid's \
+                     vmalloc buffers) — not PFN-mapped ones such as udmabuf or DMA-BUF heap buffers",
                     d.name
                 );
             }
@@ -385,7 +385,7 @@ pub unsafe fn import_host(ctx: &Arc<Context>, flags: u64, ptr: *mut u8, size: us
             ClErrorKind::InvalidOperation,
             format!(
                 "pages of {ptr:?} + {size} bytes (the pages {start:#x}..{end:#x}) are not mapped in the process \
-                 (seed 004: the whole pages around the range must be mapped)"
+                 (cl_arm_import_memory: the whole pages around the range must be mapped)"
             ),
         )
     };
@@ -414,7 +414,8 @@ pub unsafe fn import_host(ctx: &Arc<Context>, flags: u64, ptr: *mut u8, size: us
             return cl_err!(
                 InvalidValue,
                 "memory {ptr:?} + {size} bytes shares pages ({:#x}..{:#x}) with another live host import made with \
-                 flags {:#x}, not {flags:#x}: imports sharing a page must use the same flags (seed 004, issue 7)",
+                 flags {:#x}, not {flags:#x}: imports sharing a page must use the same flags \
+                 (cl_arm_import_memory, issue 7)",
                 o.start.max(start),
                 o.end.min(end),
                 o.flags

@@ -1,4 +1,4 @@
-//! Layer 4: the OpenCL extensions, one module per seed.
+//! Layer 4: the OpenCL extensions, one module per extension text.
 
 pub mod amd_bus;
 pub mod arm_import;

@@ -125,15 +125,8 @@ impl DmaHeap {
     /// # Examples
     ///
     /// ```
-    /// use dmabridge::sys::dma_heap::{DmaHeap, HeapError};
-    ///
-    /// let heap = match DmaHeap::open("system") {
-    ///     Ok(h) => h,
-    ///     Err(e) => {
-    ///         println!("{e}");
-    ///         return Ok(());
-    ///     }
-    /// };
+    /// # use dmabridge::sys::dma_heap::{DmaHeap, HeapError};
+    /// # let Some(heap) = dmabridge::sys::doc_support::or_skip(DmaHeap::open("system")) else { return Ok(()) };
     /// assert_eq!(heap.name(), "system");
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -150,13 +143,7 @@ impl DmaHeap {
     /// ```
     /// use dmabridge::sys::dma_heap::{DmaHeap, HeapError};
     ///
-    /// let heap = match DmaHeap::open("system") {
-    ///     Ok(h) => h,
-    ///     Err(e) => {
-    ///         println!("{e}");
-    ///         return Ok(());
-    ///     }
-    /// };
+    /// # let Some(heap) = dmabridge::sys::doc_support::or_skip(DmaHeap::open("system")) else { return Ok(()) };
     /// let buf = heap.alloc(1 << 20)?;
     /// assert_eq!(buf.size()?, 1 << 20);
     /// assert_eq!(heap.alloc(0).unwrap_err(), HeapError::ZeroLength);
@@ -177,13 +164,7 @@ impl DmaHeap {
     /// use rustix::fs::OFlags;
     /// use dmabridge::sys::dma_heap::{DmaHeap, HeapError};
     ///
-    /// let heap = match DmaHeap::open("system") {
-    ///     Ok(h) => h,
-    ///     Err(e) => {
-    ///         println!("{e}");
-    ///         return Ok(());
-    ///     }
-    /// };
+    /// # let Some(heap) = dmabridge::sys::doc_support::or_skip(DmaHeap::open("system")) else { return Ok(()) };
     /// let fd_flags = (OFlags::RDWR | OFlags::CLOEXEC).bits();
     /// let buf = heap.alloc_with_flags(4096, fd_flags, 0)?;
     /// assert_eq!(buf.size()?, 4096);

@@ -21,6 +21,8 @@ pub mod addr;
 pub mod bytes;
 pub mod dma_buf;
 pub mod dma_heap;
+#[doc(hidden)]
+pub mod doc_support;
 pub mod drm;
 pub mod eventfd;
 pub mod memfd;

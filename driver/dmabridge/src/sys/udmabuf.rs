@@ -214,13 +214,7 @@ impl Udmabuf {
     /// use dmabridge::sys::memfd::{Memfd, Seals};
     /// use dmabridge::sys::udmabuf::{Udmabuf, UdmabufError};
     ///
-    /// let udmabuf = match Udmabuf::open() {
-    ///     Ok(u) => u,
-    ///     Err(e) => {
-    ///         println!("{e}");
-    ///         return Ok(());
-    ///     }
-    /// };
+    /// # let Some(udmabuf) = dmabridge::sys::doc_support::or_skip(Udmabuf::open()) else { return Ok(()) };
     /// let memfd = Memfd::create(c"pages", 8192)?;
     /// // udmabuf pins the pages, so the file must not be able to shrink.
     /// assert_eq!(udmabuf.create(memfd.as_fd(), 0, 8192).unwrap_err(), UdmabufError::MissingShrinkSeal);
@@ -244,13 +238,7 @@ impl Udmabuf {
     /// use dmabridge::sys::memfd::Memfd;
     /// use dmabridge::sys::udmabuf::{Udmabuf, UdmabufError};
     ///
-    /// let udmabuf = match Udmabuf::open() {
-    ///     Ok(u) => u,
-    ///     Err(e) => {
-    ///         println!("{e}");
-    ///         return Ok(());
-    ///     }
-    /// };
+    /// # let Some(udmabuf) = dmabridge::sys::doc_support::or_skip(Udmabuf::open()) else { return Ok(()) };
     /// // No F_SEAL_SHRINK: the kernel itself refuses with EINVAL.
     /// let memfd = Memfd::create(c"unsealed", 4096)?;
     /// match udmabuf.create_unchecked(memfd.as_fd(), 0, 4096) {
@@ -279,13 +267,7 @@ impl Udmabuf {
     /// use dmabridge::sys::memfd::{Memfd, Seals};
     /// use dmabridge::sys::udmabuf::{Range, Udmabuf, UdmabufError};
     ///
-    /// let udmabuf = match Udmabuf::open() {
-    ///     Ok(u) => u,
-    ///     Err(e) => {
-    ///         println!("{e}");
-    ///         return Ok(());
-    ///     }
-    /// };
+    /// # let Some(udmabuf) = dmabridge::sys::doc_support::or_skip(Udmabuf::open()) else { return Ok(()) };
     /// let (a, b) = (Memfd::create(c"a", 8192)?, Memfd::create(c"b", 4096)?);
     /// a.add_seals(Seals::SHRINK)?;
     /// b.add_seals(Seals::SHRINK)?;
@@ -311,13 +293,7 @@ impl Udmabuf {
     /// use dmabridge::sys::memfd::{Memfd, Seals};
     /// use dmabridge::sys::udmabuf::{Range, Udmabuf, UdmabufError};
     ///
-    /// let udmabuf = match Udmabuf::open() {
-    ///     Ok(u) => u,
-    ///     Err(e) => {
-    ///         println!("{e}");
-    ///         return Ok(());
-    ///     }
-    /// };
+    /// # let Some(udmabuf) = dmabridge::sys::doc_support::or_skip(Udmabuf::open()) else { return Ok(()) };
     /// let memfd = Memfd::create(c"list", 8192)?;
     /// memfd.add_seals(Seals::SHRINK)?;
     /// let ranges = [

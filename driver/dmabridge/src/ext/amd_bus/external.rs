@@ -490,7 +490,7 @@ pub(crate) fn refuse_read(buffer: &Buffer, what: &str) -> ClResult<()> {
         return cl_err!(
             InvalidOperation,
             "{what}: the buffer was created with CL_MEM_EXTERNAL_PHYSICAL_AMD: remote memory is write-only, and it \
-             is never mapped or read (seed 002)"
+             is never mapped or read (cl_amd_bus_addressable_memory)"
         );
     }
     Ok(())

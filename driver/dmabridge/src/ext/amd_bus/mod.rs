@@ -72,14 +72,15 @@ pub const FLAGS: u64 = BUS_ADDRESSABLE | EXTERNAL_PHYSICAL;
 pub const EXTENSION: &str = "cl_amd_bus_addressable_memory";
 
 /// The command types of the extension's commands' events
-/// (`CL_EVENT_COMMAND_TYPE`).
+/// (`CL_EVENT_COMMAND_TYPE`): the runtime's, which names them in messages.
 pub mod command_type {
+    use crate::runtime::event::command_type as all;
     /// `CL_COMMAND_WAIT_SIGNAL_AMD`.
-    pub const WAIT_SIGNAL: u32 = 0x4080;
+    pub const WAIT_SIGNAL: u32 = all::WAIT_SIGNAL_AMD;
     /// `CL_COMMAND_WRITE_SIGNAL_AMD`.
-    pub const WRITE_SIGNAL: u32 = 0x4081;
+    pub const WRITE_SIGNAL: u32 = all::WRITE_SIGNAL_AMD;
     /// `CL_COMMAND_MAKE_BUFFERS_RESIDENT_AMD`.
-    pub const MAKE_BUFFERS_RESIDENT: u32 = 0x4082;
+    pub const MAKE_BUFFERS_RESIDENT: u32 = all::MAKE_BUFFERS_RESIDENT_AMD;
 }
 
 /// `cl_bus_address_amd` as AMD's header lays it out: the bus address of
@@ -329,7 +330,7 @@ pub(crate) fn check_sub_buffer(parent: &Buffer) -> ClResult<()> {
         return cl_err!(
             InvalidMemObject,
             "the buffer was created with CL_MEM_BUS_ADDRESSABLE_AMD or CL_MEM_EXTERNAL_PHYSICAL_AMD: such buffers \
-             have no sub-buffers (seed 002)"
+             have no sub-buffers (cl_amd_bus_addressable_memory)"
         );
     }
     Ok(())

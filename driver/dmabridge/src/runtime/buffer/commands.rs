@@ -88,7 +88,7 @@ pub(crate) fn check_user_ptr(queue: &Queue, ptr: *const u8, name: &str) -> ClRes
                 return cl_err!(
                     InvalidHostPtr,
                     "{name} {ptr:?} is a shared USM allocation: buffer reads and writes take host or device USM \
-                     memory (seed 000, issue 22); use clEnqueueMemcpyINTEL"
+                     memory (cl_intel_unified_shared_memory, issue 22); use clEnqueueMemcpyINTEL"
                 )
             }
             AllocKind::Device if a.meta.device != Some(queue.device().index) => {
@@ -519,7 +519,8 @@ pub fn enqueue_fill_buffer(
         if matches!(a.meta.kind, AllocKind::Device | AllocKind::Shared) {
             return cl_err!(
                 InvalidHostPtr,
-                "the pattern lies in a {:?} USM allocation: fill patterns come from host memory (seed 000, issue 23)",
+                "the pattern lies in a {:?} USM allocation: fill patterns come from host memory \
+                 (cl_intel_unified_shared_memory, issue 23)",
                 a.meta.kind
             );
         }

@@ -234,15 +234,15 @@ impl Buffer {
                         return cl_err!(
                             InvalidHostPtr,
                             "host_ptr {host_ptr:?} is a {k:?} USM allocation of this context: CL_MEM_USE_HOST_PTR \
-                             cannot use USM memory (seed 000, issue 20); use CL_MEM_COPY_HOST_PTR from a host \
-                             allocation, or the USM pointer itself"
+                             cannot use USM memory (cl_intel_unified_shared_memory, issue 20); use \
+                             CL_MEM_COPY_HOST_PTR from a host allocation, or the USM pointer itself"
                         );
                     }
                     k @ (AllocKind::Device | AllocKind::Shared) => {
                         return cl_err!(
                             InvalidHostPtr,
                             "host_ptr {host_ptr:?} is a {k:?} USM allocation of this context: CL_MEM_COPY_HOST_PTR \
-                             copies only from host memory (seed 000, issue 21)"
+                             copies only from host memory (cl_intel_unified_shared_memory, issue 21)"
                         );
                     }
                     AllocKind::Host => {}

@@ -33,6 +33,14 @@ pub mod command_type {
     /// `CL_COMMAND_MEMADVISE_INTEL` (`clEnqueueMemAdviseINTEL`).
     pub const MEMADVISE_INTEL: u32 = 0x4207;
 
+    /// `CL_COMMAND_WAIT_SIGNAL_AMD` (`clEnqueueWaitSignalAMD`).
+    pub const WAIT_SIGNAL_AMD: u32 = 0x4080;
+    /// `CL_COMMAND_WRITE_SIGNAL_AMD` (`clEnqueueWriteSignalAMD`).
+    pub const WRITE_SIGNAL_AMD: u32 = 0x4081;
+    /// `CL_COMMAND_MAKE_BUFFERS_RESIDENT_AMD`
+    /// (`clEnqueueMakeBuffersResidentAMD`).
+    pub const MAKE_BUFFERS_RESIDENT_AMD: u32 = 0x4082;
+
     /// `CL_COMMAND_NDRANGE_KERNEL`.
     pub const NDRANGE_KERNEL: u32 = 0x11F0;
     /// `CL_COMMAND_TASK`.
@@ -87,6 +95,9 @@ pub mod command_type {
             MEMCPY_INTEL => "COMMAND_MEMCPY_INTEL",
             MIGRATEMEM_INTEL => "COMMAND_MIGRATEMEM_INTEL",
             MEMADVISE_INTEL => "COMMAND_MEMADVISE_INTEL",
+            WAIT_SIGNAL_AMD => "COMMAND_WAIT_SIGNAL_AMD",
+            WRITE_SIGNAL_AMD => "COMMAND_WRITE_SIGNAL_AMD",
+            MAKE_BUFFERS_RESIDENT_AMD => "COMMAND_MAKE_BUFFERS_RESIDENT_AMD",
             NDRANGE_KERNEL => "COMMAND_NDRANGE_KERNEL",
             TASK => "COMMAND_TASK",
             NATIVE_KERNEL => "COMMAND_NATIVE_KERNEL",

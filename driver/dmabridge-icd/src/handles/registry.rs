@@ -1,0 +1,150 @@
+//! The registry of live objects by handle, the header slabs and their
+//! quarantine, and each thread's cache of its last lookups.
+
+use std::any::{Any, TypeId};
+use std::cell::RefCell;
+use std::collections::{BTreeMap, VecDeque};
+use std::ffi::c_void;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex, Weak};
+
+use super::{Header, Kind, Obj, Tag, KINDS};
+use crate::hazard;
+
+/// How many released headers wait before the oldest is reused: a stale
+/// handle keeps answering `CL_INVALID_*` for at least this many releases.
+pub const QUARANTINE: usize = 4096;
+
+/// Headers per slab.
+pub(super) const SLAB: usize = 256;
+
+/// What the registry (and a thread's cache) knows of a live object.
+#[derive(Clone)]
+pub(super) struct Entry {
+    /// Upgrades exactly while the object is alive; keeps the `Arc`'s memory
+    /// (not the [`Inner`]), so its count can be read after the release.
+    pub(super) weak: Weak<dyn Any + Send + Sync>,
+    /// The object's [`Inner`] allocation, for borrows: read here rather
+    /// than from the `Obj`, which may be dropping.
+    pub(super) data: *const (),
+    /// `TypeId` of the `Obj<T>`: kinds that share a tag (in tests) differ.
+    pub(super) type_id: TypeId,
+}
+
+// SAFETY: `data` is only an address until a borrow proves the object alive
+// (`with`); the `Weak` is `Send`.
+unsafe impl Send for Entry {}
+
+impl Entry {
+    pub(super) fn of<T: Kind>(obj: &Arc<Obj<T>>) -> Entry {
+        Entry {
+            weak: Arc::downgrade(obj) as Weak<dyn Any + Send + Sync>,
+            data: obj.inner.ptr.as_ptr() as *const (),
+            type_id: TypeId::of::<Obj<T>>(),
+        }
+    }
+
+    /// Whether this is an `Obj<T>`.
+    pub(super) fn is<T: Kind>(&self) -> bool {
+        self.type_id == TypeId::of::<Obj<T>>()
+    }
+
+    /// The object, counted, if alive and an `Obj<T>`.
+    pub(super) fn upgrade<T: Kind>(&self) -> Option<Arc<Obj<T>>> {
+        self.weak.upgrade()?.downcast::<Obj<T>>().ok()
+    }
+
+    /// `data` protected for this thread, if the object is alive (after the
+    /// protection, so it stays so until the result drops).
+    pub(super) fn protect(&self) -> Option<hazard::Protected> {
+        let protected = hazard::protect(self.data as usize)?;
+        (self.weak.strong_count() > 0).then_some(protected)
+    }
+}
+
+/// The live objects by handle, and the headers.
+pub(super) struct Registry {
+    /// Each live object, by its header's address.
+    pub(super) live: BTreeMap<usize, Entry>,
+    /// Headers of released objects, oldest first.
+    pub(super) quarantine: VecDeque<&'static Header>,
+    /// The newest slab's headers not handed out yet.
+    pub(super) fresh: &'static [Header],
+}
+
+impl Registry {
+    /// A header for a new object of kind `tag`.
+    pub(super) fn header(&mut self, tag: Tag) -> &'static Header {
+        let header = if self.quarantine.len() > QUARANTINE {
+            self.quarantine.pop_front().expect("more than QUARANTINE headers")
+        } else {
+            if self.fresh.is_empty() {
+                // Leaked: headers stay readable for the life of the process.
+                self.fresh = Box::leak((0..SLAB).map(|_| Header::new(tag)).collect::<Box<[Header]>>());
+            }
+            let (first, rest) = self.fresh.split_first().expect("a fresh slab");
+            self.fresh = rest;
+            first
+        };
+        header.tag.store(tag as u32, Ordering::Relaxed);
+        header.generation.fetch_add(1, Ordering::Relaxed);
+        header
+    }
+
+    /// The entry of `handle` and its header, if `handle` names a live (or
+    /// dropping) object.
+    pub(super) fn find(&self, handle: *const c_void) -> Option<(&'static Header, &Entry)> {
+        let entry = self.live.get(&(handle as usize))?;
+        // SAFETY: the registry's keys are addresses of headers, which are
+        // never freed.
+        Some((unsafe { &*handle.cast::<Header>() }, entry))
+    }
+}
+
+pub(super) fn registry() -> &'static Mutex<Registry> {
+    static LIVE: Mutex<Registry> =
+        Mutex::new(Registry { live: BTreeMap::new(), quarantine: VecDeque::new(), fresh: &[] });
+    &LIVE
+}
+
+/// A lookup this thread made: the registry's answer again, without its
+/// lock, while the object lives (calls on one context or queue come in
+/// runs, and a USM allocation names a context and a device).
+struct Cached {
+    header: &'static Header,
+    /// The header's generation when the entry was made.
+    generation: u32,
+    entry: Entry,
+}
+
+thread_local! {
+    /// The last lookup of each kind on this thread (one line per [`Tag`]).
+    static CACHE: RefCell<[Option<Cached>; KINDS]> = const { RefCell::new([const { None }; KINDS]) };
+}
+
+/// Runs `f` on this thread's cached entry of `handle` as an `Obj<T>`, if
+/// it is the entry of the header's current generation.
+pub(super) fn cached<T: Kind, R>(handle: *const c_void, f: impl FnOnce(&Entry) -> Option<R>) -> Option<R> {
+    // `try_with`: during thread teardown the cache may be gone; the
+    // registry still answers.
+    CACHE
+        .try_with(|c| {
+            let c = c.borrow();
+            let hit = c[T::TAG as usize - 1].as_ref().filter(|e| {
+                std::ptr::eq(e.header, handle.cast())
+                    && e.entry.is::<T>()
+                    && e.header.generation.load(Ordering::Relaxed) == e.generation
+            })?;
+            f(&hit.entry)
+        })
+        .ok()
+        .flatten()
+}
+
+/// Remembers `entry` as this thread's last lookup of kind `T`.
+pub(super) fn remember<T: Kind>(header: &'static Header, entry: Entry) {
+    let cached = Cached { header, generation: header.generation.load(Ordering::Relaxed), entry };
+    // Replacing a cached `Weak` runs no object's `Drop` (a `Weak` only frees
+    // memory), so nothing can re-enter the cache here.
+    let _ = CACHE.try_with(|c| c.borrow_mut()[T::TAG as usize - 1] = Some(cached));
+}

@@ -1,0 +1,142 @@
+//! The YUYV to RGBA conversion of a dequeued frame, in place, on a
+//! dmabridge queue.
+
+use std::sync::Arc;
+
+use super::frame::Storage;
+use super::stream::Stream;
+use super::PipelineError;
+use crate::ext::usm;
+use crate::runtime::context::Context;
+use crate::runtime::event::Event;
+use crate::runtime::kernel::{self, Kernel};
+use crate::runtime::queue::{Queue, QueueProps};
+use crate::sys::access::Access;
+use crate::sys::v4l2::{FourCc, PixFormat};
+
+/// Converts YUYV frames to RGBA with the CPU device's `yuyv_to_rgba`
+/// built-in on a dmabridge queue, reading the frame where the driver wrote
+/// it, into an RGBA image of its own (a USM host allocation).
+pub struct Converter {
+    ctx: Arc<Context>,
+    queue: Arc<Queue>,
+    kernel: Arc<Kernel>,
+    width: u32,
+    height: u32,
+    rgba: usize,
+}
+
+impl std::fmt::Debug for Converter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Converter").field("width", &self.width).field("height", &self.height).finish_non_exhaustive()
+    }
+}
+
+impl Converter {
+    /// A converter for frames of `format` (YUYV, lines of exactly twice the
+    /// width in bytes), on a queue of `ctx`'s CPU device.
+    ///
+    /// ```no_run
+    /// # use dmabridge::pipeline::capture::*;
+    /// # use dmabridge::runtime::{context::Context, platform::Platform};
+    /// # let ctx = Context::new(std::slice::from_ref(Platform::get().cpu()))?;
+    /// let stream = Stream::capture(&ctx, find_capture_device(None)?, &StreamConfig::default())?;
+    /// let converter = Converter::new(&ctx, &stream.format())?;
+    /// # Ok::<(), PipelineError>(())
+    /// ```
+    pub fn new(ctx: &Arc<Context>, format: &PixFormat) -> Result<Converter, PipelineError> {
+        if format.fourcc != FourCc::YUYV || u64::from(format.bytes_per_line) != u64::from(format.width) * 2 {
+            return Err(PipelineError::Unsupported(format!(
+                "yuyv_to_rgba converts YUYV frames with lines of {} bytes; this one is {} with lines of {} bytes",
+                u64::from(format.width) * 2,
+                format.fourcc,
+                format.bytes_per_line
+            )));
+        }
+        let cpu = ctx
+            .devices()
+            .iter()
+            .find(|d| d.device_type == crate::runtime::device::DeviceType::Cpu)
+            .ok_or_else(|| PipelineError::Unsupported("the context has no CPU device to convert on".into()))?;
+        let queue = Queue::new(ctx, cpu, QueueProps::default())?;
+        let kernel = Kernel::builtin(ctx, cpu, "yuyv_to_rgba")?;
+        let rgba_len = format.width as usize * format.height as usize * 4;
+        let rgba = usm::host_mem_alloc(ctx, &[], rgba_len.max(1), 0)?.as_ptr() as usize;
+        Ok(Converter { ctx: ctx.clone(), queue, kernel, width: format.width, height: format.height, rgba })
+    }
+
+    /// Converts frame `index` of `stream`, which must be dequeued (the
+    /// application's), and returns the RGBA image (4 bytes a pixel, row
+    /// after row). The frame's dma-buf is bracketed for CPU reads while the
+    /// kernel runs; no frame byte is copied.
+    ///
+    /// ```no_run
+    /// # use std::time::Duration;
+    /// # use dmabridge::pipeline::capture::*;
+    /// # use dmabridge::runtime::{context::Context, platform::Platform};
+    /// # let ctx = Context::new(std::slice::from_ref(Platform::get().cpu()))?;
+    /// let mut stream = Stream::capture(&ctx, find_capture_device(None)?, &StreamConfig::default())?;
+    /// let mut converter = Converter::new(&ctx, &stream.format())?;
+    /// stream.queue_all()?;
+    /// stream.start()?;
+    /// let frame = stream.dequeue(Duration::from_secs(5))?;
+    /// let rgba = converter.convert(&stream, frame.index)?;
+    /// assert_eq!(rgba.len(), 640 * 480 * 4);
+    /// # Ok::<(), PipelineError>(())
+    /// ```
+    pub fn convert(&mut self, stream: &Stream, index: u32) -> Result<&[u8], PipelineError> {
+        let Some(frame) = stream.frames.get(index as usize) else {
+            return Err(PipelineError::Unsupported(format!(
+                "no frame {index}: the stream has {}",
+                stream.frames.len()
+            )));
+        };
+        if stream.is_queued(index) {
+            return Err(PipelineError::Unsupported(format!("frame {index} is queued: the driver owns it")));
+        }
+        let f = stream.format;
+        if (f.width, f.height, f.fourcc) != (self.width, self.height, FourCc::YUYV)
+            || !Arc::ptr_eq(&stream.ctx, &self.ctx)
+        {
+            return Err(PipelineError::Unsupported(format!(
+                "this converter takes {}x{} YUYV frames of its own context; the stream's are {}x{} {}",
+                self.width, self.height, f.width, f.height, f.fourcc
+            )));
+        }
+        match &frame.storage {
+            Storage::Usm(p) => self.kernel.set_arg_mem_pointer(0, *p as *const u8)?,
+            Storage::Buffer(b) => self.kernel.set_arg_buffer(0, b)?,
+        }
+        self.kernel.set_arg_mem_pointer(1, self.rgba as *const u8)?;
+        self.kernel.set_arg_scalar(2, &self.width.to_ne_bytes())?;
+        self.kernel.set_arg_scalar(3, &self.height.to_ne_bytes())?;
+        let cpu = frame
+            .dmabuf
+            .cpu_access(Access::Read)
+            .map_err(|error| PipelineError::Device { path: stream.dev.path().to_owned(), error })?;
+        let rows = self.height as usize;
+        // The frame is dequeued, so the driver does not write it, and `&mut
+        // self` keeps the RGBA image to this launch; both hold the extents
+        // the built-in checks (the frame's whole pages, width x height x 4).
+        // SAFETY: as above; both stay allocated until the wait below returns.
+        let event = unsafe { kernel::enqueue_nd_range(&self.queue, &self.kernel, rows, &[]) }?;
+        Event::wait(&[event])?;
+        cpu.end().map_err(|error| PipelineError::Device { path: stream.dev.path().to_owned(), error })?;
+        let len = self.width as usize * self.height as usize * 4;
+        // SAFETY: the image is this converter's USM allocation of `len`
+        // bytes, written by the finished kernel; `&self` borrowed for the
+        // slice's life keeps the next conversion from writing it.
+        Ok(unsafe { std::slice::from_raw_parts(self.rgba as *const u8, len) })
+    }
+}
+
+impl Drop for Converter {
+    fn drop(&mut self) {
+        if let Err(e) = self.queue.finish() {
+            log::warn!("finishing the conversion queue: {e}");
+        }
+        if let Err(e) = usm::mem_free(&self.ctx, self.rgba as *mut u8) {
+            log::warn!("freeing the RGBA image: {e}");
+        }
+    }
+}
