@@ -108,7 +108,8 @@ impl SyncFile {
     /// use std::os::fd::AsFd;
     /// # use dmabridge::sys::memfd::{Memfd, Seals};
     /// # use dmabridge::sys::udmabuf::Udmabuf;
-    /// use dmabridge::sys::dma_buf::{Access, SyncFile};
+    /// use dmabridge::sys::access::Access;
+    /// use dmabridge::sys::dma_buf::SyncFile;
     ///
     /// # let memfd = Memfd::create(c"frame", 8192)?;
     /// # memfd.add_seals(Seals::SHRINK)?;
