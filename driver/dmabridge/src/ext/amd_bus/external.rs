@@ -240,7 +240,7 @@ fn open_bar(slot: BarSlot, domain: &Arc<DmaDomain>) -> ClResult<Arc<OpenBar>> {
         return Err(fail("VFIO maps the BAR read-only".into()));
     }
     let (base, len) = (mapping.as_ptr() as usize, mapping.len().min(slot.len as usize));
-    let io = Some(IoRange::register(mapping.as_ptr() as usize, mapping.len()));
+    let io = Some(IoRange::register(mapping.span()));
     // Watched for removal: when the function goes, the mapping is made
     // inert and the device closed (runtime::backend::lost).
     let name = format!("remote memory BAR {} of {}", slot.bar, slot.address);

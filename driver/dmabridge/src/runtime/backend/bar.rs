@@ -269,7 +269,7 @@ impl BarBackend {
                 (Some(domain.clone()), Some(iova))
             }
         };
-        let io = transfer::io::IoRange::register(mapping.as_ptr() as usize, mapping.len());
+        let io = transfer::io::IoRange::register(mapping.span());
         let memory =
             Arc::new(BarMemory { domain: dom, iova, alloc: Mutex::new(LocalAllocator::new(size)), _io: io, mapping });
         let loss = Loss::new().map_err(|e| fail(e.to_string()))?;

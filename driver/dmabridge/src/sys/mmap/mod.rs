@@ -56,6 +56,7 @@ use std::ptr::NonNull;
 use rustix::mm::MapFlags;
 
 pub use super::access::Access;
+use super::addr::{HostAddr, Span};
 use super::{OsError, OsResult};
 
 /// Why a safe constructor refused to map an object.
@@ -293,6 +294,25 @@ impl Mapping {
     /// ```
     pub fn is_empty(&self) -> bool {
         self.len == 0
+    }
+
+    /// The process addresses the mapping covers.
+    ///
+    /// No system call.
+    ///
+    /// ```
+    /// use dmabridge::sys::addr::HostAddr;
+    /// use dmabridge::sys::memfd::{Memfd, Seals};
+    /// use dmabridge::sys::mmap::Access;
+    ///
+    /// let m = Memfd::create(c"span", 8192)?;
+    /// m.add_seals(Seals::SHRINK)?;
+    /// let map = m.map(0, 8192, Access::Read)?;
+    /// assert_eq!((map.span().start(), map.span().len()), (HostAddr::of(map.as_ptr()), 8192));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn span(&self) -> Span<HostAddr> {
+        Span::new(HostAddr::of(self.as_ptr()), self.len as u64).expect("a mapping lies inside the address space")
     }
 
     /// The access the mapping was made with.
