@@ -33,18 +33,15 @@ static clMemBlockingFreeINTEL_fn blocking_free;
 static clGetMemAllocInfoINTEL_fn alloc_info;
 static clEnqueueMemcpyINTEL_fn usm_memcpy;
 
-static void *ext(const char *name) {
-    return clGetExtensionFunctionAddressForPlatform(platform, name);
-}
 
 static void setup(void) {
     platform = dmabridge_platform();
     if (!platform) return;
-    dev_alloc = (clDeviceMemAllocINTEL_fn)ext("clDeviceMemAllocINTEL");
-    mem_free = (clMemFreeINTEL_fn)ext("clMemFreeINTEL");
-    blocking_free = (clMemBlockingFreeINTEL_fn)ext("clMemBlockingFreeINTEL");
-    alloc_info = (clGetMemAllocInfoINTEL_fn)ext("clGetMemAllocInfoINTEL");
-    usm_memcpy = (clEnqueueMemcpyINTEL_fn)ext("clEnqueueMemcpyINTEL");
+    dev_alloc = EXT_FN(platform, clDeviceMemAllocINTEL);
+    mem_free = EXT_FN(platform, clMemFreeINTEL);
+    blocking_free = EXT_FN(platform, clMemBlockingFreeINTEL);
+    alloc_info = EXT_FN(platform, clGetMemAllocInfoINTEL);
+    usm_memcpy = EXT_FN(platform, clEnqueueMemcpyINTEL);
     cl_device_id devs[16];
     if (clGetDeviceIDs(platform, CL_DEVICE_TYPE_ACCELERATOR, 16, devs, &accelerators) != CL_SUCCESS) accelerators = 0;
     if (accelerators > 16) accelerators = 16;

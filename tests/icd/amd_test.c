@@ -40,16 +40,11 @@ static int has_word(const char *list, const char *word) {
 }
 
 static void setup(void) {
-    platform = dmabridge_platform();
-    if (!platform || clGetDeviceIDs(platform, CL_DEVICE_TYPE_CPU, 1, &device, NULL) != CL_SUCCESS) return;
-    cl_int err;
-    ctx = clCreateContext(NULL, 1, &device, NULL, NULL, &err);
-    queue = clCreateCommandQueueWithProperties(ctx, device, NULL, &err);
-    wait_signal = (clEnqueueWaitSignalAMD_fn)clGetExtensionFunctionAddressForPlatform(platform, "clEnqueueWaitSignalAMD");
-    write_signal =
-        (clEnqueueWriteSignalAMD_fn)clGetExtensionFunctionAddressForPlatform(platform, "clEnqueueWriteSignalAMD");
-    resident = (clEnqueueMakeBuffersResidentAMD_fn)clGetExtensionFunctionAddressForPlatform(
-        platform, "clEnqueueMakeBuffersResidentAMD");
+    open_cpu_device(&platform, &device, &ctx, &queue);
+    if (!queue) return;
+    wait_signal = EXT_FN(platform, clEnqueueWaitSignalAMD);
+    write_signal = EXT_FN(platform, clEnqueueWriteSignalAMD);
+    resident = EXT_FN(platform, clEnqueueMakeBuffersResidentAMD);
     char ext[4096] = {0};
     clGetPlatformInfo(platform, CL_PLATFORM_EXTENSIONS, sizeof ext, ext, NULL);
     advertised = has_word(ext, "cl_amd_bus_addressable_memory");
@@ -282,7 +277,6 @@ int main(void) {
         else
             run_test(tests[i].name, tests[i].f, ready);
     }
-    if (queue) clReleaseCommandQueue(queue);
-    if (ctx) clReleaseContext(ctx);
+    close_cpu_device(ctx, queue);
     return finish_tests();
 }

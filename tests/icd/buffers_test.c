@@ -18,11 +18,8 @@ static cl_context ctx;
 static cl_command_queue queue;
 
 static void setup(void) {
-    platform = dmabridge_platform();
-    if (!platform || clGetDeviceIDs(platform, CL_DEVICE_TYPE_CPU, 1, &device, NULL) != CL_SUCCESS) return;
-    cl_int err;
-    ctx = clCreateContext(NULL, 1, &device, NULL, NULL, &err);
-    queue = clCreateCommandQueueWithProperties(ctx, device, NULL, &err);
+    open_cpu_device(&platform, &device, &ctx, &queue);
+    if (!queue) return;
 }
 
 static void test_create_and_info(void) {
@@ -355,10 +352,7 @@ static void test_map_unmap(void) {
 
 int main(void) {
     setup();
-    struct {
-        const char *name;
-        void (*f)(void);
-    } tests[] = {
+    static const struct test_case tests[] = {
         {"buffers::create_and_info", test_create_and_info},
         {"buffers::reference_counts_and_handles", test_reference_counts_and_handles},
         {"buffers::read_write_copy_fill", test_read_write_copy_fill},
@@ -367,8 +361,7 @@ int main(void) {
         {"buffers::map_unmap", test_map_unmap},
     };
     int ready = platform && device && ctx && queue;
-    for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) run_test(tests[i].name, tests[i].f, ready);
-    if (queue) clReleaseCommandQueue(queue);
-    if (ctx) clReleaseContext(ctx);
+    RUN_TESTS(tests, ready);
+    close_cpu_device(ctx, queue);
     return finish_tests();
 }

@@ -63,6 +63,20 @@ static inline int finish_tests(void) {
     return tests_failed != 0;
 }
 
+/* A named test of a program's table; run_tests runs a table in order. */
+struct test_case {
+    const char *name;
+    void (*f)(void);
+};
+#define RUN_TESTS(table, ready) run_tests((table), sizeof(table) / sizeof((table)[0]), (ready))
+static inline void run_tests(const struct test_case *tests, size_t n, int ready) {
+    for (size_t i = 0; i < n; i++) run_test(tests[i].name, tests[i].f, ready);
+}
+
+/* An extension entry point of the platform, as its typedef NAME_fn:
+ * EXT_FN(platform, clHostMemAllocINTEL). NULL when the platform lacks it. */
+#define EXT_FN(platform, name) ((name##_fn)clGetExtensionFunctionAddressForPlatform((platform), #name))
+
 /* The platform named "dmabridge", or NULL. */
 static inline cl_platform_id dmabridge_platform(void) {
     cl_uint n = 0;
@@ -74,6 +88,29 @@ static inline cl_platform_id dmabridge_platform(void) {
         if (strcmp(name, "dmabridge") == 0) return ps[i];
     }
     return NULL;
+}
+
+/* The set-up most programs share: the dmabridge platform and its CPU device,
+ * then (where ctx and queue are not NULL) a context on it and a default
+ * in-order queue. What could not be made stays NULL: the caller's "ready"
+ * condition names what its tests need. */
+static inline void open_cpu_device(cl_platform_id *platform, cl_device_id *device, cl_context *ctx,
+                                   cl_command_queue *queue) {
+    *platform = dmabridge_platform();
+    if (!*platform || clGetDeviceIDs(*platform, CL_DEVICE_TYPE_CPU, 1, device, NULL) != CL_SUCCESS) {
+        *device = NULL;
+        return;
+    }
+    if (!ctx) return;
+    cl_int err;
+    *ctx = clCreateContext(NULL, 1, device, NULL, NULL, &err);
+    if (queue && *ctx) *queue = clCreateCommandQueueWithProperties(*ctx, *device, NULL, &err);
+}
+
+/* Releases what open_cpu_device made (NULLs are skipped). */
+static inline void close_cpu_device(cl_context ctx, cl_command_queue queue) {
+    if (queue) clReleaseCommandQueue(queue);
+    if (ctx) clReleaseContext(ctx);
 }
 
 #endif

@@ -17,8 +17,7 @@ static cl_platform_id platform;
 static cl_device_id device;
 
 static void setup(void) {
-    platform = dmabridge_platform();
-    if (platform && clGetDeviceIDs(platform, CL_DEVICE_TYPE_CPU, 1, &device, NULL) != CL_SUCCESS) device = NULL;
+    open_cpu_device(&platform, &device, NULL, NULL);
 }
 
 /* What the destructor callbacks saw: the order they ran in and the handle. */
@@ -144,16 +143,13 @@ static void test_supported_image_formats_are_none(void) {
 
 int main(void) {
     setup();
-    struct {
-        const char *name;
-        void (*f)(void);
-    } tests[] = {
+    static const struct test_case tests[] = {
         {"context::destructor_callbacks_run_in_reverse_order_when_the_last_reference_goes",
          test_destructor_callbacks_run_in_reverse_order_when_the_last_reference_goes},
         {"context::destructor_callback_errors", test_destructor_callback_errors},
         {"context::supported_image_formats_are_none", test_supported_image_formats_are_none},
     };
     int ready = platform && device;
-    for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) run_test(tests[i].name, tests[i].f, ready);
+    RUN_TESTS(tests, ready);
     return finish_tests();
 }

@@ -42,22 +42,16 @@ static clGetMemObjectDmaBufInfoDMABRIDGE_fn mem_info;
 static clHostMemAllocINTEL_fn host_alloc;
 static clMemFreeINTEL_fn mem_free;
 
-static void *ext(const char *name) {
-    return clGetExtensionFunctionAddressForPlatform(platform, name);
-}
 
 static void setup(void) {
-    platform = dmabridge_platform();
-    if (!platform || clGetDeviceIDs(platform, CL_DEVICE_TYPE_CPU, 1, &device, NULL) != CL_SUCCESS) return;
-    cl_int err;
-    ctx = clCreateContext(NULL, 1, &device, NULL, NULL, &err);
-    queue = clCreateCommandQueueWithProperties(ctx, device, NULL, &err);
-    alloc_fd = (clGetMemAllocDmaBufFdDMABRIDGE_fn)ext("clGetMemAllocDmaBufFdDMABRIDGE");
-    mem_fd = (clGetMemObjectDmaBufFdDMABRIDGE_fn)ext("clGetMemObjectDmaBufFdDMABRIDGE");
-    alloc_info = (clGetMemAllocDmaBufInfoDMABRIDGE_fn)ext("clGetMemAllocDmaBufInfoDMABRIDGE");
-    mem_info = (clGetMemObjectDmaBufInfoDMABRIDGE_fn)ext("clGetMemObjectDmaBufInfoDMABRIDGE");
-    host_alloc = (clHostMemAllocINTEL_fn)ext("clHostMemAllocINTEL");
-    mem_free = (clMemFreeINTEL_fn)ext("clMemFreeINTEL");
+    open_cpu_device(&platform, &device, &ctx, &queue);
+    if (!queue) return;
+    alloc_fd = EXT_FN(platform, clGetMemAllocDmaBufFdDMABRIDGE);
+    mem_fd = EXT_FN(platform, clGetMemObjectDmaBufFdDMABRIDGE);
+    alloc_info = EXT_FN(platform, clGetMemAllocDmaBufInfoDMABRIDGE);
+    mem_info = EXT_FN(platform, clGetMemObjectDmaBufInfoDMABRIDGE);
+    host_alloc = EXT_FN(platform, clHostMemAllocINTEL);
+    mem_free = EXT_FN(platform, clMemFreeINTEL);
     int fd = open("/dev/udmabuf", O_RDWR | O_CLOEXEC);
     have_udmabuf = fd >= 0;
     if (fd >= 0) close(fd);
@@ -344,7 +338,6 @@ int main(void) {
         if (tests[i].needs_udmabuf && !have_udmabuf) ignore_test(tests[i].name, why);
         else run_test(tests[i].name, tests[i].f, ready);
     }
-    if (queue) clReleaseCommandQueue(queue);
-    if (ctx) clReleaseContext(ctx);
+    close_cpu_device(ctx, queue);
     return finish_tests();
 }

@@ -738,8 +738,7 @@ static void ep_extension_address(void) {
     }
     if (chance(25)) {
         /* cl_khr_icd's own entry point, called through the pointer the ICD gives. */
-        clIcdGetPlatformIDsKHR_fn get = (clIcdGetPlatformIDsKHR_fn)clGetExtensionFunctionAddressForPlatform(
-            platform, "clIcdGetPlatformIDsKHR");
+        clIcdGetPlatformIDsKHR_fn get = EXT_FN(platform, clIcdGetPlatformIDsKHR);
         if (!get) fail("clIcdGetPlatformIDsKHR is not resolved");
         cl_platform_id ps[2];
         cl_uint np = 0;

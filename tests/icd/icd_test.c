@@ -20,8 +20,7 @@ static void *ext(const char *name) {
 }
 
 static void setup(void) {
-    platform = dmabridge_platform();
-    if (platform) clGetDeviceIDs(platform, CL_DEVICE_TYPE_CPU, 1, &device, NULL);
+    open_cpu_device(&platform, &device, NULL, NULL);
 }
 
 static void test_platform_info(void) {
@@ -261,16 +260,16 @@ static void test_wait_lists(void) {
 }
 
 static void test_usm(void) {
-    clHostMemAllocINTEL_fn host_alloc = (clHostMemAllocINTEL_fn)ext("clHostMemAllocINTEL");
-    clDeviceMemAllocINTEL_fn dev_alloc = (clDeviceMemAllocINTEL_fn)ext("clDeviceMemAllocINTEL");
-    clSharedMemAllocINTEL_fn shared_alloc = (clSharedMemAllocINTEL_fn)ext("clSharedMemAllocINTEL");
-    clMemFreeINTEL_fn mem_free = (clMemFreeINTEL_fn)ext("clMemFreeINTEL");
-    clMemBlockingFreeINTEL_fn blocking_free = (clMemBlockingFreeINTEL_fn)ext("clMemBlockingFreeINTEL");
-    clGetMemAllocInfoINTEL_fn alloc_info = (clGetMemAllocInfoINTEL_fn)ext("clGetMemAllocInfoINTEL");
-    clEnqueueMemFillINTEL_fn fill = (clEnqueueMemFillINTEL_fn)ext("clEnqueueMemFillINTEL");
-    clEnqueueMemcpyINTEL_fn memcpy_ = (clEnqueueMemcpyINTEL_fn)ext("clEnqueueMemcpyINTEL");
-    clEnqueueMigrateMemINTEL_fn migrate = (clEnqueueMigrateMemINTEL_fn)ext("clEnqueueMigrateMemINTEL");
-    clEnqueueMemAdviseINTEL_fn advise = (clEnqueueMemAdviseINTEL_fn)ext("clEnqueueMemAdviseINTEL");
+    clHostMemAllocINTEL_fn host_alloc = EXT_FN(platform, clHostMemAllocINTEL);
+    clDeviceMemAllocINTEL_fn dev_alloc = EXT_FN(platform, clDeviceMemAllocINTEL);
+    clSharedMemAllocINTEL_fn shared_alloc = EXT_FN(platform, clSharedMemAllocINTEL);
+    clMemFreeINTEL_fn mem_free = EXT_FN(platform, clMemFreeINTEL);
+    clMemBlockingFreeINTEL_fn blocking_free = EXT_FN(platform, clMemBlockingFreeINTEL);
+    clGetMemAllocInfoINTEL_fn alloc_info = EXT_FN(platform, clGetMemAllocInfoINTEL);
+    clEnqueueMemFillINTEL_fn fill = EXT_FN(platform, clEnqueueMemFillINTEL);
+    clEnqueueMemcpyINTEL_fn memcpy_ = EXT_FN(platform, clEnqueueMemcpyINTEL);
+    clEnqueueMigrateMemINTEL_fn migrate = EXT_FN(platform, clEnqueueMigrateMemINTEL);
+    clEnqueueMemAdviseINTEL_fn advise = EXT_FN(platform, clEnqueueMemAdviseINTEL);
     CHECK(host_alloc && dev_alloc && shared_alloc && mem_free && blocking_free && alloc_info && fill && memcpy_ &&
           migrate && advise);
     if (!(host_alloc && dev_alloc && shared_alloc && mem_free && blocking_free && alloc_info && fill && memcpy_ &&
@@ -400,10 +399,7 @@ static void test_svm(void) {
 
 int main(void) {
     setup();
-    struct {
-        const char *name;
-        void (*f)(void);
-    } tests[] = {
+    static const struct test_case tests[] = {
         {"platform_info", test_platform_info},
         {"devices", test_devices},
         {"context_queue_event", test_context_queue_event},
@@ -414,6 +410,6 @@ int main(void) {
         {"svm", test_svm},
     };
     int ready = platform && device;
-    for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) run_test(tests[i].name, tests[i].f, ready);
+    RUN_TESTS(tests, ready);
     return finish_tests();
 }

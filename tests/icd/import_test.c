@@ -45,11 +45,8 @@ static long page;
 
 static void setup(void) {
     page = sysconf(_SC_PAGESIZE);
-    platform = dmabridge_platform();
-    if (!platform || clGetDeviceIDs(platform, CL_DEVICE_TYPE_CPU, 1, &device, NULL) != CL_SUCCESS) return;
-    cl_int err;
-    ctx = clCreateContext(NULL, 1, &device, NULL, NULL, &err);
-    queue = clCreateCommandQueueWithProperties(ctx, device, NULL, &err);
+    open_cpu_device(&platform, &device, &ctx, &queue);
+    if (!queue) return;
     import = (import_arm_fn)clGetExtensionFunctionAddressForPlatform(platform, "clImportMemoryARM");
 }
 

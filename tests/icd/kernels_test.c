@@ -23,15 +23,11 @@ static clMemFreeINTEL_fn mem_free;
 static clSetKernelArgMemPointerINTEL_fn set_arg_ptr;
 
 static void setup(void) {
-    platform = dmabridge_platform();
-    if (!platform || clGetDeviceIDs(platform, CL_DEVICE_TYPE_CPU, 1, &device, NULL) != CL_SUCCESS) return;
-    cl_int err;
-    ctx = clCreateContext(NULL, 1, &device, NULL, NULL, &err);
-    queue = clCreateCommandQueueWithProperties(ctx, device, NULL, &err);
-    host_alloc = (clHostMemAllocINTEL_fn)clGetExtensionFunctionAddressForPlatform(platform, "clHostMemAllocINTEL");
-    mem_free = (clMemFreeINTEL_fn)clGetExtensionFunctionAddressForPlatform(platform, "clMemFreeINTEL");
-    set_arg_ptr = (clSetKernelArgMemPointerINTEL_fn)clGetExtensionFunctionAddressForPlatform(
-        platform, "clSetKernelArgMemPointerINTEL");
+    open_cpu_device(&platform, &device, &ctx, &queue);
+    if (!queue) return;
+    host_alloc = EXT_FN(platform, clHostMemAllocINTEL);
+    mem_free = EXT_FN(platform, clMemFreeINTEL);
+    set_arg_ptr = EXT_FN(platform, clSetKernelArgMemPointerINTEL);
     if (!host_alloc || !mem_free || !set_arg_ptr) queue = NULL;
 }
 
@@ -532,10 +528,7 @@ static void test_native_kernel(void) {
 
 int main(void) {
     setup();
-    struct {
-        const char *name;
-        void (*f)(void);
-    } tests[] = {
+    static const struct test_case tests[] = {
         {"kernels::builtin_program", test_builtin_program},
         {"kernels::source_program", test_source_program},
         {"kernels::kernel_objects", test_kernel_objects},
@@ -544,8 +537,7 @@ int main(void) {
         {"kernels::native_kernel", test_native_kernel},
     };
     int ready = platform && device && ctx && queue;
-    for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) run_test(tests[i].name, tests[i].f, ready);
-    if (queue) clReleaseCommandQueue(queue);
-    if (ctx) clReleaseContext(ctx);
+    RUN_TESTS(tests, ready);
+    close_cpu_device(ctx, queue);
     return finish_tests();
 }

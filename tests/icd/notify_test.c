@@ -23,13 +23,9 @@
 static cl_platform_id platform;
 static cl_device_id device;
 
-static void *ext(const char *name) {
-    return clGetExtensionFunctionAddressForPlatform(platform, name);
-}
 
 static void setup(void) {
-    platform = dmabridge_platform();
-    if (platform && clGetDeviceIDs(platform, CL_DEVICE_TYPE_CPU, 1, &device, NULL) != CL_SUCCESS) device = NULL;
+    open_cpu_device(&platform, &device, NULL, NULL);
 }
 
 /* What the context's pfn_notify saw. */
@@ -69,8 +65,8 @@ static void test_a_failed_usm_alloc_tells_the_contexts_pfn_notify_why(void) {
     cl_context ctx = context_with_notify();
     if (!ctx) return;
     cl_int err = 1;
-    clDeviceMemAllocINTEL_fn dev_alloc = (clDeviceMemAllocINTEL_fn)ext("clDeviceMemAllocINTEL");
-    clMemFreeINTEL_fn mem_free = (clMemFreeINTEL_fn)ext("clMemFreeINTEL");
+    clDeviceMemAllocINTEL_fn dev_alloc = EXT_FN(platform, clDeviceMemAllocINTEL);
+    clMemFreeINTEL_fn mem_free = EXT_FN(platform, clMemFreeINTEL);
     CHECK(dev_alloc != NULL && mem_free != NULL);
     if (!dev_alloc || !mem_free) return;
     /* A successful call calls nothing. */
@@ -96,7 +92,7 @@ static void test_a_failed_enqueue_tells_the_pfn_notify_of_the_queues_context(voi
     cl_int err = 1;
     cl_command_queue q = clCreateCommandQueueWithProperties(ctx, device, NULL, &err);
     CHECK(q != NULL && err == CL_SUCCESS);
-    clEnqueueMemcpyINTEL_fn memcpy_ = (clEnqueueMemcpyINTEL_fn)ext("clEnqueueMemcpyINTEL");
+    clEnqueueMemcpyINTEL_fn memcpy_ = EXT_FN(platform, clEnqueueMemcpyINTEL);
     CHECK(memcpy_ != NULL);
     if (!q || !memcpy_) return;
     char src[16] = {0};
@@ -120,7 +116,7 @@ static int child(void) {
     if (!platform || clGetDeviceIDs(platform, CL_DEVICE_TYPE_CPU, 1, &device, NULL) != CL_SUCCESS) return 2;
     cl_int err = 0;
     cl_context ctx = clCreateContext(NULL, 1, &device, NULL, NULL, &err);
-    clDeviceMemAllocINTEL_fn dev_alloc = (clDeviceMemAllocINTEL_fn)ext("clDeviceMemAllocINTEL");
+    clDeviceMemAllocINTEL_fn dev_alloc = EXT_FN(platform, clDeviceMemAllocINTEL);
     if (!ctx || !dev_alloc) return 2;
     void *p = dev_alloc(ctx, device, NULL, SIZE_MAX, 0, &err);
     clReleaseContext(ctx);

@@ -20,11 +20,8 @@ static cl_context ctx;
 static cl_command_queue queue;
 
 static void setup(void) {
-    platform = dmabridge_platform();
-    if (!platform || clGetDeviceIDs(platform, CL_DEVICE_TYPE_CPU, 1, &device, NULL) != CL_SUCCESS) return;
-    cl_int err;
-    ctx = clCreateContext(NULL, 1, &device, NULL, NULL, &err);
-    queue = clCreateCommandQueueWithProperties(ctx, device, NULL, &err);
+    open_cpu_device(&platform, &device, &ctx, &queue);
+    if (!queue) return;
 }
 
 /* Core entry points that are not supported: the invalid-handle code for an
@@ -111,16 +108,12 @@ static void test_program_with_binary(void) {
 
 int main(void) {
     setup();
-    struct {
-        const char *name;
-        void (*f)(void);
-    } tests[] = {
+    static const struct test_case tests[] = {
         {"unsupported_core_valid_and_invalid_handles", test_unsupported_core_valid_and_invalid_handles},
         {"program_with_binary", test_program_with_binary},
     };
     int ready = platform && device && ctx && queue;
-    for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) run_test(tests[i].name, tests[i].f, ready);
-    if (queue) clReleaseCommandQueue(queue);
-    if (ctx) clReleaseContext(ctx);
+    RUN_TESTS(tests, ready);
+    close_cpu_device(ctx, queue);
     return finish_tests();
 }

@@ -39,13 +39,12 @@ static void setup(void) {
     shared_ctx = clCreateContext(NULL, 1, &device, NULL, NULL, &err);
     cl_queue_properties props[] = {CL_QUEUE_PROPERTIES, CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE, 0};
     shared_queue = clCreateCommandQueueWithProperties(shared_ctx, device, props, &err);
-    host_alloc = (clHostMemAllocINTEL_fn)clGetExtensionFunctionAddressForPlatform(platform, "clHostMemAllocINTEL");
-    shared_alloc = (clSharedMemAllocINTEL_fn)clGetExtensionFunctionAddressForPlatform(platform, "clSharedMemAllocINTEL");
-    mem_fill = (clEnqueueMemFillINTEL_fn)clGetExtensionFunctionAddressForPlatform(platform, "clEnqueueMemFillINTEL");
-    mem_copy = (clEnqueueMemcpyINTEL_fn)clGetExtensionFunctionAddressForPlatform(platform, "clEnqueueMemcpyINTEL");
-    blocking_free =
-        (clMemBlockingFreeINTEL_fn)clGetExtensionFunctionAddressForPlatform(platform, "clMemBlockingFreeINTEL");
-    mem_free = (clMemFreeINTEL_fn)clGetExtensionFunctionAddressForPlatform(platform, "clMemFreeINTEL");
+    host_alloc = EXT_FN(platform, clHostMemAllocINTEL);
+    shared_alloc = EXT_FN(platform, clSharedMemAllocINTEL);
+    mem_fill = EXT_FN(platform, clEnqueueMemFillINTEL);
+    mem_copy = EXT_FN(platform, clEnqueueMemcpyINTEL);
+    blocking_free = EXT_FN(platform, clMemBlockingFreeINTEL);
+    mem_free = EXT_FN(platform, clMemFreeINTEL);
 }
 
 /* A failed check inside a thread: counted, and said where. */
@@ -244,18 +243,14 @@ static void test_context_released_under_running_calls(void) {
 
 int main(void) {
     setup();
-    struct {
-        const char *name;
-        void (*f)(void);
-    } tests[] = {
+    static const struct test_case tests[] = {
         {"threads::share_a_context_and_make_their_own", test_threads_share_a_context_and_make_their_own},
         {"threads::released_handles_from_other_threads", test_released_handles_from_other_threads},
         {"threads::context_released_under_running_calls", test_context_released_under_running_calls},
     };
     int ready = platform && device && shared_ctx && shared_queue && host_alloc && shared_alloc && mem_fill && mem_copy &&
                 blocking_free && mem_free;
-    for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) run_test(tests[i].name, tests[i].f, ready);
-    if (shared_queue) clReleaseCommandQueue(shared_queue);
-    if (shared_ctx) clReleaseContext(shared_ctx);
+    RUN_TESTS(tests, ready);
+    close_cpu_device(shared_ctx, shared_queue);
     return finish_tests();
 }
