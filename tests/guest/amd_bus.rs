@@ -22,7 +22,7 @@ use dmabridge::runtime::event::{Event, EventStatus};
 use dmabridge::runtime::kernel::{adler32, yuv_to_rgb};
 use dmabridge::runtime::platform::Platform;
 use dmabridge::runtime::queue::{Queue, QueueProps};
-use dmabridge::sys::addr::BusAddr;
+use dmabridge::sys::addr::{BusAddr, HostAddr};
 use dmabridge::sys::bytes::Bytes;
 use dmabridge_tests::{addr, err_kind, run_in_child, EDU0, IVSHMEM};
 
@@ -436,8 +436,8 @@ fn child_external_buffers_take_the_cpus_writes_at_any_alignment() {
     let (bar, _) = ivshmem_bar2();
     let x = create_external(&r.ctx, bar + AT, bar + 0x38_0000, SIZE).unwrap();
     let (surface, signal) = amd_bus::cpu_pages(&x).unwrap();
-    assert!(is_io(surface as usize, SIZE), "the surface's BAR mapping is not registered as I/O memory");
-    assert!(is_io(signal as usize, SIZE), "the signal surface's BAR mapping is not registered as I/O memory");
+    assert!(is_io(HostAddr::of(surface), SIZE), "the surface's BAR mapping is not registered as I/O memory");
+    assert!(is_io(HostAddr::of(signal), SIZE), "the signal surface's BAR mapping is not registered as I/O memory");
     let data = pattern(SIZE, 5);
     let src = bus_buffer(&r.ctx, &data);
     let seen = |off: usize, len: usize| bar2_bytes(AT + off as u64, len);

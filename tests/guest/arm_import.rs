@@ -547,7 +547,10 @@ fn child_a_failed_lazy_map_never_unmaps_what_another_mapping_took() {
     assert!(r.is_err(), "the mapping could not be made");
     drop(lazy);
     // The lazy map gave the range up rather than unmap another's page.
-    assert!(dmabridge::sys::vm::mapped(at as usize, 4096).unwrap().is_some(), "the other page is still mapped");
+    assert!(
+        dmabridge::sys::vm::mapped(HostAddr(at as usize), 4096).unwrap().is_some(),
+        "the other page is still mapped"
+    );
     // SAFETY: our page, still mapped.
     assert_eq!(unsafe { other.cast::<u8>().read() }, 42);
     // SAFETY: our page.
