@@ -392,9 +392,12 @@ test-arm64-doc:
 # tests/lint-pipes: no script pipes into a reader that stops early (grep -q,
 # head), which under pipefail fails on the writer's SIGPIPE. gen-stubs.py
 # --check: the ICD's generated stubs.rs is what its generator writes.
+# gen-cl-asserts.py --check: the ICD's cl_constants.rs (the core's OpenCL
+# constants asserted against opencl-sys) is what its generator writes.
 lint:
 	tests/lint-pipes
 	cd driver/dmabridge-icd && python3 tools/gen-stubs.py --check
+	driver/dmabridge-icd/tools/gen-cl-asserts.py --check
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	$(CARGO) clippy -p dmabridge-tests --test guest --test rig -- -D warnings

@@ -7,6 +7,7 @@ mod amd_bus;
 mod arm_import;
 mod buffer;
 mod buffer_commands;
+mod cl_headers;
 mod cli;
 mod cross_objects;
 mod info_command;

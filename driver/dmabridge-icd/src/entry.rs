@@ -12,7 +12,6 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use dmabridge::error::{ClError, ClResult};
 use dmabridge::runtime::event::Event;
-use dmabridge::runtime::info::{copy_out, InfoValue};
 use opencl_sys::*;
 
 use crate::api::event::EventObj;
@@ -230,25 +229,4 @@ pub(crate) unsafe fn info_bytes(
     // SAFETY: the caller's contract.
     unsafe { write_opt(param_value_size_ret, bytes.len()) };
     Ok(())
-}
-
-/// [`info_bytes`] of a core answer without object handles.
-///
-/// # Safety
-/// As [`info_bytes`].
-pub(crate) unsafe fn info_value(
-    value: &InfoValue,
-    param_value_size: usize,
-    param_value: *mut c_void,
-    param_value_size_ret: *mut usize,
-) -> ClRes<()> {
-    let mut bytes = vec![0u8; value.size()];
-    copy_out(value, Some(&mut bytes)).cl()?;
-    // SAFETY: forwarded to the caller.
-    unsafe { info_bytes(&bytes, param_value_size, param_value, param_value_size_ret) }
-}
-
-/// The C bytes of a list of handles (or pointers).
-pub(crate) fn pointer_bytes(ptrs: &[*const c_void]) -> Vec<u8> {
-    ptrs.iter().flat_map(|p| (*p as usize).to_ne_bytes()).collect()
 }

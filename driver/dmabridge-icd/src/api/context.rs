@@ -8,8 +8,9 @@ use dmabridge::runtime::device::Device;
 use dmabridge::runtime::info::{self, context_param};
 use opencl_sys::*;
 
-use crate::entry::{info_bytes, info_value, object, pointer_bytes, status, write_opt, Cl, ClRes};
-use crate::handles::{self, check_platform, device_handle, Kind, Tag};
+use crate::entry::{object, status, write_opt, Cl, ClRes};
+use crate::handles::{self, check_platform, Kind, Tag};
+use crate::info::{get_info, Handles};
 use crate::notify::Notifier;
 
 /// A context: the core context and the properties it was created with
@@ -131,7 +132,8 @@ pub(crate) unsafe extern "C" fn clReleaseContext(context: cl_context) -> cl_int 
     status("clReleaseContext", || handles::release::<ContextObj>(context.cast()))
 }
 
-/// `clGetContextInfo`.
+/// `clGetContextInfo`: the core's answers; the properties as given and the
+/// handle's reference count are the ICD's.
 pub(crate) unsafe extern "C" fn clGetContextInfo(
     context: cl_context,
     param_name: cl_context_info,
@@ -139,25 +141,18 @@ pub(crate) unsafe extern "C" fn clGetContextInfo(
     param_value: *mut c_void,
     param_value_size_ret: *mut usize,
 ) -> cl_int {
-    status("clGetContextInfo", || {
-        let obj = handles::get::<ContextObj>(context.cast())?;
-        let bytes = match param_name {
-            context_param::DEVICES => {
-                let devs: Vec<*const c_void> =
-                    obj.inner.ctx.devices().iter().map(|d| device_handle(d) as *const c_void).collect();
-                pointer_bytes(&devs)
-            }
-            context_param::PROPERTIES => obj.inner.properties.iter().flat_map(|p| p.to_ne_bytes()).collect(),
-            context_param::REFERENCE_COUNT => handles::reference_count(&obj).to_ne_bytes().to_vec(),
-            _ => {
-                let value = info::context_info(&obj.inner.ctx, param_name).cl()?;
-                // SAFETY: the C contract of the `param_value` arguments.
-                return unsafe { info_value(&value, param_value_size, param_value, param_value_size_ret) };
-            }
-        };
-        // SAFETY: the C contract of the `param_value` arguments.
-        unsafe { info_bytes(&bytes, param_value_size, param_value, param_value_size_ret) }
-    })
+    // SAFETY: the C contract of the `param_value` arguments.
+    unsafe {
+        get_info("clGetContextInfo", param_value_size, param_value, param_value_size_ret, || {
+            let obj = handles::get::<ContextObj>(context.cast())?;
+            let value = match param_name {
+                context_param::PROPERTIES => crate::info::properties(&obj.inner.properties),
+                context_param::REFERENCE_COUNT => crate::info::reference_count(&obj),
+                _ => info::context_info(&obj.inner.ctx, param_name).cl()?,
+            };
+            Ok((value, Handles::of_context(&obj)))
+        })
+    }
 }
 
 /// The C callback of `clSetContextDestructorCallback`.

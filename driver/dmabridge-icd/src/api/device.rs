@@ -4,11 +4,12 @@ use std::ffi::c_void;
 use std::sync::Arc;
 
 use dmabridge::runtime::device::{Device, DeviceType};
-use dmabridge::runtime::info::{self, device_param};
+use dmabridge::runtime::info::{self};
 use opencl_sys::*;
 
-use crate::entry::{info_bytes, info_value, pointer_bytes, status, write_opt, Cl, ClRes};
-use crate::handles::{self, check_platform, device_handle, platform_handle, DeviceObj};
+use crate::entry::{status, write_opt, Cl, ClRes};
+use crate::handles::{self, check_platform, device_handle, DeviceObj};
+use crate::info::{get_info, Handles};
 
 /// Every `cl_device_type` bit `clGetDeviceIDs` accepts.
 const KNOWN_TYPES: cl_device_type = CL_DEVICE_TYPE_DEFAULT
@@ -69,7 +70,8 @@ pub(crate) unsafe extern "C" fn clGetDeviceIDs(
     })
 }
 
-/// `clGetDeviceInfo`: the core's answers, with handles as C handles.
+/// `clGetDeviceInfo`: the core's answers (root devices answer a reference
+/// count of 1), with handles as C handles.
 pub(crate) unsafe extern "C" fn clGetDeviceInfo(
     device: cl_device_id,
     param_name: cl_device_info,
@@ -77,20 +79,13 @@ pub(crate) unsafe extern "C" fn clGetDeviceInfo(
     param_value: *mut c_void,
     param_value_size_ret: *mut usize,
 ) -> cl_int {
-    status("clGetDeviceInfo", || {
-        let dev = handles::get::<DeviceObj>(device.cast())?;
-        let answer = match param_name {
-            device_param::PLATFORM => pointer_bytes(&[platform_handle().cast()]),
-            device_param::REFERENCE_COUNT => 1u32.to_ne_bytes().to_vec(),
-            _ => {
-                let value = info::device_info(&dev.inner.device, param_name).cl()?;
-                // SAFETY: the C contract of the `param_value` arguments.
-                return unsafe { info_value(&value, param_value_size, param_value, param_value_size_ret) };
-            }
-        };
-        // SAFETY: the C contract of the `param_value` arguments.
-        unsafe { info_bytes(&answer, param_value_size, param_value, param_value_size_ret) }
-    })
+    // SAFETY: the C contract of the `param_value` arguments.
+    unsafe {
+        get_info("clGetDeviceInfo", param_value_size, param_value, param_value_size_ret, || {
+            let dev = handles::get::<DeviceObj>(device.cast())?;
+            Ok((info::device_info(&dev.inner.device, param_name).cl()?, Handles::default()))
+        })
+    }
 }
 
 /// `clRetainDevice`: root devices are not counted.

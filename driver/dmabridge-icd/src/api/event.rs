@@ -9,8 +9,9 @@ use opencl_sys::*;
 
 use super::context::ContextObj;
 use super::queue::QueueObj;
-use crate::entry::{info_bytes, info_value, object, pointer_bytes, slice, status, Cl, ClRes};
+use crate::entry::{object, slice, status, Cl, ClRes};
 use crate::handles::{self, Kind, Obj, Tag};
+use crate::info::{get_info, Handles};
 
 /// An event, with the objects of its context and queue (the event keeps
 /// both alive, so its info answers stay valid handles).
@@ -73,25 +74,18 @@ pub(crate) unsafe extern "C" fn clGetEventInfo(
     param_value: *mut c_void,
     param_value_size_ret: *mut usize,
 ) -> cl_int {
-    status("clGetEventInfo", || {
-        let e = event(ev)?;
-        let bytes = match param_name {
-            event_param::CONTEXT => pointer_bytes(&[handles::handle_of(&e.inner.context)]),
-            event_param::COMMAND_QUEUE => pointer_bytes(&[e
-                .inner
-                .queue
-                .as_ref()
-                .map_or(std::ptr::null(), |q| handles::handle_of(q) as *const c_void)]),
-            event_param::REFERENCE_COUNT => handles::reference_count(&e).to_ne_bytes().to_vec(),
-            _ => {
-                let value = info::event_info(&e.inner.event, param_name).cl()?;
-                // SAFETY: the C contract of the `param_value` arguments.
-                return unsafe { info_value(&value, param_value_size, param_value, param_value_size_ret) };
-            }
-        };
-        // SAFETY: the C contract of the `param_value` arguments.
-        unsafe { info_bytes(&bytes, param_value_size, param_value, param_value_size_ret) }
-    })
+    // SAFETY: the C contract of the `param_value` arguments.
+    unsafe {
+        get_info("clGetEventInfo", param_value_size, param_value, param_value_size_ret, || {
+            let e = event(ev)?;
+            let value = match param_name {
+                event_param::REFERENCE_COUNT => crate::info::reference_count(&e),
+                _ => info::event_info(&e.inner.event, param_name).cl()?,
+            };
+            let handles = Handles { queue: e.inner.queue.clone(), ..Handles::of_context(&e.inner.context) };
+            Ok((value, handles))
+        })
+    }
 }
 
 /// `clGetEventProfilingInfo`.
@@ -102,12 +96,13 @@ pub(crate) unsafe extern "C" fn clGetEventProfilingInfo(
     param_value: *mut c_void,
     param_value_size_ret: *mut usize,
 ) -> cl_int {
-    status("clGetEventProfilingInfo", || {
-        let e = event(ev)?;
-        let value = info::event_profiling_info(&e.inner.event, param_name).cl()?;
-        // SAFETY: the C contract of the `param_value` arguments.
-        unsafe { info_value(&value, param_value_size, param_value, param_value_size_ret) }
-    })
+    // SAFETY: the C contract of the `param_value` arguments.
+    unsafe {
+        get_info("clGetEventProfilingInfo", param_value_size, param_value, param_value_size_ret, || {
+            let e = event(ev)?;
+            Ok((info::event_profiling_info(&e.inner.event, param_name).cl()?, Handles::default()))
+        })
+    }
 }
 
 /// `clRetainEvent`.

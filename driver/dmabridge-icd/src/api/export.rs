@@ -8,14 +8,15 @@
 use std::ffi::{c_int, c_void};
 use std::os::fd::IntoRawFd;
 
-use dmabridge::ext::dma_buf_export::{self, Export, Info};
+use dmabridge::ext::dma_buf_export::{self, Export};
 use opencl_sys::*;
 
 use super::context::ContextObj;
 use super::memobj::mem;
 use super::usm::properties;
-use crate::entry::{info_bytes, status, write_opt, Cl, ClRes};
+use crate::entry::{status, write_opt, Cl, ClRes};
 use crate::handles;
+use crate::info::{get_info, Handles};
 
 /// `cl_dma_buf_export_properties_dmabridge`.
 #[allow(non_camel_case_types)]
@@ -63,14 +64,6 @@ unsafe fn give_fd(export: Export, fd: *mut c_int) {
     let raw = export.dmabuf.into_fd().into_raw_fd();
     // SAFETY: the caller's contract.
     unsafe { write_opt(fd, raw) };
-}
-
-/// The C bytes of an info answer.
-fn info_answer(info: Info) -> Vec<u8> {
-    match info {
-        Info::Exportable(b) => cl_uint::from(b).to_ne_bytes().to_vec(),
-        Info::Size(n) | Info::Offset(n) => n.to_ne_bytes().to_vec(),
-    }
 }
 
 /// `fd` must be given: checked before anything is exported, so that no fd
@@ -128,12 +121,14 @@ pub(crate) unsafe extern "C" fn clGetMemAllocDmaBufInfoDMABRIDGE(
     param_value: *mut c_void,
     param_value_size_ret: *mut usize,
 ) -> cl_int {
-    status("clGetMemAllocDmaBufInfoDMABRIDGE", || {
-        let ctx = handles::get::<ContextObj>(context.cast())?;
-        let info = dma_buf_export::mem_alloc_info(&ctx.inner.ctx, ptr.cast(), param_name).cl()?;
-        // SAFETY: the C contract of the `param_value` arguments.
-        unsafe { info_bytes(&info_answer(info), param_value_size, param_value, param_value_size_ret) }
-    })
+    // SAFETY: the C contract of the `param_value` arguments.
+    unsafe {
+        get_info("clGetMemAllocDmaBufInfoDMABRIDGE", param_value_size, param_value, param_value_size_ret, || {
+            let ctx = handles::get::<ContextObj>(context.cast())?;
+            let info = dma_buf_export::mem_alloc_info(&ctx.inner.ctx, ptr.cast(), param_name).cl()?;
+            Ok((info.into(), Handles::default()))
+        })
+    }
 }
 
 /// `clGetMemObjectDmaBufInfoDMABRIDGE`.
@@ -144,10 +139,12 @@ pub(crate) unsafe extern "C" fn clGetMemObjectDmaBufInfoDMABRIDGE(
     param_value: *mut c_void,
     param_value_size_ret: *mut usize,
 ) -> cl_int {
-    status("clGetMemObjectDmaBufInfoDMABRIDGE", || {
-        let m = mem(memobj)?;
-        let info = dma_buf_export::buffer_info(&m.inner.buffer, param_name).cl()?;
-        // SAFETY: the C contract of the `param_value` arguments.
-        unsafe { info_bytes(&info_answer(info), param_value_size, param_value, param_value_size_ret) }
-    })
+    // SAFETY: the C contract of the `param_value` arguments.
+    unsafe {
+        get_info("clGetMemObjectDmaBufInfoDMABRIDGE", param_value_size, param_value, param_value_size_ret, || {
+            let m = mem(memobj)?;
+            let info = dma_buf_export::buffer_info(&m.inner.buffer, param_name).cl()?;
+            Ok((info.into(), Handles::default()))
+        })
+    }
 }

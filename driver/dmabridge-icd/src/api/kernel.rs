@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 
 use dmabridge::runtime::buffer::map;
 use dmabridge::runtime::event::Event;
-use dmabridge::runtime::info::{self, device_param, exec_capabilities, InfoValue, MAX_WORK_GROUP_SIZE};
+use dmabridge::runtime::info::{self, device_param, exec_capabilities, kernel_param, InfoValue};
 use dmabridge::runtime::kernel::{self, exec_info, ArgKind, Kernel, KernelArgValue, NdRange};
 use opencl_sys::*;
 
@@ -22,8 +22,9 @@ use super::event::return_event;
 use super::memobj::mem;
 use super::program::{program, ProgramObj};
 use super::queue::queue;
-use crate::entry::{info_bytes, info_value, lock, object, pointer_bytes, slice, status, wait_list, Cl, ClRes};
+use crate::entry::{lock, object, slice, status, wait_list, Cl, ClRes};
 use crate::handles::{self, DeviceObj, Kind, Obj, Tag};
+use crate::info::{get_info, Handles};
 
 /// A kernel of a built-in program, with its program's object (which
 /// `CL_KERNEL_PROGRAM` names and which counts its attached kernels) and the
@@ -287,37 +288,24 @@ pub(crate) unsafe extern "C" fn clGetKernelInfo(
     param_value: *mut c_void,
     param_value_size_ret: *mut usize,
 ) -> cl_int {
-    status("clGetKernelInfo", || {
-        let k = self::kernel(kernel)?;
-        let value = match param_name {
-            CL_KERNEL_FUNCTION_NAME => InfoValue::Str(k.inner.kernel.name().into()),
-            CL_KERNEL_NUM_ARGS => InfoValue::U32(k.inner.kernel.num_args()),
-            CL_KERNEL_REFERENCE_COUNT => InfoValue::U32(handles::reference_count(&k)),
-            CL_KERNEL_ATTRIBUTES => InfoValue::Str(String::new()),
-            CL_KERNEL_CONTEXT | CL_KERNEL_PROGRAM => {
-                let h = if param_name == CL_KERNEL_CONTEXT {
-                    handles::handle_of(&k.inner.program.inner.context)
-                } else {
-                    handles::handle_of(&k.inner.program)
-                };
-                // SAFETY: the C contract of the `param_value` arguments.
-                return unsafe {
-                    info_bytes(&pointer_bytes(&[h]), param_value_size, param_value, param_value_size_ret)
-                };
-            }
-            _ => return Err(CL_INVALID_VALUE),
-        };
-        // SAFETY: the C contract of the `param_value` arguments.
-        unsafe { info_value(&value, param_value_size, param_value, param_value_size_ret) }
-    })
+    // SAFETY: the C contract of the `param_value` arguments.
+    unsafe {
+        get_info("clGetKernelInfo", param_value_size, param_value, param_value_size_ret, || {
+            let k = self::kernel(kernel)?;
+            let value = match param_name {
+                kernel_param::REFERENCE_COUNT => crate::info::reference_count(&k),
+                // The program is the ICD's object: its handle, pointer-sized.
+                kernel_param::PROGRAM => InfoValue::Usize(handles::handle_of(&k.inner.program) as usize),
+                _ => info::kernel_info(&k.inner.kernel, param_name).cl()?,
+            };
+            Ok((value, Handles::of_context(&k.inner.program.inner.context)))
+        })
+    }
 }
 
 /// `clGetKernelWorkGroupInfo`: `device` may be NULL when the kernel's
-/// program has one device. Built-ins have no work-group shape of their own:
-/// any size up to `CL_DEVICE_MAX_WORK_GROUP_SIZE`, no local or private
-/// memory; `CL_KERNEL_GLOBAL_WORK_SIZE` (built-in kernels) is `SIZE_MAX`
-/// in each of the three dimensions (the work-items, their product, must
-/// still fit a `size_t`).
+/// program has one device; the answers are the core's
+/// (`info::kernel_work_group_info`).
 pub(crate) unsafe extern "C" fn clGetKernelWorkGroupInfo(
     kernel: cl_kernel,
     device: cl_device_id,
@@ -326,30 +314,24 @@ pub(crate) unsafe extern "C" fn clGetKernelWorkGroupInfo(
     param_value: *mut c_void,
     param_value_size_ret: *mut usize,
 ) -> cl_int {
-    status("clGetKernelWorkGroupInfo", || {
-        let k = self::kernel(kernel)?;
-        let devices = &k.inner.program.inner.devices;
-        if device.is_null() {
-            if devices.len() != 1 {
-                return Err(CL_INVALID_DEVICE);
+    // SAFETY: the C contract of the `param_value` arguments.
+    unsafe {
+        get_info("clGetKernelWorkGroupInfo", param_value_size, param_value, param_value_size_ret, || {
+            let k = self::kernel(kernel)?;
+            let devices = &k.inner.program.inner.devices;
+            if device.is_null() {
+                if devices.len() != 1 {
+                    return Err(CL_INVALID_DEVICE);
+                }
+            } else {
+                let d = handles::get::<DeviceObj>(device.cast())?;
+                if !devices.iter().any(|pd| Arc::ptr_eq(pd, &d.inner.device)) {
+                    return Err(CL_INVALID_DEVICE);
+                }
             }
-        } else {
-            let d = handles::get::<DeviceObj>(device.cast())?;
-            if !devices.iter().any(|pd| Arc::ptr_eq(pd, &d.inner.device)) {
-                return Err(CL_INVALID_DEVICE);
-            }
-        }
-        let value = match param_name {
-            CL_KERNEL_WORK_GROUP_SIZE => InfoValue::Usize(MAX_WORK_GROUP_SIZE),
-            CL_KERNEL_COMPILE_WORK_GROUP_SIZE => InfoValue::Sizes(vec![0; 3]),
-            CL_KERNEL_LOCAL_MEM_SIZE | CL_KERNEL_PRIVATE_MEM_SIZE => InfoValue::U64(0),
-            CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE => InfoValue::Usize(1),
-            CL_KERNEL_GLOBAL_WORK_SIZE => InfoValue::Sizes(vec![usize::MAX; info::MAX_WORK_ITEM_DIMENSIONS as usize]),
-            _ => return Err(CL_INVALID_VALUE),
-        };
-        // SAFETY: the C contract of the `param_value` arguments.
-        unsafe { info_value(&value, param_value_size, param_value, param_value_size_ret) }
-    })
+            Ok((info::kernel_work_group_info(param_name).cl()?, Handles::default()))
+        })
+    }
 }
 
 /// `clGetKernelArgInfo`: built-ins keep no argument information

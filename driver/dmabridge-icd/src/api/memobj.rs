@@ -12,8 +12,9 @@ use opencl_sys::*;
 use super::context::ContextObj;
 use super::event::return_event;
 use super::queue::queue;
-use crate::entry::{info_bytes, info_value, object, pattern_bytes, pointer_bytes, slice, status, wait_list, Cl, ClRes};
+use crate::entry::{object, pattern_bytes, slice, status, wait_list, Cl, ClRes};
 use crate::handles::{self, Kind, Obj, Tag};
+use crate::info::{get_info, Handles};
 
 /// A buffer or sub-buffer, with the objects its info answers name (its
 /// context, a sub-buffer's parent: kept alive so those handles stay valid)
@@ -162,7 +163,8 @@ pub(crate) unsafe extern "C" fn clReleaseMemObject(memobj: cl_mem) -> cl_int {
     status("clReleaseMemObject", || handles::release::<MemObj>(memobj.cast()))
 }
 
-/// `clGetMemObjectInfo`.
+/// `clGetMemObjectInfo`: the core's answers; the properties as given and
+/// the handle's reference count are the ICD's.
 pub(crate) unsafe extern "C" fn clGetMemObjectInfo(
     memobj: cl_mem,
     param_name: cl_mem_info,
@@ -170,26 +172,18 @@ pub(crate) unsafe extern "C" fn clGetMemObjectInfo(
     param_value: *mut c_void,
     param_value_size_ret: *mut usize,
 ) -> cl_int {
-    status("clGetMemObjectInfo", || {
-        let m = mem(memobj)?;
-        let bytes = match param_name {
-            mem_info::CONTEXT => pointer_bytes(&[handles::handle_of(&m.inner.context)]),
-            mem_info::ASSOCIATED_MEMOBJECT => pointer_bytes(&[m
-                .inner
-                .parent
-                .as_ref()
-                .map_or(std::ptr::null(), |p| handles::handle_of(p) as *const c_void)]),
-            mem_info::REFERENCE_COUNT => handles::reference_count(&m).to_ne_bytes().to_vec(),
-            mem_info::PROPERTIES => m.inner.properties.iter().flat_map(|p| p.to_ne_bytes()).collect(),
-            _ => {
-                let value = m.inner.buffer.info(param_name).cl()?;
-                // SAFETY: the C contract of the `param_value` arguments.
-                return unsafe { info_value(&value, param_value_size, param_value, param_value_size_ret) };
-            }
-        };
-        // SAFETY: the C contract of the `param_value` arguments.
-        unsafe { info_bytes(&bytes, param_value_size, param_value, param_value_size_ret) }
-    })
+    // SAFETY: the C contract of the `param_value` arguments.
+    unsafe {
+        get_info("clGetMemObjectInfo", param_value_size, param_value, param_value_size_ret, || {
+            let m = mem(memobj)?;
+            let value = match param_name {
+                mem_info::REFERENCE_COUNT => crate::info::reference_count(&m),
+                mem_info::PROPERTIES => crate::info::properties(&m.inner.properties),
+                _ => m.inner.buffer.info(param_name).cl()?,
+            };
+            Ok((value, Handles { mem: m.inner.parent.clone(), ..Handles::of_context(&m.inner.context) }))
+        })
+    }
 }
 
 /// The C callback of `clSetMemObjectDestructorCallback`.

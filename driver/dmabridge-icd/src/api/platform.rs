@@ -6,8 +6,9 @@ use dmabridge::runtime::info;
 use opencl_sys::*;
 
 use crate::dispatch;
-use crate::entry::{info_value, status, write_opt, Cl, ClRes};
+use crate::entry::{status, write_opt, Cl, ClRes};
 use crate::handles::{check_platform, platform_handle};
+use crate::info::{get_info, Handles};
 
 /// `clGetPlatformIDs` and `clIcdGetPlatformIDsKHR`: the one platform.
 pub(crate) unsafe extern "C" fn clGetPlatformIDs(
@@ -39,12 +40,13 @@ pub(crate) unsafe extern "C" fn clGetPlatformInfo(
     param_value: *mut c_void,
     param_value_size_ret: *mut usize,
 ) -> cl_int {
-    status("clGetPlatformInfo", || {
-        check_platform(platform, true)?;
-        let value = info::platform_info(param_name).cl()?;
-        // SAFETY: the C contract of the `param_value` arguments.
-        unsafe { info_value(&value, param_value_size, param_value, param_value_size_ret) }
-    })
+    // SAFETY: the C contract of the `param_value` arguments.
+    unsafe {
+        get_info("clGetPlatformInfo", param_value_size, param_value, param_value_size_ret, || {
+            check_platform(platform, true)?;
+            Ok((info::platform_info(param_name).cl()?, Handles::default()))
+        })
+    }
 }
 
 /// `clUnloadPlatformCompiler`: a hint; there is no compiler to unload.

@@ -13,8 +13,9 @@ use dmabridge::runtime::kernel::builtin_kernel_names;
 use opencl_sys::*;
 
 use super::context::ContextObj;
-use crate::entry::{info_bytes, info_value, lock, object, pointer_bytes, slice, status, ClRes};
-use crate::handles::{self, device_handle, DeviceObj, Kind, Obj, Tag};
+use crate::entry::{lock, object, slice, status, ClRes};
+use crate::handles::{self, DeviceObj, Kind, Obj, Tag};
+use crate::info::{get_info, Handles};
 
 /// What a program was created from.
 #[derive(Debug)]
@@ -384,48 +385,46 @@ pub(crate) unsafe extern "C" fn clGetProgramInfo(
     param_value: *mut c_void,
     param_value_size_ret: *mut usize,
 ) -> cl_int {
-    status("clGetProgramInfo", || {
-        let p = self::program(program)?;
-        let pi = &p.inner;
-        let value = match param_name {
-            CL_PROGRAM_REFERENCE_COUNT => InfoValue::U32(handles::reference_count(&p)),
-            CL_PROGRAM_NUM_DEVICES => InfoValue::U32(pi.devices.len() as cl_uint),
-            CL_PROGRAM_SOURCE => InfoValue::Str(match &pi.contents {
-                Contents::Source(s) => s.clone(),
-                Contents::BuiltIn(_) => String::new(),
-            }),
-            CL_PROGRAM_BINARY_SIZES => InfoValue::Sizes(vec![0; pi.devices.len()]),
-            CL_PROGRAM_NUM_KERNELS => InfoValue::Usize(pi.kernel_names()?.len()),
-            CL_PROGRAM_KERNEL_NAMES => InfoValue::Str(pi.kernel_names()?.join(";")),
-            CL_PROGRAM_SCOPE_GLOBAL_CTORS_PRESENT | CL_PROGRAM_SCOPE_GLOBAL_DTORS_PRESENT => InfoValue::Bool(false),
-            _ => {
-                let bytes = match param_name {
-                    CL_PROGRAM_CONTEXT => pointer_bytes(&[handles::handle_of(&pi.context)]),
-                    CL_PROGRAM_DEVICES => {
-                        pointer_bytes(&pi.devices.iter().map(|d| device_handle(d) as *const c_void).collect::<Vec<_>>())
-                    }
-                    // No IL: an empty answer.
-                    CL_PROGRAM_IL => Vec::new(),
-                    CL_PROGRAM_BINARIES => {
-                        // One pointer per device, each to a binary of 0 bytes:
-                        // the size rules apply, but nothing is written.
-                        let size = pi.devices.len() * std::mem::size_of::<*mut u8>();
-                        if !param_value.is_null() && param_value_size < size {
-                            return Err(CL_INVALID_VALUE);
-                        }
-                        // SAFETY: the C contract of `param_value_size_ret`.
-                        unsafe { crate::entry::write_opt(param_value_size_ret, size) };
-                        return Ok(());
-                    }
-                    _ => return Err(CL_INVALID_VALUE),
-                };
-                // SAFETY: the C contract of the `param_value` arguments.
-                return unsafe { info_bytes(&bytes, param_value_size, param_value, param_value_size_ret) };
+    // CL_PROGRAM_BINARIES has the size rules but writes nothing: the one
+    // answer outside the generic path.
+    if param_name == CL_PROGRAM_BINARIES {
+        return status("clGetProgramInfo", || {
+            let p = self::program(program)?;
+            // One pointer per device, each to a binary of 0 bytes.
+            let size = p.inner.devices.len() * std::mem::size_of::<*mut u8>();
+            if !param_value.is_null() && param_value_size < size {
+                return Err(CL_INVALID_VALUE);
             }
-        };
-        // SAFETY: the C contract of the `param_value` arguments.
-        unsafe { info_value(&value, param_value_size, param_value, param_value_size_ret) }
-    })
+            // SAFETY: the C contract of `param_value_size_ret`.
+            unsafe { crate::entry::write_opt(param_value_size_ret, size) };
+            Ok(())
+        });
+    }
+    // SAFETY: the C contract of the `param_value` arguments.
+    unsafe {
+        get_info("clGetProgramInfo", param_value_size, param_value, param_value_size_ret, || {
+            let p = self::program(program)?;
+            let pi = &p.inner;
+            let value = match param_name {
+                CL_PROGRAM_REFERENCE_COUNT => crate::info::reference_count(&p),
+                CL_PROGRAM_NUM_DEVICES => InfoValue::U32(pi.devices.len() as cl_uint),
+                CL_PROGRAM_SOURCE => InfoValue::Str(match &pi.contents {
+                    Contents::Source(s) => s.clone(),
+                    Contents::BuiltIn(_) => String::new(),
+                }),
+                CL_PROGRAM_BINARY_SIZES => InfoValue::Sizes(vec![0; pi.devices.len()]),
+                CL_PROGRAM_NUM_KERNELS => InfoValue::Usize(pi.kernel_names()?.len()),
+                CL_PROGRAM_KERNEL_NAMES => InfoValue::Str(pi.kernel_names()?.join(";")),
+                CL_PROGRAM_SCOPE_GLOBAL_CTORS_PRESENT | CL_PROGRAM_SCOPE_GLOBAL_DTORS_PRESENT => InfoValue::Bool(false),
+                CL_PROGRAM_CONTEXT => InfoValue::Context(pi.context.inner.ctx.clone()),
+                CL_PROGRAM_DEVICES => InfoValue::DeviceIds(pi.devices.clone()),
+                // No IL: an empty answer.
+                CL_PROGRAM_IL => InfoValue::Sizes(Vec::new()),
+                _ => return Err(CL_INVALID_VALUE),
+            };
+            Ok((value, Handles::of_context(&pi.context)))
+        })
+    }
 }
 
 /// `clGetProgramBuildInfo`.
@@ -437,29 +436,31 @@ pub(crate) unsafe extern "C" fn clGetProgramBuildInfo(
     param_value: *mut c_void,
     param_value_size_ret: *mut usize,
 ) -> cl_int {
-    status("clGetProgramBuildInfo", || {
-        let p = self::program(program)?;
-        let d = handles::get::<DeviceObj>(device.cast())?;
-        if !p.inner.devices.iter().any(|pd| Arc::ptr_eq(pd, &d.inner.device)) {
-            return Err(CL_INVALID_DEVICE);
-        }
-        let value = {
-            let build = lock(&p.inner.build);
-            match param_name {
-                CL_PROGRAM_BUILD_STATUS => InfoValue::I32(build.status),
-                CL_PROGRAM_BUILD_OPTIONS => InfoValue::Str(build.options.clone()),
-                CL_PROGRAM_BUILD_LOG => InfoValue::Str(build.log.clone()),
-                CL_PROGRAM_BINARY_TYPE => InfoValue::U32(match p.inner.contents {
-                    Contents::BuiltIn(_) => CL_PROGRAM_BINARY_TYPE_EXECUTABLE,
-                    Contents::Source(_) => CL_PROGRAM_BINARY_TYPE_NONE,
-                }),
-                CL_PROGRAM_BUILD_GLOBAL_VARIABLE_TOTAL_SIZE => InfoValue::Usize(0),
-                _ => return Err(CL_INVALID_VALUE),
+    // SAFETY: the C contract of the `param_value` arguments.
+    unsafe {
+        get_info("clGetProgramBuildInfo", param_value_size, param_value, param_value_size_ret, || {
+            let p = self::program(program)?;
+            let d = handles::get::<DeviceObj>(device.cast())?;
+            if !p.inner.devices.iter().any(|pd| Arc::ptr_eq(pd, &d.inner.device)) {
+                return Err(CL_INVALID_DEVICE);
             }
-        };
-        // SAFETY: the C contract of the `param_value` arguments.
-        unsafe { info_value(&value, param_value_size, param_value, param_value_size_ret) }
-    })
+            let value = {
+                let build = lock(&p.inner.build);
+                match param_name {
+                    CL_PROGRAM_BUILD_STATUS => InfoValue::I32(build.status),
+                    CL_PROGRAM_BUILD_OPTIONS => InfoValue::Str(build.options.clone()),
+                    CL_PROGRAM_BUILD_LOG => InfoValue::Str(build.log.clone()),
+                    CL_PROGRAM_BINARY_TYPE => InfoValue::U32(match p.inner.contents {
+                        Contents::BuiltIn(_) => CL_PROGRAM_BINARY_TYPE_EXECUTABLE,
+                        Contents::Source(_) => CL_PROGRAM_BINARY_TYPE_NONE,
+                    }),
+                    CL_PROGRAM_BUILD_GLOBAL_VARIABLE_TOTAL_SIZE => InfoValue::Usize(0),
+                    _ => return Err(CL_INVALID_VALUE),
+                }
+            };
+            Ok((value, Handles::default()))
+        })
+    }
 }
 
 /// `clSetProgramReleaseCallback`: no program-scope global destructors

@@ -9,8 +9,9 @@ use opencl_sys::*;
 
 use super::context::ContextObj;
 use super::event::return_event;
-use crate::entry::{info_bytes, info_value, object, pointer_bytes, status, wait_list, Cl, ClRes};
-use crate::handles::{self, device_handle, DeviceObj, Kind, Obj, Tag};
+use crate::entry::{object, status, wait_list, Cl, ClRes};
+use crate::handles::{self, DeviceObj, Kind, Obj, Tag};
+use crate::info::{get_info, Handles};
 
 /// A command queue, with the context object it holds (so that
 /// `CL_QUEUE_CONTEXT` answers a live handle) and the properties array it
@@ -110,7 +111,8 @@ pub(crate) unsafe extern "C" fn clReleaseCommandQueue(command_queue: cl_command_
     })
 }
 
-/// `clGetCommandQueueInfo`.
+/// `clGetCommandQueueInfo`: the core's answers; the properties array as
+/// given and the handle's reference count are the ICD's.
 pub(crate) unsafe extern "C" fn clGetCommandQueueInfo(
     command_queue: cl_command_queue,
     param_name: cl_command_queue_info,
@@ -118,22 +120,18 @@ pub(crate) unsafe extern "C" fn clGetCommandQueueInfo(
     param_value: *mut c_void,
     param_value_size_ret: *mut usize,
 ) -> cl_int {
-    status("clGetCommandQueueInfo", || {
-        let q = queue(command_queue)?;
-        let bytes = match param_name {
-            queue_param::CONTEXT => pointer_bytes(&[handles::handle_of(&q.inner.context)]),
-            queue_param::DEVICE => pointer_bytes(&[device_handle(q.inner.queue.device()) as *const c_void]),
-            queue_param::REFERENCE_COUNT => handles::reference_count(&q).to_ne_bytes().to_vec(),
-            queue_param::PROPERTIES_ARRAY => q.inner.properties.iter().flat_map(|p| p.to_ne_bytes()).collect(),
-            _ => {
-                let value = info::queue_info(&q.inner.queue, param_name).cl()?;
-                // SAFETY: the C contract of the `param_value` arguments.
-                return unsafe { info_value(&value, param_value_size, param_value, param_value_size_ret) };
-            }
-        };
-        // SAFETY: the C contract of the `param_value` arguments.
-        unsafe { info_bytes(&bytes, param_value_size, param_value, param_value_size_ret) }
-    })
+    // SAFETY: the C contract of the `param_value` arguments.
+    unsafe {
+        get_info("clGetCommandQueueInfo", param_value_size, param_value, param_value_size_ret, || {
+            let q = queue(command_queue)?;
+            let value = match param_name {
+                queue_param::REFERENCE_COUNT => crate::info::reference_count(&q),
+                queue_param::PROPERTIES_ARRAY => crate::info::properties(&q.inner.properties),
+                _ => info::queue_info(&q.inner.queue, param_name).cl()?,
+            };
+            Ok((value, Handles::of_context(&q.inner.context)))
+        })
+    }
 }
 
 /// `clFlush`.

@@ -5,15 +5,16 @@
 
 use std::ffi::c_void;
 
-use dmabridge::ext::usm::{self, MemAllocInfo};
+use dmabridge::ext::usm::{self};
 use dmabridge::ext::usm_commands;
 use opencl_sys::*;
 
 use super::context::ContextObj;
 use super::event::return_event;
 use super::queue::queue;
-use crate::entry::{info_bytes, object, pattern_bytes, pointer_bytes, status, wait_list, Cl};
-use crate::handles::{self, device_handle};
+use crate::entry::{object, pattern_bytes, status, wait_list, Cl};
+use crate::handles::{self};
+use crate::info::{get_info, Handles};
 
 /// A zero-terminated `cl_mem_properties_intel` list as (name, value) pairs.
 ///
@@ -125,19 +126,14 @@ pub(crate) unsafe extern "C" fn clGetMemAllocInfoINTEL(
     param_value: *mut c_void,
     param_value_size_ret: *mut usize,
 ) -> cl_int {
-    status("clGetMemAllocInfoINTEL", || {
-        let ctx = handles::get::<ContextObj>(context.cast())?;
-        let bytes = match usm::get_mem_alloc_info(&ctx.inner.ctx, ptr.cast(), param_name).cl()? {
-            MemAllocInfo::Type(t) => t.to_ne_bytes().to_vec(),
-            MemAllocInfo::BasePtr(p) | MemAllocInfo::Size(p) => p.to_ne_bytes().to_vec(),
-            MemAllocInfo::Device(d) => {
-                pointer_bytes(&[d.map_or(std::ptr::null_mut(), |d| device_handle(&d)) as *const c_void])
-            }
-            MemAllocInfo::Flags(f) => f.to_ne_bytes().to_vec(),
-        };
-        // SAFETY: the C contract of the `param_value` arguments.
-        unsafe { info_bytes(&bytes, param_value_size, param_value, param_value_size_ret) }
-    })
+    // SAFETY: the C contract of the `param_value` arguments.
+    unsafe {
+        get_info("clGetMemAllocInfoINTEL", param_value_size, param_value, param_value_size_ret, || {
+            let ctx = handles::get::<ContextObj>(context.cast())?;
+            let info = usm::get_mem_alloc_info(&ctx.inner.ctx, ptr.cast(), param_name).cl()?;
+            Ok((info.into(), Handles::default()))
+        })
+    }
 }
 
 /// `clEnqueueMemFillINTEL`.

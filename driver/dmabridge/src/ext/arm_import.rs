@@ -109,16 +109,16 @@ pub const DMA_BUF_EXTENSION: &str = "cl_arm_import_memory_dma_buf";
 /// only reaches its own memory (a BAR device: an import of a context with it
 /// fails, it never copies).
 ///
-/// No OpenCL function of its own: behind `CL_DEVICE_EXTENSIONS` and
-/// `CL_PLATFORM_EXTENSIONS`.
+/// No OpenCL function of its own: the strings `CL_DEVICE_EXTENSIONS` lists
+/// for the device (the runtime's table, `runtime::info::EXTENSIONS`, says
+/// they need host-unified memory).
 ///
 /// ```
 /// use dmabridge::ext::arm_import;
-/// use dmabridge::runtime::platform::Platform;
-/// assert_eq!(
-///     arm_import::extensions(Platform::get().cpu()),
-///     [arm_import::EXTENSION, arm_import::HOST_EXTENSION, arm_import::DMA_BUF_EXTENSION]
-/// );
+/// use dmabridge::runtime::{info::device_extensions, platform::Platform};
+/// let cpu = Platform::get().cpu();
+/// assert_eq!(arm_import::extensions(cpu), [arm_import::EXTENSION, arm_import::HOST_EXTENSION, arm_import::DMA_BUF_EXTENSION]);
+/// assert!(arm_import::extensions(cpu).iter().all(|x| device_extensions(cpu).iter().any(|e| e.name == *x)));
 /// ```
 pub fn extensions(device: &Device) -> &'static [&'static str] {
     if device.host_unified_memory {

@@ -19,13 +19,12 @@
 //!   every export answers `CL_INVALID_OPERATION`, [`Info::Exportable`] is
 //!   false, and the extension is not advertised.
 
-use std::sync::OnceLock;
-
 use crate::cl_err;
 use crate::error::{ClError, ClErrorKind, ClResult};
 use crate::memory::heap::{AllocInfo, ExportError};
 use crate::runtime::buffer::{mem_flags, Buffer};
 use crate::runtime::context::Context;
+use crate::runtime::info::InfoValue;
 use crate::sys::dma_buf::DmaBuf;
 use crate::sys::udmabuf::Udmabuf;
 
@@ -53,11 +52,29 @@ pub enum Info {
     Offset(usize),
 }
 
-/// `/dev/udmabuf`, opened on first use and kept for the process; the
-/// message says why it cannot be used.
+/// The answer in the shape of every `clGet*Info` answer
+/// (`CL_DMA_BUF_EXPORTABLE_DMABRIDGE` is a `cl_bool`, the others `size_t`).
+///
+/// ```
+/// use dmabridge::ext::dma_buf_export::Info;
+/// use dmabridge::runtime::info::InfoValue;
+/// assert_eq!(InfoValue::from(Info::Exportable(true)), InfoValue::Bool(true));
+/// assert_eq!(InfoValue::from(Info::Offset(4096)), InfoValue::Usize(4096));
+/// ```
+impl From<Info> for InfoValue {
+    fn from(info: Info) -> InfoValue {
+        match info {
+            Info::Exportable(b) => InfoValue::Bool(b),
+            Info::Size(n) | Info::Offset(n) => InfoValue::Usize(n),
+        }
+    }
+}
+
+/// `/dev/udmabuf`, opened on first use (an export, or the extension
+/// strings' probe) and kept for the process; the message says why it cannot
+/// be used.
 fn udmabuf() -> ClResult<&'static Udmabuf> {
-    static UDMABUF: OnceLock<Result<Udmabuf, String>> = OnceLock::new();
-    match UDMABUF.get_or_init(|| Udmabuf::open().map_err(|e| e.to_string())) {
+    match Udmabuf::shared() {
         Ok(u) => Ok(u),
         Err(why) => cl_err!(InvalidOperation, "dma-buf export is not available here: {why}"),
     }

@@ -17,6 +17,7 @@ use crate::memory::heap::{AllocInfo, AllocKind, AllocMeta, FreeError};
 use crate::runtime::backend::domain::DmaDomain;
 use crate::runtime::context::{Context, Freed};
 use crate::runtime::device::{Device, UsmCaps};
+use crate::runtime::info::InfoValue;
 use crate::runtime::platform::Platform;
 use crate::sys::addr::{HostAddr, Iova};
 
@@ -451,6 +452,26 @@ impl MemAllocInfo {
             MemAllocInfo::Type(_) => 4,
             MemAllocInfo::BasePtr(_) | MemAllocInfo::Size(_) | MemAllocInfo::Device(_) => std::mem::size_of::<usize>(),
             MemAllocInfo::Flags(_) => 8,
+        }
+    }
+}
+
+/// The answer in the shape of every `clGet*Info` answer (`cl_device_id`
+/// as the device object, which the C face writes as its handle).
+///
+/// ```
+/// use dmabridge::ext::usm::{mem_type, MemAllocInfo};
+/// use dmabridge::runtime::info::InfoValue;
+/// assert_eq!(InfoValue::from(MemAllocInfo::Type(mem_type::HOST)).size(), MemAllocInfo::Type(0).size());
+/// assert_eq!(InfoValue::from(MemAllocInfo::Flags(3)), InfoValue::Bits(3));
+/// ```
+impl From<MemAllocInfo> for InfoValue {
+    fn from(info: MemAllocInfo) -> InfoValue {
+        match info {
+            MemAllocInfo::Type(t) => InfoValue::U32(t),
+            MemAllocInfo::BasePtr(n) | MemAllocInfo::Size(n) => InfoValue::Usize(n),
+            MemAllocInfo::Device(d) => InfoValue::Device(d),
+            MemAllocInfo::Flags(f) => InfoValue::Bits(f),
         }
     }
 }

@@ -10,6 +10,7 @@
 
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::path::Path;
+use std::sync::OnceLock;
 
 use rustix::fs::{Mode, OFlags, SealFlags};
 use rustix::io::Errno;
@@ -184,6 +185,20 @@ impl Udmabuf {
             e => OsError::new("open /dev/udmabuf", e).into(),
         })?;
         Ok(Udmabuf { dev, limits: Limits::read() })
+    }
+
+    /// `/dev/udmabuf` opened once for the process and kept open: the one
+    /// handle through which the library exports (and by which it decides
+    /// whether it can), so that asking and exporting keep one fd between
+    /// them, opened by whichever comes first.
+    ///
+    /// ```
+    /// use dmabridge::sys::udmabuf::Udmabuf;
+    /// assert_eq!(Udmabuf::shared().is_ok(), Udmabuf::open().is_ok());
+    /// ```
+    pub fn shared() -> Result<&'static Udmabuf, &'static UdmabufError> {
+        static SHARED: OnceLock<Result<Udmabuf, UdmabufError>> = OnceLock::new();
+        SHARED.get_or_init(Udmabuf::open).as_ref()
     }
 
     /// The module's limits.

@@ -571,8 +571,9 @@ pub fn cpu_pages(buffer: &Buffer) -> ClResult<(*mut u8, *mut u32)> {
 }
 
 /// True if the extension works on this platform: it has a VFIO domain in
-/// which buffers can be made resident. What decides whether
-/// `cl_amd_bus_addressable_memory` is listed in the extension strings.
+/// which buffers can be made resident, the capability for which the
+/// runtime's extension table (`runtime::info::EXTENSIONS`) lists
+/// `cl_amd_bus_addressable_memory`.
 ///
 /// ```
 /// use dmabridge::ext::amd_bus;

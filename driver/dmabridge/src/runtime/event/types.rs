@@ -22,7 +22,7 @@ pub mod command_type {
     pub const SVM_MAP: u32 = 0x120C;
     /// `CL_COMMAND_SVM_UNMAP`.
     pub const SVM_UNMAP: u32 = 0x120D;
-    /// `CL_COMMAND_MIGRATE_SVM_MEM_OBJECTS`.
+    /// `CL_COMMAND_SVM_MIGRATE_MEM`.
     pub const MIGRATE_SVM_MEM_OBJECTS: u32 = 0x120E;
     /// `CL_COMMAND_MEMFILL_INTEL` (`clEnqueueMemFillINTEL`).
     pub const MEMFILL_INTEL: u32 = 0x4204;
