@@ -9,6 +9,9 @@
  *   cl_usm_device_alloc_free_4k_ns     clDeviceMemAllocINTEL(4 KiB) + clMemFreeINTEL, one thread (device USM only)
  *   cl_usm_device_alloc_free_4k_2t_ns  the same on two threads at once, one context: wall time per pair of
  *                                      both (half the one-thread figure if the two threads scale perfectly)
+ *   libc_malloc_free_64_ns        malloc(64) + one store + free, one thread: the reference for the two-thread
+ *   libc_malloc_free_64_2t_ns     scaling: the same on two threads at once (libc's per-thread cache, so the
+ *                                 threads share nothing: how far two threads scale on the machine right now)
  *   libc_alloc_free_4k_ns         aligned_alloc(128, 4 KiB) + one store + free
  *   cl_svm_memcpy_64b_ns          blocking clEnqueueSVMMemcpy of 64 bytes, enqueue -> complete
  *   cl_usm_memcpy_64b_ns          blocking clEnqueueMemcpyINTEL of 64 bytes (USM only)
@@ -55,6 +58,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,7 +70,8 @@
 #define BIG ((size_t)64 << 20) /* the bandwidth rows: 64 MiB */
 #define SMALL_ALLOC 4096       /* the allocation rows: 4 KiB */
 #define SMALL_COPY 64          /* the round-trip rows: 64 bytes */
-#define ALLOC_ITERS 20000      /* pairs per timed run */
+#define ALLOC_ITERS 20000      /* pairs per timed run (and per thread in the two-thread rows): short, so that
+                                  the best of the runs finds one that no other process interrupted */
 #define COPY_ITERS 20000       /* copies per timed run */
 #define SMALL_RUNS 7           /* timed runs of the small rows */
 #define BIG_RUNS 10            /* timed runs of the 64 MiB rows (one operation each) */
@@ -104,6 +109,8 @@ enum {
     LIBC_ALLOC,
     USM_DEV_ALLOC,
     USM_DEV_ALLOC_2T,
+    LIBC_SMALL_ALLOC,
+    LIBC_SMALL_ALLOC_2T,
     SVM_COPY64,
     USM_COPY64,
     SVM_COPY_BIG,
@@ -117,6 +124,7 @@ enum {
 static const char *const fig_name[NFIG] = {
     "cl_svm_alloc_free_4k_ns",  "cl_usm_host_alloc_free_4k_ns", "libc_alloc_free_4k_ns",
     "cl_usm_device_alloc_free_4k_ns", "cl_usm_device_alloc_free_4k_2t_ns",
+    "libc_malloc_free_64_ns",   "libc_malloc_free_64_2t_ns",
     "cl_svm_memcpy_64b_ns",     "cl_usm_memcpy_64b_ns",         "cl_svm_memcpy_64mib_gbps",
     "cl_usm_memcpy_64mib_gbps", "libc_memcpy_64mib_gbps",       "cl_svm_fill_64mib_gbps",
     "cl_usm_fill_64mib_gbps",   "libc_memset_64mib_gbps",
@@ -278,41 +286,62 @@ static void copy_rows(cl_command_queue q, const struct usm *u, unsigned char *a,
     expect_pattern(b, BIG, PATTERN, u ? "the 64 MiB USM fill" : "the 64 MiB SVM fill");
 }
 
-/* clDeviceMemAllocINTEL + clMemFreeINTEL pairs on one thread (the body of the device USM rows); each
- * thread times itself from the start barrier on (a thread that only waits could be descheduled). */
-struct dev_loop {
+/* One thread of a two-thread row: `body` ALLOC_ITERS times, timed from the moment every thread of the
+ * run is running. The start is a spin on a shared counter, not a pthread barrier: a thread woken from a
+ * barrier may take a few hundred microseconds to get a CPU again (a halted virtual CPU), which made the
+ * one started late run alone for that long and read as a poor two-thread ratio. */
+struct thread_loop {
+    void (*body)(struct thread_loop *);
     const struct usm *u;
     cl_context ctx;
     cl_device_id device;
-    pthread_barrier_t *start;
+    atomic_int *arrived;
+    int threads;
     double t0, t1;
 };
 
-static void *dev_alloc_loop(void *arg) {
-    struct dev_loop *d = arg;
-    pthread_barrier_wait(d->start);
+static void device_pair(struct thread_loop *d) {
+    cl_int err;
+    void *p = d->u->device_alloc(d->ctx, d->device, NULL, SMALL_ALLOC, 0, &err);
+    CHECK(err);
+    clobber(p);
+    CHECK(d->u->mem_free(d->ctx, p));
+}
+
+static void libc_pair(struct thread_loop *d) {
+    (void)d;
+    volatile char *p = malloc(64);
+    if (p == NULL) {
+        fprintf(stderr, "icd_bench: malloc failed\n");
+        exit(1);
+    }
+    p[0] = 1;
+    free((void *)p);
+}
+
+static void *thread_loop(void *arg) {
+    struct thread_loop *d = arg;
+    atomic_fetch_add(d->arrived, 1);
+    while (atomic_load(d->arrived) < d->threads) {
+    }
     d->t0 = now_s();
     for (int i = 0; i < ALLOC_ITERS; i++) {
-        cl_int err;
-        void *p = d->u->device_alloc(d->ctx, d->device, NULL, SMALL_ALLOC, 0, &err);
-        CHECK(err);
-        clobber(p);
-        CHECK(d->u->mem_free(d->ctx, p));
+        d->body(d);
     }
     d->t1 = now_s();
     return NULL;
 }
 
-/* ns per pair of device USM alloc+free on `threads` threads (1 or 2) at once: from the first thread's
- * start to the last one's end, over all pairs. */
-static double dev_alloc_run(const struct usm *u, cl_context ctx, cl_device_id device, int threads) {
-    pthread_barrier_t start;
-    pthread_barrier_init(&start, NULL, (unsigned)threads);
-    struct dev_loop d[2];
+/* ns per `body` on `threads` threads (1 or 2) at once: from the first thread's start to the last one's
+ * end, over all of them. */
+static double thread_run(void (*body)(struct thread_loop *), const struct usm *u, cl_context ctx,
+                         cl_device_id device, int threads) {
+    atomic_int arrived = 0;
+    struct thread_loop d[2];
     pthread_t t[2];
     for (int i = 0; i < threads; i++) {
-        d[i] = (struct dev_loop){u, ctx, device, &start, 0, 0};
-        if (pthread_create(&t[i], NULL, dev_alloc_loop, &d[i]) != 0) {
+        d[i] = (struct thread_loop){body, u, ctx, device, &arrived, threads, 0, 0};
+        if (pthread_create(&t[i], NULL, thread_loop, &d[i]) != 0) {
             fprintf(stderr, "icd_bench: pthread_create failed\n");
             exit(1);
         }
@@ -323,7 +352,6 @@ static double dev_alloc_run(const struct usm *u, cl_context ctx, cl_device_id de
         first = min_d(first, d[i].t0);
         last = max_d(last, d[i].t1);
     }
-    pthread_barrier_destroy(&start);
     return (last - first) / ((double)ALLOC_ITERS * threads) * 1e9;
 }
 
@@ -400,11 +428,18 @@ static int measure(const char *want) {
         if (has_usm && usm.device_alloc) {
             /* One thread, then two on the same context: the ICD's handle
                lookups must not serialise them. */
-            double one = dev_alloc_run(&usm, ctx, device, 1), two = dev_alloc_run(&usm, ctx, device, 2);
+            double one = thread_run(device_pair, &usm, ctx, device, 1);
+            double two = thread_run(device_pair, &usm, ctx, device, 2);
             if (f_or_none) {
                 record(f, USM_DEV_ALLOC, one);
                 record(f, USM_DEV_ALLOC_2T, two);
             }
+        }
+        /* The reference in the same run: what two threads that share nothing reach. */
+        double one = thread_run(libc_pair, NULL, ctx, device, 1), two = thread_run(libc_pair, NULL, ctx, device, 2);
+        if (f_or_none) {
+            record(f, LIBC_SMALL_ALLOC, one);
+            record(f, LIBC_SMALL_ALLOC_2T, two);
         }
     }
 
@@ -634,19 +669,29 @@ static int table(int argc, char **argv) {
         }
         printf("\n");
     }
-    /* Two threads' throughput over one thread's, device USM alloc+free. */
-    printf("%-40s", "device USM: 2 threads / 1 thread");
-    for (int i = 0; i < n; i++) {
-        char buf[64];
-        double one = cols[i].f[USM_DEV_ALLOC], two = cols[i].f[USM_DEV_ALLOC_2T];
-        if (one < 0 || two <= 0) {
-            snprintf(buf, sizeof buf, "-");
-        } else {
-            snprintf(buf, sizeof buf, "%.2fx", one / two);
+    /* Two threads' throughput over one thread's: device USM alloc+free, and
+     * the reference of the same child (threads that share nothing). */
+    static const struct {
+        const char *what;
+        int one, two;
+    } scaling[] = {
+        {"device USM: 2 threads / 1 thread", USM_DEV_ALLOC, USM_DEV_ALLOC_2T},
+        {"reference, libc malloc(64): 2 thr / 1", LIBC_SMALL_ALLOC, LIBC_SMALL_ALLOC_2T},
+    };
+    for (size_t r = 0; r < sizeof scaling / sizeof scaling[0]; r++) {
+        printf("%-40s", scaling[r].what);
+        for (int i = 0; i < n; i++) {
+            char buf[64];
+            double one = cols[i].f[scaling[r].one], two = cols[i].f[scaling[r].two];
+            if (one < 0 || two <= 0) {
+                snprintf(buf, sizeof buf, "-");
+            } else {
+                snprintf(buf, sizeof buf, "%.2fx", one / two);
+            }
+            printf(" %22s", buf);
         }
-        printf(" %22s", buf);
+        printf("\n");
     }
-    printf("\n");
     /* The first column against each other one, row by row. */
     if (n > 1 && cols[0].ok) {
         printf("\n%s against the others (>1: %s ahead):\n", cols[0].name, cols[0].name);

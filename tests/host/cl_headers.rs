@@ -2,13 +2,13 @@
 //! the vendor extensions opencl-sys does not know) against the Rust values
 //! of the same constants: every `#define` with a value has its Rust
 //! counterpart here and equals it (an extension's presence macro,
-//! `#define cl_<name> 1`, names an extension of `runtime::info::EXTENSIONS`). (The Khronos constants are checked
+//! `#define cl_<name> 1`, names an extension of `runtime::info::EXTENSIONS`, the rows the `ext` modules register). (The Khronos constants are checked
 //! against opencl-sys at compile time: driver/dmabridge-icd/src/cl_constants.rs.)
 
 use std::collections::BTreeMap;
 
 use dmabridge::ext::{amd_bus, dma_buf_export};
-use dmabridge::runtime::info::{make_version, DMA_BUF_EXPORT_EXTENSION, EXTENSIONS, EXTENSION_VERSION};
+use dmabridge::runtime::info::{make_version, EXTENSIONS, EXTENSION_VERSION};
 
 /// A `#define`'s value: a number or a string.
 #[derive(Debug, PartialEq)]
@@ -27,7 +27,7 @@ fn rust_values() -> BTreeMap<&'static str, Value> {
         ("CL_COMMAND_WAIT_SIGNAL_AMD", int(amd_bus::command_type::WAIT_SIGNAL.into())),
         ("CL_COMMAND_WRITE_SIGNAL_AMD", int(amd_bus::command_type::WRITE_SIGNAL.into())),
         ("CL_COMMAND_MAKE_BUFFERS_RESIDENT_AMD", int(amd_bus::command_type::MAKE_BUFFERS_RESIDENT.into())),
-        ("CL_DMABRIDGE_DMA_BUF_EXPORT_EXTENSION_NAME", Str(DMA_BUF_EXPORT_EXTENSION.into())),
+        ("CL_DMABRIDGE_DMA_BUF_EXPORT_EXTENSION_NAME", Str(dma_buf_export::EXTENSION.into())),
         ("CL_DMABRIDGE_DMA_BUF_EXPORT_EXTENSION_VERSION", int(EXTENSION_VERSION.into())),
         ("CL_DMA_BUF_EXPORTABLE_DMABRIDGE", int(dma_buf_export::info_param::EXPORTABLE.into())),
         ("CL_DMA_BUF_SIZE_DMABRIDGE", int(dma_buf_export::info_param::SIZE.into())),

@@ -15,6 +15,8 @@ use dmabridge::runtime::event::Event;
 use opencl_sys::*;
 
 use crate::api::event::EventObj;
+use crate::handles::Kind;
+use crate::per_thread::PerThread;
 use crate::{handles, notify};
 
 /// Result of an entry point's body: the value, or the CL error code.
@@ -43,12 +45,13 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// Runs `f` under `catch_unwind`; if it failed with a message and named a
+/// Runs `f` under `catch_unwind`, with this thread's state (found once for
+/// the call: see `per_thread.rs`); if it failed with a message and named a
 /// context, that context's `pfn_notify` is called once `f` has returned
 /// (no lock or handle borrow of `f` is held then).
-fn caught<T>(name: &str, f: impl FnOnce() -> ClRes<T>) -> ClRes<T> {
+fn caught<T>(name: &str, f: impl FnOnce(Option<&PerThread>) -> ClRes<T>) -> ClRes<T> {
     let call = notify::Call::begin();
-    let r = match catch_unwind(AssertUnwindSafe(f)) {
+    let r = match catch_unwind(AssertUnwindSafe(|| f(call.state()))) {
         Ok(r) => r,
         Err(_) => {
             log::error!("{name}: panicked; answering CL_OUT_OF_RESOURCES");
@@ -59,12 +62,24 @@ fn caught<T>(name: &str, f: impl FnOnce() -> ClRes<T>) -> ClRes<T> {
     r
 }
 
-/// Runs the body of an entry point that returns a `cl_int`.
-pub(crate) fn status(name: &str, f: impl FnOnce() -> ClRes<()>) -> cl_int {
-    match caught(name, f) {
+/// The code of an entry point that returns a `cl_int`.
+fn code_of(r: ClRes<()>) -> cl_int {
+    match r {
         Ok(()) => CL_SUCCESS,
         Err(code) => code,
     }
+}
+
+/// Runs the body of an entry point that returns a `cl_int`.
+pub(crate) fn status(name: &str, f: impl FnOnce() -> ClRes<()>) -> cl_int {
+    code_of(caught(name, |_| f()))
+}
+
+/// [`status`] of an entry point whose first argument is a handle of kind
+/// `K`, borrowed for the call as [`handles::with`] does: the hot USM and
+/// SVM entry points, which find the thread's state once for both.
+pub(crate) fn status_with<K: Kind>(name: &str, handle: *const c_void, f: impl FnOnce(&K) -> ClRes<()>) -> cl_int {
+    code_of(caught(name, |state| handles::with_in(state, handle, f)))
 }
 
 /// Runs the body of an entry point that returns an object (or pointer) and
@@ -73,7 +88,33 @@ pub(crate) fn status(name: &str, f: impl FnOnce() -> ClRes<()>) -> cl_int {
 /// # Safety
 /// `errcode_ret` is NULL or valid for a write of a `cl_int`.
 pub(crate) unsafe fn object<T>(name: &str, errcode_ret: *mut cl_int, f: impl FnOnce() -> ClRes<*mut T>) -> *mut T {
-    let (ptr, code) = match caught(name, f) {
+    // SAFETY: the caller's contract.
+    unsafe { object_of(caught(name, |_| f()), errcode_ret) }
+}
+
+/// [`object`] of an entry point whose first argument is a handle of kind
+/// `K`, borrowed as in [`status_with`].
+///
+/// # Safety
+/// `errcode_ret` is NULL or valid for a write of a `cl_int`.
+pub(crate) unsafe fn object_with<K: Kind, T>(
+    name: &str,
+    errcode_ret: *mut cl_int,
+    handle: *const c_void,
+    f: impl FnOnce(&K) -> ClRes<*mut T>,
+) -> *mut T {
+    let r = caught(name, |state| handles::with_in(state, handle, f));
+    // SAFETY: the caller's contract.
+    unsafe { object_of(r, errcode_ret) }
+}
+
+/// The answer of an object-returning entry point: the object, or NULL with
+/// the code stored in `errcode_ret`.
+///
+/// # Safety
+/// `errcode_ret` is NULL or valid for a write of a `cl_int`.
+unsafe fn object_of<T>(r: ClRes<*mut T>, errcode_ret: *mut cl_int) -> *mut T {
+    let (ptr, code) = match r {
         Ok(p) => (p, CL_SUCCESS),
         Err(code) => (std::ptr::null_mut(), code),
     };

@@ -47,8 +47,11 @@ use std::time::Duration;
 use rustix::io::Errno;
 use rustix::thread::{membarrier, MembarrierCommand};
 
-/// One thread's hazard slot: the address it protects, or 0.
+/// One thread's hazard slot: the address it protects, or 0. Alone on its
+/// cache lines: each borrow writes it twice, and two threads whose slots
+/// shared a line would take it from each other on every call.
 #[derive(Debug)]
+#[repr(align(128))]
 struct Slot {
     /// The protected address.
     hazard: AtomicUsize,
@@ -102,61 +105,80 @@ fn asymmetric() -> bool {
     MODE.load(Ordering::Relaxed) == ASYMMETRIC
 }
 
-/// This thread's claim on a slot; gives it back when the thread exits.
-struct Owner(&'static Slot);
+/// This thread's hazard state, a field of its `PerThread`: the slot it
+/// claimed (on its first borrow; given back when the thread exits) and
+/// whether a borrow holds it.
+pub(crate) struct Local {
+    slot: Cell<Option<&'static Slot>>,
+    /// Set while this thread holds a [`Protected`] (no nesting: one slot).
+    busy: Cell<bool>,
+}
 
-impl Owner {
-    fn claim() -> Owner {
-        static AT_FORK: Once = Once::new();
-        AT_FORK.call_once(|| {
-            // SAFETY: registers a handler that only touches atomics of leaked
-            // slots and makes a system call (async-signal-safe, as the child of
-            // a multi-threaded fork requires).
-            let rc = unsafe { libc::pthread_atfork(None, None, Some(after_fork_in_child)) };
-            if rc != 0 {
-                log::warn!("pthread_atfork: error {rc}; a forked child may wait for its parent's threads");
-            }
-        });
-        let free = slots().find(|s| s.owned.compare_exchange(false, true, Ordering::AcqRel, Ordering::Relaxed).is_ok());
-        let slot = free.unwrap_or_else(|| {
-            let slot: *mut Slot = Box::leak(Box::new(Slot {
-                hazard: AtomicUsize::new(0),
-                owned: AtomicBool::new(true),
-                next: ptr::null(),
-            }));
-            let mut head = SLOTS.load(Ordering::Acquire);
-            loop {
-                // SAFETY: `slot` is not published yet: this thread owns it.
-                unsafe { (*slot).next = head };
-                match SLOTS.compare_exchange_weak(head, slot, Ordering::AcqRel, Ordering::Acquire) {
-                    Ok(_) => break,
-                    Err(now) => head = now,
-                }
-            }
-            // SAFETY: leaked, so valid for 'static; no longer written.
-            unsafe { &*slot }
-        });
-        MINE.with(|m| m.set(slot));
-        Owner(slot)
+impl Local {
+    /// No slot yet, not busy.
+    pub(crate) const fn new() -> Local {
+        Local { slot: Cell::new(None), busy: Cell::new(false) }
+    }
+
+    /// This thread's slot, claimed on the first call.
+    fn slot(&self) -> &'static Slot {
+        if let Some(slot) = self.slot.get() {
+            return slot;
+        }
+        let slot = claim();
+        self.slot.set(Some(slot));
+        slot
     }
 }
 
-impl Drop for Owner {
+impl Drop for Local {
     fn drop(&mut self) {
-        let _ = MINE.try_with(|m| m.set(ptr::null()));
-        self.0.hazard.store(0, Ordering::Release);
-        self.0.owned.store(false, Ordering::Release);
+        if let Some(slot) = self.slot.get() {
+            let _ = MINE.try_with(|m| m.set(ptr::null()));
+            slot.hazard.store(0, Ordering::Release);
+            slot.owned.store(false, Ordering::Release);
+        }
     }
+}
+
+/// A free slot for the calling thread: one a thread that exited gave back,
+/// or a new one.
+fn claim() -> &'static Slot {
+    static AT_FORK: Once = Once::new();
+    AT_FORK.call_once(|| {
+        // SAFETY: registers a handler that only touches atomics of leaked
+        // slots and makes a system call (async-signal-safe, as the child of
+        // a multi-threaded fork requires).
+        let rc = unsafe { libc::pthread_atfork(None, None, Some(after_fork_in_child)) };
+        if rc != 0 {
+            log::warn!("pthread_atfork: error {rc}; a forked child may wait for its parent's threads");
+        }
+    });
+    let free = slots().find(|s| s.owned.compare_exchange(false, true, Ordering::AcqRel, Ordering::Relaxed).is_ok());
+    let slot = free.unwrap_or_else(|| {
+        let slot: *mut Slot =
+            Box::leak(Box::new(Slot { hazard: AtomicUsize::new(0), owned: AtomicBool::new(true), next: ptr::null() }));
+        let mut head = SLOTS.load(Ordering::Acquire);
+        loop {
+            // SAFETY: `slot` is not published yet: this thread owns it.
+            unsafe { (*slot).next = head };
+            match SLOTS.compare_exchange_weak(head, slot, Ordering::AcqRel, Ordering::Acquire) {
+                Ok(_) => break,
+                Err(now) => head = now,
+            }
+        }
+        // SAFETY: leaked, so valid for 'static; no longer written.
+        unsafe { &*slot }
+    });
+    let _ = MINE.try_with(|m| m.set(slot));
+    slot
 }
 
 thread_local! {
-    static OWNER: Owner = Owner::claim();
-    /// The slot [`OWNER`] holds (NULL before the first claim): readable
-    /// without running `OWNER`'s lazy initialisation, as the fork handler
-    /// needs.
+    /// The slot this thread's [`Local`] holds (NULL before the first claim):
+    /// readable without touching the rest of the thread's state, as the fork
+    /// handler needs (a thread-local without destructor).
     static MINE: Cell<*const Slot> = const { Cell::new(ptr::null()) };
-    /// Set while this thread holds a [`Protected`] (no nesting: one slot).
-    static BUSY: Cell<bool> = const { Cell::new(false) };
 }
 
 /// The child of a `fork` has one thread, the forking one: the slots of the
@@ -179,32 +201,31 @@ extern "C" fn after_fork_in_child() {
 
 /// `addr`, protected on this thread until dropped.
 #[derive(Debug)]
-pub(crate) struct Protected {
+pub(crate) struct Protected<'a> {
     slot: &'static Slot,
+    busy: &'a Cell<bool>,
 }
 
-impl Drop for Protected {
+impl Drop for Protected<'_> {
     fn drop(&mut self) {
         self.slot.hazard.store(0, Ordering::Release);
-        let _ = BUSY.try_with(|b| b.set(false));
+        self.busy.set(false);
     }
 }
 
-/// Protects `addr` on this thread: from now until the result drops, an
-/// object at `addr` that is alive *after* this call returns cannot be
-/// destroyed (its destroyer waits in [`wait_unprotected`]).
+/// Protects `addr` on the thread of `local` (the calling thread's): from
+/// now until the result drops, an object at `addr` that is alive *after*
+/// this call returns cannot be destroyed (its destroyer waits in
+/// [`wait_unprotected`]).
 ///
-/// `None` when this thread already protects an address (a nested call) or
-/// is exiting: the caller then takes a counted reference instead.
-pub(crate) fn protect(addr: usize) -> Option<Protected> {
+/// `None` when this thread already protects an address (a nested call):
+/// the caller then takes a counted reference instead.
+pub(crate) fn protect(local: &Local, addr: usize) -> Option<Protected<'_>> {
     let asymmetric = asymmetric();
-    if BUSY.try_with(|b| b.replace(true)).ok()? {
+    if local.busy.replace(true) {
         return None;
     }
-    let Ok(slot) = OWNER.try_with(|o| o.0) else {
-        let _ = BUSY.try_with(|b| b.set(false));
-        return None;
-    };
+    let slot = local.slot();
     slot.hazard.store(addr, Ordering::Relaxed);
     // The store must be ordered before the caller's liveness check: the
     // destroyer's membarrier supplies the hardware barrier, this fence keeps
@@ -214,7 +235,7 @@ pub(crate) fn protect(addr: usize) -> Option<Protected> {
     } else {
         fence(Ordering::SeqCst);
     }
-    Some(Protected { slot })
+    Some(Protected { slot, busy: &local.busy })
 }
 
 /// The destroyer's half of the store-then-check: a full barrier on every

@@ -16,17 +16,18 @@
 //!   failed calls at `warn` (with the entry point's name), and the core's
 //!   own records.
 //!
-//! The note of a call lives in thread-locals that each entry point saves
-//! and restores (`Call::begin`, `Call::end`), so a nested call (from a
-//! callback) keeps its own.
+//! The note of a call lives in the thread's state (`per_thread.rs`), which
+//! each entry point saves and restores (`Call::begin`, `Call::end`), so a
+//! nested call (from a callback) keeps its own.
 
-use std::cell::{Cell, RefCell};
 use std::ffi::{c_char, c_void, CString};
 use std::io::Write;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Once;
 
 use opencl_sys::cl_int;
+
+use crate::per_thread::{self, PerThread};
 
 /// The `pfn_notify` of `clCreateContext*`.
 pub type NotifyFn = unsafe extern "C" fn(*const c_char, *const c_void, usize, *mut c_void);
@@ -58,16 +59,18 @@ impl Notifier {
 /// What the current call has noted: the context's notifier (the first
 /// context-bearing handle it looked up) and whether a message is pending.
 #[derive(Clone, Copy)]
-struct Note {
+pub(crate) struct Note {
     notifier: Notifier,
     message: bool,
 }
 
-thread_local! {
-    static NOTE: Cell<Note> = const { Cell::new(Note { notifier: Notifier::NONE, message: false }) };
-    /// The last error message of the current call, with its code.
-    static MESSAGE: RefCell<Option<(cl_int, String)>> = const { RefCell::new(None) };
+impl Note {
+    /// Nothing noted.
+    pub(crate) const FRESH: Note = Note { notifier: Notifier::NONE, message: false };
 }
+
+/// The last error message of the current call, with its code.
+pub(crate) type Message = Option<(cl_int, String)>;
 
 /// Notes the notifier of the context a call's handle belongs to (the first
 /// one of the call counts: every handle of one call is of one context).
@@ -77,27 +80,37 @@ pub(crate) fn note_context(n: Notifier) {
     if n.f.is_none() {
         return;
     }
-    let _ = NOTE.try_with(|c| {
-        let mut note = c.get();
-        if note.notifier.f.is_none() {
-            note.notifier = n;
-            c.set(note);
-        }
-    });
+    per_thread::with(|t| note_context_in(t, n));
+}
+
+/// [`note_context`] on this thread's state `t`.
+#[inline]
+pub(crate) fn note_context_in(t: &PerThread, n: Notifier) {
+    if n.f.is_none() {
+        return;
+    }
+    let mut note = t.note.get();
+    if note.notifier.f.is_none() {
+        note.notifier = n;
+        t.note.set(note);
+    }
 }
 
 /// Notes a core error's message as the current call's (its code `code`).
 pub(crate) fn note_error(code: cl_int, message: String) {
-    let stored = MESSAGE.try_with(|m| *m.borrow_mut() = Some((code, message))).is_ok();
-    let _ = NOTE.try_with(|c| c.set(Note { message: stored, ..c.get() }));
+    per_thread::with(|t| {
+        *t.message.borrow_mut() = Some((code, message));
+        t.note.set(Note { message: true, ..t.note.get() });
+    });
 }
 
 /// The state of the enclosing call, put back by [`Call::end`].
 pub(crate) struct Call {
-    /// This thread's `NOTE` (null if it could not be reached): found once
+    /// This thread's state (NULL if it could not be reached): found once
     /// per call, as each thread-local access of a shared library is a call
-    /// into the dynamic linker. A raw pointer, so `Call` stays on its thread.
-    note: *const Cell<Note>,
+    /// into the dynamic linker (see `per_thread.rs`). A raw pointer, so
+    /// `Call` stays on its thread.
+    state: *const PerThread,
     outer: Note,
 }
 
@@ -105,11 +118,22 @@ impl Call {
     /// A fresh note for a call starting now.
     #[inline]
     pub(crate) fn begin() -> Call {
-        let fresh = Note { notifier: Notifier::NONE, message: false };
-        match NOTE.try_with(|c| (c as *const Cell<Note>, c.replace(fresh))) {
-            Ok((note, outer)) => Call { note, outer },
-            Err(_) => Call { note: std::ptr::null(), outer: fresh },
-        }
+        let state = per_thread::pointer();
+        // SAFETY: this thread's pointer, during this call.
+        let outer = match unsafe { per_thread::with_pointer(state) } {
+            Some(t) => t.note.replace(Note::FRESH),
+            None => Note::FRESH,
+        };
+        Call { state, outer }
+    }
+
+    /// This thread's state, for the lookups of the call (none while the
+    /// thread is exiting).
+    #[inline]
+    pub(crate) fn state(&self) -> Option<&PerThread> {
+        // SAFETY: taken on this thread by `begin`; `Call` is neither `Send`
+        // nor `Sync` and lives on the stack of the entry point's call.
+        unsafe { per_thread::with_pointer(self.state) }
     }
 
     /// Ends the call `name` that answered `result`: if it failed with the
@@ -118,15 +142,10 @@ impl Call {
     /// holds no lock or borrow of the ICD.
     #[inline]
     pub(crate) fn end(self, name: &str, result: Result<(), cl_int>) {
-        if self.note.is_null() {
-            return;
-        }
-        // SAFETY: `self.note` is this thread's `NOTE` (`Call` is neither
-        // `Send` nor `Sync`), a `Cell` without destructor, so it lives as
-        // long as the thread; no reference to it is held across this.
-        let note = unsafe { &*self.note }.replace(self.outer);
+        let Some(t) = self.state() else { return };
+        let note = t.note.replace(self.outer);
         let Note { notifier, message: true } = note else { return };
-        let Some((code, message)) = MESSAGE.try_with(|m| m.borrow_mut().take()).ok().flatten() else { return };
+        let Some((code, message)) = t.message.borrow_mut().take() else { return };
         if result != Err(code) {
             return;
         }

@@ -10,7 +10,7 @@ use opencl_sys::*;
 use super::context::ContextObj;
 use super::event::return_event;
 use super::queue::queue;
-use crate::entry::{pattern_bytes, slice, status, wait_list, Cl};
+use crate::entry::{pattern_bytes, slice, status, status_with, wait_list, Cl};
 use crate::handles;
 
 /// `clSVMAlloc`: NULL on any error (it has no error code).
@@ -23,10 +23,8 @@ pub(crate) unsafe extern "C" fn clSVMAlloc(
     let mut code = 0;
     // SAFETY: `code` is a local.
     unsafe {
-        crate::entry::object("clSVMAlloc", &mut code, || {
-            handles::with::<ContextObj, _>(context.cast(), |ctx| {
-                Ok(svm::svm_alloc(&ctx.ctx, flags, size, alignment).cl()?.as_ptr().cast())
-            })
+        crate::entry::object_with::<ContextObj, _>("clSVMAlloc", &mut code, context.cast(), |ctx| {
+            Ok(svm::svm_alloc(&ctx.ctx, flags, size, alignment).cl()?.as_ptr().cast())
         })
     }
 }
@@ -34,11 +32,9 @@ pub(crate) unsafe extern "C" fn clSVMAlloc(
 /// `clSVMFree`: ignores an invalid context and pointers that are not SVM
 /// allocations of it.
 pub(crate) unsafe extern "C" fn clSVMFree(context: cl_context, svm_pointer: *mut c_void) {
-    status("clSVMFree", || {
-        handles::with::<ContextObj, _>(context.cast(), |ctx| {
-            svm::svm_free(&ctx.ctx, svm_pointer.cast());
-            Ok(())
-        })
+    status_with::<ContextObj>("clSVMFree", context.cast(), |ctx| {
+        svm::svm_free(&ctx.ctx, svm_pointer.cast());
+        Ok(())
     });
 }
 

@@ -12,7 +12,7 @@ use opencl_sys::*;
 use super::context::ContextObj;
 use super::event::return_event;
 use super::queue::queue;
-use crate::entry::{object, pattern_bytes, status, wait_list, Cl};
+use crate::entry::{object_with, pattern_bytes, status, status_with, wait_list, Cl};
 use crate::handles::{self};
 use crate::info::{get_info, Handles};
 
@@ -50,11 +50,9 @@ pub(crate) unsafe extern "C" fn clHostMemAllocINTEL(
 ) -> *mut c_void {
     // SAFETY: the C contract of `errcode_ret` and `props`.
     unsafe {
-        object("clHostMemAllocINTEL", errcode_ret, || {
-            handles::with::<ContextObj, _>(context.cast(), |ctx| {
-                let p = usm::host_mem_alloc(&ctx.ctx, &properties(props), size, alignment).cl()?;
-                Ok(p.as_ptr().cast())
-            })
+        object_with::<ContextObj, _>("clHostMemAllocINTEL", errcode_ret, context.cast(), |ctx| {
+            let p = usm::host_mem_alloc(&ctx.ctx, &properties(props), size, alignment).cl()?;
+            Ok(p.as_ptr().cast())
         })
     }
 }
@@ -70,12 +68,10 @@ pub(crate) unsafe extern "C" fn clDeviceMemAllocINTEL(
 ) -> *mut c_void {
     // SAFETY: the C contract of `errcode_ret` and `props`.
     unsafe {
-        object("clDeviceMemAllocINTEL", errcode_ret, || {
-            handles::with::<ContextObj, _>(context.cast(), |ctx| {
-                let dev = handles::device(device.cast())?;
-                let p = usm::device_mem_alloc(&ctx.ctx, &dev.inner.device, &properties(props), size, alignment).cl()?;
-                Ok(p.as_ptr().cast())
-            })
+        object_with::<ContextObj, _>("clDeviceMemAllocINTEL", errcode_ret, context.cast(), |ctx| {
+            let dev = handles::device(device.cast())?;
+            let p = usm::device_mem_alloc(&ctx.ctx, &dev.inner.device, &properties(props), size, alignment).cl()?;
+            Ok(p.as_ptr().cast())
         })
     }
 }
@@ -91,22 +87,18 @@ pub(crate) unsafe extern "C" fn clSharedMemAllocINTEL(
 ) -> *mut c_void {
     // SAFETY: the C contract of `errcode_ret` and `props`.
     unsafe {
-        object("clSharedMemAllocINTEL", errcode_ret, || {
-            handles::with::<ContextObj, _>(context.cast(), |ctx| {
-                let dev = if device.is_null() { None } else { Some(handles::device(device.cast())?) };
-                let dev = dev.as_ref().map(|d| &d.inner.device);
-                let p = usm::shared_mem_alloc(&ctx.ctx, dev, &properties(props), size, alignment).cl()?;
-                Ok(p.as_ptr().cast())
-            })
+        object_with::<ContextObj, _>("clSharedMemAllocINTEL", errcode_ret, context.cast(), |ctx| {
+            let dev = if device.is_null() { None } else { Some(handles::device(device.cast())?) };
+            let dev = dev.as_ref().map(|d| &d.inner.device);
+            let p = usm::shared_mem_alloc(&ctx.ctx, dev, &properties(props), size, alignment).cl()?;
+            Ok(p.as_ptr().cast())
         })
     }
 }
 
 /// `clMemFreeINTEL`.
 pub(crate) unsafe extern "C" fn clMemFreeINTEL(context: cl_context, ptr: *mut c_void) -> cl_int {
-    status("clMemFreeINTEL", || {
-        handles::with::<ContextObj, _>(context.cast(), |ctx| usm::mem_free(&ctx.ctx, ptr.cast()).cl())
-    })
+    status_with::<ContextObj>("clMemFreeINTEL", context.cast(), |ctx| usm::mem_free(&ctx.ctx, ptr.cast()).cl())
 }
 
 /// `clMemBlockingFreeINTEL`.

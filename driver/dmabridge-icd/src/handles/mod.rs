@@ -52,9 +52,11 @@ use opencl_sys::*;
 use crate::dispatch::DISPATCH;
 use crate::entry::{lock, ClRes};
 use crate::hazard;
+use crate::per_thread::{self, PerThread};
 pub use platform::{
     check_platform, device, device_handle, device_list, devices, platform_handle, DeviceObj, PlatformObj, PLATFORM,
 };
+pub(crate) use registry::HandleCache;
 pub use registry::QUARANTINE;
 use registry::{cached, registry, remember, Entry};
 
@@ -233,8 +235,13 @@ pub fn get<T: Kind>(handle: *const c_void) -> ClRes<Arc<Obj<T>>> {
     if handle.is_null() {
         return Err(T::INVALID);
     }
-    if let Some(obj) = cached::<T, _>(handle, Entry::upgrade::<T>) {
-        crate::notify::note_context(obj.inner.notifier());
+    // During thread teardown the thread's state may be gone; the registry
+    // still answers.
+    let state = per_thread::pointer();
+    // SAFETY: this thread's pointer, during this call.
+    let state = unsafe { per_thread::with_pointer(state) };
+    if let Some(obj) = state.and_then(|t| cached::<T, _>(t, handle, Entry::upgrade::<T>)) {
+        note_context(state, obj.inner.notifier());
         return Ok(obj);
     }
     let registry = lock(registry());
@@ -242,9 +249,19 @@ pub fn get<T: Kind>(handle: *const c_void) -> ClRes<Arc<Obj<T>>> {
     let obj = entry.upgrade::<T>().ok_or(T::INVALID)?;
     let entry = entry.clone();
     drop(registry);
-    remember::<T>(header, entry);
-    crate::notify::note_context(obj.inner.notifier());
+    if let Some(t) = state {
+        remember::<T>(t, header, entry);
+    }
+    note_context(state, obj.inner.notifier());
     Ok(obj)
+}
+
+/// Notes `n` as the call's notifier, on `state` if the caller has it.
+fn note_context(state: Option<&PerThread>, n: crate::notify::Notifier) {
+    match state {
+        Some(t) => crate::notify::note_context_in(t, n),
+        None => crate::notify::note_context(n),
+    }
 }
 
 /// Runs `f` on the live object of kind `T` behind `handle`, borrowed for the
@@ -252,17 +269,29 @@ pub fn get<T: Kind>(handle: *const c_void) -> ClRes<Arc<Obj<T>>> {
 /// For the hot entry points of borrowable kinds ([`Tag`]); any other kind,
 /// or a nested call, takes a counted reference instead.
 pub fn with<T: Kind, R>(handle: *const c_void, f: impl FnOnce(&T) -> ClRes<R>) -> ClRes<R> {
+    let state = per_thread::pointer();
+    // SAFETY: this thread's pointer, during this call.
+    with_in(unsafe { per_thread::with_pointer(state) }, handle, f)
+}
+
+/// [`with`] on this thread's state `state` (which the entry point found
+/// once for the whole call; `None` while the thread is exiting).
+pub(crate) fn with_in<T: Kind, R>(
+    state: Option<&PerThread>,
+    handle: *const c_void,
+    f: impl FnOnce(&T) -> ClRes<R>,
+) -> ClRes<R> {
     if handle.is_null() {
         return Err(T::INVALID);
     }
-    if T::TAG.borrowable() {
-        let borrowed = cached::<T, _>(handle, |e| Some((e.protect()?, e.data))).or_else(|| {
+    if let (true, Some(t)) = (T::TAG.borrowable(), state) {
+        let borrowed = cached::<T, _>(t, handle, |e| Some((e.protect(t)?, e.data))).or_else(|| {
             let registry = lock(registry());
             let (header, entry) = registry.find(handle).filter(|(_, e)| e.is::<T>())?;
-            let protected = entry.protect()?;
+            let protected = entry.protect(t)?;
             let (data, entry) = (entry.data, entry.clone());
             drop(registry);
-            remember::<T>(header, entry);
+            remember::<T>(t, header, entry);
             Some((protected, data))
         });
         if let Some((_protected, data)) = borrowed {
@@ -270,7 +299,7 @@ pub fn with<T: Kind, R>(handle: *const c_void, f: impl FnOnce(&T) -> ClRes<R>) -
             // above 0 after `data` was protected: `Obj::drop` waits until `_protected` drops (after `f`) before it
             // frees the allocation, and writes none of it before (the `&mut` of the drop covers the `Obj`, not this).
             let obj = unsafe { &*(data as *const T) };
-            crate::notify::note_context(obj.notifier());
+            crate::notify::note_context_in(t, obj.notifier());
             return f(obj);
         }
     }

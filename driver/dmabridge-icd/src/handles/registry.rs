@@ -2,7 +2,6 @@
 //! quarantine, and each thread's cache of its last lookups.
 
 use std::any::{Any, TypeId};
-use std::cell::RefCell;
 use std::collections::{BTreeMap, VecDeque};
 use std::ffi::c_void;
 use std::sync::atomic::Ordering;
@@ -10,6 +9,7 @@ use std::sync::{Arc, Mutex, Weak};
 
 use super::{Header, Kind, Obj, Tag, KINDS};
 use crate::hazard;
+use crate::per_thread::PerThread;
 
 /// How many released headers wait before the oldest is reused: a stale
 /// handle keeps answering `CL_INVALID_*` for at least this many releases.
@@ -54,10 +54,10 @@ impl Entry {
         self.weak.upgrade()?.downcast::<Obj<T>>().ok()
     }
 
-    /// `data` protected for this thread, if the object is alive (after the
-    /// protection, so it stays so until the result drops).
-    pub(super) fn protect(&self) -> Option<hazard::Protected> {
-        let protected = hazard::protect(self.data as usize)?;
+    /// `data` protected for the thread of `t` (the caller's), if the object
+    /// is alive (after the protection, so it stays so until the result drops).
+    pub(super) fn protect<'t>(&self, t: &'t PerThread) -> Option<hazard::Protected<'t>> {
+        let protected = hazard::protect(&t.hazard, self.data as usize)?;
         (self.weak.strong_count() > 0).then_some(protected)
     }
 }
@@ -117,34 +117,35 @@ struct Cached {
     entry: Entry,
 }
 
-thread_local! {
-    /// The last lookup of each kind on this thread (one line per [`Tag`]).
-    static CACHE: RefCell<[Option<Cached>; KINDS]> = const { RefCell::new([const { None }; KINDS]) };
+/// The last lookup of each kind on a thread (one line per [`Tag`]), a field
+/// of its `PerThread`.
+pub(crate) struct HandleCache([Option<Cached>; KINDS]);
+
+impl HandleCache {
+    /// Nothing cached.
+    pub(crate) const EMPTY: HandleCache = HandleCache([const { None }; KINDS]);
 }
 
 /// Runs `f` on this thread's cached entry of `handle` as an `Obj<T>`, if
 /// it is the entry of the header's current generation.
-pub(super) fn cached<T: Kind, R>(handle: *const c_void, f: impl FnOnce(&Entry) -> Option<R>) -> Option<R> {
-    // `try_with`: during thread teardown the cache may be gone; the
-    // registry still answers.
-    CACHE
-        .try_with(|c| {
-            let c = c.borrow();
-            let hit = c[T::TAG as usize - 1].as_ref().filter(|e| {
-                std::ptr::eq(e.header, handle.cast())
-                    && e.entry.is::<T>()
-                    && e.header.generation.load(Ordering::Relaxed) == e.generation
-            })?;
-            f(&hit.entry)
-        })
-        .ok()
-        .flatten()
+pub(super) fn cached<T: Kind, R>(
+    t: &PerThread,
+    handle: *const c_void,
+    f: impl FnOnce(&Entry) -> Option<R>,
+) -> Option<R> {
+    let c = t.cache.borrow();
+    let hit = c.0[T::TAG as usize - 1].as_ref().filter(|e| {
+        std::ptr::eq(e.header, handle.cast())
+            && e.entry.is::<T>()
+            && e.header.generation.load(Ordering::Relaxed) == e.generation
+    })?;
+    f(&hit.entry)
 }
 
 /// Remembers `entry` as this thread's last lookup of kind `T`.
-pub(super) fn remember<T: Kind>(header: &'static Header, entry: Entry) {
+pub(super) fn remember<T: Kind>(t: &PerThread, header: &'static Header, entry: Entry) {
     let cached = Cached { header, generation: header.generation.load(Ordering::Relaxed), entry };
     // Replacing a cached `Weak` runs no object's `Drop` (a `Weak` only frees
     // memory), so nothing can re-enter the cache here.
-    let _ = CACHE.try_with(|c| c.borrow_mut()[T::TAG as usize - 1] = Some(cached));
+    t.cache.borrow_mut().0[T::TAG as usize - 1] = Some(cached);
 }

@@ -47,6 +47,11 @@ pub struct PeerFigures {
     pub usm_device_alloc_free_4k_ns: Option<f64>,
     /// The same on two threads at once, wall time per pair of both (device USM only).
     pub usm_device_alloc_free_4k_2t_ns: Option<f64>,
+    /// libc's malloc(64) + free on one thread, and per call on two at once: the reference of the
+    /// two-thread rows (threads that share nothing; absent from an older program's output).
+    pub libc_malloc_free_64_ns: Option<f64>,
+    /// See `libc_malloc_free_64_ns`.
+    pub libc_malloc_free_64_2t_ns: Option<f64>,
     /// `spread NAME BEST WORST` lines: the best and worst timed run of a figure.
     pub spreads: Vec<(String, f64, f64)>,
 }
@@ -86,6 +91,8 @@ const NAMES: [&str; 7] = [
 pub const USM_ALLOC_NAME: &str = "cl_usm_host_alloc_free_4k_ns";
 /// The device USM allocation figures, one thread and two, printed only by devices with device USM.
 const USM_DEVICE_NAMES: [&str; 2] = ["cl_usm_device_alloc_free_4k_ns", "cl_usm_device_alloc_free_4k_2t_ns"];
+/// The reference figures of the two-thread rows, one thread and two.
+const REFERENCE_NAMES: [&str; 2] = ["libc_malloc_free_64_ns", "libc_malloc_free_64_2t_ns"];
 
 /// Builds (cached), runs the program on PoCL's platform and parses its output.
 pub fn run_peer() -> Result<PeerFigures, String> {
@@ -333,6 +340,7 @@ fn parse(stdout: &str) -> Result<PeerFigures, String> {
     let mut vals: [Option<f64>; 7] = [None; 7];
     let mut usm_alloc = None;
     let mut usm_device = [None; 2];
+    let mut reference = [None; 2];
     let mut spreads = Vec::new();
     let mut about = Vec::new();
     for (lineno, line) in stdout.lines().enumerate() {
@@ -348,6 +356,10 @@ fn parse(stdout: &str) -> Result<PeerFigures, String> {
         }
         if let Some(i) = USM_DEVICE_NAMES.iter().position(|n| *n == name) {
             usm_device[i] = value.parse::<f64>().ok().filter(|v| v.is_finite());
+            continue;
+        }
+        if let Some(i) = REFERENCE_NAMES.iter().position(|n| *n == name) {
+            reference[i] = value.parse::<f64>().ok().filter(|v| v.is_finite());
             continue;
         }
         if name == "spread" {
@@ -386,6 +398,8 @@ fn parse(stdout: &str) -> Result<PeerFigures, String> {
         usm_host_alloc_free_4k_ns: usm_alloc,
         usm_device_alloc_free_4k_ns: usm_device[0],
         usm_device_alloc_free_4k_2t_ns: usm_device[1],
+        libc_malloc_free_64_ns: reference[0],
+        libc_malloc_free_64_2t_ns: reference[1],
         spreads,
     })
 }

@@ -80,6 +80,7 @@ use crate::runtime::buffer::store::{Imported, Store};
 use crate::runtime::buffer::{check_exclusive, mem_flags, Buffer};
 use crate::runtime::context::Context;
 use crate::runtime::device::Device;
+use crate::runtime::info::{Extension, Requires, EXTENSIONS};
 use crate::sys::addr::HostAddr;
 use crate::sys::dma_buf::DmaBuf;
 use crate::sys::mmap::{Access, Mapping};
@@ -104,14 +105,23 @@ pub const HOST_EXTENSION: &str = "cl_arm_import_memory_host";
 /// The extension string of dma-buf import.
 pub const DMA_BUF_EXTENSION: &str = "cl_arm_import_memory_dma_buf";
 
+/// The three strings need a device that reaches host memory directly
+/// ([`extensions`]); listed last, in this order.
+#[linkme::distributed_slice(EXTENSIONS)]
+static EXTENSION_ROW: Extension = Extension::new(EXTENSION, Requires::HostUnifiedMemory, 500);
+#[linkme::distributed_slice(EXTENSIONS)]
+static HOST_EXTENSION_ROW: Extension = Extension::new(HOST_EXTENSION, Requires::HostUnifiedMemory, 501);
+#[linkme::distributed_slice(EXTENSIONS)]
+static DMA_BUF_EXTENSION_ROW: Extension = Extension::new(DMA_BUF_EXTENSION, Requires::HostUnifiedMemory, 502);
+
 /// The import extension strings `device` reports: all three for a device
 /// with host-unified memory (the CPU device, edu), none for a device that
 /// only reaches its own memory (a BAR device: an import of a context with it
 /// fails, it never copies).
 ///
 /// No OpenCL function of its own: the strings `CL_DEVICE_EXTENSIONS` lists
-/// for the device (the runtime's table, `runtime::info::EXTENSIONS`, says
-/// they need host-unified memory).
+/// for the device (their rows of `runtime::info::EXTENSIONS` say they need
+/// host-unified memory).
 ///
 /// ```
 /// use dmabridge::ext::arm_import;

@@ -24,9 +24,17 @@ use crate::error::{ClError, ClErrorKind, ClResult};
 use crate::memory::heap::{AllocInfo, ExportError};
 use crate::runtime::buffer::{mem_flags, Buffer};
 use crate::runtime::context::Context;
-use crate::runtime::info::InfoValue;
+use crate::runtime::info::{Extension, InfoValue, Requires, EXTENSIONS};
 use crate::sys::dma_buf::DmaBuf;
 use crate::sys::udmabuf::Udmabuf;
+
+/// The extension's string (`CL_DMABRIDGE_DMA_BUF_EXPORT_EXTENSION_NAME` of
+/// `include/CL/cl_dmabridge.h`).
+pub const EXTENSION: &str = "cl_dmabridge_dma_buf_export";
+
+/// Listed where exports work: `/dev/udmabuf` opens ([`available`]).
+#[linkme::distributed_slice(EXTENSIONS)]
+static EXTENSION_ROW: Extension = Extension::new(EXTENSION, Requires::Udmabuf, 300);
 
 /// `cl_dma_buf_info_dmabridge` values: the queries of
 /// `clGetMemAllocDmaBufInfoDMABRIDGE` and `clGetMemObjectDmaBufInfoDMABRIDGE`.

@@ -10,19 +10,46 @@ pub mod usm_commands;
 
 #[cfg(test)]
 mod tests {
-    use crate::runtime::info::{Requires, DMA_BUF_EXPORT_EXTENSION, EXTENSIONS};
+    use crate::runtime::info::{extensions, Requires, EXTENSIONS};
 
-    /// The runtime lists each extension string from its table; every string
-    /// an extension module names is there, with the capability it needs.
+    /// The runtime lists each extension string from the rows the modules
+    /// register; every string an extension module names is there, with the
+    /// capability it needs.
     #[test]
     fn extension_strings_are_in_the_runtime_table() {
         let requires = |name: &str| EXTENSIONS.iter().find(|e| e.name == name).map(|e| e.requires);
+        assert_eq!(requires(super::usm::EXTENSION), Some(Requires::Always));
         assert_eq!(requires(super::amd_bus::EXTENSION), Some(Requires::DmaDomain));
-        assert_eq!(requires(DMA_BUF_EXPORT_EXTENSION), Some(Requires::Udmabuf));
+        assert_eq!(requires(super::dma_buf_export::EXTENSION), Some(Requires::Udmabuf));
         for name in
             [super::arm_import::EXTENSION, super::arm_import::HOST_EXTENSION, super::arm_import::DMA_BUF_EXTENSION]
         {
             assert_eq!(requires(name), Some(Requires::HostUnifiedMemory), "{name}");
         }
+    }
+
+    /// The registered rows, in the order they are reported: the order of
+    /// the strings `clGetPlatformInfo` users have seen since the table was
+    /// one list. Order keys and names are unique (the linker gathers rows in
+    /// no set order, so a shared key would make the order depend on it).
+    #[test]
+    fn extension_rows_are_reported_in_their_fixed_order() {
+        let names: Vec<_> = extensions().iter().map(|e| e.name).collect();
+        assert_eq!(
+            names,
+            [
+                "cl_intel_unified_shared_memory",
+                "cl_khr_icd",
+                "cl_dmabridge_dma_buf_export",
+                "cl_amd_bus_addressable_memory",
+                "cl_arm_import_memory",
+                "cl_arm_import_memory_host",
+                "cl_arm_import_memory_dma_buf",
+            ]
+        );
+        let mut orders: Vec<_> = EXTENSIONS.iter().map(|e| e.order).collect();
+        orders.sort_unstable();
+        orders.dedup();
+        assert_eq!(orders.len(), EXTENSIONS.len(), "two rows share an order key");
     }
 }

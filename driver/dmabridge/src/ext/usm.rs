@@ -17,9 +17,16 @@ use crate::memory::heap::{AllocInfo, AllocKind, AllocMeta, FreeError};
 use crate::runtime::backend::domain::DmaDomain;
 use crate::runtime::context::{Context, Freed};
 use crate::runtime::device::{Device, UsmCaps};
-use crate::runtime::info::InfoValue;
+use crate::runtime::info::{Extension, InfoValue, Requires, EXTENSIONS};
 use crate::runtime::platform::Platform;
 use crate::sys::addr::{HostAddr, Iova};
+
+/// The extension's string.
+pub const EXTENSION: &str = "cl_intel_unified_shared_memory";
+
+/// Listed everywhere (host memory is all it needs), first in the lists.
+#[linkme::distributed_slice(EXTENSIONS)]
+static EXTENSION_ROW: Extension = Extension::new(EXTENSION, Requires::Always, 100);
 
 /// `CL_MEM_ALLOC_FLAGS_INTEL`: the only allocation property.
 pub const MEM_ALLOC_FLAGS: u64 = 0x4195;

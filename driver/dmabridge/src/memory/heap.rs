@@ -52,7 +52,9 @@ fn class_size(c: usize) -> usize {
 
 /// The calling thread's shard (below [`SHARDS`]): threads get them in turn
 /// as they first ask, so the first [`SHARDS`] threads of a process all
-/// differ. Also what spreads a context's free gate ([`FreeGate`](crate::runtime::free_gate::FreeGate)).
+/// differ. A free finds the shard of its allocation instead
+/// ([`Heap::shard_of`]), which spreads a context's free gate
+/// ([`FreeGate`](crate::runtime::free_gate::FreeGate)).
 pub(crate) fn shard() -> usize {
     use std::sync::atomic::AtomicUsize;
     static NEXT: AtomicUsize = AtomicUsize::new(0);
@@ -677,6 +679,22 @@ impl Heap {
         }
     }
 
+    /// The shard of the pool the allocation at `ptr` came from (the
+    /// allocating thread's, [`shard`]); for a large allocation, or a
+    /// pointer that is none of this heap's, one taken from the address.
+    /// Lock-free, and reads no thread-local: what spreads the frees of a
+    /// context over its free gate.
+    pub(crate) fn shard_of(&self, ptr: usize) -> usize {
+        let g = self.va.granule_of(ptr);
+        let rec = g.and_then(|g| self.table.start_of(g)).and_then(|start| self.table.record(start));
+        match rec {
+            Some(rec) if rec.kind.load(Ordering::Acquire) == CHUNK => {
+                rec.shard.load(Ordering::Relaxed) as usize % SHARDS
+            }
+            _ => ptr / GRANULE % SHARDS,
+        }
+    }
+
     /// True if `rec` is a chunk of the pool of class `c` in shard `s`
     /// (checked under that pool's lock, which every change of it takes).
     fn is_chunk_of(&self, rec: &Record, c: usize, s: usize) -> bool {
@@ -1191,6 +1209,22 @@ pub(crate) mod tests {
         // A free from another thread goes back to the allocating shard's pool.
         assert!(finishes_on_another_shard((), || assert_eq!(h.free(p).unwrap().size, 4096)));
         assert_eq!(h.stats().live, 0);
+    }
+
+    #[test]
+    fn the_shard_of_an_allocation_is_its_allocating_threads_from_any_thread() {
+        let h = Heap::with_granules(16).unwrap();
+        let small = h.alloc(4096, 0, AllocMeta::HOST).unwrap().as_ptr() as usize;
+        let large = h.alloc(3 * GRANULE, 0, AllocMeta::HOST).unwrap().as_ptr() as usize;
+        let mine = shard();
+        std::thread::spawn(move || {
+            assert_eq!(h.shard_of(small), mine, "the pool the allocation came from");
+            assert!(h.shard_of(large) < SHARDS && h.shard_of(usize::MAX) < SHARDS);
+            h.free(small).unwrap();
+            h.free(large).unwrap();
+        })
+        .join()
+        .unwrap();
     }
 
     /// Marks the allocation at `p` exported, as `export_dmabuf` does after

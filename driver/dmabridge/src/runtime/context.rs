@@ -27,7 +27,7 @@ pub struct Context {
     /// memory takes it for writing, a free in the heap for reading and only
     /// while claims exist (see "Frees and range claims" below).
     owned: RwLock<Owned>,
-    /// What a free in the heap enters (its thread's shard) and what making
+    /// What a free in the heap enters (its allocation's shard) and what making
     /// or running a claim closes (every shard).
     gate: FreeGate,
     /// Claims listed in `owned`: raised only with the gate closed, so a
@@ -399,11 +399,13 @@ fn lookup_local(owned: &Owned, ptr: usize) -> Option<AllocInfo> {
 /// claim ([`Context::free_usm_with`], [`Context::free_heap_with`]), and the
 /// command acts only through [`RangeClaim::run`], which skips a cancelled
 /// claim. Claiming and running a claim close the context's free gate (every
-/// shard) and hold `owned`; a free in the heap enters the gate (its thread's
-/// shard only) and cancels under `owned` read, which it takes only when
-/// claims exist; a free of local memory holds `owned` for writing. So no
-/// free happens between a check and the action it guards, and the common
-/// free (heap, no claims) takes no lock another thread's free takes.
+/// shard) and hold `owned`; a free in the heap enters the gate (only the
+/// shard of its allocation's pool, the allocating thread's) and cancels
+/// under `owned` read, which it takes only when claims exist; a free of
+/// local memory holds `owned` for writing. So no free happens between a
+/// check and the action it guards, and the common free (heap, no claims,
+/// of the freeing thread's own allocation) takes no lock another thread's
+/// free takes.
 impl Context {
     fn owned_read(&self) -> RwLockReadGuard<'_, Owned> {
         self.owned.read().unwrap_or_else(|e| e.into_inner())
@@ -462,7 +464,7 @@ impl Context {
     /// the claims on it, inside the free gate: no claim is made or run
     /// between the free and its cancellation.
     pub(crate) fn free_heap_with<T, E>(&self, ptr: usize, heap_free: impl FnOnce() -> Result<T, E>) -> Result<T, E> {
-        let _freeing = self.gate.free();
+        let _freeing = self.gate.free(self.heap.shard_of(ptr));
         let freed = heap_free();
         // Claims are only added with the gate closed: 0 seen here stays 0
         // until `_freeing` drops.
@@ -559,7 +561,7 @@ mod tests {
         // What a local-memory free, a claim being made and one being run
         // hold: `owned` for writing. Without claims, a free in the heap
         // does not wait for it (nor for the gate shard of another thread).
-        let held = (ctx.owned_write(), ctx.gate.free());
+        let held = (ctx.owned_write(), ctx.gate.free(crate::memory::heap::shard()));
         let done = finishes_on_another_shard(held, || {
             for _ in 0..1000 {
                 let p = usm::device_mem_alloc(&ctx, cpu, &[], 4096, 0).unwrap();

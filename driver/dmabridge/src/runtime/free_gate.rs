@@ -4,13 +4,18 @@
 //! Frees are the common path (every `clMemFreeINTEL`); claims are rare
 //! (`clEnqueueMigrateMemINTEL`, `clEnqueueSVMMigrateMem`). So the gate is a
 //! big-reader lock: one reader-writer lock per shard, each on a cache line
-//! of its own. A free takes its thread's shard for reading — a lock no other
-//! thread of another shard touches — and whoever must exclude every free
-//! (making a claim, running one) takes all shards for writing, in order.
+//! of its own. A free takes one shard for reading — the shard of the pool
+//! its allocation came from, which is the allocating thread's, so threads
+//! that free what they allocated touch no lock another one touches — and
+//! whoever must exclude every free (making a claim, running one) takes all
+//! shards for writing, in order. (Which shard a free takes does not matter
+//! for the exclusion; the allocation's rather than the calling thread's
+//! saves the thread-local of the thread's shard, which in the ICD, a shared
+//! library, costs a call into the dynamic linker.)
 
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-use crate::memory::heap::{shard, SHARDS};
+use crate::memory::heap::SHARDS;
 
 /// One shard's lock, alone on its cache line(s).
 #[derive(Debug, Default)]
@@ -30,9 +35,11 @@ pub(crate) struct Freeing<'a>(#[allow(dead_code)] RwLockReadGuard<'a, ()>);
 pub(crate) struct Closed<'a>(#[allow(dead_code)] Vec<RwLockWriteGuard<'a, ()>>);
 
 impl FreeGate {
-    /// Enters as a free (the calling thread's shard, for reading).
-    pub(crate) fn free(&self) -> Freeing<'_> {
-        Freeing(self.shards[shard()].0.read().unwrap_or_else(|e| e.into_inner()))
+    /// Enters as a free, in shard `shard` (below [`SHARDS`], for reading):
+    /// the heap's [`Heap::shard_of`](crate::memory::heap::Heap::shard_of)
+    /// the allocation.
+    pub(crate) fn free(&self, shard: usize) -> Freeing<'_> {
+        Freeing(self.shards[shard % SHARDS].0.read().unwrap_or_else(|e| e.into_inner()))
     }
 
     /// Waits until no free runs and keeps every free out until the guard
@@ -49,10 +56,12 @@ mod tests {
     #[test]
     fn a_closed_gate_keeps_frees_out_and_frees_keep_it_from_closing() {
         let gate = FreeGate::default();
-        let f = gate.free();
-        // A free of another thread enters beside it; closing waits for both.
+        let f = gate.free(0);
+        // A free of another shard or the same enters beside it; closing
+        // waits for them.
         std::thread::scope(|s| {
-            s.spawn(|| drop(gate.free())).join().unwrap();
+            s.spawn(|| drop(gate.free(1))).join().unwrap();
+            s.spawn(|| drop(gate.free(0))).join().unwrap();
             let closer = s.spawn(|| drop(gate.close()));
             std::thread::sleep(std::time::Duration::from_millis(20));
             assert!(!closer.is_finished(), "a free is running: the gate cannot close");
@@ -61,7 +70,7 @@ mod tests {
         });
         let closed = gate.close();
         std::thread::scope(|s| {
-            let free = s.spawn(|| drop(gate.free()));
+            let free = s.spawn(|| drop(gate.free(SHARDS - 1)));
             std::thread::sleep(std::time::Duration::from_millis(20));
             assert!(!free.is_finished(), "the gate is closed: no free enters");
             drop(closed);

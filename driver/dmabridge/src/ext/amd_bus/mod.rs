@@ -53,6 +53,7 @@ use crate::runtime::buffer::store::Store;
 use crate::runtime::buffer::{check_exclusive, mem_flags, Buffer};
 use crate::runtime::context::Context;
 use crate::runtime::event::Event;
+use crate::runtime::info::{Extension, Requires, EXTENSIONS};
 use crate::runtime::platform::Platform;
 use crate::runtime::queue::{check_wait_list, CommandUse, Queue};
 use crate::sys::addr::{BusAddr, HostAddr};
@@ -70,6 +71,11 @@ pub const FLAGS: u64 = BUS_ADDRESSABLE | EXTERNAL_PHYSICAL;
 /// The extension's name, as `CL_PLATFORM_EXTENSIONS` and
 /// `CL_DEVICE_EXTENSIONS` list it where it works.
 pub const EXTENSION: &str = "cl_amd_bus_addressable_memory";
+
+/// Listed where buffers can be made resident: the platform has a VFIO
+/// domain ([`available`]).
+#[linkme::distributed_slice(EXTENSIONS)]
+static EXTENSION_ROW: Extension = Extension::new(EXTENSION, Requires::DmaDomain, 400);
 
 /// The command types of the extension's commands' events
 /// (`CL_EVENT_COMMAND_TYPE`): the runtime's, which names them in messages.
@@ -572,7 +578,7 @@ pub fn cpu_pages(buffer: &Buffer) -> ClResult<(*mut u8, *mut u32)> {
 
 /// True if the extension works on this platform: it has a VFIO domain in
 /// which buffers can be made resident, the capability for which the
-/// runtime's extension table (`runtime::info::EXTENSIONS`) lists
+/// extension's row of `runtime::info::EXTENSIONS` lists
 /// `cl_amd_bus_addressable_memory`.
 ///
 /// ```

@@ -39,8 +39,7 @@ mod value;
 
 pub use device::device_info;
 pub use extensions::{
-    device_extensions, platform_extensions, Extension, Requires, DMA_BUF_EXPORT_EXTENSION, EXTENSIONS,
-    EXTENSION_VERSION,
+    device_extensions, extensions, platform_extensions, Extension, Requires, EXTENSIONS, EXTENSION_VERSION,
 };
 pub use kernel::{kernel_info, kernel_work_group_info};
 pub use objects::{context_info, event_info, event_profiling_info, queue_info};
