@@ -394,10 +394,23 @@ test-arm64-doc:
 # --check: the ICD's generated stubs.rs is what its generator writes.
 # gen-cl-asserts.py --check: the ICD's cl_constants.rs (the core's OpenCL
 # constants asserted against opencl-sys) is what its generator writes.
+# tools/layercheck: no module of the library names a layer above its own
+# (sys < memory < runtime < ext < pipeline, tools/layercheck/layers.conf),
+# every path resolved (use trees, crate/self/super, aliases, macro calls);
+# then its own tests, on fixtures that must fail and pass.
+# constants asserted against opencl-sys) is what its generator writes. The lock
+# check: every lock in driver/*/src is taken through dmabridge::sync (one
+# policy: a poisoned lock is taken all the same, see driver/dmabridge/src/sync.rs),
+# so no unwrap or expect of a lock, and no PoisonError handled anywhere else.
+LOCK_MISUSE := \.(lock|read|write|get_mut)\(\)\.(unwrap|expect)\(|\.wait\([^()]*\)\.(unwrap|expect)\(|PoisonError
 lint:
 	tests/lint-pipes
 	cd driver/dmabridge-icd && python3 tools/gen-stubs.py --check
 	driver/dmabridge-icd/tools/gen-cl-asserts.py --check
+	$(CARGO) run -p layercheck --quiet -- driver/dmabridge/src
+	$(CARGO) test -p layercheck --quiet
+	@if grep -rnE '$(LOCK_MISUSE)' --include='*.rs' driver/*/src | grep -v '^driver/dmabridge/src/sync.rs:'; then \
+	    echo "lint: take locks with dmabridge::sync::{lock, read, write, wait, get_mut} (see driver/dmabridge/src/sync.rs)"; exit 1; fi
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	$(CARGO) clippy -p dmabridge-tests --test guest --test rig -- -D warnings

@@ -182,5 +182,7 @@ pub fn boundless_device(index: u16, name: &str) -> std::sync::Arc<dmabridge::run
         usm: no_usm,
         svm: 0,
         compute_units: 1,
+        backend: None,
+        dma_domain: None,
     })
 }

@@ -62,8 +62,10 @@ fn pattern(len: usize, seed: u8) -> Vec<u8> {
 
 fn bus_buffer(ctx: &Arc<Context>, data: &[u8]) -> Arc<Buffer> {
     // SAFETY: `data` holds `data.len()` bytes.
-    unsafe { Buffer::create(ctx, BUS_ADDRESSABLE | mem_flags::COPY_HOST_PTR, data.len(), data.as_ptr() as *mut u8) }
-        .unwrap()
+    unsafe {
+        amd_bus::create_buffer(ctx, BUS_ADDRESSABLE | mem_flags::COPY_HOST_PTR, data.len(), data.as_ptr() as *mut u8)
+    }
+    .unwrap()
 }
 
 fn surface_bytes(b: &Buffer) -> Vec<u8> {
@@ -291,7 +293,7 @@ fn child_external_physical_buffers_are_written_peer_to_peer_and_signalled() {
     let create = |at: BusAddress, size: usize| {
         let mut at = at;
         // SAFETY: a whole BusAddress.
-        unsafe { Buffer::create(&r.ctx, EXTERNAL_PHYSICAL, size, &mut at as *mut BusAddress as *mut u8) }
+        unsafe { amd_bus::create_buffer(&r.ctx, EXTERNAL_PHYSICAL, size, &mut at as *mut BusAddress as *mut u8) }
     };
     assert_eq!(external::find_bar(BusAddr(bar + 5)).map(|s| (s.address, s.bar)), Some((addr(IVSHMEM), 2)));
     let x = create(at, 8192).unwrap();
@@ -394,7 +396,7 @@ fn child_external_physical_buffers_are_written_peer_to_peer_and_signalled() {
 fn create_external(ctx: &Arc<Context>, surface: u64, marker: u64, size: usize) -> ClResult<Arc<Buffer>> {
     let mut at = BusAddress { surface_bus_address: BusAddr(surface), marker_bus_address: BusAddr(marker) };
     // SAFETY: a whole BusAddress.
-    unsafe { Buffer::create(ctx, EXTERNAL_PHYSICAL, size, &mut at as *mut BusAddress as *mut u8) }
+    unsafe { amd_bus::create_buffer(ctx, EXTERNAL_PHYSICAL, size, &mut at as *mut BusAddress as *mut u8) }
 }
 
 /// Launches the CPU device's built-in `name` with `args` (buffers and
@@ -679,7 +681,7 @@ fn limits_child_bar_device_memory_is_not_shared() {
     let create = |surface: u64, marker: u64, size: usize| {
         let mut at = BusAddress { surface_bus_address: BusAddr(surface), marker_bus_address: BusAddr(marker) };
         // SAFETY: a whole BusAddress.
-        unsafe { Buffer::create(&ctx, EXTERNAL_PHYSICAL, size, &mut at as *mut BusAddress as *mut u8) }
+        unsafe { amd_bus::create_buffer(&ctx, EXTERNAL_PHYSICAL, size, &mut at as *mut BusAddress as *mut u8) }
     };
     // A device allocation's bytes are not taken by an external buffer's
     // surface or signal surface.

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use dmabridge::error::code;
-use dmabridge::ext::amd_bus::{BusAddress, EXTERNAL_PHYSICAL};
+use dmabridge::ext::amd_bus::{self, BusAddress, EXTERNAL_PHYSICAL};
 use dmabridge::ext::{usm, usm_commands};
 use dmabridge::runtime::backend::LocalMemory;
 use dmabridge::runtime::buffer::{commands, Buffer};
@@ -251,7 +251,7 @@ fn external_buffer(ctx: &Arc<Context>) -> Result<Arc<Buffer>, dmabridge::error::
         marker_bus_address: BusAddr(bar + len / 2 + 0x10_0000),
     };
     // SAFETY: a whole BusAddress.
-    unsafe { Buffer::create(ctx, EXTERNAL_PHYSICAL, 0x1_0000, &mut at as *mut BusAddress as *mut u8) }
+    unsafe { amd_bus::create_buffer(ctx, EXTERNAL_PHYSICAL, 0x1_0000, &mut at as *mut BusAddress as *mut u8) }
 }
 
 /// ivshmem 0000:00:08.0 (the BAR device

@@ -17,7 +17,7 @@ use dmabridge_tests::{cpu_context_and_queue, err_kind};
 
 fn bus_buffer(ctx: &Arc<dmabridge::runtime::context::Context>, size: usize) -> Arc<Buffer> {
     // SAFETY: no host pointer.
-    unsafe { Buffer::create(ctx, BUS_ADDRESSABLE, size, null_mut()) }.unwrap()
+    unsafe { amd_bus::create_buffer(ctx, BUS_ADDRESSABLE, size, null_mut()) }.unwrap()
 }
 
 #[test]
@@ -28,7 +28,7 @@ fn bus_addressable_buffers_follow_the_flag_rules() {
     use mem_flags::*;
     // SAFETY (every call below): `p` holds 10 000 readable bytes; refused
     // calls read nothing.
-    let create = |flags: u64, size: usize, ptr: *mut u8| unsafe { Buffer::create(&ctx, flags, size, ptr) };
+    let create = |flags: u64, size: usize, ptr: *mut u8| unsafe { amd_bus::create_buffer(&ctx, flags, size, ptr) };
     for bad in [BUS_ADDRESSABLE | ALLOC_HOST_PTR, BUS_ADDRESSABLE | USE_HOST_PTR, BUS_ADDRESSABLE | EXTERNAL_PHYSICAL] {
         assert_eq!(err_kind(create(bad, 64, p)), ClErrorKind::InvalidValue, "flags {bad:#x}");
     }
@@ -74,7 +74,7 @@ fn external_physical_buffers_check_their_bus_addresses() {
         let mut at = at;
         let p = at.as_mut().map_or(null_mut(), |a| a as *mut BusAddress as *mut u8);
         // SAFETY: `p` is NULL or a whole BusAddress.
-        unsafe { Buffer::create(&ctx, flags, 4096, p) }
+        unsafe { amd_bus::create_buffer(&ctx, flags, 4096, p) }
     };
     let good = BusAddress { surface_bus_address: BusAddr(0x1000_0000), marker_bus_address: BusAddr(0x1000_1000) };
     for bad in [

@@ -418,6 +418,8 @@ fn a_context_with_a_device_that_cannot_reach_host_memory_refuses_the_import() {
         usm: cpu.usm,
         svm: 0,
         compute_units: 1,
+        backend: None,
+        dma_domain: None,
     });
     let ctx = Context::new(&[cpu, dev]).unwrap();
     let mut data = vec![0u8; 64];

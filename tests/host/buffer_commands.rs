@@ -350,6 +350,8 @@ fn a_sub_buffer_misaligned_for_the_queues_device_is_refused_at_enqueue() {
         usm: cpu.usm,
         svm: cpu.svm,
         compute_units: 1,
+        backend: None,
+        dma_domain: None,
     });
     let ctx = Context::new(&[cpu.clone(), strict.clone()]).unwrap();
     let q = Queue::new(&ctx, &strict, QueueProps::default()).unwrap();

@@ -59,6 +59,8 @@ fn stray_device() -> Arc<Device> {
         usm: cpu.usm,
         svm: cpu.svm,
         compute_units: 1,
+        backend: None,
+        dma_domain: None,
     })
 }
 

@@ -352,6 +352,8 @@ fn odd_device() -> Arc<Device> {
         usm: UsmCaps { host: 1, device: 3, single_device_shared: 5, cross_device_shared: 0, shared_system: 9 },
         svm: 1,
         compute_units: 3,
+        backend: None,
+        dma_domain: None,
     })
 }
 
@@ -369,6 +371,8 @@ fn accelerator(host_unified_memory: bool) -> Arc<Device> {
         usm: UsmCaps { host: 1, device: 1, single_device_shared: 1, cross_device_shared: 1, shared_system: 0 },
         svm: 1,
         compute_units: 1,
+        backend: None,
+        dma_domain: None,
     })
 }
 

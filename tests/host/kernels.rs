@@ -87,6 +87,8 @@ fn the_cpu_device_lists_its_builtins() {
         usm: cpu.usm,
         svm: 0,
         compute_units: 1,
+        backend: None,
+        dma_domain: None,
     });
     assert_eq!(Kernel::builtin(&ctx, &accel, "copy_bytes").unwrap_err().kind, InvalidDevice);
     assert!(builtin_kernel_names(&accel).is_empty() && builtin_kernels_string(&accel).is_empty());

@@ -79,8 +79,9 @@ fn a_failed_device_copy_is_logged_through_the_log_facade() {
         usm: Platform::get().cpu().usm,
         svm: 0,
         compute_units: 1,
+        backend: Some(Arc::new(Broken)),
+        dma_domain: None,
     });
-    Device::attach_backend(&device, Arc::new(Broken));
     let src = [7u8; 100];
     let mut dst = [0u8; 100];
     // SAFETY: both arrays hold 100 bytes and are distinct; the engine does

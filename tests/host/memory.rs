@@ -136,3 +136,48 @@ fn hostile_iova_requests_are_errors() {
     d.restrict_to(&[Iova(0)..=Iova(u64::MAX)]);
     assert_eq!(d.alloc(PAGE, half.0), Ok(half), "the whole space is usable");
 }
+
+/// Poisons a lock of `ctx`'s heap: a thread walks the live allocations
+/// (`for_each_allocation` runs its callback under the pool and large
+/// allocation locks) and panics in the callback at the first allocation
+/// `at` picks.
+fn poison_heap_lock(ctx: &std::sync::Arc<dmabridge::runtime::context::Context>, at: fn(usize) -> bool) {
+    let ctx = ctx.clone();
+    let walk = std::thread::spawn(move || {
+        ctx.heap().for_each_allocation(|a| {
+            if at(a.size) {
+                panic!("a callback that panics under the heap's lock (poisons it on purpose)");
+            }
+        })
+    });
+    assert!(walk.join().is_err(), "the callback panicked");
+}
+
+#[test]
+fn allocations_work_after_a_panic_under_a_heap_lock() {
+    use dmabridge::ext::usm;
+    use dmabridge::runtime::{context::Context, platform::Platform};
+    let ctx = Context::new(std::slice::from_ref(Platform::get().cpu())).unwrap();
+    // Made by this thread, so in this thread's pool of the 4 KiB class; and
+    // one large allocation (above the 2 MiB granule).
+    let small = usm::host_mem_alloc(&ctx, &[], 4096, 0).unwrap();
+    let large = usm::host_mem_alloc(&ctx, &[], 3 << 20, 0).unwrap();
+    // The C boundary catches such panics and the process goes on: its
+    // later calls must not fail because of the poisoned lock.
+    poison_heap_lock(&ctx, |size| size == 4096);
+    poison_heap_lock(&ctx, |size| size == 3 << 20);
+    for size in [4096, 3 << 20] {
+        let p = usm::host_mem_alloc(&ctx, &[], size, 0).expect("an allocation after the panic");
+        // SAFETY: `p` is a fresh allocation of `size` bytes.
+        unsafe { std::ptr::write_bytes(p.as_ptr(), 0x5a, size) };
+        usm::mem_free(&ctx, p.as_ptr()).expect("a free after the panic");
+    }
+    let mut live = Vec::new();
+    ctx.heap().for_each_allocation(|a| live.push(a.base));
+    live.sort_unstable();
+    let mut want = vec![small.as_ptr() as usize, large.as_ptr() as usize];
+    want.sort_unstable();
+    assert_eq!(live, want, "the walk sees the live allocations, no more");
+    usm::mem_free(&ctx, small.as_ptr()).unwrap();
+    usm::mem_free(&ctx, large.as_ptr()).unwrap();
+}

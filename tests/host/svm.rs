@@ -53,6 +53,8 @@ fn fine_grain_and_atomics_need_every_device() {
         usm: Platform::get().cpu().usm,
         svm: svm_caps::COARSE_GRAIN_BUFFER,
         compute_units: 1,
+        backend: None,
+        dma_domain: None,
     });
     let c = Context::new(&[Platform::get().cpu().clone(), coarse_only]).unwrap();
     assert_eq!(kind(svm::svm_alloc(&c, flags::FINE_GRAIN_BUFFER, 64, 0)), InvalidOperation);

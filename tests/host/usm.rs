@@ -22,6 +22,8 @@ fn no_usm_device(index: u16) -> Arc<Device> {
         usm: UsmCaps { host: 0, device: 0, single_device_shared: 0, cross_device_shared: 0, shared_system: 0 },
         svm: 0,
         compute_units: 1,
+        backend: None,
+        dma_domain: None,
     })
 }
 

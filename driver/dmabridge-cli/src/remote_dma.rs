@@ -139,7 +139,7 @@ pub fn run(args: &Args) -> Outcome {
     let stride = rgba_len.next_multiple_of(4096);
     let slots = stride * args.frames as usize;
     // SAFETY: no host pointer.
-    let input = unsafe { Buffer::create(&ctx, amd_bus::BUS_ADDRESSABLE, yuyv_len, std::ptr::null_mut()) }?;
+    let input = unsafe { amd_bus::create_buffer(&ctx, amd_bus::BUS_ADDRESSABLE, yuyv_len, std::ptr::null_mut()) }?;
     // SAFETY: no host pointer.
     let rgba = unsafe { Buffer::create(&ctx, mem_flags::READ_WRITE, rgba_len, std::ptr::null_mut()) }?;
     let bar = bar2_of(ivshmem)?;
@@ -147,9 +147,10 @@ pub fn run(args: &Args) -> Outcome {
     let at = BusAddress { surface_bus_address: BusAddr(surface), marker_bus_address: BusAddr(surface + slots as u64) };
     let mut at_c = at;
     // SAFETY: a whole BusAddress.
-    let output =
-        unsafe { Buffer::create(&ctx, amd_bus::EXTERNAL_PHYSICAL, slots, &mut at_c as *mut BusAddress as *mut u8) }
-            .context("the external physical buffer on the ivshmem BAR")?;
+    let output = unsafe {
+        amd_bus::create_buffer(&ctx, amd_bus::EXTERNAL_PHYSICAL, slots, &mut at_c as *mut BusAddress as *mut u8)
+    }
+    .context("the external physical buffer on the ivshmem BAR")?;
     let (bus, _) = amd_bus::make_buffers_resident(&cpu_q, std::slice::from_ref(&input), true, &[])?;
     let bus = bus[0];
     let convert = Kernel::builtin(&ctx, &cpu, "yuyv_to_rgba")?;

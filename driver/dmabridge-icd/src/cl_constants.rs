@@ -41,11 +41,6 @@ const _: () = {
     assert!(dmabridge::error::code::INVALID_BUFFER_SIZE as i128 == opencl_sys::CL_INVALID_BUFFER_SIZE as i128, "CL_INVALID_BUFFER_SIZE");
     assert!(dmabridge::error::code::INVALID_GLOBAL_WORK_SIZE as i128 == opencl_sys::CL_INVALID_GLOBAL_WORK_SIZE as i128, "CL_INVALID_GLOBAL_WORK_SIZE");
     assert!(dmabridge::error::code::INVALID_PROPERTY as i128 == opencl_sys::CL_INVALID_PROPERTY as i128, "CL_INVALID_PROPERTY");
-    assert!(dmabridge::ext::arm_import::IMPORT_TYPE_ARM as i128 == opencl_sys::CL_IMPORT_TYPE_ARM as i128, "CL_IMPORT_TYPE_ARM");
-    assert!(dmabridge::ext::arm_import::IMPORT_TYPE_HOST_ARM as i128 == opencl_sys::CL_IMPORT_TYPE_HOST_ARM as i128, "CL_IMPORT_TYPE_HOST_ARM");
-    assert!(dmabridge::ext::arm_import::IMPORT_TYPE_DMA_BUF_ARM as i128 == opencl_sys::CL_IMPORT_TYPE_DMA_BUF_ARM as i128, "CL_IMPORT_TYPE_DMA_BUF_ARM");
-    // Khronos CL/cl_ext.h: SIZE_MAX; opencl-sys 0.6.5: cl_import_properties_arm::MAX (isize::MAX).
-    assert!(dmabridge::ext::arm_import::IMPORT_MEMORY_WHOLE_ALLOCATION_ARM as i128 == usize::MAX as i128, "CL_IMPORT_MEMORY_WHOLE_ALLOCATION_ARM");
     assert!(dmabridge::ext::svm::flags::READ_WRITE as i128 == opencl_sys::CL_MEM_READ_WRITE as i128, "CL_MEM_READ_WRITE");
     assert!(dmabridge::ext::svm::flags::WRITE_ONLY as i128 == opencl_sys::CL_MEM_WRITE_ONLY as i128, "CL_MEM_WRITE_ONLY");
     assert!(dmabridge::ext::svm::flags::READ_ONLY as i128 == opencl_sys::CL_MEM_READ_ONLY as i128, "CL_MEM_READ_ONLY");
@@ -69,6 +64,11 @@ const _: () = {
     assert!(dmabridge::ext::usm::mem_type::SHARED as i128 == opencl_sys::CL_MEM_TYPE_SHARED_INTEL as i128, "CL_MEM_TYPE_SHARED_INTEL");
     assert!(dmabridge::ext::usm_commands::migration::HOST as i128 == opencl_sys::CL_MIGRATE_MEM_OBJECT_HOST as i128, "CL_MIGRATE_MEM_OBJECT_HOST");
     assert!(dmabridge::ext::usm_commands::migration::CONTENT_UNDEFINED as i128 == opencl_sys::CL_MIGRATE_MEM_OBJECT_CONTENT_UNDEFINED as i128, "CL_MIGRATE_MEM_OBJECT_CONTENT_UNDEFINED");
+    assert!(dmabridge::ext::arm_import::IMPORT_TYPE_ARM as i128 == opencl_sys::CL_IMPORT_TYPE_ARM as i128, "CL_IMPORT_TYPE_ARM");
+    assert!(dmabridge::ext::arm_import::IMPORT_TYPE_HOST_ARM as i128 == opencl_sys::CL_IMPORT_TYPE_HOST_ARM as i128, "CL_IMPORT_TYPE_HOST_ARM");
+    assert!(dmabridge::ext::arm_import::IMPORT_TYPE_DMA_BUF_ARM as i128 == opencl_sys::CL_IMPORT_TYPE_DMA_BUF_ARM as i128, "CL_IMPORT_TYPE_DMA_BUF_ARM");
+    // Khronos CL/cl_ext.h: SIZE_MAX; opencl-sys 0.6.5: cl_import_properties_arm::MAX (isize::MAX).
+    assert!(dmabridge::ext::arm_import::IMPORT_MEMORY_WHOLE_ALLOCATION_ARM as i128 == usize::MAX as i128, "CL_IMPORT_MEMORY_WHOLE_ALLOCATION_ARM");
     assert!(dmabridge::runtime::device::usm_caps::ACCESS as i128 == opencl_sys::CL_UNIFIED_SHARED_MEMORY_ACCESS_INTEL as i128, "CL_UNIFIED_SHARED_MEMORY_ACCESS_INTEL");
     assert!(dmabridge::runtime::device::usm_caps::ATOMIC_ACCESS as i128 == opencl_sys::CL_UNIFIED_SHARED_MEMORY_ATOMIC_ACCESS_INTEL as i128, "CL_UNIFIED_SHARED_MEMORY_ATOMIC_ACCESS_INTEL");
     assert!(dmabridge::runtime::device::usm_caps::CONCURRENT_ACCESS as i128 == opencl_sys::CL_UNIFIED_SHARED_MEMORY_CONCURRENT_ACCESS_INTEL as i128, "CL_UNIFIED_SHARED_MEMORY_CONCURRENT_ACCESS_INTEL");

@@ -3,12 +3,11 @@
 //! answers `CL_OUT_OF_RESOURCES`), turn a [`ClError`] into its code and
 //! write `errcode_ret`; the helpers below read the C-shaped arguments
 //! (wait lists, out-parameters, `param_value` buffers) with the checks that
-//! only C needs. One locking policy: `lock` never panics on a poisoned
-//! lock, so one failure cannot turn every later call into a panic.
+//! only C needs. Locks are taken with `dmabridge::sync::lock`, which never
+//! panics on a poisoned lock, so one failure cannot turn every later call into a panic.
 
 use std::ffi::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use dmabridge::error::{ClError, ClResult};
 use dmabridge::runtime::event::Event;
@@ -37,12 +36,6 @@ impl<T> Cl<T> for ClResult<T> {
             code
         })
     }
-}
-
-/// The lock of `m`, also when a panic elsewhere poisoned it: every state
-/// the ICD keeps behind a lock stays consistent between statements.
-pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// Runs `f` under `catch_unwind`, with this thread's state (found once for

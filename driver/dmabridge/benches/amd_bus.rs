@@ -48,7 +48,7 @@ fn us(d: Duration) -> String {
 
 fn bus_buffer(ctx: &Arc<Context>, size: usize) -> Arc<Buffer> {
     // SAFETY: no host pointer.
-    let b = unsafe { Buffer::create(ctx, amd_bus::BUS_ADDRESSABLE, size, null_mut()) }.unwrap();
+    let b = unsafe { amd_bus::create_buffer(ctx, amd_bus::BUS_ADDRESSABLE, size, null_mut()) }.unwrap();
     let (surface, _) = amd_bus::cpu_pages(&b).unwrap();
     // SAFETY: the buffer's surface, not resident yet: fault every page in.
     unsafe { std::ptr::write_bytes(surface, 1, size) };

@@ -21,6 +21,9 @@
 //!    (frames written by the driver into dmabridge memory, converted in place)
 //!    and dropped-frame counting.
 //!
+//! [`sync`] beside them holds the one lock policy: locks are taken also
+//! after a panic poisoned them (why that is sound is written there).
+//!
 //! The faces (C ABI as an OpenCL ICD, CLI) build on these.
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
@@ -30,6 +33,7 @@ pub mod ext;
 pub mod memory;
 pub mod pipeline;
 pub mod runtime;
+pub mod sync;
 pub mod sys;
 
 /// The README's Rust example, compiled as a doctest so that it stays true.

@@ -22,9 +22,10 @@ use super::event::return_event;
 use super::memobj::mem;
 use super::program::{program, ProgramObj};
 use super::queue::queue;
-use crate::entry::{lock, object, slice, status, wait_list, Cl, ClRes};
+use crate::entry::{object, slice, status, wait_list, Cl, ClRes};
 use crate::handles::{self, DeviceObj, Kind, Obj, Tag};
 use crate::info::{get_info, Handles};
+use dmabridge::sync;
 
 /// A kernel of a built-in program, with its program's object (which
 /// `CL_KERNEL_PROGRAM` names and which counts its attached kernels) and the
@@ -82,7 +83,7 @@ pub(crate) unsafe extern "C" fn clCloneKernel(source_kernel: cl_kernel, errcode_
     unsafe {
         object("clCloneKernel", errcode_ret, || {
             let k = handles::get::<KernelObj>(source_kernel.cast())?;
-            let indirect_ptrs = Mutex::new(lock(&k.inner.indirect_ptrs).clone());
+            let indirect_ptrs = Mutex::new(sync::lock(&k.inner.indirect_ptrs).clone());
             k.inner.program.inner.kernels.fetch_add(1, Ordering::AcqRel);
             let obj =
                 KernelObj { kernel: k.inner.kernel.clone_kernel(), program: k.inner.program.clone(), indirect_ptrs };
@@ -272,7 +273,7 @@ pub(crate) unsafe extern "C" fn clSetKernelExecInfo(
         }
         let ptrs: Vec<usize> =
             value.chunks_exact(PTR).map(|c| usize::from_ne_bytes(c.try_into().unwrap_or([0; PTR]))).collect();
-        let mut lists = lock(&k.inner.indirect_ptrs);
+        let mut lists = sync::lock(&k.inner.indirect_ptrs);
         lists[list] = ptrs;
         let union: Vec<*const u8> = lists.iter().flatten().map(|&p| p as *const u8).collect();
         k.inner.kernel.set_exec_info_usm_ptrs(&union);
@@ -517,7 +518,7 @@ pub(crate) unsafe extern "C" fn clEnqueueNativeKernel(
         }
         let copy = Mutex::new(copy);
         let body = Arc::new(move |_: &[KernelArgValue]| {
-            let mut copy = lock(&copy);
+            let mut copy = sync::lock(&copy);
             let p = if copy.is_empty() { std::ptr::null_mut() } else { copy.as_mut_ptr().cast::<c_void>() };
             // SAFETY: the application's function with its argument block
             // (the C contract of clEnqueueNativeKernel); the buffers it

@@ -4,6 +4,7 @@
 use std::ffi::c_void;
 use std::sync::Arc;
 
+use dmabridge::ext;
 use dmabridge::runtime::buffer::rect::{self, CopyRect, HostRect};
 use dmabridge::runtime::buffer::{commands, map, mem_info, Buffer};
 use dmabridge::runtime::event::command_type;
@@ -63,8 +64,8 @@ fn new_buffer(
     // The C contract of `clCreateBuffer`: with USE_HOST_PTR the application
     // keeps `host_ptr` valid for `size` bytes for the buffer's life and
     // touches it only while mapped; with COPY_HOST_PTR it is readable now.
-    // SAFETY: that contract is `Buffer::create`'s.
-    let buffer = unsafe { Buffer::create(&ctx.inner.ctx, flags, size, host_ptr.cast()) }.cl()?;
+    // SAFETY: that contract is `ext::create_buffer`'s.
+    let buffer = unsafe { ext::create_buffer(&ctx.inner.ctx, flags, size, host_ptr.cast()) }.cl()?;
     Ok(buffer_handle(buffer, ctx, properties))
 }
 

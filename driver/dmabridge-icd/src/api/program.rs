@@ -13,9 +13,10 @@ use dmabridge::runtime::kernel::builtin_kernel_names;
 use opencl_sys::*;
 
 use super::context::ContextObj;
-use crate::entry::{lock, object, slice, status, ClRes};
+use crate::entry::{object, slice, status, ClRes};
 use crate::handles::{self, DeviceObj, Kind, Obj, Tag};
 use crate::info::{get_info, Handles};
+use dmabridge::sync;
 
 /// What a program was created from.
 #[derive(Debug)]
@@ -256,7 +257,7 @@ unsafe fn check_build(
         // SAFETY: the caller's contract: a non-NULL `options` is a C string.
         unsafe { CStr::from_ptr(options) }.to_string_lossy().into_owned()
     };
-    let mut build = lock(&p.build);
+    let mut build = sync::lock(&p.build);
     build.options = options;
     if let Contents::Source(_) = p.contents {
         build.status = CL_BUILD_ERROR;
@@ -445,7 +446,7 @@ pub(crate) unsafe extern "C" fn clGetProgramBuildInfo(
                 return Err(CL_INVALID_DEVICE);
             }
             let value = {
-                let build = lock(&p.inner.build);
+                let build = sync::lock(&p.inner.build);
                 match param_name {
                     CL_PROGRAM_BUILD_STATUS => InfoValue::I32(build.status),
                     CL_PROGRAM_BUILD_OPTIONS => InfoValue::Str(build.options.clone()),

@@ -46,11 +46,12 @@ use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::Arc;
 
+use dmabridge::sync;
 use opencl_sys::cl_icd::cl_icd_dispatch;
 use opencl_sys::*;
 
 use crate::dispatch::DISPATCH;
-use crate::entry::{lock, ClRes};
+use crate::entry::ClRes;
 use crate::hazard;
 use crate::per_thread::{self, PerThread};
 pub use platform::{
@@ -193,7 +194,7 @@ impl<T> Drop for Obj<T> {
         }
         // The header goes back only now: until here a lookup of the handle
         // finds the registry's `Weak`, which no longer upgrades.
-        let mut registry = lock(registry());
+        let mut registry = sync::lock(registry());
         let entry = registry.live.remove(&(self.header as *const Header as usize));
         registry.quarantine.push_back(self.header);
         drop(registry);
@@ -205,7 +206,7 @@ impl<T> Drop for Obj<T> {
 /// (see [`into_handle`]).
 pub fn new_object<T: Kind>(inner: T) -> Arc<Obj<T>> {
     let inner = Inner { ptr: NonNull::from(Box::leak(Box::new(inner))) };
-    let mut registry = lock(registry());
+    let mut registry = sync::lock(registry());
     let header = registry.header(T::TAG);
     let obj = Arc::new(Obj { header, tag: T::TAG, app_refs: AtomicUsize::new(0), inner });
     registry.live.insert(header as *const Header as usize, Entry::of(&obj));
@@ -244,7 +245,7 @@ pub fn get<T: Kind>(handle: *const c_void) -> ClRes<Arc<Obj<T>>> {
         note_context(state, obj.inner.notifier());
         return Ok(obj);
     }
-    let registry = lock(registry());
+    let registry = sync::lock(registry());
     let (header, entry) = registry.find(handle).filter(|(_, e)| e.is::<T>()).ok_or(T::INVALID)?;
     let obj = entry.upgrade::<T>().ok_or(T::INVALID)?;
     let entry = entry.clone();
@@ -286,7 +287,7 @@ pub(crate) fn with_in<T: Kind, R>(
     }
     if let (true, Some(t)) = (T::TAG.borrowable(), state) {
         let borrowed = cached::<T, _>(t, handle, |e| Some((e.protect(t)?, e.data))).or_else(|| {
-            let registry = lock(registry());
+            let registry = sync::lock(registry());
             let (header, entry) = registry.find(handle).filter(|(_, e)| e.is::<T>())?;
             let protected = entry.protect(t)?;
             let (data, entry) = (entry.data, entry.clone());

@@ -212,7 +212,7 @@ fn contexts_and_devices_stay_cached_side_by_side() {
     });
     ready_rx.recv().unwrap();
     // With the registry locked, only the per-thread cache can answer.
-    let registry = lock(registry());
+    let registry = sync::lock(registry());
     go_tx.send(()).unwrap();
     let answered = done_rx.recv_timeout(std::time::Duration::from_secs(30));
     drop(registry);

@@ -8,6 +8,45 @@ pub mod svm_commands;
 pub mod usm;
 pub mod usm_commands;
 
+use std::sync::Arc;
+
+use crate::error::ClResult;
+use crate::runtime::buffer::Buffer;
+use crate::runtime::context::Context;
+
+/// `clCreateBuffer` with the flags of every extension: a buffer with
+/// `CL_MEM_BUS_ADDRESSABLE_AMD` or `CL_MEM_EXTERNAL_PHYSICAL_AMD` (seed 002)
+/// is [`amd_bus::create_buffer`]'s, any other [`Buffer::create`]'s (which
+/// knows no extension's flags: the runtime does not reach up into this
+/// layer). The entry point the ICD's `clCreateBuffer` calls.
+///
+/// Errors: those of the function it goes to.
+///
+/// # Safety
+/// That of the function it goes to: [`amd_bus::create_buffer`]'s with
+/// either flag, else [`Buffer::create`]'s.
+///
+/// ```
+/// use dmabridge::ext::{self, amd_bus};
+/// use dmabridge::runtime::{context::Context, platform::Platform};
+/// let ctx = Context::new(std::slice::from_ref(Platform::get().cpu()))?;
+/// // SAFETY: no host pointer.
+/// let b = unsafe { ext::create_buffer(&ctx, amd_bus::BUS_ADDRESSABLE, 4096, std::ptr::null_mut()) }?;
+/// assert!(amd_bus::is_bus_addressable(&b));
+/// // SAFETY: as above.
+/// let plain = unsafe { ext::create_buffer(&ctx, 0, 64, std::ptr::null_mut()) }?;
+/// assert!(!amd_bus::is_bus_addressable(&plain));
+/// # Ok::<(), dmabridge::error::ClError>(())
+/// ```
+pub unsafe fn create_buffer(ctx: &Arc<Context>, flags: u64, size: usize, host_ptr: *mut u8) -> ClResult<Arc<Buffer>> {
+    if flags & amd_bus::FLAGS != 0 {
+        // SAFETY: forwarded to the caller (the same contract).
+        return unsafe { amd_bus::create_buffer(ctx, flags, size, host_ptr) };
+    }
+    // SAFETY: forwarded to the caller (the same contract).
+    unsafe { Buffer::create(ctx, flags, size, host_ptr) }
+}
+
 #[cfg(test)]
 mod tests {
     use crate::runtime::info::{extensions, Requires, EXTENSIONS};

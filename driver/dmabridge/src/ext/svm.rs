@@ -176,13 +176,6 @@ pub fn svm_flags(ctx: &Arc<Context>, ptr: *const u8) -> Option<u64> {
 /// # Ok::<(), dmabridge::error::ClError>(())
 /// ```
 pub fn check_use_host_ptr(ctx: &Arc<Context>, ptr: *const u8, size: usize) -> ClResult<()> {
-    match ctx.heap().lookup(ptr as usize).filter(|i| i.meta.kind == AllocKind::Svm) {
-        Some(i) if (ptr as usize - i.base).checked_add(size).is_none_or(|end| end > i.size) => cl_err!(
-            InvalidBufferSize,
-            "a {size}-byte buffer at {ptr:?} runs past the end of its {}-byte SVM allocation at {:#x}",
-            i.size,
-            i.base
-        ),
-        _ => Ok(()),
-    }
+    // The rule is clCreateBuffer's, so the buffer layer holds it.
+    crate::runtime::buffer::check_inside_svm(ctx, ptr, size)
 }

@@ -14,12 +14,12 @@ use std::sync::Arc;
 use crate::cl_err;
 use crate::error::{ClError, ClErrorKind, ClResult};
 use crate::memory::heap::{AllocInfo, AllocKind, AllocMeta, FreeError};
-use crate::runtime::backend::domain::DmaDomain;
+use crate::runtime::backend::residency;
 use crate::runtime::context::{Context, Freed};
 use crate::runtime::device::{Device, UsmCaps};
 use crate::runtime::info::{Extension, InfoValue, Requires, EXTENSIONS};
 use crate::runtime::platform::Platform;
-use crate::sys::addr::{HostAddr, Iova};
+use crate::sys::addr::HostAddr;
 
 /// The extension's string.
 pub const EXTENSION: &str = "cl_intel_unified_shared_memory";
@@ -234,7 +234,7 @@ fn allocate_resident(
     // meanwhile), and it is evicted before its pages are freed (free, drop).
     match unsafe { domain.make_resident(HostAddr::of(p.as_ptr()), size) } {
         Ok(_) => {
-            evict_on_heap_drop(ctx, &domain);
+            residency::evict_on_heap_drop(ctx, &domain);
             Ok(p)
         }
         Err(e) => {
@@ -242,37 +242,6 @@ fn allocate_resident(
             cl_err!(OutOfResources, "making the {size}-byte device allocation resident for {:?}: {e}", device.name)
         }
     }
-}
-
-/// Unpins whatever of `ctx`'s heap is still resident in `domain` when the
-/// heap goes (a context released with live allocations).
-fn evict_on_heap_drop(ctx: &Context, domain: &Arc<DmaDomain>) {
-    let d = domain.clone();
-    let evict = move |start, len| {
-        d.evict_within(HostAddr(start), len);
-    };
-    ctx.heap().on_drop(Arc::as_ptr(domain) as usize, Box::new(evict));
-}
-
-/// Makes the USM allocation `info` of `ctx` resident in `domain` unless it
-/// already is (no reference counted: it stays resident until it is freed,
-/// or its context released). SVM allocations are left alone (their free,
-/// `clSVMFree`, does not evict); so are pointers outside the heap. Returns
-/// the bus address of `info.base`, or `None` when left alone.
-///
-/// What `clEnqueueMigrateMemINTEL` and a kernel launch on an edu queue do to
-/// the allocations they reach (seed 000). Errors as
-/// [`DmaDomain::make_resident`].
-pub(crate) fn keep_resident(ctx: &Context, domain: &Arc<DmaDomain>, info: &AllocInfo) -> ClResult<Option<Iova>> {
-    if info.meta.kind == AllocKind::Svm {
-        return Ok(None);
-    }
-    // SAFETY: a live USM allocation, reached only through raw pointers;
-    // devices write it only through enqueued commands (USM: the host keeps
-    // off meanwhile), and it is evicted before its pages are freed.
-    let iova = unsafe { domain.ensure_resident(HostAddr(info.base), info.size) }?;
-    evict_on_heap_drop(ctx, domain);
-    Ok(Some(iova))
 }
 
 /// The bus address at which `device` reaches `ptr` (any interior pointer of

@@ -298,7 +298,7 @@ pub fn enqueue_migrate_mem(
             let ran = claim.run(|info| {
                 migrate(info, p, size, drop_content);
                 match domain {
-                    Some(domain) => usm::keep_resident(&ctx, &domain, info).map(drop).map_err(|e| {
+                    Some(domain) => backend::residency::keep_resident(&ctx, &domain, info).map(drop).map_err(|e| {
                         log::warn!("clEnqueueMigrateMemINTEL of {p:#x}: {e}");
                         e.code()
                     }),

@@ -9,6 +9,7 @@
 //! so a reader racing with a free (a caller bug) reads a stale or empty record,
 //! never freed memory. Slot arrays of pool chunks are kept likewise.
 
+use crate::sync;
 use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
@@ -168,7 +169,7 @@ impl Table {
             std::iter::once(AtomicU64::new(n as u64)).chain((0..n).map(|_| AtomicU64::new(0))).collect();
         rec.slots.store(Box::into_raw(fresh) as *mut AtomicU64, Ordering::Release);
         if !old.is_null() {
-            self.retired.lock().unwrap().push(old);
+            sync::lock(&self.retired).push(old);
         }
     }
 }
@@ -204,7 +205,7 @@ impl Drop for Table {
                 }
             }
         }
-        for p in self.retired.get_mut().unwrap().drain(..) {
+        for p in sync::get_mut(&mut self.retired).drain(..) {
             // SAFETY: retired arrays are no longer reachable and freed once.
             unsafe { free_slots(p) };
         }

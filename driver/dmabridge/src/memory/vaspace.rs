@@ -261,7 +261,7 @@ impl VaSpace {
     pub(crate) fn punch(&self, offset: usize, len: usize) -> OsResult<()> {
         assert!(offset.checked_add(len).is_some_and(|e| e <= self.len), "range outside the heap");
         // Exports of these pages are no longer the memfd's pages after this.
-        crate::ext::arm_import::forget_exports(self.memfd.as_fd(), offset as u64, len as u64);
+        super::exports::forget(self.memfd.as_fd(), offset as u64, len as u64);
         rustix::fs::fallocate(
             &self.memfd,
             FallocateFlags::PUNCH_HOLE | FallocateFlags::KEEP_SIZE,
@@ -274,7 +274,7 @@ impl VaSpace {
 
 impl Drop for VaSpace {
     fn drop(&mut self) {
-        crate::ext::arm_import::forget_exports(self.memfd.as_fd(), 0, u64::MAX);
+        super::exports::forget(self.memfd.as_fd(), 0, u64::MAX);
         // SAFETY: `raw`/`raw_len` covers exactly the reservation and the
         // memfd mapping inside it; the heap that owns this range is being
         // dropped, so no pointer into it is used again.

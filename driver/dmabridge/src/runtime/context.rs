@@ -3,14 +3,16 @@
 use std::collections::BTreeMap;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Arc, Mutex, OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard, Weak};
 
 use crate::cl_err;
 use crate::error::{ClError, ClErrorKind, ClResult};
 use crate::memory::heap::{AllocInfo, AllocKind, AllocMeta, Heap};
+use crate::sync;
 
 use super::device::Device;
 use super::free_gate::FreeGate;
+use super::queue::Queue;
 
 /// A context (`cl_context`): its devices and its heap of USM and SVM
 /// allocations. Held by `Arc`; clone to retain.
@@ -36,6 +38,11 @@ pub struct Context {
     /// The callbacks of `clSetContextDestructorCallback`, run in reverse
     /// order of registration when the context is dropped.
     destructors: Destructors,
+    /// The live queues of the context, for `clMemBlockingFreeINTEL`
+    /// ([`queue::queues_of`](super::queue::queues_of)): weak, as each queue
+    /// holds its context. Added by `Queue::new`; a queue's drop removes the
+    /// entries of dropped queues.
+    queues: Mutex<Vec<Weak<Queue>>>,
 }
 
 /// A context's destructor callbacks.
@@ -44,7 +51,7 @@ struct Destructors(Mutex<Vec<Box<dyn FnOnce() + Send>>>);
 
 impl std::fmt::Debug for Destructors {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let n = self.0.lock().map_or(0, |v| v.len());
+        let n = sync::lock(&self.0).len();
         f.debug_struct("Destructors").field("count", &n).finish()
     }
 }
@@ -122,6 +129,7 @@ impl Context {
             gate: FreeGate::default(),
             claims: AtomicUsize::new(0),
             destructors: Destructors::default(),
+            queues: Mutex::new(Vec::new()),
         }))
     }
 
@@ -196,22 +204,23 @@ impl Context {
     ///
     /// ```
     /// use std::sync::{Arc, Mutex};
+    /// use dmabridge::sync;
     /// use dmabridge::runtime::{context::Context, platform::Platform};
     /// let ctx = Context::new(std::slice::from_ref(Platform::get().cpu()))?;
     /// let order = Arc::new(Mutex::new(Vec::new()));
     /// for i in 0..3 {
     ///     let o = order.clone();
-    ///     ctx.on_destroy(Box::new(move || o.lock().unwrap().push(i)));
+    ///     ctx.on_destroy(Box::new(move || sync::lock(&o).push(i)));
     /// }
     /// let retained = ctx.clone();
     /// drop(ctx);
-    /// assert!(order.lock().unwrap().is_empty(), "still referenced");
+    /// assert!(sync::lock(&order).is_empty(), "still referenced");
     /// drop(retained);
-    /// assert_eq!(*order.lock().unwrap(), [2, 1, 0]);
+    /// assert_eq!(*sync::lock(&order), [2, 1, 0]);
     /// # Ok::<(), dmabridge::error::ClError>(())
     /// ```
     pub fn on_destroy(&self, f: Box<dyn FnOnce() + Send>) {
-        self.destructors.0.lock().unwrap_or_else(|p| p.into_inner()).push(f);
+        sync::lock(&self.destructors.0).push(f);
     }
 
     /// `clGetSupportedImageFormats`: dmabridge has no images
@@ -408,11 +417,11 @@ fn lookup_local(owned: &Owned, ptr: usize) -> Option<AllocInfo> {
 /// free takes.
 impl Context {
     fn owned_read(&self) -> RwLockReadGuard<'_, Owned> {
-        self.owned.read().unwrap_or_else(|e| e.into_inner())
+        sync::read(&self.owned)
     }
 
     fn owned_write(&self) -> RwLockWriteGuard<'_, Owned> {
-        self.owned.write().unwrap_or_else(|e| e.into_inner())
+        sync::write(&self.owned)
     }
 
     /// Claims `[start, start + len)` if it lies inside one USM or SVM
@@ -530,17 +539,38 @@ impl Drop for RangeClaim {
     }
 }
 
+/// The context's live queues.
+impl Context {
+    /// Adds `queue`, made on this context, to its live queues.
+    pub(crate) fn add_queue(&self, queue: &Arc<Queue>) {
+        let mut queues = sync::lock(&self.queues);
+        queues.retain(|w| w.strong_count() > 0);
+        queues.push(Arc::downgrade(queue));
+    }
+
+    /// The live queues. Upgraded under the lock, and let go of after it:
+    /// dropping the last reference to a queue takes this lock again.
+    pub(crate) fn live_queues(&self) -> Vec<Arc<Queue>> {
+        sync::lock(&self.queues).iter().filter_map(Weak::upgrade).collect()
+    }
+
+    /// Forgets the queues that were dropped (a queue's drop).
+    pub(crate) fn forget_dropped_queues(&self) {
+        sync::lock(&self.queues).retain(|w| w.strong_count() > 0);
+    }
+}
+
 /// Releasing a context frees what it still holds in devices' local memory:
 /// that memory outlives the context (it is the device's).
 impl Drop for Context {
     fn drop(&mut self) {
-        let table = std::mem::take(&mut self.owned.get_mut().unwrap_or_else(|e| e.into_inner()).local);
+        let table = std::mem::take(&mut sync::get_mut_rw(&mut self.owned).local);
         for (base, a) in table {
             if let Some(m) = a.device.local_memory() {
                 let _ = m.free(base as *const u8);
             }
         }
-        let callbacks = std::mem::take(self.destructors.0.get_mut().unwrap_or_else(|p| p.into_inner()));
+        let callbacks = std::mem::take(sync::get_mut(&mut self.destructors.0));
         for f in callbacks.into_iter().rev() {
             f();
         }

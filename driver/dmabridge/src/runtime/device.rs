@@ -1,6 +1,6 @@
 //! Devices: what each can do, as `clGetDeviceInfo` reports it.
 
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::Arc;
 
 use super::backend::bar::BarBackend;
 use super::backend::domain::DmaDomain;
@@ -83,19 +83,13 @@ pub struct Device {
     pub svm: u64,
     /// `CL_DEVICE_MAX_COMPUTE_UNITS`.
     pub compute_units: u32,
+    /// The engine that executes the device's commands; `None` for the CPU
+    /// device, whose commands run on the CPU (see [`Device::backend()`]).
+    pub backend: Option<Arc<dyn Backend>>,
+    /// The IOMMU domain the device's memory is made resident in (edu);
+    /// `None` for the CPU and BAR devices (see [`Device::dma_domain()`]).
+    pub dma_domain: Option<Arc<DmaDomain>>,
 }
-
-/// A device and its backend.
-type Attached = (Weak<Device>, Arc<dyn Backend>);
-
-/// The backend of each device that has one. Kept beside [`Device`] rather
-/// than in a field so that `Device { .. }` literals stay valid; looked up by
-/// identity, and only for non-CPU devices.
-static BACKENDS: Mutex<Vec<Attached>> = Mutex::new(Vec::new());
-
-/// The DMA domain of each device whose memory is made resident in one
-/// (edu): looked up like [`BACKENDS`].
-static DOMAINS: Mutex<Vec<(Weak<Device>, Arc<DmaDomain>)>> = Mutex::new(Vec::new());
 
 /// What the host can give one allocation: a quarter of RAM (1 GiB if
 /// `/proc/meminfo` cannot be read). OpenCL 3.0 asks at least
@@ -135,6 +129,8 @@ impl Device {
                 | svm_caps::FINE_GRAIN_SYSTEM
                 | svm_caps::ATOMICS,
             compute_units: std::thread::available_parallelism().map_or(1, |n| n.get() as u32),
+            backend: None,
+            dma_domain: None,
         })
     }
 
@@ -179,13 +175,9 @@ impl Device {
     /// ```
     pub fn edu(index: u16, backend: Arc<EduBackend>) -> Arc<Device> {
         let window = backend.domain().dma_mask().saturating_add(1) - crate::sys::page_size() as u64;
-        let device = Device::dma_engine(index, backend.name(), host_alloc_limit().min(window), true);
+        let limit = host_alloc_limit().min(window);
         let domain = backend.domain().clone();
-        Device::attach_backend(&device, backend);
-        let mut reg = DOMAINS.lock().unwrap();
-        reg.retain(|(d, _)| d.strong_count() > 0);
-        reg.push((Arc::downgrade(&device), domain));
-        device
+        Device::dma_engine(index, limit, true, backend, Some(domain))
     }
 
     /// The IOMMU domain in which this device's USM device allocations are
@@ -207,14 +199,17 @@ impl Device {
         if self.device_type == DeviceType::Cpu {
             return None;
         }
-        let reg = DOMAINS.lock().unwrap();
-        reg.iter().find(|(d, _)| d.strong_count() > 0 && std::ptr::eq(d.as_ptr(), self)).map(|(_, m)| m.clone())
+        self.dma_domain.clone()
     }
 
-    /// Gives `device` a backend (replacing any). The CPU device never has one.
+    /// The engine that executes this device's commands; `None` for the CPU
+    /// device (and any device without one), whose commands run on the CPU.
+    /// A device's engine is its field `backend`, set when the
+    /// device is made: how a DMA engine becomes a device that
+    /// `clGetDeviceIDs` reports and whose commands it runs.
     ///
-    /// No OpenCL function of its own: how a DMA engine becomes a device
-    /// that `clGetDeviceIDs` reports and whose commands it runs.
+    /// No OpenCL function of its own: where the commands enqueued on the
+    /// device (`clEnqueue*`) run.
     ///
     /// ```
     /// use std::sync::Arc;
@@ -238,29 +233,14 @@ impl Device {
     /// }
     ///
     /// let no_usm = UsmCaps { host: 0, device: 0, single_device_shared: 0, cross_device_shared: 0, shared_system: 0 };
-    /// let device = Arc::new(Device {
+    /// let device = |backend: Option<Arc<dyn Backend>>| Device {
     ///     index: 9, name: "memcpy".into(), device_type: DeviceType::Accelerator,
     ///     max_mem_alloc_size: 1 << 20, max_alignment: 128, host_unified_memory: true,
-    ///     usm: no_usm, svm: 0, compute_units: 1,
-    /// });
-    /// assert!(device.backend().is_none());
-    /// Device::attach_backend(&device, Arc::new(Memcpy));
-    /// assert_eq!(device.backend().unwrap().name(), "memcpy");
-    /// ```
-    pub fn attach_backend(device: &Arc<Device>, backend: Arc<dyn Backend>) {
-        assert!(device.device_type != DeviceType::Cpu, "the CPU device copies on the CPU");
-        let mut reg = BACKENDS.lock().unwrap();
-        reg.retain(|(d, _)| d.strong_count() > 0 && !std::ptr::eq(d.as_ptr(), Arc::as_ptr(device)));
-        reg.push((Arc::downgrade(device), backend));
-    }
-
-    /// The engine that executes this device's commands; `None` for the CPU
-    /// device (and any device without one), whose commands run on the CPU.
+    ///     usm: no_usm, svm: 0, compute_units: 1, backend, dma_domain: None,
+    /// };
+    /// assert!(device(None).backend().is_none());
+    /// assert_eq!(device(Some(Arc::new(Memcpy))).backend().unwrap().name(), "memcpy");
     ///
-    /// No OpenCL function of its own: where the commands enqueued on the
-    /// device (`clEnqueue*`) run.
-    ///
-    /// ```
     /// use dmabridge::runtime::platform::Platform;
     /// assert!(Platform::get().cpu().backend().is_none(), "the CPU device copies on the CPU");
     /// // The accelerators (none on the development host) each have one.
@@ -272,8 +252,7 @@ impl Device {
         if self.device_type == DeviceType::Cpu {
             return None;
         }
-        let reg = BACKENDS.lock().unwrap();
-        reg.iter().find(|(d, _)| d.strong_count() > 0 && std::ptr::eq(d.as_ptr(), self)).map(|(_, b)| b.clone())
+        self.backend.clone()
     }
 
     /// The PCIe function behind the device, if any.
@@ -365,20 +344,25 @@ impl Device {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn bar(index: u16, backend: Arc<BarBackend>) -> Arc<Device> {
-        let device = Device::dma_engine(index, backend.name(), backend.memory().size() as u64, false);
-        Device::attach_backend(&device, backend);
-        device
+        let size = backend.memory().size() as u64;
+        Device::dma_engine(index, size, false, backend, None)
     }
 
     /// An accelerator driven by one DMA engine (edu, a BAR device): plain
     /// USM access of every type, no shared-system access, coarse-grain SVM,
     /// one compute unit; what differs is its largest allocation and whether
     /// its memory is the host's.
-    fn dma_engine(index: u16, name: &str, max_mem_alloc_size: u64, host_unified_memory: bool) -> Arc<Device> {
+    fn dma_engine(
+        index: u16,
+        max_mem_alloc_size: u64,
+        host_unified_memory: bool,
+        backend: Arc<dyn Backend>,
+        dma_domain: Option<Arc<DmaDomain>>,
+    ) -> Arc<Device> {
         let access = usm_caps::ACCESS;
         Arc::new(Device {
             index,
-            name: name.to_owned(),
+            name: backend.name().to_owned(),
             device_type: DeviceType::Accelerator,
             max_mem_alloc_size,
             max_alignment: 128,
@@ -392,6 +376,8 @@ impl Device {
             },
             svm: svm_caps::COARSE_GRAIN_BUFFER,
             compute_units: 1,
+            backend: Some(backend),
+            dma_domain,
         })
     }
 

@@ -16,6 +16,7 @@
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use crate::memory::heap::SHARDS;
+use crate::sync;
 
 /// One shard's lock, alone on its cache line(s).
 #[derive(Debug, Default)]
@@ -39,13 +40,13 @@ impl FreeGate {
     /// the heap's [`Heap::shard_of`](crate::memory::heap::Heap::shard_of)
     /// the allocation.
     pub(crate) fn free(&self, shard: usize) -> Freeing<'_> {
-        Freeing(self.shards[shard % SHARDS].0.read().unwrap_or_else(|e| e.into_inner()))
+        Freeing(sync::read(&self.shards[shard % SHARDS].0))
     }
 
     /// Waits until no free runs and keeps every free out until the guard
     /// drops.
     pub(crate) fn close(&self) -> Closed<'_> {
-        Closed(self.shards.iter().map(|s| s.0.write().unwrap_or_else(|e| e.into_inner())).collect())
+        Closed(self.shards.iter().map(|s| sync::write(&s.0)).collect())
     }
 }
 

@@ -38,20 +38,22 @@
 //! application's error (the read returns the remote memory's bytes).
 
 use std::path::Path;
-use std::sync::{Arc, LazyLock, Mutex, PoisonError, Weak};
+use std::sync::{Arc, LazyLock, Mutex, Weak};
 
-use super::{register, Bus, BusAddress};
+use super::{Bus, BusAddress};
 use crate::cl_err;
 use crate::error::{ClError, ClErrorKind, ClResult};
 use crate::runtime::backend::bar::BarMemory;
 use crate::runtime::backend::domain::DmaDomain;
 use crate::runtime::backend::lost::LentBar;
 use crate::runtime::backend::LocalMemory;
+use crate::runtime::buffer::restrictions::Restrictions;
 use crate::runtime::buffer::store::{RemoteKeep, Store};
 use crate::runtime::buffer::{mem_flags, Buffer};
 use crate::runtime::context::Context;
 use crate::runtime::platform::Platform;
 use crate::runtime::transfer::io::IoRange;
+use crate::sync;
 use crate::sys::addr::{BusAddr, HostAddr};
 use crate::sys::page_size;
 use crate::sys::pci::PciAddress;
@@ -168,6 +170,11 @@ fn loss(bar: &OpenBar) -> Option<ClError> {
 
 static OPEN: LazyLock<Mutex<Vec<Weak<OpenBar>>>> = LazyLock::new(Mutex::default);
 
+/// The surface bus addresses of the live external physical buffers: one
+/// buffer per surface. Kept for the process, as the bus is; what the
+/// extension keeps of each buffer is a field of the buffer.
+static SURFACES: Mutex<Vec<BusAddr>> = Mutex::new(Vec::new());
+
 fn open_bar(slot: BarSlot, domain: &Arc<DmaDomain>) -> ClResult<Arc<OpenBar>> {
     let fail = |why: String| {
         ClError::new(
@@ -175,7 +182,7 @@ fn open_bar(slot: BarSlot, domain: &Arc<DmaDomain>) -> ClResult<Arc<OpenBar>> {
             format!("the remote memory at BAR {} of {} cannot be mapped: {why}", slot.bar, slot.address),
         )
     };
-    let mut open = OPEN.lock().unwrap_or_else(PoisonError::into_inner);
+    let mut open = sync::lock(&OPEN);
     open.retain(|w| w.strong_count() > 0);
     if let Some(b) = open
         .iter()
@@ -254,7 +261,6 @@ fn open_bar(slot: BarSlot, domain: &Arc<DmaDomain>) -> ClResult<Arc<OpenBar>> {
 /// memory itself is kept by the buffer's store ([`RemoteMemory`]).
 #[derive(Debug)]
 pub(crate) struct External {
-    at: BusAddress,
     /// CPU addresses of the surface and the signal surface in the BAR
     /// mapping (I/O memory).
     pub(crate) surface: usize,
@@ -313,7 +319,7 @@ impl External {
     /// buffer is enqueued meanwhile, so markers are enqueued (and, in one
     /// queue, written) in increasing order.
     pub(crate) fn enqueue_value<T>(&self, value: u32, enqueue: impl FnOnce() -> ClResult<T>) -> ClResult<T> {
-        let mut last = self.last.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut last = sync::lock(&self.last);
         if let Some(l) = *last {
             if value <= l {
                 return cl_err!(
@@ -421,9 +427,9 @@ pub(crate) fn create(ctx: &Arc<Context>, flags: u64, size: usize, at: BusAddress
             slot.bar, slot.address
         )));
     };
-    // One buffer per surface address; the lock is held until registered.
-    let mut reg = super::registry();
-    if reg.values().any(|b| matches!(&**b, Bus::External(x) if x.at.surface_bus_address == at.surface_bus_address)) {
+    // One buffer per surface address; the lock is held until the buffer has it.
+    let mut surfaces = sync::lock(&SURFACES);
+    if surfaces.contains(&at.surface_bus_address) {
         return cl_err!(
             OutOfResources,
             "the remote memory at bus address {:#x} is already used by another external physical buffer",
@@ -447,16 +453,24 @@ pub(crate) fn create(ctx: &Arc<Context>, flags: u64, size: usize, at: BusAddress
         return Err(unmappable(format!("mapping the remote memory for peer-to-peer DMA: {e}")));
     }
     let remote = RemoteMemory { surface, domain: domain.clone(), claims, bar };
-    let store = Arc::new(Store::new_remote(ctx, size, surface, Box::new(remote)));
+    let restrictions = Restrictions {
+        no_read: Some(REMOTE_IS_WRITE_ONLY),
+        no_sub_buffers: Some(super::NO_SUB_BUFFERS),
+        no_write: None,
+    };
+    let store = Arc::new(Store::new_remote(ctx, size, surface, Box::new(remote)).with_restrictions(restrictions));
     let host = if flags & mem_flags::HOST_ACCESS == 0 { mem_flags::HOST_WRITE_ONLY } else { 0 };
     let flags = flags | mem_flags::WRITE_ONLY | host;
-    let buffer = Buffer::around_store(ctx, flags, size, store);
-    let bus = Arc::new(Bus::External(External { at, surface, signal, last: Mutex::new(None) }));
-    let key = Arc::as_ptr(&buffer) as usize;
-    reg.insert(key, bus.clone());
-    drop(reg);
-    // The remote memory goes with the store, after the registry entry.
-    register(&buffer, bus, Box::new(|| {}));
+    let bus = Arc::new(Bus::External(External { surface, signal, last: Mutex::new(None) }));
+    let buffer = Buffer::around_store(ctx, flags, size, store, Some(bus));
+    surfaces.push(at.surface_bus_address);
+    drop(surfaces);
+    // The surface is free for another buffer once this one is released;
+    // its remote memory goes with the store, after that.
+    let surface_bus_address = at.surface_bus_address;
+    buffer.set_destructor_callback(Box::new(move || {
+        sync::lock(&SURFACES).retain(|&a| a != surface_bus_address);
+    }));
     Ok(buffer)
 }
 
@@ -482,19 +496,13 @@ pub fn remote_lost(buffer: &Buffer) -> Option<ClError> {
     buffer.store().remote_lost()
 }
 
-/// `CL_INVALID_OPERATION` for `what` (a map, unmap or read, a copy from
-/// the buffer, or a built-in kernel reading it) on an external physical buffer: such buffers are
-/// write-only, and maps are not supported (seed 002).
-pub(crate) fn refuse_read(buffer: &Buffer, what: &str) -> ClResult<()> {
-    if buffer.flags() & super::EXTERNAL_PHYSICAL != 0 {
-        return cl_err!(
-            InvalidOperation,
-            "{what}: the buffer was created with CL_MEM_EXTERNAL_PHYSICAL_AMD: remote memory is write-only, and it \
-             is never mapped or read (cl_amd_bus_addressable_memory)"
-        );
-    }
-    Ok(())
-}
+/// Why a map, unmap or read, a copy from the buffer, or a built-in kernel
+/// reading it, answers `CL_INVALID_OPERATION` on an external physical
+/// buffer: such buffers are write-only, and maps are not supported (seed
+/// 002). Set on the buffer's store at creation (its
+/// [`Restrictions`]), which the runtime's commands ask.
+const REMOTE_IS_WRITE_ONLY: &str = "the buffer was created with CL_MEM_EXTERNAL_PHYSICAL_AMD: remote memory is \
+                                    write-only, and it is never mapped or read (cl_amd_bus_addressable_memory)";
 
 #[cfg(test)]
 mod tests {

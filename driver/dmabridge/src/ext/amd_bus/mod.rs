@@ -42,13 +42,13 @@ pub mod external;
 pub mod remote;
 pub mod signal;
 
-use std::collections::HashMap;
-use std::sync::{Arc, LazyLock, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex};
 
 use crate::cl_err;
 use crate::error::{ClError, ClErrorKind, ClResult};
 use crate::memory::heap::AllocMeta;
 use crate::runtime::backend::domain::DmaDomain;
+use crate::runtime::buffer::restrictions::Restrictions;
 use crate::runtime::buffer::store::Store;
 use crate::runtime::buffer::{check_exclusive, mem_flags, Buffer};
 use crate::runtime::context::Context;
@@ -56,6 +56,7 @@ use crate::runtime::event::Event;
 use crate::runtime::info::{Extension, Requires, EXTENSIONS};
 use crate::runtime::platform::Platform;
 use crate::runtime::queue::{check_wait_list, CommandUse, Queue};
+use crate::sync;
 use crate::sys::addr::{BusAddr, HostAddr};
 use crate::sys::page_size;
 
@@ -123,25 +124,10 @@ pub(crate) enum Bus {
     External(external::External),
 }
 
-/// The extension's buffers, by the address of their [`Buffer`]; an entry
-/// goes when its buffer is released (a destructor callback).
-fn registry() -> MutexGuard<'static, HashMap<usize, Arc<Bus>>> {
-    static REG: LazyLock<Mutex<HashMap<usize, Arc<Bus>>>> = LazyLock::new(Mutex::default);
-    // Entries are inserted and removed whole: a poisoned map is consistent.
-    REG.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
+/// What the extension keeps of `buffer`, if it made it: a field of the
+/// buffer ([`Buffer::extension`]), which goes with it.
 pub(crate) fn lookup(buffer: &Buffer) -> Option<Arc<Bus>> {
-    registry().get(&(buffer as *const Buffer as usize)).cloned()
-}
-
-fn register(buffer: &Arc<Buffer>, bus: Arc<Bus>, on_release: Box<dyn FnOnce() + Send>) {
-    let key = Arc::as_ptr(buffer) as usize;
-    registry().insert(key, bus);
-    buffer.set_destructor_callback(Box::new(move || {
-        registry().remove(&key);
-        on_release();
-    }));
+    buffer.extension::<Bus>()
 }
 
 /// True if `buffer` was created with [`BUS_ADDRESSABLE`].
@@ -152,7 +138,7 @@ fn register(buffer: &Arc<Buffer>, bus: Arc<Bus>, on_release: Box<dyn FnOnce() + 
 /// use dmabridge::runtime::{context::Context, platform::Platform};
 /// let ctx = Context::new(std::slice::from_ref(Platform::get().cpu()))?;
 /// // SAFETY: no host pointer.
-/// let b = unsafe { Buffer::create(&ctx, amd_bus::BUS_ADDRESSABLE, 4096, std::ptr::null_mut()) }?;
+/// let b = unsafe { amd_bus::create_buffer(&ctx, amd_bus::BUS_ADDRESSABLE, 4096, std::ptr::null_mut()) }?;
 /// assert!(amd_bus::is_bus_addressable(&b));
 /// // SAFETY: as above.
 /// let plain = unsafe { Buffer::create(&ctx, 0, 64, std::ptr::null_mut()) }?;
@@ -220,7 +206,7 @@ fn check_size(ctx: &Context, size: usize) -> ClResult<()> {
 }
 
 /// `clCreateBuffer` with [`BUS_ADDRESSABLE`] or [`EXTERNAL_PHYSICAL`] in
-/// `flags` ([`Buffer::create`] comes here for them).
+/// `flags` ([`crate::ext::create_buffer`] comes here for them).
 ///
 /// * Bus-addressable: the surface is `size` bytes of memfd pages of the
 ///   context's buffer heap (whole pages), initialised from `host_ptr` with
@@ -289,7 +275,8 @@ pub unsafe fn create_buffer(ctx: &Arc<Context>, flags: u64, size: usize, host_pt
     let oom = |what: &str, e: &dyn std::fmt::Display| {
         ClError::new(ClErrorKind::OutOfHostMemory, format!("no memory with a bus address for {what}: {e}"))
     };
-    let store = Arc::new(Store::new(ctx, size, None));
+    let restrictions = Restrictions { no_sub_buffers: Some(NO_SUB_BUFFERS), ..Restrictions::default() };
+    let store = Arc::new(Store::new(ctx, size, None).with_restrictions(restrictions));
     if copy {
         // SAFETY: the caller guarantees `host_ptr` for `size` bytes.
         unsafe { store.init_from(host_ptr) }.map_err(|e| oom("the surface", &e))?;
@@ -302,45 +289,35 @@ pub unsafe fn create_buffer(ctx: &Arc<Context>, flags: u64, size: usize, host_pt
     // SAFETY: `marker` is a fresh page of the heap, ours alone.
     unsafe { std::ptr::write_bytes(marker as *mut u8, 0, page) };
     let flags = if flags & mem_flags::ACCESS == 0 { flags | mem_flags::READ_WRITE } else { flags };
-    let buffer = Buffer::around_store(ctx, flags, size, store);
     let bus = Arc::new(Bus::Addressable(Addressable { surface, size, marker, resident: Mutex::new(None) }));
-    let (ctx2, bus2) = (ctx.clone(), bus.clone());
-    register(
-        &buffer,
-        bus,
-        Box::new(move || {
-            let Bus::Addressable(a) = &*bus2 else { return };
-            if let Some((domain, _)) = a.resident.lock().unwrap_or_else(PoisonError::into_inner).take() {
-                for addr in [a.surface, a.marker] {
-                    if let Err(e) = domain.evict(HostAddr(addr)) {
-                        log::error!("releasing a bus-addressable buffer's bus address: {e}");
-                    }
+    let buffer = Buffer::around_store(ctx, flags, size, store, Some(bus.clone()));
+    let (ctx2, bus2) = (ctx.clone(), bus);
+    buffer.set_destructor_callback(Box::new(move || {
+        let Bus::Addressable(a) = &*bus2 else { return };
+        if let Some((domain, _)) = sync::lock(&a.resident).take() {
+            for addr in [a.surface, a.marker] {
+                if let Err(e) = domain.evict(HostAddr(addr)) {
+                    log::error!("releasing a bus-addressable buffer's bus address: {e}");
                 }
             }
-            // The surface is the store's: it goes with the store, after
-            // any device's residency of it.
-            if let Ok(heap) = ctx2.buffer_heap() {
-                if let Err(e) = heap.free(a.marker) {
-                    log::error!("freeing a bus-addressable buffer's signal page: {e}");
-                }
+        }
+        // The surface is the store's: it goes with the store, after
+        // any device's residency of it.
+        if let Ok(heap) = ctx2.buffer_heap() {
+            if let Err(e) = heap.free(a.marker) {
+                log::error!("freeing a bus-addressable buffer's signal page: {e}");
             }
-        }),
-    );
+        }
+    }));
     Ok(buffer)
 }
 
-/// `CL_INVALID_MEM_OBJECT` for a sub-buffer of one of the extension's
-/// buffers (the seed supports none).
-pub(crate) fn check_sub_buffer(parent: &Buffer) -> ClResult<()> {
-    if parent.flags() & FLAGS != 0 {
-        return cl_err!(
-            InvalidMemObject,
-            "the buffer was created with CL_MEM_BUS_ADDRESSABLE_AMD or CL_MEM_EXTERNAL_PHYSICAL_AMD: such buffers \
-             have no sub-buffers (cl_amd_bus_addressable_memory)"
-        );
-    }
-    Ok(())
-}
+/// Why `clCreateSubBuffer` answers `CL_INVALID_MEM_OBJECT` for one of the
+/// extension's buffers (the seed supports no sub-buffers of them): set on
+/// the buffer's store at creation ([`Restrictions`]).
+const NO_SUB_BUFFERS: &str = "the buffer was created with CL_MEM_BUS_ADDRESSABLE_AMD or \
+                              CL_MEM_EXTERNAL_PHYSICAL_AMD: such buffers have no sub-buffers \
+                              (cl_amd_bus_addressable_memory)";
 
 /// Why pinning or mapping failed, as the seed's `CL_OUT_OF_HOST_MEMORY`
 /// with the limit named: the domain's IOVA space, or `RLIMIT_MEMLOCK`.
@@ -368,7 +345,7 @@ fn residency_error(what: &str, domain: &DmaDomain, e: ClError) -> ClError {
 /// Pins and maps one buffer's surface and signal page (or returns the
 /// addresses it already has).
 fn make_resident(a: &Addressable, domain: &Arc<DmaDomain>, index: usize) -> ClResult<(BusAddress, bool)> {
-    let mut r = a.resident.lock().unwrap_or_else(PoisonError::into_inner);
+    let mut r = sync::lock(&a.resident);
     if let Some((_, at)) = &*r {
         return Ok((*at, false));
     }
@@ -394,7 +371,7 @@ fn make_resident(a: &Addressable, domain: &Arc<DmaDomain>, index: usize) -> ClRe
 }
 
 fn undo_resident(a: &Addressable) {
-    if let Some((domain, _)) = a.resident.lock().unwrap_or_else(PoisonError::into_inner).take() {
+    if let Some((domain, _)) = sync::lock(&a.resident).take() {
         for addr in [a.surface, a.marker] {
             if let Err(e) = domain.evict(HostAddr(addr)) {
                 log::error!("undoing a buffer's residency: {e}");
@@ -432,7 +409,7 @@ fn undo_resident(a: &Addressable) {
 /// let ctx = Context::new(std::slice::from_ref(cpu))?;
 /// let q = Queue::new(&ctx, cpu, QueueProps::default())?;
 /// // SAFETY: no host pointer.
-/// let b = unsafe { Buffer::create(&ctx, amd_bus::BUS_ADDRESSABLE, 8192, std::ptr::null_mut()) }?;
+/// let b = unsafe { amd_bus::create_buffer(&ctx, amd_bus::BUS_ADDRESSABLE, 8192, std::ptr::null_mut()) }?;
 /// match Platform::get().dma_domain() {
 ///     Some(domain) => {
 ///         let (at, _ev) = amd_bus::make_buffers_resident(&q, &[b.clone()], true, &[])?;
@@ -527,15 +504,13 @@ pub fn make_buffers_resident(
 /// use dmabridge::runtime::{context::Context, platform::Platform};
 /// let ctx = Context::new(std::slice::from_ref(Platform::get().cpu()))?;
 /// // SAFETY: no host pointer.
-/// let b = unsafe { Buffer::create(&ctx, amd_bus::BUS_ADDRESSABLE, 64, std::ptr::null_mut()) }?;
+/// let b = unsafe { amd_bus::create_buffer(&ctx, amd_bus::BUS_ADDRESSABLE, 64, std::ptr::null_mut()) }?;
 /// assert_eq!(amd_bus::bus_address(&b), None, "not resident yet");
 /// # Ok::<(), dmabridge::error::ClError>(())
 /// ```
 pub fn bus_address(buffer: &Buffer) -> Option<BusAddress> {
     match lookup(buffer).as_deref() {
-        Some(Bus::Addressable(a)) => {
-            a.resident.lock().unwrap_or_else(PoisonError::into_inner).as_ref().map(|(_, at)| *at)
-        }
+        Some(Bus::Addressable(a)) => sync::lock(&a.resident).as_ref().map(|(_, at)| *at),
         _ => None,
     }
 }
@@ -558,7 +533,7 @@ pub fn bus_address(buffer: &Buffer) -> Option<BusAddress> {
 /// use dmabridge::runtime::{context::Context, platform::Platform};
 /// let ctx = Context::new(std::slice::from_ref(Platform::get().cpu()))?;
 /// // SAFETY: no host pointer.
-/// let b = unsafe { Buffer::create(&ctx, amd_bus::BUS_ADDRESSABLE, 64, std::ptr::null_mut()) }?;
+/// let b = unsafe { amd_bus::create_buffer(&ctx, amd_bus::BUS_ADDRESSABLE, 64, std::ptr::null_mut()) }?;
 /// let (surface, signal) = amd_bus::cpu_pages(&b)?;
 /// assert_eq!(surface as usize % 4096, 0);
 /// // SAFETY: the signal page is the buffer's, and no device has it yet.

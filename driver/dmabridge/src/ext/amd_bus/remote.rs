@@ -149,7 +149,7 @@ impl RemoteDma {
     ///     let ctx = Context::new(std::slice::from_ref(p.cpu()))?;
     ///     let q = Queue::new(&ctx, p.cpu(), QueueProps::default())?;
     ///     // SAFETY: no host pointer.
-    ///     let b = unsafe { Buffer::create(&ctx, amd_bus::BUS_ADDRESSABLE, 4096, std::ptr::null_mut()) }?;
+    ///     let b = unsafe { amd_bus::create_buffer(&ctx, amd_bus::BUS_ADDRESSABLE, 4096, std::ptr::null_mut()) }?;
     ///     let (at, _) = amd_bus::make_buffers_resident(&q, &[b.clone()], true, &[])?;
     ///     // SAFETY: the buffer's surface, which dmabridge reaches only
     ///     // through raw pointers.
@@ -190,7 +190,7 @@ impl RemoteDma {
     ///     let ctx = Context::new(std::slice::from_ref(p.cpu()))?;
     ///     let q = Queue::new(&ctx, p.cpu(), QueueProps::default())?;
     ///     // SAFETY: no host pointer.
-    ///     let b = unsafe { Buffer::create(&ctx, amd_bus::BUS_ADDRESSABLE, 64, std::ptr::null_mut()) }?;
+    ///     let b = unsafe { amd_bus::create_buffer(&ctx, amd_bus::BUS_ADDRESSABLE, 64, std::ptr::null_mut()) }?;
     ///     let (at, _) = amd_bus::make_buffers_resident(&q, &[b.clone()], true, &[])?;
     ///     let ev = amd_bus::enqueue_wait_signal(&q, &b, 3, &[])?;
     ///     // SAFETY: the buffer's signal page.
@@ -224,7 +224,7 @@ impl RemoteDma {
     ///     let data = [9u8; 100];
     ///     let flags = amd_bus::BUS_ADDRESSABLE | mem_flags::COPY_HOST_PTR;
     ///     // SAFETY: `data` holds 100 bytes.
-    ///     let b = unsafe { Buffer::create(&ctx, flags, 100, data.as_ptr() as *mut u8) }?;
+    ///     let b = unsafe { amd_bus::create_buffer(&ctx, flags, 100, data.as_ptr() as *mut u8) }?;
     ///     let (at, _) = amd_bus::make_buffers_resident(&q, &[b.clone()], true, &[])?;
     ///     assert_eq!(remote.read(at[0].surface_bus_address, 100)?, data);
     /// }

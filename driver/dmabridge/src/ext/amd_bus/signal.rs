@@ -36,7 +36,7 @@
 
 use std::os::fd::AsFd;
 use std::sync::atomic::{fence, AtomicUsize, Ordering};
-use std::sync::{Arc, LazyLock, Mutex, PoisonError, Weak};
+use std::sync::{Arc, LazyLock, Mutex, Weak};
 use std::time::Duration;
 
 use super::{lookup, Bus};
@@ -46,6 +46,7 @@ use crate::runtime::buffer::store::Location;
 use crate::runtime::buffer::Buffer;
 use crate::runtime::event::Event;
 use crate::runtime::queue::{check_wait_list, CommandUse, Queue};
+use crate::sync;
 use crate::sys::eventfd::EventFd;
 use crate::sys::uring::EventWaiter;
 
@@ -81,7 +82,7 @@ impl Drop for Source {
 /// Wakes every wait-signal command under way so that it reads its marker
 /// again: what an interrupt source does when its device signalled.
 pub(crate) fn ring_doorbells() {
-    let mut bells = DOORBELLS.lock().unwrap_or_else(PoisonError::into_inner);
+    let mut bells = sync::lock(&DOORBELLS);
     bells.retain(|w| match w.upgrade() {
         Some(fd) => {
             if let Err(e) = fd.signal(1) {
@@ -100,14 +101,14 @@ struct Doorbell(*const EventFd);
 
 impl Doorbell {
     fn register(bell: &Arc<EventFd>) -> Doorbell {
-        DOORBELLS.lock().unwrap_or_else(PoisonError::into_inner).push(Arc::downgrade(bell));
+        sync::lock(&DOORBELLS).push(Arc::downgrade(bell));
         Doorbell(Arc::as_ptr(bell))
     }
 }
 
 impl Drop for Doorbell {
     fn drop(&mut self) {
-        let mut bells = DOORBELLS.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut bells = sync::lock(&DOORBELLS);
         bells.retain(|w| w.strong_count() > 0 && !std::ptr::eq(w.as_ptr(), self.0));
     }
 }
@@ -225,7 +226,7 @@ fn checked(queue: &Queue, buffer: &Buffer, wait_list: &[Event], external: bool) 
 /// let ctx = Context::new(std::slice::from_ref(cpu))?;
 /// let q = Queue::new(&ctx, cpu, QueueProps::default())?;
 /// // SAFETY: no host pointer.
-/// let b = unsafe { Buffer::create(&ctx, amd_bus::BUS_ADDRESSABLE, 4096, std::ptr::null_mut()) }?;
+/// let b = unsafe { amd_bus::create_buffer(&ctx, amd_bus::BUS_ADDRESSABLE, 4096, std::ptr::null_mut()) }?;
 /// if Platform::get().dma_domain().is_some() {
 ///     amd_bus::make_buffers_resident(&q, &[b.clone()], true, &[])?;
 ///     let (_, signal) = amd_bus::cpu_pages(&b)?;
@@ -300,7 +301,7 @@ pub fn enqueue_wait_signal(
 /// let ctx = Context::new(std::slice::from_ref(cpu))?;
 /// let q = Queue::new(&ctx, cpu, QueueProps::default())?;
 /// // SAFETY: no host pointer.
-/// let b = unsafe { Buffer::create(&ctx, amd_bus::BUS_ADDRESSABLE, 4096, std::ptr::null_mut()) }?;
+/// let b = unsafe { amd_bus::create_buffer(&ctx, amd_bus::BUS_ADDRESSABLE, 4096, std::ptr::null_mut()) }?;
 /// let e = amd_bus::enqueue_write_signal(&q, &b, 1, 0, &[]).unwrap_err();
 /// assert_eq!(e.kind, ClErrorKind::InvalidMemObject, "only external physical buffers take write-signals");
 /// # Ok::<(), dmabridge::error::ClError>(())
@@ -362,7 +363,7 @@ mod tests {
         }
         // Without an interrupt source nothing rings (and so prunes) them.
         assert_eq!(SOURCES.load(Ordering::Acquire), 0);
-        assert!(DOORBELLS.lock().unwrap().is_empty(), "{} doorbells left", DOORBELLS.lock().unwrap().len());
+        assert!(sync::lock(&DOORBELLS).is_empty(), "{} doorbells left", sync::lock(&DOORBELLS).len());
     }
 
     /// A fresh signal page (0) has not reached any value above 0: the wait

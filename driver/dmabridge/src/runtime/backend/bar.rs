@@ -28,6 +28,7 @@ use super::{Backend, LocalMemory};
 use crate::error::{ClError, ClErrorKind, ClResult};
 use crate::memory::local::{LocalAllocator, LocalError};
 use crate::runtime::transfer;
+use crate::sync;
 use crate::sys::addr::{HostAddr, Iova};
 use crate::sys::bytes::{Bytes, BytesError};
 use crate::sys::mmap::Mapping;
@@ -98,7 +99,7 @@ impl BarMemory {
         let off = self.offset_of(ptr).ok_or_else(|| {
             ClError::new(ClErrorKind::InvalidValue, format!("{ptr:?} is not in this device's memory (PCI BAR)"))
         })?;
-        let start = self.alloc.lock().unwrap().reserve(off, size).map_err(|e| {
+        let start = sync::lock(&self.alloc).reserve(off, size).map_err(|e| {
             let kind = match e {
                 LocalError::Taken { .. } => ClErrorKind::OutOfResources,
                 _ => ClErrorKind::InvalidValue,
@@ -111,11 +112,11 @@ impl BarMemory {
 
 impl LocalMemory for BarMemory {
     fn size(&self) -> usize {
-        self.alloc.lock().unwrap().size()
+        sync::lock(&self.alloc).size()
     }
 
     fn allocated(&self) -> usize {
-        self.alloc.lock().unwrap().allocated()
+        sync::lock(&self.alloc).allocated()
     }
 
     fn base(&self) -> NonNull<u8> {
@@ -123,7 +124,7 @@ impl LocalMemory for BarMemory {
     }
 
     fn alloc(&self, size: usize, align: usize) -> ClResult<NonNull<u8>> {
-        let off = self.alloc.lock().unwrap().alloc(size, align).map_err(|e| {
+        let off = sync::lock(&self.alloc).alloc(size, align).map_err(|e| {
             let kind = match e {
                 LocalError::BadSize { .. } => ClErrorKind::InvalidBufferSize,
                 LocalError::BadAlignment(_) => ClErrorKind::InvalidValue,
@@ -141,7 +142,7 @@ impl LocalMemory for BarMemory {
         let off = self.offset_of(ptr).ok_or_else(|| {
             ClError::new(ClErrorKind::InvalidValue, format!("{ptr:?} is not in this device's memory (PCI BAR)"))
         })?;
-        self.alloc.lock().unwrap().free(off).map_err(|e| {
+        sync::lock(&self.alloc).free(off).map_err(|e| {
             let what = match e {
                 LocalError::Interior { base, .. } => format!(
                     "{ptr:?} points inside the device allocation at {:?}; free takes the pointer the allocation returned",
@@ -155,7 +156,7 @@ impl LocalMemory for BarMemory {
 
     fn lookup(&self, ptr: *const u8) -> Option<(usize, usize)> {
         let off = self.offset_of(ptr)?;
-        let (base, size) = self.alloc.lock().unwrap().lookup(off)?;
+        let (base, size) = sync::lock(&self.alloc).lookup(off)?;
         Some((self.mapping.as_ptr() as usize + base, size))
     }
 

@@ -16,6 +16,7 @@ use std::sync::{Arc, Mutex};
 use super::residency::Registry;
 use crate::error::{ClError, ClErrorKind, ClResult};
 use crate::memory::iova::IovaAllocator;
+use crate::sync;
 use crate::sys::access::Access;
 use crate::sys::addr::{HostAddr, Iova};
 use crate::sys::page_size;
@@ -120,11 +121,11 @@ impl DmaDomain {
     /// # Ok::<(), dmabridge::error::ClError>(())
     /// ```
     pub fn iova_allocated_bytes(&self) -> u64 {
-        self.iova.lock().unwrap().as_ref().map_or(0, IovaAllocator::allocated_bytes)
+        sync::lock(&self.iova).as_ref().map_or(0, IovaAllocator::allocated_bytes)
     }
 
     fn with_allocator<T>(&self, f: impl FnOnce(&mut IovaAllocator) -> T) -> T {
-        let mut guard = self.iova.lock().unwrap();
+        let mut guard = sync::lock(&self.iova);
         let alloc = guard.get_or_insert_with(|| {
             let mut a = IovaAllocator::new(self.dma_mask, page_size() as u64).expect("the page size is a power of two");
             if let Ok(info) = self.container.iommu_info() {
@@ -148,7 +149,7 @@ impl DmaDomain {
     }
 
     pub(super) fn free_iova(&self, iova: Iova) {
-        if let Some(a) = self.iova.lock().unwrap().as_mut() {
+        if let Some(a) = sync::lock(&self.iova).as_mut() {
             let _ = a.free(iova);
         }
     }
@@ -157,7 +158,7 @@ impl DmaDomain {
     /// circulation as long as the space allows (see
     /// [`IovaAllocator::retire`]): devices may still hold its bus addresses.
     pub(super) fn retire_iova(&self, iova: Iova) {
-        if let Some(a) = self.iova.lock().unwrap().as_mut() {
+        if let Some(a) = sync::lock(&self.iova).as_mut() {
             let _ = a.retire(iova);
         }
     }

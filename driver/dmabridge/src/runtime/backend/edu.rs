@@ -13,6 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::lost::Loss;
+use crate::sync;
 use crate::sys::addr::Iova;
 use crate::sys::eventfd::EventFd;
 use crate::sys::mmap::Mapping;
@@ -297,7 +298,7 @@ impl Edu {
     /// }
     /// ```
     pub fn irq_kind(&self) -> IrqKind {
-        self.irq.lock().unwrap().kind
+        sync::lock(&self.irq).kind
     }
 
     /// The liveness register: returns the bitwise NOT of `value`.
@@ -366,7 +367,7 @@ impl Edu {
             Direction::FromDevice => (dev, iova.0, CMD_START | CMD_IRQ | CMD_TO_RAM),
         };
         // One transfer at a time: edu ignores register writes while busy.
-        let mut irq = self.irq.lock().unwrap();
+        let mut irq = sync::lock(&self.irq);
         self.check_live()?;
         let _ = irq.fd.try_take()?;
         self.bar0.write_u64(reg::DMA_SRC, src);
@@ -404,7 +405,7 @@ impl Edu {
     /// # Ok::<(), dmabridge::runtime::backend::edu::EduError>(())
     /// ```
     pub fn raise_and_wait_irq(&self, value: u32, timeout: Duration) -> Result<bool, EduError> {
-        let mut irq = self.irq.lock().unwrap();
+        let mut irq = sync::lock(&self.irq);
         self.check_live()?;
         let _ = irq.fd.try_take()?;
         self.bar0.write_u32(reg::IRQ_RAISE, value);
@@ -473,7 +474,7 @@ impl Edu {
     /// Waits for a transfer under way to end (the loss ends its wait);
     /// idempotent. Errors of a function that is already gone are logged.
     pub(crate) fn shut_down(&self) {
-        let mut irq = self.irq.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut irq = sync::lock(&self.irq);
         if irq.shut {
             return;
         }
@@ -494,7 +495,7 @@ impl Edu {
 
 impl Drop for Edu {
     fn drop(&mut self) {
-        let kind = self.irq.get_mut().map(|i| i.kind).unwrap_or(IrqKind::Msi);
+        let kind = sync::get_mut(&mut self.irq).kind;
         let _ = self.device.disable_irq(kind);
     }
 }

@@ -15,6 +15,7 @@ use super::edu::{Direction, Edu, EduError, BUFFER_SIZE, DEFAULT_DMA_MASK};
 use super::lost::{Loss, Watch};
 use super::Backend;
 use crate::error::{ClError, ClErrorKind, ClResult};
+use crate::sync;
 use crate::sys::access::Access;
 use crate::sys::addr::HostAddr;
 use crate::sys::page_size;
@@ -129,7 +130,7 @@ impl EduBackend {
     /// `ext::amd_bus::RemoteDma`) take it around the two transfers of each
     /// chunk, so that none overwrites what another staged.
     pub(crate) fn staging(&self) -> std::sync::MutexGuard<'_, ()> {
-        self.staging.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        sync::lock(&self.staging)
     }
 
     fn dma_error(&self, what: &str, e: EduError) -> ClError {

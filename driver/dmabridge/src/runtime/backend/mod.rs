@@ -162,8 +162,8 @@ pub trait LocalMemory: Send + Sync + std::fmt::Debug {
 ///     index: 9, name: "broken".into(), device_type: DeviceType::Accelerator,
 ///     max_mem_alloc_size: 1 << 20, max_alignment: 128, host_unified_memory: true,
 ///     usm: Platform::get().cpu().usm, svm: 0, compute_units: 1,
+///     backend: Some(Arc::new(Broken)), dma_domain: None,
 /// });
-/// Device::attach_backend(&broken, Arc::new(Broken));
 /// // SAFETY: as above.
 /// let status = unsafe { backend::device_copy(&broken, dst.as_mut_ptr(), src.as_ptr(), dst.len()) };
 /// assert_eq!(status, Err(code::OUT_OF_RESOURCES));

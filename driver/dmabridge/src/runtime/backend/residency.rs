@@ -11,11 +11,19 @@
 //! (VFIO pins a page once per mapping), so the identity IOVA goes to the first
 //! of them only; USM device allocations of an edu device own their pages, so
 //! they never share.
+//!
+//! The heap allocations that commands on a domain's devices reach (a kernel
+//! launch's, a USM migration's) are kept resident here too
+//! (`keep_resident`), until they are freed or their heap goes.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use super::domain::DmaDomain;
 use crate::error::{ClError, ClErrorKind, ClResult};
+use crate::memory::heap::{AllocInfo, AllocKind};
+use crate::runtime::context::Context;
+use crate::sync;
 use crate::sys::access::Access;
 use crate::sys::addr::{HostAddr, Iova};
 use crate::sys::page_size;
@@ -119,7 +127,7 @@ impl DmaDomain {
     ///
     /// No system call.
     pub(crate) fn would_pin(&self, addr: HostAddr, len: usize) -> bool {
-        let reg = self.residency.lock().unwrap();
+        let reg = sync::lock(&self.residency);
         !matches!(reg.ranges.get(&addr), Some(r) if r.len >= len)
     }
 
@@ -161,7 +169,7 @@ impl DmaDomain {
         pin_addr: HostAddr,
         access: Access,
     ) -> ClResult<Iova> {
-        let mut reg = self.residency.lock().unwrap();
+        let mut reg = sync::lock(&self.residency);
         // A range resident at `addr` takes one more reference if it is long
         // enough; a shorter one is replaced below by a longer mapping (its
         // own stays mapped until the last reference goes: commands may be
@@ -273,7 +281,7 @@ impl DmaDomain {
     /// # Ok::<(), dmabridge::error::ClError>(())
     /// ```
     pub fn evict(&self, addr: HostAddr) -> ClResult<()> {
-        let mut reg = self.residency.lock().unwrap();
+        let mut reg = sync::lock(&self.residency);
         if let Some(refs) = reg.revoked.get_mut(&addr) {
             // Unmapped already, when its device was lost.
             *refs -= 1;
@@ -316,7 +324,7 @@ impl DmaDomain {
     /// # Ok::<(), dmabridge::error::ClError>(())
     /// ```
     pub fn evict_within(&self, start: HostAddr, len: usize) -> usize {
-        let mut reg = self.residency.lock().unwrap();
+        let mut reg = sync::lock(&self.residency);
         let end = HostAddr(start.0.saturating_add(len.max(1)));
         let keys: Vec<HostAddr> = reg.ranges.range(start..end).map(|(&k, _)| k).collect();
         for &k in &keys {
@@ -363,7 +371,7 @@ impl DmaDomain {
     /// # Ok::<(), dmabridge::error::ClError>(())
     /// ```
     pub fn revoke_within(&self, start: HostAddr, len: usize) -> usize {
-        let mut reg = self.residency.lock().unwrap();
+        let mut reg = sync::lock(&self.residency);
         let end = HostAddr(start.0.saturating_add(len));
         let keys: Vec<HostAddr> =
             reg.ranges.range(..end).filter(|(_, r)| r.addr + r.len > start).map(|(&k, _)| k).collect();
@@ -390,7 +398,7 @@ impl DmaDomain {
     /// # Ok::<(), dmabridge::error::ClError>(())
     /// ```
     pub fn resident_iova(&self, addr: HostAddr, len: usize) -> Option<Iova> {
-        self.residency.lock().unwrap().find(addr, len).map(|r| r.iova_of(addr))
+        sync::lock(&self.residency).find(addr, len).map(|r| r.iova_of(addr))
     }
 
     /// Every resident range, by address.
@@ -408,7 +416,7 @@ impl DmaDomain {
     /// # Ok::<(), dmabridge::error::ClError>(())
     /// ```
     pub fn residents(&self) -> Vec<Resident> {
-        self.residency.lock().unwrap().ranges.values().copied().collect()
+        sync::lock(&self.residency).ranges.values().copied().collect()
     }
 
     fn unmap_resident(&self, r: &Resident) -> ClResult<()> {
@@ -426,4 +434,36 @@ impl DmaDomain {
             )),
         }
     }
+}
+
+/// Unpins whatever of `ctx`'s heap is still resident in `domain` when the
+/// heap goes (a context released with live allocations).
+pub(crate) fn evict_on_heap_drop(ctx: &Context, domain: &Arc<DmaDomain>) {
+    let d = domain.clone();
+    let evict = move |start, len| {
+        d.evict_within(HostAddr(start), len);
+    };
+    ctx.heap().on_drop(Arc::as_ptr(domain) as usize, Box::new(evict));
+}
+
+/// Makes the USM allocation `info` of `ctx` resident in `domain` unless it
+/// already is (no reference counted: it stays resident until it is freed,
+/// or its context released). SVM allocations are left alone (their free,
+/// `clSVMFree`, does not evict); so are pointers outside the heap. Returns
+/// the bus address of `info.base`, or `None` when left alone.
+///
+/// What `clEnqueueMigrateMemINTEL` and a kernel launch on an edu queue do to
+/// the allocations they reach (seed 000): residency is the backend's, so the
+/// runtime's launch and the extension's migration share it here. Errors as
+/// [`DmaDomain::make_resident`].
+pub(crate) fn keep_resident(ctx: &Context, domain: &Arc<DmaDomain>, info: &AllocInfo) -> ClResult<Option<Iova>> {
+    if info.meta.kind == AllocKind::Svm {
+        return Ok(None);
+    }
+    // SAFETY: a live USM allocation, reached only through raw pointers;
+    // devices write it only through enqueued commands (USM: the host keeps
+    // off meanwhile), and it is evicted before its pages are freed.
+    let iova = unsafe { domain.ensure_resident(HostAddr(info.base), info.size) }?;
+    evict_on_heap_drop(ctx, domain);
+    Ok(Some(iova))
 }

@@ -104,17 +104,20 @@ pub(crate) fn check_user_ptr(queue: &Queue, ptr: *const u8, name: &str) -> ClRes
     Ok(())
 }
 
-/// `CL_INVALID_OPERATION` if nothing may write the buffer's memory: an
-/// imported dma-buf that its exporter opened read-only (seed 004: the
-/// dma-buf's access mode wins over the flags). `what` names the command.
+/// `CL_INVALID_OPERATION` if nothing may write the buffer's memory, as
+/// its creator set ([`Restrictions`](super::restrictions::Restrictions)):
+/// e.g. an imported dma-buf that its exporter opened read-only (seed 004:
+/// the dma-buf's access mode wins over the flags). `what` names the command.
 pub(crate) fn check_writable(buffer: &Buffer, what: &str) -> ClResult<()> {
-    if buffer.store().read_only() {
-        return cl_err!(
-            InvalidOperation,
-            "{what}: the buffer is an imported dma-buf opened read-only (O_RDONLY): nothing may write it"
-        );
-    }
-    Ok(())
+    buffer.store().restrictions().check_write(what)
+}
+
+/// `CL_INVALID_OPERATION` if nothing may read or map the buffer's memory,
+/// as its creator set ([`Restrictions`](super::restrictions::Restrictions)):
+/// e.g. an external physical buffer (seed 002: remote memory is write-only
+/// and never mapped). `what` names the command.
+pub(crate) fn check_readable(buffer: &Buffer, what: &str) -> ClResult<()> {
+    buffer.store().restrictions().check_read(what)
 }
 
 /// `CL_INVALID_VALUE` if the `len` bytes of the application's memory at
@@ -443,7 +446,7 @@ pub fn enqueue_copy_buffer(
 ) -> ClResult<Event> {
     check_target(queue, src, "src_buffer")?;
     check_target(queue, dst, "dst_buffer")?;
-    crate::ext::amd_bus::external::refuse_read(src, "clEnqueueCopyBuffer from src_buffer")?;
+    check_readable(src, "clEnqueueCopyBuffer from src_buffer")?;
     check_wait_list(queue.context(), wait_list)?;
     check_range(src, src_offset, size, "src_buffer")?;
     check_range(dst, dst_offset, size, "dst_buffer")?;

@@ -18,9 +18,10 @@ use crate::cl_err;
 use crate::error::ClResult;
 use crate::runtime::event::{command_type, Event};
 use crate::runtime::queue::{check_wait_list, CommandUse, Queue};
+use crate::sync;
 use crate::sys::access::Access;
 
-use super::commands::{check_host_access, check_range, check_target, check_writable};
+use super::commands::{check_host_access, check_range, check_readable, check_target, check_writable};
 use super::store::Location;
 use super::Buffer;
 
@@ -68,7 +69,7 @@ impl Buffer {
     /// # Ok::<(), dmabridge::error::ClError>(())
     /// ```
     pub fn map_count(&self) -> usize {
-        self.maps.lock().unwrap_or_else(|p| p.into_inner()).len()
+        sync::lock(&self.maps).len()
     }
 }
 
@@ -150,7 +151,7 @@ pub fn enqueue_map_buffer_after(
 ) -> ClResult<(NonNull<u8>, Event)> {
     use map_flags::*;
     check_target(queue, buffer, "buffer")?;
-    crate::ext::amd_bus::external::refuse_read(buffer, "clEnqueueMapBuffer")?;
+    check_readable(buffer, "clEnqueueMapBuffer")?;
     check_wait_list(queue.context(), wait_list)?;
     check_range(buffer, offset, size, "buffer")?;
     if map_flags & !(READ | WRITE | WRITE_INVALIDATE_REGION) != 0 {
@@ -201,7 +202,7 @@ pub fn enqueue_map_buffer_after(
     let event = queue
         .enqueue_with_use(command_type::MAP_BUFFER, wait_list, blocking, usage, work)
         .inspect_err(|_| undo.undo_host_alloc(fresh))?;
-    buffer.maps.lock().unwrap_or_else(|p| p.into_inner()).push(MapRecord { ptr, writes, dir, begun });
+    sync::lock(&buffer.maps).push(MapRecord { ptr, writes, dir, begun });
     Ok((NonNull::new(ptr as *mut u8).expect("host pages are not at address 0"), event))
 }
 
@@ -237,10 +238,10 @@ pub fn enqueue_unmap_mem_object(
     if !Arc::ptr_eq(queue.context(), buffer.context()) {
         return cl_err!(InvalidContext, "memobj and the command queue belong to different contexts");
     }
-    crate::ext::amd_bus::external::refuse_read(buffer, "clEnqueueUnmapMemObject")?;
+    check_readable(buffer, "clEnqueueUnmapMemObject")?;
     check_wait_list(queue.context(), wait_list)?;
     let record = {
-        let mut maps = buffer.maps.lock().unwrap_or_else(|p| p.into_inner());
+        let mut maps = sync::lock(&buffer.maps);
         match maps.iter().position(|m| m.ptr == mapped_ptr as usize) {
             Some(i) => maps.remove(i),
             None => {
@@ -270,7 +271,7 @@ pub fn enqueue_unmap_mem_object(
         Ok(e) => Ok(e),
         Err(e) => {
             // The map is still outstanding: the failed call changes nothing.
-            buffer.maps.lock().unwrap_or_else(|p| p.into_inner()).push(record);
+            sync::lock(&buffer.maps).push(record);
             Err(e)
         }
     }

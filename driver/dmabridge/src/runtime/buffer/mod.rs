@@ -12,13 +12,16 @@ mod bus;
 pub mod commands;
 pub mod map;
 pub mod rect;
+pub(crate) mod restrictions;
 pub mod store;
 
+use std::any::Any;
 use std::sync::{Arc, Mutex};
 
 use crate::cl_err;
 use crate::error::{ClError, ClErrorKind, ClResult};
 use crate::memory::heap::AllocKind;
+use crate::sync;
 use crate::sys::dma_buf::DmaBuf;
 use crate::sys::udmabuf::Udmabuf;
 
@@ -109,6 +112,11 @@ pub struct Buffer {
     /// writes back).
     maps: Mutex<Vec<map::MapRecord>>,
     destructors: Mutex<Vec<Box<dyn FnOnce() + Send>>>,
+    /// What the extension that created the buffer keeps of it
+    /// (`cl_amd_bus_addressable_memory`'s bus addresses and signal pages),
+    /// given with the store ([`Buffer::around_store`]), read back with
+    /// [`Buffer::extension`]; `None` for other buffers and sub-buffers.
+    extension: Option<Arc<dyn Any + Send + Sync>>,
 }
 
 impl std::fmt::Debug for Buffer {
@@ -144,13 +152,33 @@ pub(crate) fn check_exclusive(flags: u64) -> ClResult<()> {
     Ok(())
 }
 
+/// The rule `clCreateBuffer` applies to `CL_MEM_USE_HOST_PTR` over SVM: a
+/// buffer of `size` bytes at `ptr` must fit in the SVM allocation, else
+/// `CL_INVALID_BUFFER_SIZE`. Pointers that are not SVM are left to the
+/// buffer's own rules (`Ok`). (`dmabridge::ext::svm::check_use_host_ptr`
+/// is this rule under its extension's name.)
+pub(crate) fn check_inside_svm(ctx: &Context, ptr: *const u8, size: usize) -> ClResult<()> {
+    match ctx.heap().lookup(ptr as usize).filter(|i| i.meta.kind == AllocKind::Svm) {
+        Some(i) if (ptr as usize - i.base).checked_add(size).is_none_or(|end| end > i.size) => cl_err!(
+            InvalidBufferSize,
+            "a {size}-byte buffer at {ptr:?} runs past the end of its {}-byte SVM allocation at {:#x}",
+            i.size,
+            i.base
+        ),
+        _ => Ok(()),
+    }
+}
+
 impl Buffer {
     /// `clCreateBuffer`: a buffer of `size` bytes. Nothing is allocated yet
     /// (see [`store`]), except the host allocation that
     /// `CL_MEM_COPY_HOST_PTR` needs to keep the data.
     ///
     /// Errors:
-    /// - `CL_INVALID_VALUE`: unknown flags, two access flags, two host access
+    /// - `CL_INVALID_VALUE`: unknown flags (an extension's flags too: a buffer
+    ///   with `CL_MEM_BUS_ADDRESSABLE_AMD` or `CL_MEM_EXTERNAL_PHYSICAL_AMD`
+    ///   is made by `dmabridge::ext::create_buffer`, which comes here for
+    ///   the others), two access flags, two host access
     ///   flags, or `USE_HOST_PTR` with `ALLOC_HOST_PTR` or `COPY_HOST_PTR`;
     /// - `CL_INVALID_BUFFER_SIZE`: `size` is 0 or above every device's
     ///   `CL_DEVICE_MAX_MEM_ALLOC_SIZE`, or a `USE_HOST_PTR` buffer runs past
@@ -170,9 +198,7 @@ impl Buffer {
     /// device behind an IOMMU the pages it spans are mapped for the device
     /// while the buffer lives there, so they must hold no Rust reference that
     /// a device write could invalidate. With `COPY_HOST_PTR` it must be valid
-    /// for reads of `size` bytes now. With `CL_MEM_BUS_ADDRESSABLE_AMD` or
-    /// `CL_MEM_EXTERNAL_PHYSICAL_AMD` (seed 002), the buffer is
-    /// [`crate::ext::amd_bus::create_buffer`]'s, under its contract.
+    /// for reads of `size` bytes now.
     ///
     /// ```
     /// use dmabridge::runtime::buffer::{mem_flags, Buffer};
@@ -188,10 +214,6 @@ impl Buffer {
     /// ```
     pub unsafe fn create(ctx: &Arc<Context>, flags: u64, size: usize, host_ptr: *mut u8) -> ClResult<Arc<Buffer>> {
         use mem_flags::*;
-        if flags & crate::ext::amd_bus::FLAGS != 0 {
-            // SAFETY: forwarded to the caller (the same contract).
-            return unsafe { crate::ext::amd_bus::create_buffer(ctx, flags, size, host_ptr) };
-        }
         check_exclusive(flags)?;
         if flags & USE_HOST_PTR != 0 && flags & (ALLOC_HOST_PTR | COPY_HOST_PTR) != 0 {
             return cl_err!(
@@ -227,7 +249,7 @@ impl Buffer {
             if let Some(a) = ctx.lookup(host_ptr as usize) {
                 match a.meta.kind {
                     AllocKind::Svm => {
-                        crate::ext::svm::check_use_host_ptr(ctx, host_ptr, size)?;
+                        check_inside_svm(ctx, host_ptr, size)?;
                         uses_svm = flags & USE_HOST_PTR != 0;
                     }
                     k if flags & USE_HOST_PTR != 0 => {
@@ -267,6 +289,7 @@ impl Buffer {
             store,
             maps: Mutex::new(Vec::new()),
             destructors: Mutex::new(Vec::new()),
+            extension: None,
         }))
     }
 
@@ -307,7 +330,7 @@ impl Buffer {
         if parent.parent.is_some() {
             return cl_err!(InvalidMemObject, "buffer is a sub-buffer: sub-buffers of sub-buffers are not allowed");
         }
-        crate::ext::amd_bus::check_sub_buffer(parent)?;
+        parent.store.restrictions().check_sub_buffer()?;
         check_exclusive(flags)?;
         if flags & HOST_PTR != 0 {
             return cl_err!(
@@ -366,13 +389,14 @@ impl Buffer {
             store: parent.store.clone(),
             maps: Mutex::new(Vec::new()),
             destructors: Mutex::new(Vec::new()),
+            extension: None,
         }))
     }
 
     /// A buffer over imported memory (`clImportMemoryARM`, seed 004): its
     /// store was made by the import; `flags` are already checked.
     pub(crate) fn imported(ctx: &Arc<Context>, flags: u64, size: usize, store: Store) -> Arc<Buffer> {
-        Buffer::around_store(ctx, flags, size, Arc::new(store))
+        Buffer::around_store(ctx, flags, size, Arc::new(store), None)
     }
 
     /// True if the buffer (or its parent) is imported memory
@@ -636,7 +660,7 @@ impl Buffer {
     /// # Ok::<(), dmabridge::error::ClError>(())
     /// ```
     pub fn set_destructor_callback(&self, f: Box<dyn FnOnce() + Send>) {
-        self.destructors.lock().unwrap_or_else(|p| p.into_inner()).push(f);
+        sync::lock(&self.destructors).push(f);
     }
 
     /// `clGetMemObjectInfo`.
@@ -676,7 +700,7 @@ impl Buffer {
 
 impl Drop for Buffer {
     fn drop(&mut self) {
-        let callbacks = std::mem::take(self.destructors.get_mut().unwrap_or_else(|p| p.into_inner()));
+        let callbacks = std::mem::take(sync::get_mut(&mut self.destructors));
         for f in callbacks.into_iter().rev() {
             f();
         }

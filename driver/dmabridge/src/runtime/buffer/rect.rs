@@ -13,8 +13,8 @@ use crate::runtime::event::{command_type, Event};
 use crate::runtime::queue::{check_wait_list, CommandUse, Queue};
 
 use super::commands::{
-    check_host_access, check_host_span, check_target, check_user_ptr, check_writable, copy_between, engine_copy,
-    Target, Undo,
+    check_host_access, check_host_span, check_readable, check_target, check_user_ptr, check_writable, copy_between,
+    engine_copy, Target, Undo,
 };
 use super::Buffer;
 use crate::sys::access::Access;
@@ -309,7 +309,7 @@ pub fn enqueue_copy_buffer_rect(
 ) -> ClResult<Event> {
     check_target(queue, src, "src_buffer")?;
     check_target(queue, dst, "dst_buffer")?;
-    crate::ext::amd_bus::external::refuse_read(src, "clEnqueueCopyBufferRect from src_buffer")?;
+    check_readable(src, "clEnqueueCopyBufferRect from src_buffer")?;
     check_wait_list(queue.context(), wait_list)?;
     let s = resolve(rect.src_origin, rect.region, rect.src_row_pitch, rect.src_slice_pitch, "src")?;
     let d = resolve(rect.dst_origin, rect.region, rect.dst_row_pitch, rect.dst_slice_pitch, "dst")?;

@@ -5,8 +5,8 @@
 
 use std::sync::atomic::Ordering;
 
-use super::state::lock;
 use super::{Event, EventCallback, Hook};
+use crate::sync;
 
 pub(super) enum Pending {
     /// A `clSetEventCallback` callback for the status `at`.
@@ -22,7 +22,7 @@ impl Event {
     /// queues and user events). A user event released unset runs its hooks
     /// with `CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST`.
     pub(crate) fn on_finish(&self, hook: Hook) {
-        let mut st = lock(&self.0.state);
+        let mut st = sync::lock(&self.0.state);
         let cur = self.0.status.load(Ordering::Acquire);
         if cur <= 0 {
             drop(st);

@@ -42,8 +42,9 @@ pub(crate) use errors::status_error;
 pub(crate) use types::now_ns;
 pub use types::{command_type, exec_status, profiling_info, EventStatus, ProfilingTimes};
 
+use crate::sync;
 use callbacks::Pending;
-use state::{lock, EventInner};
+use state::EventInner;
 
 /// An event (`cl_event`). Clone to retain, drop to release.
 #[derive(Clone)]
@@ -292,7 +293,7 @@ impl Event {
                 "command_exec_callback_type {exec_status} is not CL_SUBMITTED (2), CL_RUNNING (1) or CL_COMPLETE (0)"
             );
         }
-        let mut st = lock(&self.0.state);
+        let mut st = sync::lock(&self.0.state);
         let cur = self.0.status.load(Ordering::Acquire);
         if cur <= exec_status {
             drop(st);
@@ -373,7 +374,7 @@ impl Event {
                 "the event's command queue was created without CL_QUEUE_PROFILING_ENABLE"
             );
         }
-        let st = lock(&self.0.state);
+        let st = sync::lock(&self.0.state);
         let s = self.0.status.load(Ordering::Acquire);
         if s != exec_status::COMPLETE {
             return cl_err!(

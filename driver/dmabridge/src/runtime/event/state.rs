@@ -5,11 +5,12 @@
 //! public API so that the locking and ordering rules live in one place.
 
 use std::sync::atomic::{AtomicI32, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, Weak};
+use std::sync::{Arc, Condvar, Mutex, Weak};
 
 use crate::error::code;
 use crate::runtime::context::Context;
 use crate::runtime::queue::Queue;
+use crate::sync;
 
 use super::callbacks::{take_due, Pending};
 use super::{exec_status, now_ns, Event};
@@ -45,19 +46,13 @@ impl Drop for EventInner {
         if *self.status.get_mut() <= 0 {
             return;
         }
-        let pending = std::mem::take(&mut self.state.get_mut().unwrap_or_else(PoisonError::into_inner).pending);
+        let pending = std::mem::take(&mut sync::get_mut(&mut self.state).pending);
         for p in pending {
             if let Pending::Hook(h) = p {
                 h(code::EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST);
             }
         }
     }
-}
-
-pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    // Nothing runs user code under these locks: a poisoned lock only means a
-    // panic elsewhere, and the state it guards is still consistent.
-    m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 impl Event {
@@ -94,7 +89,7 @@ impl Event {
         if let Some(s) = self.finished() {
             return s;
         }
-        let mut st = lock(&self.0.state);
+        let mut st = sync::lock(&self.0.state);
         st.waiters += 1;
         loop {
             let s = self.0.status.load(Ordering::Acquire);
@@ -102,7 +97,7 @@ impl Event {
                 st.waiters -= 1;
                 return s;
             }
-            st = self.0.done.wait(st).unwrap_or_else(PoisonError::into_inner);
+            st = sync::wait(&self.0.done, st);
         }
     }
 
@@ -133,7 +128,7 @@ impl Event {
     /// and runs the callbacks and hooks that became due, outside the lock.
     pub(super) fn advance(&self, to: i32) -> bool {
         let inner = &*self.0;
-        let mut st = lock(&inner.state);
+        let mut st = sync::lock(&inner.state);
         let cur = inner.status.load(Ordering::Acquire);
         if cur <= 0 || to >= cur {
             return false;

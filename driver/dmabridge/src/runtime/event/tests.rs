@@ -1,8 +1,9 @@
 use super::*;
 use crate::error::{code, ClErrorKind};
 use crate::runtime::platform::Platform;
+use crate::sync;
 use std::sync::mpsc;
-use std::sync::{Mutex, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Duration;
 
 static TEST_LOCK: RwLock<()> = RwLock::new(());
@@ -10,12 +11,12 @@ static TEST_LOCK: RwLock<()> = RwLock::new(());
 /// Held by every event and queue test; the test that counts threads
 /// takes it exclusively.
 pub(crate) fn shared_lock() -> RwLockReadGuard<'static, ()> {
-    TEST_LOCK.read().unwrap_or_else(PoisonError::into_inner)
+    sync::read(&TEST_LOCK)
 }
 
 /// Held by a test that must run alone among the event and queue tests.
 pub(crate) fn exclusive_lock() -> RwLockWriteGuard<'static, ()> {
-    TEST_LOCK.write().unwrap_or_else(PoisonError::into_inner)
+    sync::write(&TEST_LOCK)
 }
 
 pub(crate) fn context() -> Arc<Context> {
@@ -31,7 +32,7 @@ type Log = Arc<Mutex<Vec<(i32, i32)>>>;
 
 fn logger(log: &Log, tag: i32) -> EventCallback {
     let log = log.clone();
-    Box::new(move |_, s| log.lock().unwrap().push((tag, s)))
+    Box::new(move |_, s| sync::lock(&log).push((tag, s)))
 }
 
 #[test]
@@ -161,17 +162,17 @@ fn callbacks_run_in_status_order_and_at_once_when_past() {
     e.set_callback(exec_status::RUNNING, logger(&log, 2)).unwrap();
     e.set_callback(exec_status::SUBMITTED, logger(&log, 3)).unwrap();
     e.set_callback(exec_status::COMPLETE, logger(&log, 4)).unwrap();
-    assert!(log.lock().unwrap().is_empty());
+    assert!(sync::lock(&log).is_empty());
     // Skipping statuses still calls each callback, earliest status first.
     e.mark_running();
-    assert_eq!(*log.lock().unwrap(), [(3, 2), (2, 1)]);
+    assert_eq!(*sync::lock(&log), [(3, 2), (2, 1)]);
     e.complete(Ok(()));
-    assert_eq!(*log.lock().unwrap(), [(3, 2), (2, 1), (1, 0), (4, 0)]);
+    assert_eq!(*sync::lock(&log), [(3, 2), (2, 1), (1, 0), (4, 0)]);
     // Already past: called at once, with the status asked for.
     e.set_callback(exec_status::SUBMITTED, logger(&log, 5)).unwrap();
-    assert_eq!(log.lock().unwrap().last(), Some(&(5, 2)));
+    assert_eq!(sync::lock(&log).last(), Some(&(5, 2)));
     e.complete(Ok(()));
-    assert_eq!(log.lock().unwrap().len(), 5, "a callback ran twice");
+    assert_eq!(sync::lock(&log).len(), 5, "a callback ran twice");
 }
 
 #[test]
@@ -184,11 +185,11 @@ fn callbacks_receive_the_error_status() {
     e.set_callback(exec_status::SUBMITTED, logger(&log, 1)).unwrap();
     e.set_callback(exec_status::RUNNING, logger(&log, 2)).unwrap();
     e.set_callback(exec_status::COMPLETE, logger(&log, 3)).unwrap();
-    assert_eq!(*log.lock().unwrap(), [(1, 2)]);
+    assert_eq!(*sync::lock(&log), [(1, 2)]);
     e.set_user_status(-9999).unwrap();
-    assert_eq!(*log.lock().unwrap(), [(1, 2), (2, -9999), (3, -9999)]);
+    assert_eq!(*sync::lock(&log), [(1, 2), (2, -9999), (3, -9999)]);
     e.set_callback(exec_status::COMPLETE, logger(&log, 4)).unwrap();
-    assert_eq!(log.lock().unwrap().last(), Some(&(4, -9999)));
+    assert_eq!(sync::lock(&log).last(), Some(&(4, -9999)));
 }
 
 #[test]
@@ -219,19 +220,19 @@ fn hooks_run_once_finished_and_when_an_unset_user_event_is_released() {
     let log: Log = Arc::default();
     let hook = |tag| -> Hook {
         let log = log.clone();
-        Box::new(move |s| log.lock().unwrap().push((tag, s)))
+        Box::new(move |s| sync::lock(&log).push((tag, s)))
     };
     let e = command_event(&ctx, false);
     e.on_finish(hook(1));
     e.mark_running();
-    assert!(log.lock().unwrap().is_empty());
+    assert!(sync::lock(&log).is_empty());
     e.complete(Err(-5));
     e.on_finish(hook(2));
-    assert_eq!(*log.lock().unwrap(), [(1, -5), (2, -5)]);
+    assert_eq!(*sync::lock(&log), [(1, -5), (2, -5)]);
     let u = Event::user(&ctx);
     u.on_finish(hook(3));
     drop(u);
-    assert_eq!(log.lock().unwrap().last(), Some(&(3, code::EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST)));
+    assert_eq!(sync::lock(&log).last(), Some(&(3, code::EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST)));
 }
 
 #[test]

@@ -12,10 +12,9 @@ use std::sync::Arc;
 
 use crate::cl_err;
 use crate::error::{code, ClResult};
-use crate::ext::usm;
 use crate::memory::heap::{AllocInfo, AllocKind};
 use crate::runtime::backend::{self, domain::DmaDomain};
-use crate::runtime::buffer::commands::{check_target, check_writable, Target, Undo};
+use crate::runtime::buffer::commands::{check_readable, check_target, check_writable, Target, Undo};
 use crate::runtime::buffer::store::{Location, Store};
 use crate::runtime::buffer::Buffer;
 use crate::runtime::context::Context;
@@ -378,7 +377,7 @@ fn check_read_only_arg(body: &Body, i: usize, buffer: &Buffer) -> ClResult<()> {
     if written.contains(&i) {
         check_writable(buffer, &format!("{}: argument {i} (written by the kernel)", b.name))?;
     } else {
-        crate::ext::amd_bus::external::refuse_read(buffer, &format!("{}: argument {i} (read by the kernel)", b.name))?;
+        check_readable(buffer, &format!("{}: argument {i} (read by the kernel)", b.name))?;
     }
     Ok(())
 }
@@ -420,7 +419,7 @@ impl Reach {
             });
         }
         for info in &infos {
-            if let Err(e) = usm::keep_resident(&self.ctx, &self.domain, info) {
+            if let Err(e) = backend::residency::keep_resident(&self.ctx, &self.domain, info) {
                 log::warn!("kernel launch: making the allocation at {:#x} resident: {e}", info.base);
                 return Err(code::OUT_OF_RESOURCES);
             }

@@ -14,6 +14,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::cl_err;
 use crate::error::ClResult;
+use crate::sync;
 
 use super::buffer::Buffer;
 use super::context::Context;
@@ -370,7 +371,7 @@ impl Kernel {
     }
 
     fn state(&self) -> MutexGuard<'_, ArgState> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        sync::lock(&self.state)
     }
 
     fn kind(&self, index: u32) -> ClResult<ArgKind> {

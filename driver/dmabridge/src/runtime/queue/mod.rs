@@ -66,8 +66,8 @@ pub use props::{properties, QueueProps};
 pub use registry::{check_wait_list, queues_of, wait_for_context_commands_using};
 pub use usage::CommandUse;
 
-use registry::{NEXT_ID, REGISTRY};
-use scheduler::{lock, Shared, State};
+use registry::NEXT_ID;
+use scheduler::{Shared, State};
 use submit::Kind;
 
 /// The work of a command: runs once, on a worker or the enqueuing thread.
@@ -121,9 +121,7 @@ impl Queue {
             work: Condvar::new(),
         });
         let q = Arc::new(Queue { context: context.clone(), device: device.clone(), props, shared });
-        let mut reg = lock(&REGISTRY);
-        reg.retain(|(_, w)| w.strong_count() > 0);
-        reg.push((Arc::as_ptr(context) as usize, Arc::downgrade(&q)));
+        context.add_queue(&q);
         Ok(q)
     }
 
@@ -417,7 +415,7 @@ impl Drop for Queue {
     /// runnable now run to completion before this returns; commands still
     /// waiting on events run when those finish, on a worker started then.
     fn drop(&mut self) {
-        lock(&REGISTRY).retain(|(_, w)| w.strong_count() > 0);
+        self.context.forget_dropped_queues();
         let handles = {
             let mut st = self.shared.lock();
             st.shutdown = true;

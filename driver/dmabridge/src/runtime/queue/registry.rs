@@ -1,25 +1,24 @@
-//! Context-wide functions: the registry of live queues (a context does not
-//! hold its queues), [`queues_of`], [`wait_for_context_commands_using`] for
+//! Context-wide functions: [`queues_of`] (the live queues a context keeps,
+//! weakly), [`wait_for_context_commands_using`] for
 //! `clMemBlockingFreeINTEL`, and [`check_wait_list`], the context check every
 //! enqueue makes on its wait list. Separate from a single queue's API.
 
 use std::sync::atomic::AtomicU64;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::Arc;
 
 use crate::cl_err;
 use crate::error::ClResult;
 use crate::runtime::context::Context;
 use crate::runtime::event::Event;
 
-use super::scheduler::lock;
 use super::{CommandUse, Queue};
 
-/// The live queues, with the address of their context.
-pub(super) static REGISTRY: Mutex<Vec<(usize, Weak<Queue>)>> = Mutex::new(Vec::new());
+/// The id of the next queue (its scheduler's, in logs and `Debug`).
 pub(super) static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
-/// The live queues of `context` — a context does not hold its queues, and
-/// `clMemBlockingFreeINTEL` must wait for commands on any of them.
+/// The live queues of `context` — it holds them weakly (each queue holds
+/// its context), and `clMemBlockingFreeINTEL` must wait for commands on any
+/// of them.
 ///
 /// ```
 /// use dmabridge::runtime::queue;
@@ -33,12 +32,7 @@ pub(super) static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 /// # Ok::<(), dmabridge::error::ClError>(())
 /// ```
 pub fn queues_of(context: &Arc<Context>) -> Vec<Arc<Queue>> {
-    let key = Arc::as_ptr(context) as usize;
-    // Upgrade under the lock, but let go of nothing under it: dropping the
-    // last reference to a queue takes this lock again.
-    let found: Vec<Arc<Queue>> =
-        lock(&REGISTRY).iter().filter(|(k, _)| *k == key).filter_map(|(_, w)| w.upgrade()).collect();
-    found.into_iter().filter(|q| Arc::ptr_eq(&q.context, context)).collect()
+    context.live_queues()
 }
 
 /// Wait, on every live queue of `context`, for the commands whose

@@ -7,11 +7,12 @@
 use std::collections::VecDeque;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::{self, JoinHandle};
 
 use crate::error::code;
 use crate::runtime::event::Event;
+use crate::sync;
 
 use super::deps::Deps;
 use super::{CommandUse, Work};
@@ -77,12 +78,6 @@ pub(super) struct Shared {
     pub(super) work: Condvar,
 }
 
-pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    // No user code runs under these locks (work and callbacks run outside
-    // them): a poisoned lock's state is still consistent.
-    m.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
 fn run_work(work: Option<Work>) -> Result<(), i32> {
     match work {
         None => Ok(()),
@@ -92,7 +87,7 @@ fn run_work(work: Option<Work>) -> Result<(), i32> {
 
 impl Shared {
     pub(super) fn lock(&self) -> MutexGuard<'_, State> {
-        lock(&self.state)
+        sync::lock(&self.state)
     }
 
     /// Wake or count in a worker if something is runnable; true if the
@@ -188,7 +183,7 @@ impl Shared {
                 return;
             }
             st.idle += 1;
-            st = self.work.wait(st).unwrap_or_else(PoisonError::into_inner);
+            st = sync::wait(&self.work, st);
             st.idle -= 1;
         }
     }

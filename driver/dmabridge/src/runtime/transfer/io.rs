@@ -11,6 +11,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::RwLock;
 
+use crate::sync;
 use crate::sys::addr::{HostAddr, Span};
 
 /// How many ranges are registered: zero keeps [`is_io`] to one atomic load.
@@ -43,7 +44,7 @@ impl IoRange {
     /// # Ok::<(), dmabridge::sys::addr::SpanOverflow>(())
     /// ```
     pub fn register(span: Span<HostAddr>) -> IoRange {
-        let mut ranges = RANGES.write().unwrap_or_else(|e| e.into_inner());
+        let mut ranges = sync::write(&RANGES);
         ranges.push(span);
         COUNT.store(ranges.len(), Ordering::Release);
         IoRange { span }
@@ -52,7 +53,7 @@ impl IoRange {
 
 impl Drop for IoRange {
     fn drop(&mut self) {
-        let mut ranges = RANGES.write().unwrap_or_else(|e| e.into_inner());
+        let mut ranges = sync::write(&RANGES);
         if let Some(i) = ranges.iter().position(|&r| r == self.span) {
             ranges.swap_remove(i);
         }
@@ -76,7 +77,7 @@ pub fn is_io(p: HostAddr, size: usize) -> bool {
         return false;
     }
     let end = p.0.saturating_add(size);
-    let ranges = RANGES.read().unwrap_or_else(|e| e.into_inner());
+    let ranges = sync::read(&RANGES);
     ranges.iter().any(|r| p < r.end() && r.start().0 < end)
 }
 

@@ -10,9 +10,10 @@
 //! no part left and touches only the job itself (kept alive by its `Arc`),
 //! never the memory of the transfer.
 
+use crate::sync;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
 
 /// Threads taking part in one transfer, the caller included.
 pub(super) const MAX_THREADS: usize = 8;
@@ -50,7 +51,7 @@ impl Job {
             // disjoint; the caller of `run` keeps `[dst, dst + size)` (and
             // the source) valid until every part is done, which it waits for.
             unsafe { super::run_part(&self.op, offset, len) };
-            let mut done = lock(&self.done);
+            let mut done = sync::lock(&self.done);
             *done += 1;
             if *done == self.parts {
                 self.all_done.notify_all();
@@ -68,12 +69,6 @@ struct Pool {
     wake: Condvar,
     /// Helper threads running (set once, when the pool starts).
     helpers: AtomicUsize,
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    // Only counters and a list of jobs live under these locks, and no code
-    // that can panic runs while they are held.
-    m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 static POOL: OnceLock<Arc<Pool>> = OnceLock::new();
@@ -102,15 +97,15 @@ fn pool() -> &'static Arc<Pool> {
 
 /// A helper: take parts of whatever job has some left; sleep otherwise.
 fn helper(pool: &Pool) {
-    let mut jobs = lock(&pool.jobs);
+    let mut jobs = sync::lock(&pool.jobs);
     loop {
         if let Some(job) = jobs.iter().find(|j| j.has_parts_left()).cloned() {
             drop(jobs);
             job.work();
-            jobs = lock(&pool.jobs);
+            jobs = sync::lock(&pool.jobs);
             continue;
         }
-        jobs = pool.wake.wait(jobs).unwrap_or_else(PoisonError::into_inner);
+        jobs = sync::wait(&pool.wake, jobs);
     }
 }
 
@@ -135,16 +130,16 @@ pub(super) unsafe fn run(op: Op, size: usize, chunk: usize) {
     let pool = pool();
     let shared = parts > 1 && pool.helpers.load(Ordering::Relaxed) > 0;
     if shared {
-        lock(&pool.jobs).push_back(job.clone());
+        sync::lock(&pool.jobs).push_back(job.clone());
         pool.wake.notify_all();
     }
     job.work();
-    let mut done = lock(&job.done);
+    let mut done = sync::lock(&job.done);
     while *done < parts {
-        done = job.all_done.wait(done).unwrap_or_else(PoisonError::into_inner);
+        done = sync::wait(&job.all_done, done);
     }
     drop(done);
     if shared {
-        lock(&pool.jobs).retain(|j| !Arc::ptr_eq(j, &job));
+        sync::lock(&pool.jobs).retain(|j| !Arc::ptr_eq(j, &job));
     }
 }

@@ -7,6 +7,7 @@ use std::sync::Mutex;
 use rustix::io::Errno;
 
 use super::DmaBuf;
+use crate::sync;
 use crate::sys::mmap::{check_range, Access, MapError};
 use crate::sys::{OsError, OsResult};
 
@@ -186,7 +187,7 @@ impl LazyMap {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn is_mapped(&self) -> bool {
-        *self.state.lock().unwrap_or_else(|p| p.into_inner()) == Some(true)
+        *sync::lock(&self.state) == Some(true)
     }
 
     /// Maps the dma-buf over the reserved range if it is not yet mapped.
@@ -212,7 +213,7 @@ impl LazyMap {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn ensure(&self) -> OsResult<()> {
-        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let mut state = sync::lock(&self.state);
         match *state {
             Some(true) => return Ok(()),
             None => return Err(OsError::new("mmap dma-buf (its range was lost)", Errno::NOMEM)),
@@ -270,7 +271,7 @@ impl LazyMap {
 
 impl Drop for LazyMap {
     fn drop(&mut self) {
-        if self.state.get_mut().unwrap_or_else(|p| p.into_inner()).is_some() {
+        if sync::get_mut(&mut self.state).is_some() {
             // SAFETY: our own range (reserved or mapped), unmapped once; no
             // reference into it exists (see `Send`).
             let _ = unsafe { rustix::mm::munmap(self.ptr.as_ptr().cast(), self.len) };

@@ -45,6 +45,7 @@ use rustix::io::Errno;
 
 use super::ioctl::ioctl_ptr_again;
 use super::OsError;
+use crate::sync;
 pub use buffer::{DumbBuffer, GemHandle};
 pub use error::DrmError;
 use raw::*;
@@ -305,13 +306,13 @@ impl DrmDevice {
 
     /// Counts one more holder of `handle`.
     fn hold(&self, handle: u32) {
-        *self.handles.lock().unwrap_or_else(|p| p.into_inner()).entry(handle).or_insert(0) += 1;
+        *sync::lock(&self.handles).entry(handle).or_insert(0) += 1;
     }
 
     /// Drops one holder of `handle`, closing it (`DRM_IOCTL_GEM_CLOSE`) when
     /// it was the last. Returns whether it was closed.
     fn release(&self, handle: u32) -> Result<bool, OsError> {
-        let mut handles = self.handles.lock().unwrap_or_else(|p| p.into_inner());
+        let mut handles = sync::lock(&self.handles);
         let Some(count) = handles.get_mut(&handle) else { return Ok(false) };
         *count -= 1;
         if *count > 0 {

@@ -11,6 +11,7 @@ use vfio_bindings::bindings::vfio as uapi;
 
 use super::group::Group;
 use super::VfioError;
+use crate::sync;
 use crate::sys::access::Access;
 use crate::sys::addr::{HostAddr, Iova};
 use crate::sys::ioctl::{ioctl_int, ioctl_ptr, opcode, Opcode};
@@ -127,24 +128,12 @@ impl Container {
     /// use std::sync::Arc;
     /// use dmabridge::sys::addr::{HostAddr, Iova};
     /// use dmabridge::sys::pci::PciFunction;
-    /// use dmabridge::sys::vfio::Container;
+    /// # use dmabridge::sys::vfio::Container;
     ///
     /// // A function bound to vfio-pci, where this machine has one.
     /// let Some(f) = PciFunction::all().into_iter().find(|f| f.is_vfio_bound()) else { return Ok(()) };
-    /// let container = match Container::open() {
-    ///     Ok(c) => c,
-    ///     Err(e) => {
-    ///         println!("{e}");
-    ///         return Ok(());
-    ///     }
-    /// };
-    /// let group = match container.group_of(f.address) {
-    ///     Ok(g) => g,
-    ///     Err(e) => {
-    ///         println!("{e}");
-    ///         return Ok(());
-    ///     }
-    /// };
+    /// # let Some(container) = dmabridge::sys::doc_support::or_skip(Container::open()) else { return Ok(()) };
+    /// # let Some(group) = dmabridge::sys::doc_support::or_skip(container.group_of(f.address)) else { return Ok(()) };
     /// assert_eq!(Some(group.number()), f.iommu_group);
     /// // The group stays attached while it is held: asking again gives the same one.
     /// assert!(Arc::ptr_eq(&group, &container.group_of(f.address)?));
@@ -164,17 +153,11 @@ impl Container {
     /// ```
     /// use dmabridge::sys::addr::{HostAddr, Iova};
     /// use dmabridge::sys::pci::PciFunction;
-    /// use dmabridge::sys::vfio::Container;
+    /// # use dmabridge::sys::vfio::Container;
     ///
     /// // A function bound to vfio-pci, where this machine has one.
     /// let Some(f) = PciFunction::all().into_iter().find(|f| f.is_vfio_bound()) else { return Ok(()) };
-    /// let container = match Container::open() {
-    ///     Ok(c) => c,
-    ///     Err(e) => {
-    ///         println!("{e}");
-    ///         return Ok(());
-    ///     }
-    /// };
+    /// # let Some(container) = dmabridge::sys::doc_support::or_skip(Container::open()) else { return Ok(()) };
     /// match container.device(f.address) {
     ///     Ok(device) => assert_eq!(device.address(), f.address),
     ///     Err(e) => println!("{e}"),
@@ -186,13 +169,13 @@ impl Container {
     }
 
     pub(super) fn cached_group(&self, number: u32) -> Option<Arc<Group>> {
-        self.state.lock().unwrap().groups.get(&number).and_then(Weak::upgrade)
+        sync::lock(&self.state).groups.get(&number).and_then(Weak::upgrade)
     }
 
     /// Called by a group once it is attached: the first group lets us choose
     /// the IOMMU model.
     pub(super) fn attached(&self, group: &Arc<Group>) -> Result<(), VfioError> {
-        let mut st = self.state.lock().unwrap();
+        let mut st = sync::lock(&self.state);
         if !st.iommu_set {
             // SAFETY: VFIO_SET_IOMMU takes an integer IOMMU type.
             unsafe { ioctl_int(self.fd.as_fd(), VFIO_SET_IOMMU, uapi::VFIO_TYPE1v2_IOMMU as usize) }
@@ -208,7 +191,7 @@ impl Container {
     /// `group` is the one closing: a dead group replaced under the same
     /// number (see `Group::for_device`) leaves its successor's entry alone.
     pub(super) fn detached(&self, number: u32, group: *const Group) {
-        let mut st = self.state.lock().unwrap();
+        let mut st = sync::lock(&self.state);
         if st.groups.get(&number).is_some_and(|w| !std::ptr::eq(w.as_ptr(), group) && w.strong_count() > 0) {
             return;
         }
@@ -295,21 +278,9 @@ impl Container {
     ///
     /// // A function bound to vfio-pci, where this machine has one.
     /// let Some(f) = PciFunction::all().into_iter().find(|f| f.is_vfio_bound()) else { return Ok(()) };
-    /// let container = match Container::open() {
-    ///     Ok(c) => c,
-    ///     Err(e) => {
-    ///         println!("{e}");
-    ///         return Ok(());
-    ///     }
-    /// };
+    /// # let Some(container) = dmabridge::sys::doc_support::or_skip(Container::open()) else { return Ok(()) };
     /// // DMA mappings need a group in the container.
-    /// let _device = match container.device(f.address) {
-    ///     Ok(d) => d,
-    ///     Err(e) => {
-    ///         println!("{e}");
-    ///         return Ok(());
-    ///     }
-    /// };
+    /// # let Some(_device) = dmabridge::sys::doc_support::or_skip(container.device(f.address)) else { return Ok(()) };
     /// let memfd = Memfd::create(c"dma", 1 << 16)?;
     /// memfd.add_seals(Seals::SHRINK)?;
     /// let map = memfd.map(0, 1 << 16, Access::ReadWrite)?;
@@ -366,25 +337,13 @@ impl Container {
     /// use dmabridge::sys::access::Access;
     /// use dmabridge::sys::addr::{HostAddr, Iova};
     /// use dmabridge::sys::pci::PciFunction;
-    /// use dmabridge::sys::vfio::Container;
+    /// # use dmabridge::sys::vfio::Container;
     ///
     /// // A function bound to vfio-pci, where this machine has one.
     /// let Some(f) = PciFunction::all().into_iter().find(|f| f.is_vfio_bound()) else { return Ok(()) };
-    /// let container = match Container::open() {
-    ///     Ok(c) => c,
-    ///     Err(e) => {
-    ///         println!("{e}");
-    ///         return Ok(());
-    ///     }
-    /// };
+    /// # let Some(container) = dmabridge::sys::doc_support::or_skip(Container::open()) else { return Ok(()) };
     /// // DMA mappings need a group in the container.
-    /// let _device = match container.device(f.address) {
-    ///     Ok(d) => d,
-    ///     Err(e) => {
-    ///         println!("{e}");
-    ///         return Ok(());
-    ///     }
-    /// };
+    /// # let Some(_device) = dmabridge::sys::doc_support::or_skip(container.device(f.address)) else { return Ok(()) };
     /// // Unaligned ranges are refused before the kernel is asked.
     /// // SAFETY: the call fails its alignment check and maps nothing.
     /// let err = unsafe { container.map_dma_raw(Iova(0x10_0000), 4096, HostAddr(1), Access::Read) }.unwrap_err();
@@ -411,7 +370,7 @@ impl Container {
         if size == 0 || !vaddr.is_aligned(page) || !iova.is_aligned(page as u64) || size % page as u64 != 0 {
             return Err(VfioError::Unaligned { vaddr, iova, size });
         }
-        let mut st = self.state.lock().unwrap();
+        let mut st = sync::lock(&self.state);
         let end = iova.checked_add(size).ok_or(VfioError::IovaInUse { iova, size })?;
         if st.maps.range(..end).next_back().is_some_and(|(_, m)| m.iova.0 + m.size > iova.0) {
             return Err(VfioError::IovaInUse { iova, size });
@@ -455,25 +414,13 @@ impl Container {
     /// use dmabridge::sys::access::Access;
     /// use dmabridge::sys::addr::{HostAddr, Iova};
     /// use dmabridge::sys::pci::PciFunction;
-    /// use dmabridge::sys::vfio::Container;
+    /// # use dmabridge::sys::vfio::Container;
     ///
     /// // A function bound to vfio-pci, where this machine has one.
     /// let Some(f) = PciFunction::all().into_iter().find(|f| f.is_vfio_bound()) else { return Ok(()) };
-    /// let container = match Container::open() {
-    ///     Ok(c) => c,
-    ///     Err(e) => {
-    ///         println!("{e}");
-    ///         return Ok(());
-    ///     }
-    /// };
+    /// # let Some(container) = dmabridge::sys::doc_support::or_skip(Container::open()) else { return Ok(()) };
     /// // DMA mappings need a group in the container.
-    /// let _device = match container.device(f.address) {
-    ///     Ok(d) => d,
-    ///     Err(e) => {
-    ///         println!("{e}");
-    ///         return Ok(());
-    ///     }
-    /// };
+    /// # let Some(_device) = dmabridge::sys::doc_support::or_skip(container.device(f.address)) else { return Ok(()) };
     /// let memfd = Memfd::create(c"dma", 8192)?;
     /// memfd.add_seals(Seals::SHRINK)?;
     /// let map = memfd.map(0, 8192, Access::Read)?;
@@ -485,7 +432,7 @@ impl Container {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn unmap_dma(&self, iova: Iova, size: u64) -> Result<(), VfioError> {
-        let mut st = self.state.lock().unwrap();
+        let mut st = sync::lock(&self.state);
         match st.maps.get(&iova) {
             Some(m) if m.size == size => {}
             _ => return Err(VfioError::NotMapped { iova, size }),
@@ -509,25 +456,13 @@ impl Container {
     /// use dmabridge::sys::access::Access;
     /// use dmabridge::sys::addr::{HostAddr, Iova};
     /// use dmabridge::sys::pci::PciFunction;
-    /// use dmabridge::sys::vfio::Container;
+    /// # use dmabridge::sys::vfio::Container;
     ///
     /// // A function bound to vfio-pci, where this machine has one.
     /// let Some(f) = PciFunction::all().into_iter().find(|f| f.is_vfio_bound()) else { return Ok(()) };
-    /// let container = match Container::open() {
-    ///     Ok(c) => c,
-    ///     Err(e) => {
-    ///         println!("{e}");
-    ///         return Ok(());
-    ///     }
-    /// };
+    /// # let Some(container) = dmabridge::sys::doc_support::or_skip(Container::open()) else { return Ok(()) };
     /// // DMA mappings need a group in the container.
-    /// let _device = match container.device(f.address) {
-    ///     Ok(d) => d,
-    ///     Err(e) => {
-    ///         println!("{e}");
-    ///         return Ok(());
-    ///     }
-    /// };
+    /// # let Some(_device) = dmabridge::sys::doc_support::or_skip(container.device(f.address)) else { return Ok(()) };
     /// let memfd = Memfd::create(c"dma", 8192)?;
     /// memfd.add_seals(Seals::SHRINK)?;
     /// let map = memfd.map(0, 8192, Access::Read)?;
@@ -539,7 +474,7 @@ impl Container {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn unmap_dma_unchecked(&self, iova: Iova, size: u64) -> Result<u64, VfioError> {
-        let mut st = self.state.lock().unwrap();
+        let mut st = sync::lock(&self.state);
         let unmapped = self.kernel_unmap(iova, size)?;
         st.maps.retain(|_, m| m.iova.0 + m.size <= iova.0 || m.iova.0 >= iova.0 + unmapped);
         Ok(unmapped)
@@ -572,25 +507,13 @@ impl Container {
     /// use dmabridge::sys::access::Access;
     /// use dmabridge::sys::addr::{HostAddr, Iova};
     /// use dmabridge::sys::pci::PciFunction;
-    /// use dmabridge::sys::vfio::Container;
+    /// # use dmabridge::sys::vfio::Container;
     ///
     /// // A function bound to vfio-pci, where this machine has one.
     /// let Some(f) = PciFunction::all().into_iter().find(|f| f.is_vfio_bound()) else { return Ok(()) };
-    /// let container = match Container::open() {
-    ///     Ok(c) => c,
-    ///     Err(e) => {
-    ///         println!("{e}");
-    ///         return Ok(());
-    ///     }
-    /// };
+    /// # let Some(container) = dmabridge::sys::doc_support::or_skip(Container::open()) else { return Ok(()) };
     /// // DMA mappings need a group in the container.
-    /// let _device = match container.device(f.address) {
-    ///     Ok(d) => d,
-    ///     Err(e) => {
-    ///         println!("{e}");
-    ///         return Ok(());
-    ///     }
-    /// };
+    /// # let Some(_device) = dmabridge::sys::doc_support::or_skip(container.device(f.address)) else { return Ok(()) };
     /// let memfd = Memfd::create(c"dma", 8192)?;
     /// memfd.add_seals(Seals::SHRINK)?;
     /// let map = memfd.map(0, 8192, Access::Read)?;
@@ -602,7 +525,7 @@ impl Container {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn mappings(&self) -> Vec<DmaMapping> {
-        self.state.lock().unwrap().maps.values().copied().collect()
+        sync::lock(&self.state).maps.values().copied().collect()
     }
 }
 

@@ -50,17 +50,11 @@ impl Group {
     /// ```
     /// use dmabridge::sys::vfio::{Group, VfioError};
     /// use dmabridge::sys::pci::PciFunction;
-    /// use dmabridge::sys::vfio::Container;
+    /// # use dmabridge::sys::vfio::Container;
     ///
     /// // A function bound to vfio-pci, where this machine has one.
     /// let Some(f) = PciFunction::all().into_iter().find(|f| f.is_vfio_bound()) else { return Ok(()) };
-    /// let container = match Container::open() {
-    ///     Ok(c) => c,
-    ///     Err(e) => {
-    ///         println!("{e}");
-    ///         return Ok(());
-    ///     }
-    /// };
+    /// # let Some(container) = dmabridge::sys::doc_support::or_skip(Container::open()) else { return Ok(()) };
     /// match Group::for_device(&container, f.address) {
     ///     Ok(group) => assert_eq!(Some(group.number()), f.iommu_group),
     ///     Err(e) => println!("{e}"),
@@ -169,24 +163,12 @@ impl Group {
     ///
     /// ```
     /// use dmabridge::sys::pci::PciFunction;
-    /// use dmabridge::sys::vfio::Container;
+    /// # use dmabridge::sys::vfio::Container;
     ///
     /// // A function bound to vfio-pci, where this machine has one.
     /// let Some(f) = PciFunction::all().into_iter().find(|f| f.is_vfio_bound()) else { return Ok(()) };
-    /// let container = match Container::open() {
-    ///     Ok(c) => c,
-    ///     Err(e) => {
-    ///         println!("{e}");
-    ///         return Ok(());
-    ///     }
-    /// };
-    /// let group = match container.group_of(f.address) {
-    ///     Ok(g) => g,
-    ///     Err(e) => {
-    ///         println!("{e}");
-    ///         return Ok(());
-    ///     }
-    /// };
+    /// # let Some(container) = dmabridge::sys::doc_support::or_skip(Container::open()) else { return Ok(()) };
+    /// # let Some(group) = dmabridge::sys::doc_support::or_skip(container.group_of(f.address)) else { return Ok(()) };
     /// let device = group.device(f.address)?;
     /// assert_eq!(device.address(), f.address);
     /// # Ok::<(), Box<dyn std::error::Error>>(())

@@ -2,6 +2,7 @@
 //! pending commands, and a timing of the inline round trip.
 
 use super::*;
+use crate::sync;
 
 #[test]
 fn blocking_commands_run_inline_when_nothing_is_pending() {
@@ -68,7 +69,7 @@ fn commands_queued_behind_an_inline_command_run_after_it() {
                 let work: Work = Box::new(move || {
                     started_tx.send(()).unwrap();
                     go_rx.recv_timeout(DEADLINE).map_err(|_| code::OUT_OF_RESOURCES)?;
-                    log.lock().unwrap().push(1);
+                    sync::lock(&log).push(1);
                     Ok(())
                 });
                 q.enqueue(command_type::USER, &[], true, work)
@@ -111,7 +112,7 @@ fn concurrent_enqueues_keep_in_order_semantics() {
                             if busy.swap(true, Ordering::SeqCst) {
                                 overlaps.fetch_add(1, Ordering::SeqCst);
                             }
-                            order.lock().unwrap().push((t, i));
+                            sync::lock(&order).push((t, i));
                             thread::yield_now();
                             busy.store(false, Ordering::SeqCst);
                             Ok(())
@@ -130,7 +131,7 @@ fn concurrent_enqueues_keep_in_order_semantics() {
         }
         q.finish().unwrap();
         assert_eq!(q.pending_commands(), 0);
-        let order = order.lock().unwrap();
+        let order = sync::lock(&order);
         assert_eq!(order.len(), 1200);
         if !props.out_of_order {
             assert_eq!(overlaps.load(Ordering::SeqCst), 0, "commands of an in-order queue overlapped");
@@ -219,7 +220,7 @@ fn inline_round_trip_time() {
     let memcpy = || -> Work {
         let dst = dst.clone();
         Box::new(move || {
-            dst.lock().unwrap().copy_from_slice(&src);
+            sync::lock(&dst).copy_from_slice(&src);
             Ok(())
         })
     };
@@ -249,5 +250,5 @@ fn inline_round_trip_time() {
         worker[worker.len() / 2],
         if cfg!(debug_assertions) { "debug" } else { "release" }
     );
-    assert_eq!(*dst.lock().unwrap(), src);
+    assert_eq!(*sync::lock(&dst), src);
 }

@@ -35,13 +35,13 @@ fn ok() -> Work {
 fn push(log: &Log, v: u32) -> Work {
     let log = log.clone();
     Box::new(move || {
-        log.lock().unwrap().push(v);
+        crate::sync::lock(&log).push(v);
         Ok(())
     })
 }
 
 fn logged(log: &Log) -> Vec<u32> {
-    log.lock().unwrap().clone()
+    crate::sync::lock(log).clone()
 }
 
 fn wait(e: &Event) {
@@ -101,6 +101,8 @@ fn new_checks_the_device_and_reports_its_info() {
         usm: UsmCaps { host: 0, device: 0, single_device_shared: 0, cross_device_shared: 0, shared_system: 0 },
         svm: 0,
         compute_units: 1,
+        backend: None,
+        dma_domain: None,
     });
     let err = Queue::new(&ctx, &other, IN_ORDER).unwrap_err();
     assert_eq!(err.kind, ClErrorKind::InvalidDevice);
@@ -158,7 +160,7 @@ fn in_order_commands_run_one_at_a_time_in_enqueue_order() {
         Box::new(move || {
             assert!(!busy.swap(true, Ordering::SeqCst), "two commands of an in-order queue overlap");
             thread::sleep(Duration::from_micros(100));
-            log.lock().unwrap().push(v);
+            crate::sync::lock(&log).push(v);
             busy.store(false, Ordering::SeqCst);
             Ok(())
         })
