@@ -22,6 +22,8 @@ use dmabridge::runtime::event::{Event, EventStatus};
 use dmabridge::runtime::kernel::{adler32, yuv_to_rgb};
 use dmabridge::runtime::platform::Platform;
 use dmabridge::runtime::queue::{Queue, QueueProps};
+use dmabridge::sys::addr::{BusAddr, HostAddr};
+use dmabridge::sys::bytes::Bytes;
 use dmabridge_tests::{addr, err_kind, run_in_child, EDU0, IVSHMEM};
 
 /// The rig's third edu, the remote device of these tests.
@@ -77,9 +79,9 @@ fn signal_value(b: &Buffer) -> u32 {
     unsafe { amd_bus::cpu_pages(b).unwrap().1.read_volatile() }
 }
 
-fn is_mapped(iova: u64) -> bool {
+fn is_mapped(bus: BusAddr) -> bool {
     let domain = Platform::get().dma_domain().unwrap();
-    domain.container().mappings().iter().any(|m| iova >= m.iova && iova < m.iova + m.size)
+    domain.container().mappings().iter().any(|m| bus.0 >= m.iova.0 && bus.0 < m.iova.0 + m.size)
 }
 
 #[test]
@@ -95,7 +97,7 @@ fn child_resident_buffers_take_remote_dma_by_bus_address() {
     let (again, _) = amd_bus::make_buffers_resident(&r.cpu_q, std::slice::from_ref(&b), true, &[]).unwrap();
     assert_eq!(again, at);
     let mask = Platform::get().dma_domain().unwrap().dma_mask();
-    assert!(at[0].surface_bus_address + data.len() as u64 - 1 <= mask, "{at:?} under the DMA mask {mask:#x}");
+    assert!(at[0].surface_bus_address.0 + data.len() as u64 - 1 <= mask, "{at:?} under the DMA mask {mask:#x}");
     assert!(is_mapped(at[0].surface_bus_address) && is_mapped(at[0].marker_bus_address));
     assert_eq!(amd_bus::bus_address(&b), Some(at[0]));
 
@@ -159,7 +161,10 @@ fn child_the_iommu_confines_remote_dma_to_resident_ranges() {
     for at in &now {
         for bus in [at.surface_bus_address, at.marker_bus_address] {
             for stale in [old.surface_bus_address, old.marker_bus_address] {
-                assert!(bus.abs_diff(stale) >= 4096, "a new buffer got the released bus address {stale:#x}: {now:x?}");
+                assert!(
+                    bus.0.abs_diff(stale.0) >= 4096,
+                    "a new buffer got the released bus address {stale:#x}: {now:x?}"
+                );
             }
         }
     }
@@ -284,18 +289,19 @@ fn bar2_u32(offset: u64) -> u32 {
 fn child_external_physical_buffers_are_written_peer_to_peer_and_signalled() {
     let r = rig();
     let (bar, len) = ivshmem_bar2();
-    let at = BusAddress { surface_bus_address: bar + 0x10_0000, marker_bus_address: bar + 0x20_0000 };
+    let at = BusAddress { surface_bus_address: BusAddr(bar + 0x10_0000), marker_bus_address: BusAddr(bar + 0x20_0000) };
     let create = |at: BusAddress, size: usize| {
         let mut at = at;
         // SAFETY: a whole BusAddress.
         unsafe { amd_bus::create_buffer(&r.ctx, EXTERNAL_PHYSICAL, size, &mut at as *mut BusAddress as *mut u8) }
     };
-    assert_eq!(external::find_bar(bar + 5).map(|s| (s.address, s.bar)), Some((addr(IVSHMEM), 2)));
+    assert_eq!(external::find_bar(BusAddr(bar + 5)).map(|s| (s.address, s.bar)), Some((addr(IVSHMEM), 2)));
     let x = create(at, 8192).unwrap();
     assert_eq!(err_kind(create(at, 4096)), ClErrorKind::OutOfResources, "a second buffer on the same surface");
-    let unaligned = BusAddress { surface_bus_address: bar + 0x30_0010, ..at };
+    let unaligned = BusAddress { surface_bus_address: BusAddr(bar + 0x30_0010), ..at };
     assert_eq!(err_kind(create(unaligned, 4096)), ClErrorKind::InvalidHostPtr);
-    let past = BusAddress { surface_bus_address: bar + len - 4096, marker_bus_address: bar + 0x20_0000 };
+    let past =
+        BusAddress { surface_bus_address: BusAddr(bar + len - 4096), marker_bus_address: BusAddr(bar + 0x20_0000) };
     assert_eq!(err_kind(create(past, 8192)), ClErrorKind::MemObjectAllocationFailure, "runs past the BAR");
 
     // Write-only: reads, maps and copies from it are refused.
@@ -388,7 +394,7 @@ fn child_external_physical_buffers_are_written_peer_to_peer_and_signalled() {
 }
 
 fn create_external(ctx: &Arc<Context>, surface: u64, marker: u64, size: usize) -> ClResult<Arc<Buffer>> {
-    let mut at = BusAddress { surface_bus_address: surface, marker_bus_address: marker };
+    let mut at = BusAddress { surface_bus_address: BusAddr(surface), marker_bus_address: BusAddr(marker) };
     // SAFETY: a whole BusAddress.
     unsafe { amd_bus::create_buffer(ctx, EXTERNAL_PHYSICAL, size, &mut at as *mut BusAddress as *mut u8) }
 }
@@ -432,8 +438,8 @@ fn child_external_buffers_take_the_cpus_writes_at_any_alignment() {
     let (bar, _) = ivshmem_bar2();
     let x = create_external(&r.ctx, bar + AT, bar + 0x38_0000, SIZE).unwrap();
     let (surface, signal) = amd_bus::cpu_pages(&x).unwrap();
-    assert!(is_io(surface as usize, SIZE), "the surface's BAR mapping is not registered as I/O memory");
-    assert!(is_io(signal as usize, SIZE), "the signal surface's BAR mapping is not registered as I/O memory");
+    assert!(is_io(HostAddr::of(surface), SIZE), "the surface's BAR mapping is not registered as I/O memory");
+    assert!(is_io(HostAddr::of(signal), SIZE), "the signal surface's BAR mapping is not registered as I/O memory");
     let data = pattern(SIZE, 5);
     let src = bus_buffer(&r.ctx, &data);
     let seen = |off: usize, len: usize| bar2_bytes(AT + off as u64, len);
@@ -542,7 +548,7 @@ fn bar_child_external_buffers_are_written_through() {
     let claimed = memory.allocated();
     let seen = |off: usize, n: usize| {
         let mut v = vec![0u8; n];
-        backend.read_region(surface + off as u64, &mut v).unwrap();
+        backend.read_slice(surface + off as u64, &mut v).unwrap();
         v
     };
     let data = pattern(SIZE, 23);
@@ -581,7 +587,7 @@ fn bar_child_external_buffers_are_written_through() {
     let sig = amd_bus::enqueue_write_signal(&bq, &x, 1, 0, &events).unwrap();
     Event::wait(std::slice::from_ref(&sig)).unwrap();
     let mut m = [0u8; 4];
-    backend.read_region(marker, &mut m).unwrap();
+    backend.read_slice(marker, &mut m).unwrap();
     assert_eq!(u32::from_le_bytes(m), 1, "the marker");
     assert_eq!(seen(0, 64), pattern(64, 77), "dma_copy");
     assert!(seen(256, 1024).chunks(4).all(|c| c == fill), "fill");
@@ -673,7 +679,7 @@ fn limits_child_bar_device_memory_is_not_shared() {
     let base = memory.base().as_ptr() as usize;
     let bus_of = |ptr: *mut u8| bar + (ptr as usize - base) as u64;
     let create = |surface: u64, marker: u64, size: usize| {
-        let mut at = BusAddress { surface_bus_address: surface, marker_bus_address: marker };
+        let mut at = BusAddress { surface_bus_address: BusAddr(surface), marker_bus_address: BusAddr(marker) };
         // SAFETY: a whole BusAddress.
         unsafe { amd_bus::create_buffer(&ctx, EXTERNAL_PHYSICAL, size, &mut at as *mut BusAddress as *mut u8) }
     };
@@ -723,6 +729,6 @@ fn identity_child_bus_addresses_are_cpu_addresses_with_a_wide_mask() {
     let b = bus_buffer(&ctx, &pattern(10_000, 5));
     let (at, _) = amd_bus::make_buffers_resident(&q, std::slice::from_ref(&b), true, &[]).unwrap();
     let (surface, signal) = amd_bus::cpu_pages(&b).unwrap();
-    assert_eq!(at[0].surface_bus_address, surface as u64);
-    assert_eq!(at[0].marker_bus_address, signal as u64);
+    assert_eq!(at[0].surface_bus_address, BusAddr(surface as u64));
+    assert_eq!(at[0].marker_bus_address, BusAddr(signal as u64));
 }

@@ -27,6 +27,7 @@ use dmabridge::runtime::info::device_extensions;
 use dmabridge::runtime::kernel::{self, Kernel};
 use dmabridge::runtime::platform::Platform;
 use dmabridge::runtime::queue::Queue;
+use dmabridge::sys::addr::HostAddr;
 use dmabridge::sys::dma_buf::DmaBuf;
 use dmabridge::sys::dma_heap::DmaHeap;
 use dmabridge::sys::memfd::{Memfd, Seals};
@@ -246,7 +247,7 @@ fn child_edu_uses_imported_host_memory_in_place() {
     // SAFETY: `mem` outlives the buffer and is only read back after it ends.
     let b = unsafe { import_host(&ctx, 0, p0, N) }.unwrap();
     assert_eq!(b.linked(&edu), Some(true));
-    assert!(domain.resident_iova(p0 as usize, N).is_some(), "resident in edu's domain at import");
+    assert!(domain.resident_iova(HostAddr(p0 as usize), N).is_some(), "resident in edu's domain at import");
     let before = pattern(3 * N, 5);
     // edu reads by DMA straight from the memory, and writes into it.
     assert_eq!(read(&qe, &b), before[N / 2..N / 2 + N]);
@@ -254,7 +255,7 @@ fn child_edu_uses_imported_host_memory_in_place() {
     assert_eq!(read(&qc, &b), pattern(N, 11));
     zero_copy(&b, &[&cpu, &edu]);
     drop(b);
-    assert!(domain.resident_iova(p0 as usize, N).is_none(), "released: evicted");
+    assert!(domain.resident_iova(HostAddr(p0 as usize), N).is_none(), "released: evicted");
     assert_eq!(mem[N / 2..N / 2 + N], pattern(N, 11)[..], "edu wrote the application's memory");
     assert_eq!(mem[..N / 2], before[..N / 2]);
 }
@@ -546,7 +547,10 @@ fn child_a_failed_lazy_map_never_unmaps_what_another_mapping_took() {
     assert!(r.is_err(), "the mapping could not be made");
     drop(lazy);
     // The lazy map gave the range up rather than unmap another's page.
-    assert!(dmabridge::sys::vm::mapped(at as usize, 4096).unwrap().is_some(), "the other page is still mapped");
+    assert!(
+        dmabridge::sys::vm::mapped(HostAddr(at as usize), 4096).unwrap().is_some(),
+        "the other page is still mapped"
+    );
     // SAFETY: our page, still mapped.
     assert_eq!(unsafe { other.cast::<u8>().read() }, 42);
     // SAFETY: our page.
@@ -628,7 +632,7 @@ fn child_edu_imports_the_same_memory_at_two_lengths() {
     drop(long);
     assert_eq!(read(&qe, &short), pattern(3 * 4096, 21)[..100], "still resident for the shorter import");
     drop(short);
-    assert_eq!((domain.residents().len(), domain.resident_iova(p0 as usize, 1)), (residents, None));
+    assert_eq!((domain.residents().len(), domain.resident_iova(HostAddr(p0 as usize), 1)), (residents, None));
     drop(mem);
 }
 
@@ -703,7 +707,7 @@ fn child_host_imports_for_edu_are_charged_once_against_memlock() {
         .unwrap_or_else(|e| panic!("a 6 MiB import under an 8 MiB RLIMIT_MEMLOCK allowance: {e}"));
     let charged = locked_bytes() - base;
     assert_eq!(charged, 6 * MIB as u64, "charged once, by VFIO's pinning");
-    assert!(domain.resident_iova(p0 as usize, 6 * MIB).is_some());
+    assert!(domain.resident_iova(HostAddr(p0 as usize), 6 * MIB).is_some());
     // edu uses it: a page read by DMA from its end.
     let mut out = vec![0u8; 4096];
     // SAFETY: blocking read into `out`.

@@ -23,6 +23,7 @@ use dmabridge::runtime::context::Context;
 use dmabridge::runtime::device::{svm_caps, usm_caps, Device};
 use dmabridge::runtime::platform::Platform;
 use dmabridge::runtime::queue::{Queue, QueueProps};
+use dmabridge::sys::bytes::Bytes;
 use dmabridge::sys::vfio::Container;
 use dmabridge_tests::{addr, dmabridge_bin, err_kind, require_guest, run_in_child, Resources, EDU0, EDU1, IVSHMEM};
 
@@ -53,7 +54,7 @@ fn bar_device(p: &Platform) -> Arc<Device> {
 fn read_bar(b: &BarBackend, ptr: *const u8, len: usize) -> Vec<u8> {
     let off = ptr as usize - b.memory().base().as_ptr() as usize;
     let mut v = vec![0u8; len];
-    b.read_region(off as u64, &mut v).unwrap();
+    b.read_slice(off as u64, &mut v).unwrap();
     v
 }
 
@@ -101,7 +102,7 @@ fn child_platform_lists_the_configured_bar_device() {
     let domain = p.dma_domain().unwrap();
     let maps = domain.container().mappings();
     assert_eq!(maps.len(), 1, "only the BAR is mapped: {maps:?}");
-    assert_eq!((maps[0].iova, maps[0].size), (iova, MIB4 as u64));
+    assert_eq!((maps[0].iova.0, maps[0].size), (iova, MIB4 as u64));
     assert!(p.skipped().iter().all(|(a, _)| *a != addr(IVSHMEM)), "{:?}", p.skipped());
 }
 
@@ -507,7 +508,7 @@ fn child_a_bar_backend_releases_everything_when_dropped() {
             // SAFETY: `x` is a 64-byte allocation in the BAR.
             unsafe { b.copy(x.as_ptr(), data.as_ptr(), 64) }.unwrap();
             let mut back = [0u8; 64];
-            b.read_region((x.as_ptr() as usize - m.base().as_ptr() as usize) as u64, &mut back).unwrap();
+            b.read_slice((x.as_ptr() as usize - m.base().as_ptr() as usize) as u64, &mut back).unwrap();
             assert_eq!(back, data);
             drop(m);
             let dom = domain.clone();

@@ -20,6 +20,7 @@ use dmabridge::runtime::device::{Device, DeviceType};
 use dmabridge::runtime::event::Event;
 use dmabridge::runtime::platform::Platform;
 use dmabridge::runtime::queue::{Queue, QueueProps};
+use dmabridge::sys::addr::HostAddr;
 use dmabridge::sys::mmap::Access;
 use dmabridge::sys::udmabuf::Udmabuf;
 use dmabridge_tests::{err_kind, run_in_child, EDU0, IVSHMEM};
@@ -101,7 +102,7 @@ fn child_data_moves_cpu_edu_host_and_back_through_linked_allocations() {
     // mapping, no copy) and sees edu's bytes, then writes its own.
     write(&qe, &b, &bb);
     let host_ptr = map_check_write(&qc, &b, &bb, &c);
-    assert!(domain.resident_iova(host_ptr, N).is_some(), "the linked pages are resident in edu's domain");
+    assert!(domain.resident_iova(HostAddr(host_ptr), N).is_some(), "the linked pages are resident in edu's domain");
     let h = b.stats(Location::Host);
     assert_eq!((h.allocations, h.obtained_by_mapping, h.bytes_allocated, h.bytes_in), (1, 1, 0, 0));
     // Both devices see the host's write; then back through edu once more.
@@ -116,7 +117,7 @@ fn child_data_moves_cpu_edu_host_and_back_through_linked_allocations() {
         .sum();
     assert_eq!(total, 0, "linked pairs never transfer");
     drop(b);
-    assert!(domain.resident_iova(host_ptr, N).is_none(), "released: evicted from edu's domain");
+    assert!(domain.resident_iova(HostAddr(host_ptr), N).is_none(), "released: evicted from edu's domain");
 }
 
 /// The unlinked rows of seed 003 on the BAR device (CPU copies through the

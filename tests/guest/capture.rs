@@ -21,8 +21,8 @@ use dmabridge::pipeline::capture::{
 use dmabridge::runtime::buffer::store::Location;
 use dmabridge::runtime::context::Context;
 use dmabridge::runtime::kernel::yuv_to_rgb;
-use dmabridge::sys::dma_buf::{DmaBuf, SyncDir};
-use dmabridge::sys::mmap::Access;
+use dmabridge::sys::access::Access;
+use dmabridge::sys::dma_buf::DmaBuf;
 use dmabridge::sys::v4l2::{Dequeued, VideoDevice};
 use dmabridge_tests::{cpu_context, require_guest, Resources};
 
@@ -71,7 +71,7 @@ fn assert_bars_rgba(rgba: &[u8], what: &str) {
 fn frame_bytes(dmabuf: &DmaBuf, len: usize) -> Vec<u8> {
     let map = dmabuf.map(Access::Read).unwrap();
     let mut out = vec![0; len];
-    let cpu = dmabuf.cpu_access(SyncDir::Read).unwrap();
+    let cpu = dmabuf.cpu_access(Access::Read).unwrap();
     map.read_bytes(0, &mut out);
     cpu.end().unwrap();
     out

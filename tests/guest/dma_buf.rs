@@ -3,9 +3,10 @@
 use std::os::fd::AsFd;
 use std::time::Duration;
 
-use dmabridge::sys::dma_buf::{DmaBuf, SyncDir, SyncFile};
+use dmabridge::sys::access::Access;
+use dmabridge::sys::dma_buf::{DmaBuf, SyncFile};
 use dmabridge::sys::memfd::{Memfd, Seals};
-use dmabridge::sys::mmap::{Access, MapError};
+use dmabridge::sys::mmap::MapError;
 use dmabridge::sys::udmabuf::Udmabuf;
 use dmabridge::sys::OsError;
 use dmabridge_tests::{require_guest, Resources};
@@ -43,18 +44,18 @@ fn sync_file_export_and_import() {
     {
         let (_m, buf) = udmabuf(2);
         // No device has touched the buffer: its fences are signalled.
-        let read_fence = buf.export_sync_file(SyncDir::Read).unwrap();
-        let write_fence = buf.export_sync_file(SyncDir::Write).unwrap();
+        let read_fence = buf.export_sync_file(Access::Read).unwrap();
+        let write_fence = buf.export_sync_file(Access::Write).unwrap();
         assert!(read_fence.is_signaled().unwrap());
         assert!(write_fence.wait(Duration::from_millis(100)).unwrap());
         // Importing a signalled fence as a write fence keeps the buffer usable.
-        buf.import_sync_file(&write_fence, SyncDir::Write).unwrap();
-        assert!(buf.export_sync_file(SyncDir::ReadWrite).unwrap().is_signaled().unwrap());
+        buf.import_sync_file(&write_fence, Access::Write).unwrap();
+        assert!(buf.export_sync_file(Access::ReadWrite).unwrap().is_signaled().unwrap());
         // A fence fd that is not a sync_file is refused by the kernel.
         let (_m2, other) = udmabuf(1);
         let not_a_fence = SyncFile::from_fd(other.into_fd());
         assert_eq!(
-            buf.import_sync_file(&not_a_fence, SyncDir::Write),
+            buf.import_sync_file(&not_a_fence, Access::Write),
             Err(OsError::new("DMA_BUF_IOCTL_IMPORT_SYNC_FILE", Errno::INVAL))
         );
     }
@@ -97,12 +98,12 @@ fn cpu_access_guard_brackets_with_sync() {
     require_guest();
     let (_m, buf) = udmabuf(1);
     let map = buf.map(Access::ReadWrite).unwrap();
-    for dir in [SyncDir::Read, SyncDir::Write, SyncDir::ReadWrite] {
+    for dir in [Access::Read, Access::Write, Access::ReadWrite] {
         let g = buf.cpu_access(dir).unwrap();
         map.write_bytes(0, &[dir as u8]);
         g.end().unwrap();
     }
     // Dropping the guard also ends the access; a new start is accepted.
-    drop(buf.cpu_access(SyncDir::Read).unwrap());
-    buf.cpu_access(SyncDir::Read).unwrap().end().unwrap();
+    drop(buf.cpu_access(Access::Read).unwrap());
+    buf.cpu_access(Access::Read).unwrap().end().unwrap();
 }

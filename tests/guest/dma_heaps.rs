@@ -1,8 +1,8 @@
 //! DMA-BUF heaps against the guest kernel.
 
-use dmabridge::sys::dma_buf::SyncDir;
+use dmabridge::sys::access::Access;
 use dmabridge::sys::dma_heap::{self, DmaHeap, HeapError};
-use dmabridge::sys::mmap::{Access, MapError};
+use dmabridge::sys::mmap::MapError;
 use dmabridge_tests::{dma_heaps_or_skip, require_guest, Resources};
 use rustix::fs::OFlags;
 
@@ -21,7 +21,7 @@ fn system_heap_allocates_mappable_buffers() {
             assert_eq!(buf.size().unwrap(), len);
             assert!(rustix::io::fcntl_getfd(&buf).unwrap().contains(rustix::io::FdFlags::CLOEXEC));
             let map = buf.map(Access::ReadWrite).unwrap();
-            let cpu = buf.cpu_access(SyncDir::ReadWrite).unwrap();
+            let cpu = buf.cpu_access(Access::ReadWrite).unwrap();
             map.write_bytes(len as usize - 4, b"heap");
             let mut out = [0u8; 4];
             map.read_bytes(len as usize - 4, &mut out);

@@ -8,10 +8,10 @@
 
 use std::os::fd::AsFd;
 
-use dmabridge::sys::dma_buf::{DmaBuf, SyncDir};
+use dmabridge::sys::access::Access;
+use dmabridge::sys::dma_buf::DmaBuf;
 use dmabridge::sys::drm::{self, DrmDevice, DrmError, PrimeFlags};
 use dmabridge::sys::memfd::{Memfd, Seals};
-use dmabridge::sys::mmap::Access;
 use dmabridge::sys::page_size;
 use dmabridge::sys::udmabuf::Udmabuf;
 use dmabridge_tests::{require_guest, Resources};
@@ -34,14 +34,14 @@ fn pattern(len: usize, seed: u8) -> Vec<u8> {
 
 fn write_under_guard(buf: &DmaBuf, data: &[u8]) {
     let map = buf.map(Access::ReadWrite).expect("mmap the dma-buf read-write");
-    let guard = buf.cpu_access(SyncDir::Write).expect("DMA_BUF_IOCTL_SYNC start");
+    let guard = buf.cpu_access(Access::Write).expect("DMA_BUF_IOCTL_SYNC start");
     map.write_bytes(0, data);
     guard.end().expect("DMA_BUF_IOCTL_SYNC end");
 }
 
 fn read_under_guard(buf: &DmaBuf, len: usize) -> Vec<u8> {
     let map = buf.map(Access::Read).expect("mmap the dma-buf read-only");
-    let guard = buf.cpu_access(SyncDir::Read).expect("DMA_BUF_IOCTL_SYNC start");
+    let guard = buf.cpu_access(Access::Read).expect("DMA_BUF_IOCTL_SYNC start");
     let mut out = vec![0u8; len];
     map.read_bytes(0, &mut out);
     guard.end().expect("DMA_BUF_IOCTL_SYNC end");

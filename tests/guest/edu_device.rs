@@ -14,6 +14,7 @@ use dmabridge::runtime::backend::device_copy;
 use dmabridge::runtime::context::Context;
 use dmabridge::runtime::device::{svm_caps, usm_caps, Device, DeviceType};
 use dmabridge::runtime::platform::Platform;
+use dmabridge::sys::addr::{HostAddr, Iova};
 use dmabridge_tests::{addr, run_in_child, Resources, EDU0, EDU1};
 
 /// Runs the ignored test `name` of this module alone in a child process.
@@ -224,7 +225,7 @@ fn mapping_covering(
     iova: u64,
     len: usize,
 ) -> Option<dmabridge::sys::vfio::DmaMapping> {
-    domain.container().mappings().into_iter().find(|m| m.iova <= iova && iova + len as u64 <= m.iova + m.size)
+    domain.container().mappings().into_iter().find(|m| m.iova.0 <= iova && iova + len as u64 <= m.iova.0 + m.size)
 }
 
 #[test]
@@ -250,7 +251,7 @@ fn child_device_allocations_on_edu_are_resident_until_freed() {
     assert_eq!(usm::device_address(&e, a.wrapping_add(4999)), Some(iova + 4999), "interior pointers");
     assert_eq!(usm::device_address(&e, a.wrapping_add(5000)), None, "one past the end");
     let m = mapping_covering(domain, iova, 5000).expect("a container mapping covers it");
-    assert_eq!((m.vaddr, m.size, m.read, m.write), (a as u64, 8192, true, true));
+    assert_eq!((m.vaddr, m.size, m.access), (HostAddr::of(a), 8192, dmabridge::sys::access::Access::ReadWrite));
     assert_eq!(domain.residents().len(), 1);
     // CPU device allocations are not resident anywhere.
     let c = usm::device_mem_alloc(&ctx, p.cpu(), &[], 64, 0).unwrap().as_ptr();
@@ -569,7 +570,7 @@ fn child_a_device_allocation_that_cannot_be_made_resident_is_not_made() {
     let window = (4096u64, (1u64 << 28) - 1);
     let fits: u64 = ranges
         .iter()
-        .map(|&(start, end)| (start.max(window.0), end.min(window.1)))
+        .map(|r| (r.start().0.max(window.0), r.end().0.min(window.1)))
         .filter(|(start, end)| start <= end)
         .map(|(start, end)| (end - start + 1) / BIG as u64)
         .sum();
@@ -588,9 +589,10 @@ fn child_a_device_allocation_that_cannot_be_made_resident_is_not_made() {
     let t = Instant::now();
     // SAFETY: no Rust reference points into the mapping; it is unmapped
     // from the IOMMU below, before `map` drops.
-    unsafe { domain.container().map_dma_raw(map.as_ptr() as u64, BIG as u64, 1 << 40, true, true) }.unwrap();
+    unsafe { domain.container().map_dma_raw(Iova(1 << 40), BIG as u64, HostAddr::of(map.as_ptr()), Access::ReadWrite) }
+        .unwrap();
     println!("raw VFIO_IOMMU_MAP_DMA of 64 MiB: {:?}", t.elapsed());
-    domain.container().unmap_dma(1 << 40, BIG as u64).unwrap();
+    domain.container().unmap_dma(Iova(1 << 40), BIG as u64).unwrap();
     let (before_live, before_maps) = (ctx.heap().stats().live, domain.container().mappings().len());
     let err = usm::device_mem_alloc(&ctx, &e, &[], BIG, 0).unwrap_err();
     assert_eq!(err.code(), code::OUT_OF_RESOURCES, "{err}");

@@ -7,8 +7,8 @@ use std::time::Duration;
 use dmabridge::memory::heap::{AllocMeta, ExportError, Heap};
 use dmabridge::memory::iova::IovaAllocator;
 use dmabridge::runtime::backend::edu::{Direction, Edu};
-use dmabridge::sys::dma_buf::SyncDir;
-use dmabridge::sys::mmap::Access;
+use dmabridge::sys::access::Access;
+use dmabridge::sys::addr::HostAddr;
 use dmabridge::sys::udmabuf::Udmabuf;
 use dmabridge::sys::vfio::Container;
 use dmabridge_tests::{addr, require_guest, Resources, EDU0};
@@ -33,7 +33,7 @@ fn a_heap_allocation_is_a_dma_buf_and_a_dma_target() {
         unsafe { std::ptr::copy_nonoverlapping(b"via pointer".as_ptr(), p as *mut u8, 11) };
         let mut out = [0u8; 11];
         {
-            let _cpu = buf.cpu_access(SyncDir::Read).unwrap();
+            let _cpu = buf.cpu_access(Access::Read).unwrap();
             view.read_bytes(0, &mut out);
         }
         assert_eq!(&out, b"via pointer");
@@ -44,11 +44,11 @@ fn a_heap_allocation_is_a_dma_buf_and_a_dma_target() {
         let iova = IovaAllocator::new(e.dma_mask(), PAGE as u64).unwrap().alloc(PAGE as u64, PAGE as u64).unwrap();
         // SAFETY: the page is a live heap allocation that no Rust reference
         // points into while the device may write it.
-        unsafe { c.map_dma_raw(p as u64, PAGE as u64, iova, true, true) }.unwrap();
+        unsafe { c.map_dma_raw(iova, PAGE as u64, HostAddr(p), Access::ReadWrite) }.unwrap();
         e.dma(Direction::ToDevice, iova, 0, 11, Duration::from_secs(10)).unwrap();
         e.dma(Direction::FromDevice, iova + 2000, 0, 11, Duration::from_secs(10)).unwrap();
         {
-            let _cpu = buf.cpu_access(SyncDir::Read).unwrap();
+            let _cpu = buf.cpu_access(Access::Read).unwrap();
             view.read_bytes(2000, &mut out);
         }
         assert_eq!(&out, b"via pointer", "edu's write is seen through the dma-buf");

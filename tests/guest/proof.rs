@@ -11,9 +11,9 @@ use std::time::Duration;
 
 use dmabridge::memory::iova::IovaAllocator;
 use dmabridge::runtime::backend::edu::{self, Direction, Edu};
-use dmabridge::sys::dma_buf::SyncDir;
+use dmabridge::sys::access::Access;
+use dmabridge::sys::addr::HostAddr;
 use dmabridge::sys::memfd::{Memfd, Seals};
-use dmabridge::sys::mmap::Access;
 use dmabridge::sys::udmabuf::Udmabuf;
 use dmabridge::sys::vfio::{Container, VfioError};
 use dmabridge_tests::{addr, require_guest, Resources, EDU0, IVSHMEM};
@@ -45,14 +45,14 @@ fn udmabuf_pages_round_trip_through_edu_dma() {
         iovas.restrict_to(&c.iommu_info().unwrap().iova_ranges);
         let iova = iovas.alloc(2 * PAGE, PAGE).unwrap();
         assert_eq!(
-            c.map_dma(&view, 0, 2 * PAGE, iova, true, true).unwrap_err(),
-            VfioError::NotPinnable { vaddr: view.as_ptr() as u64 }
+            c.map_dma(&view, 0, 2 * PAGE, iova, Access::ReadWrite).unwrap_err(),
+            VfioError::NotPinnable { vaddr: HostAddr::of(view.as_ptr()) }
         );
         assert!(c.mappings().is_empty());
-        c.map_dma(&host, 0, 2 * PAGE, iova, true, true).unwrap();
+        c.map_dma(&host, 0, 2 * PAGE, iova, Access::ReadWrite).unwrap();
 
         let data = pattern(7);
-        let cpu = buf.cpu_access(SyncDir::Write).unwrap();
+        let cpu = buf.cpu_access(Access::Write).unwrap();
         view.write_bytes(0, &data);
         view.write_bytes(PAGE as usize, &[0u8; PAGE as usize]);
         cpu.end().unwrap();
@@ -61,7 +61,7 @@ fn udmabuf_pages_round_trip_through_edu_dma() {
         e.dma(Direction::FromDevice, iova + PAGE, 0, edu::BUFFER_SIZE, T).unwrap();
 
         let mut out = vec![0u8; PAGE as usize];
-        let cpu = buf.cpu_access(SyncDir::Read).unwrap();
+        let cpu = buf.cpu_access(Access::Read).unwrap();
         view.read_bytes(PAGE as usize, &mut out);
         cpu.end().unwrap();
         assert!(out == data, "page 1 after DMA differs from page 0");
@@ -73,7 +73,7 @@ fn udmabuf_pages_round_trip_through_edu_dma() {
         // A partial transfer lands exactly where asked and nowhere else.
         host.write_bytes(PAGE as usize, &[0u8; PAGE as usize]);
         e.dma(Direction::FromDevice, iova + PAGE + 100, 200, 50, T).unwrap();
-        let cpu = buf.cpu_access(SyncDir::Read).unwrap();
+        let cpu = buf.cpu_access(Access::Read).unwrap();
         view.read_bytes(PAGE as usize, &mut out);
         cpu.end().unwrap();
         assert!(out[..100].iter().chain(&out[150..]).all(|&b| b == 0), "bytes outside the transfer changed");
@@ -101,8 +101,8 @@ fn edu_dma_reaches_the_ivshmem_bar_peer_to_peer() {
         iovas.restrict_to(&c.iommu_info().unwrap().iova_ranges);
         let src = iovas.alloc(PAGE, PAGE).unwrap();
         let bar_iova = iovas.alloc(bar2.len() as u64, 1 << 21).unwrap();
-        c.map_dma(&ram_map, 0, PAGE, src, true, false).unwrap();
-        c.map_dma(&bar2, 0, bar2.len() as u64, bar_iova, true, true).unwrap();
+        c.map_dma(&ram_map, 0, PAGE, src, Access::Read).unwrap();
+        c.map_dma(&bar2, 0, bar2.len() as u64, bar_iova, Access::ReadWrite).unwrap();
 
         let data = pattern(42);
         ram_map.write_bytes(0, &data);
@@ -117,7 +117,7 @@ fn edu_dma_reaches_the_ivshmem_bar_peer_to_peer() {
         bar2.write_bytes(2 * PAGE as usize, &pattern(99));
         e.dma(Direction::ToDevice, bar_iova + 2 * PAGE, 0, edu::BUFFER_SIZE, T).unwrap();
         let dst = iovas.alloc(PAGE, PAGE).unwrap();
-        c.map_dma(&ram_map, 0, PAGE, dst, true, true).unwrap();
+        c.map_dma(&ram_map, 0, PAGE, dst, Access::ReadWrite).unwrap();
         e.dma(Direction::FromDevice, dst, 0, edu::BUFFER_SIZE, T).unwrap();
         let mut back = vec![0u8; PAGE as usize];
         ram_map.read_bytes(0, &mut back);

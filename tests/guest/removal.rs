@@ -24,6 +24,9 @@ use dmabridge::runtime::event::{Event, EventStatus};
 use dmabridge::runtime::info::{device_info, device_param, InfoValue};
 use dmabridge::runtime::platform::Platform;
 use dmabridge::runtime::queue::{Queue, QueueProps};
+use dmabridge::sys::addr::BusAddr;
+use dmabridge::sys::addr::HostAddr;
+use dmabridge::sys::bytes::Bytes;
 use dmabridge_tests::{addr, dmabridge_bin, repo_root, run_alone, EDU0, EDU1, IVSHMEM};
 
 /// How long a removal may take: less than the kernel's 10 s between two
@@ -243,7 +246,10 @@ fn ivshmem_bar2() -> (u64, u64) {
 /// its signal surface 1 MiB further.
 fn external_buffer(ctx: &Arc<Context>) -> Result<Arc<Buffer>, dmabridge::error::ClError> {
     let (bar, len) = ivshmem_bar2();
-    let mut at = BusAddress { surface_bus_address: bar + len / 2, marker_bus_address: bar + len / 2 + 0x10_0000 };
+    let mut at = BusAddress {
+        surface_bus_address: BusAddr(bar + len / 2),
+        marker_bus_address: BusAddr(bar + len / 2 + 0x10_0000),
+    };
     // SAFETY: a whole BusAddress.
     unsafe { amd_bus::create_buffer(ctx, EXTERNAL_PHYSICAL, 0x1_0000, &mut at as *mut BusAddress as *mut u8) }
 }
@@ -272,7 +278,9 @@ fn ivshmem_removed_under_a_resident_external_buffer() {
     let q = Queue::new(&ctx, &dev, QueueProps::default()).unwrap();
     let len = ivshmem_bar2().1;
     let base = dev.bar_backend().unwrap().memory().base().as_ptr() as usize;
-    let in_bar = |r: &dmabridge::runtime::backend::residency::Resident| r.addr >= base && r.addr < base + len as usize;
+    let in_bar = |r: &dmabridge::runtime::backend::residency::Resident| {
+        r.addr >= HostAddr(base) && r.addr < HostAddr(base + len as usize)
+    };
     // The whole BAR is resident for its engine's peer-to-peer copies.
     let resident_before = domain.residents().iter().filter(|r| in_bar(r)).count();
     assert_eq!(resident_before, 1, "the BAR is resident for its engine");
@@ -363,7 +371,7 @@ fn child_ivshmem_is_device_memory_again() {
     unsafe { usm_commands::enqueue_memcpy(&q, true, local, bytes.as_ptr(), 4096, &[]) }.unwrap();
     let mut seen = vec![0u8; 4096];
     let offset = local as usize - bar.memory().base().as_ptr() as usize;
-    bar.read_region(offset as u64, &mut seen).unwrap();
+    bar.read_slice(offset as u64, &mut seen).unwrap();
     assert_eq!(seen, bytes, "the bytes are in the BAR again");
     usm::mem_free(&ctx, local).unwrap();
 }

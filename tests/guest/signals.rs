@@ -18,9 +18,9 @@ use dmabridge::runtime::context::Context;
 use dmabridge::runtime::event::{Event, EventStatus};
 use dmabridge::runtime::platform::Platform;
 use dmabridge::runtime::queue::{Queue, QueueProps};
-use dmabridge::sys::dma_buf::{DmaBuf, SyncDir};
+use dmabridge::sys::access::Access;
+use dmabridge::sys::dma_buf::DmaBuf;
 use dmabridge::sys::drm::{DrmDevice, PrimeFlags};
-use dmabridge::sys::mmap::Access;
 use dmabridge_tests::{require_guest, run_in_child};
 use rustix::ioctl::{opcode, Setter, Updater};
 
@@ -126,7 +126,7 @@ fn dma_buf_sync_is_restarted_when_a_signal_interrupts_its_wait() {
         let waiter = gettid();
         let access = std::thread::scope(|s| {
             s.spawn(|| hammer(&|| vec![waiter], &done, signal_fence));
-            let access = buf.cpu_access(SyncDir::Read);
+            let access = buf.cpu_access(Access::Read);
             done.store(true, Ordering::Release);
             access
         });

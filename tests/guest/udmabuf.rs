@@ -2,9 +2,9 @@
 
 use std::os::fd::AsFd;
 
-use dmabridge::sys::dma_buf::SyncDir;
+use dmabridge::sys::access::Access;
 use dmabridge::sys::memfd::{Memfd, Seals};
-use dmabridge::sys::mmap::{Access, MapError};
+use dmabridge::sys::mmap::MapError;
 use dmabridge::sys::udmabuf::{Range, Udmabuf, UdmabufError};
 use dmabridge::sys::OsError;
 use dmabridge_tests::{require_guest, Resources};
@@ -35,12 +35,12 @@ fn memfd_and_dma_buf_share_pages() {
         let view = buf.map(Access::ReadWrite).unwrap();
         host.write_bytes((4 * PAGE) as usize + 10, b"through memfd");
         {
-            let _cpu = buf.cpu_access(SyncDir::Read).unwrap();
+            let _cpu = buf.cpu_access(Access::Read).unwrap();
             let mut out = [0u8; 13];
             view.read_bytes(10, &mut out);
             assert_eq!(&out, b"through memfd");
         }
-        let cpu = buf.cpu_access(SyncDir::Write).unwrap();
+        let cpu = buf.cpu_access(Access::Write).unwrap();
         view.write_bytes((8 * PAGE) as usize - 6, b"dmabuf");
         cpu.end().unwrap();
         let mut out = [0u8; 6];
@@ -67,7 +67,7 @@ fn create_list_joins_ranges_in_order() {
     assert_eq!(buf.size().unwrap(), 2 * PAGE);
     assert!(rustix::io::fcntl_getfd(&buf).unwrap().contains(rustix::io::FdFlags::CLOEXEC));
     let view = buf.map(Access::Read).unwrap();
-    let _cpu = buf.cpu_access(SyncDir::Read).unwrap();
+    let _cpu = buf.cpu_access(Access::Read).unwrap();
     let mut out = [0u8; 2];
     view.read_bytes(0, &mut out);
     assert_eq!(&out, b"A0");

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use dmabridge::memory::iova::{IovaAllocator, IovaError};
 use dmabridge::runtime::backend::edu::{self, Direction, Edu, EduError};
+use dmabridge::sys::addr::Iova;
 use dmabridge::sys::memfd::{Memfd, Seals};
 use dmabridge::sys::mmap::Access;
 use dmabridge::sys::vfio::{Container, IrqKind, VfioError};
@@ -81,20 +82,23 @@ fn dma_map_refusals_leave_mappings_intact() {
         let map = m.map(0, (8 * PAGE) as usize, Access::ReadWrite).unwrap();
         let mut iovas = IovaAllocator::new(edu::DEFAULT_DMA_MASK, PAGE).unwrap();
         let iova = iovas.alloc(4 * PAGE, PAGE).unwrap();
-        let first = c.map_dma(&map, 0, 4 * PAGE, iova, true, true).unwrap();
+        let first = c.map_dma(&map, 0, 4 * PAGE, iova, Access::ReadWrite).unwrap();
         assert_eq!(c.mappings(), vec![first]);
 
         // Overlap with a live mapping.
         assert_eq!(
-            c.map_dma(&map, 4 * PAGE as usize, 2 * PAGE, iova + 2 * PAGE, true, true).unwrap_err(),
+            c.map_dma(&map, 4 * PAGE as usize, 2 * PAGE, iova + 2 * PAGE, Access::ReadWrite).unwrap_err(),
             VfioError::IovaInUse { iova: iova + 2 * PAGE, size: 2 * PAGE }
         );
         // Not page aligned.
-        assert!(matches!(c.map_dma(&map, 0, 100, iova + (1 << 20), true, true), Err(VfioError::Unaligned { .. })));
+        assert!(matches!(
+            c.map_dma(&map, 0, 100, iova + (1 << 20), Access::ReadWrite),
+            Err(VfioError::Unaligned { .. })
+        ));
         // Beyond edu's mask: the allocator refuses, and so does the engine.
         assert_eq!(
-            iovas.reserve(1 << 28, PAGE),
-            Err(IovaError::BeyondMask { iova: 1 << 28, size: PAGE, mask: edu::DEFAULT_DMA_MASK })
+            iovas.reserve(Iova(1 << 28), PAGE),
+            Err(IovaError::BeyondMask { iova: Iova(1 << 28), size: PAGE, mask: edu::DEFAULT_DMA_MASK })
         );
         // Never mapped: our table refuses, and the kernel unmaps nothing.
         assert_eq!(
@@ -110,7 +114,7 @@ fn dma_map_refusals_leave_mappings_intact() {
         assert!(c.mappings().is_empty());
         iovas.free(iova).unwrap();
         // The same range can be mapped again after the unmap.
-        c.map_dma(&map, 0, 4 * PAGE, iova, true, false).unwrap();
+        c.map_dma(&map, 0, 4 * PAGE, iova, Access::Read).unwrap();
     }
     before.assert_unchanged();
 }
@@ -139,15 +143,15 @@ fn dma_ranges_outside_the_mapping_are_refused_without_overflow() {
         ];
         for (offset, size) in cases {
             assert_eq!(
-                c.map_dma(&map, offset, size, 0x10_0000, true, true).unwrap_err(),
+                c.map_dma(&map, offset, size, Iova(0x10_0000), Access::ReadWrite).unwrap_err(),
                 VfioError::OutsideMapping { offset, size, len },
                 "{offset:#x}+{size:#x}"
             );
         }
         assert!(c.mappings().is_empty());
         // The whole mapping is fine.
-        c.map_dma(&map, 0, 2 * PAGE, 0x10_0000, true, true).unwrap();
-        c.unmap_dma(0x10_0000, 2 * PAGE).unwrap();
+        c.map_dma(&map, 0, 2 * PAGE, Iova(0x10_0000), Access::ReadWrite).unwrap();
+        c.unmap_dma(Iova(0x10_0000), 2 * PAGE).unwrap();
     }
     before.assert_unchanged();
 }
@@ -208,14 +212,14 @@ fn edu_refuses_transfers_it_cannot_do() {
     let e = Edu::open(&c, addr(EDU0)).unwrap();
     let t = Duration::from_secs(5);
     assert_eq!(
-        e.dma(Direction::ToDevice, 1 << 28, 0, 16, t),
-        Err(EduError::BeyondDmaMask { iova: 1 << 28, len: 16, mask: edu::DEFAULT_DMA_MASK })
+        e.dma(Direction::ToDevice, Iova(1 << 28), 0, 16, t),
+        Err(EduError::BeyondDmaMask { iova: Iova(1 << 28), len: 16, mask: edu::DEFAULT_DMA_MASK })
     );
     assert_eq!(
-        e.dma(Direction::FromDevice, PAGE, 4000, 200, t),
+        e.dma(Direction::FromDevice, Iova(PAGE), 4000, 200, t),
         Err(EduError::OutsideBuffer { offset: 4000, len: 200 })
     );
-    assert_eq!(e.dma(Direction::FromDevice, PAGE, 0, 0, t), Err(EduError::OutsideBuffer { offset: 0, len: 0 }));
+    assert_eq!(e.dma(Direction::FromDevice, Iova(PAGE), 0, 0, t), Err(EduError::OutsideBuffer { offset: 0, len: 0 }));
 }
 
 #[test]
@@ -243,9 +247,9 @@ fn intx_completions_are_acknowledged_and_unmasked() {
     m.add_seals(Seals::SHRINK).unwrap();
     let map = m.map(0, PAGE as usize, Access::ReadWrite).unwrap();
     map.write_bytes(0, b"intx dma");
-    c.map_dma(&map, 0, PAGE, 0x10_0000, true, true).unwrap();
-    e.dma(Direction::ToDevice, 0x10_0000, 0, 8, Duration::from_secs(10)).unwrap();
-    e.dma(Direction::FromDevice, 0x10_0000 + 16, 0, 8, Duration::from_secs(10)).unwrap();
+    c.map_dma(&map, 0, PAGE, Iova(0x10_0000), Access::ReadWrite).unwrap();
+    e.dma(Direction::ToDevice, Iova(0x10_0000), 0, 8, Duration::from_secs(10)).unwrap();
+    e.dma(Direction::FromDevice, Iova(0x10_0000 + 16), 0, 8, Duration::from_secs(10)).unwrap();
     let mut out = [0u8; 8];
     map.read_bytes(16, &mut out);
     assert_eq!(&out, b"intx dma");

@@ -12,6 +12,7 @@ use dmabridge::runtime::buffer::{commands, mem_flags, mem_info, Buffer, BUFFER_C
 use dmabridge::runtime::event::Event;
 use dmabridge::runtime::info::InfoValue;
 use dmabridge::runtime::platform::Platform;
+use dmabridge::sys::addr::BusAddr;
 use dmabridge_tests::{cpu_context_and_queue, err_kind};
 
 fn bus_buffer(ctx: &Arc<dmabridge::runtime::context::Context>, size: usize) -> Arc<Buffer> {
@@ -75,7 +76,7 @@ fn external_physical_buffers_check_their_bus_addresses() {
         // SAFETY: `p` is NULL or a whole BusAddress.
         unsafe { amd_bus::create_buffer(&ctx, flags, 4096, p) }
     };
-    let good = BusAddress { surface_bus_address: 0x1000_0000, marker_bus_address: 0x1000_1000 };
+    let good = BusAddress { surface_bus_address: BusAddr(0x1000_0000), marker_bus_address: BusAddr(0x1000_1000) };
     for bad in [
         EXTERNAL_PHYSICAL | READ_WRITE,
         EXTERNAL_PHYSICAL | READ_ONLY,
@@ -86,15 +87,16 @@ fn external_physical_buffers_check_their_bus_addresses() {
     }
     assert_eq!(err_kind(create(EXTERNAL_PHYSICAL, None)), ClErrorKind::InvalidHostPtr);
     for at in [
-        BusAddress { surface_bus_address: 0, ..good },
-        BusAddress { marker_bus_address: 0, ..good },
-        BusAddress { surface_bus_address: 0x1000_0010, ..good },
-        BusAddress { marker_bus_address: 0x1000_1004, ..good },
+        BusAddress { surface_bus_address: BusAddr(0), ..good },
+        BusAddress { marker_bus_address: BusAddr(0), ..good },
+        BusAddress { surface_bus_address: BusAddr(0x1000_0010), ..good },
+        BusAddress { marker_bus_address: BusAddr(0x1000_1004), ..good },
     ] {
         assert_eq!(err_kind(create(EXTERNAL_PHYSICAL, Some(at))), ClErrorKind::InvalidHostPtr, "{at:?}");
     }
     // An address in no PCI BAR cannot be mapped.
-    let nowhere = BusAddress { surface_bus_address: 0x7fff_ffff_f000, marker_bus_address: 0x7fff_ffff_e000 };
+    let nowhere =
+        BusAddress { surface_bus_address: BusAddr(0x7fff_ffff_f000), marker_bus_address: BusAddr(0x7fff_ffff_e000) };
     let e = create(EXTERNAL_PHYSICAL | WRITE_ONLY, Some(nowhere)).unwrap_err();
     assert_eq!(e.kind, ClErrorKind::MemObjectAllocationFailure);
     assert!(e.message.contains("no PCI function"), "{e}");

@@ -7,6 +7,7 @@ use dmabridge::memory::heap::{AllocError, AllocMeta, FreeError, Heap};
 use dmabridge::memory::iova::{IovaAllocator, IovaError};
 use dmabridge::memory::local::{LocalAllocator, LocalError, GRANULE};
 use dmabridge::memory::vaspace::{ReserveError, VaSpace, MAX_GRANULES};
+use dmabridge::sys::addr::Iova;
 
 const PAGE: u64 = 4096;
 
@@ -103,37 +104,37 @@ fn hostile_iova_requests_are_errors() {
     }
     // A device that drives all 64 address bits: ranges may end at 2^64 - 1.
     let mut a = IovaAllocator::new(u64::MAX, PAGE).unwrap();
-    let top = u64::MAX - (PAGE - 1);
+    let top = Iova(u64::MAX - (PAGE - 1));
     a.reserve(top, PAGE).unwrap();
     assert_eq!(a.reserve(top, PAGE), Err(IovaError::Overlap { iova: top, size: PAGE }));
     assert!(matches!(a.reserve(top, 2 * PAGE), Err(IovaError::BeyondMask { .. })));
-    let half = 1u64 << 63;
-    assert_eq!(a.alloc(PAGE, half), Ok(half));
+    let half = Iova(1u64 << 63);
+    assert_eq!(a.alloc(PAGE, half.0), Ok(half));
     // Everything above what is in use would end past 2^64.
     let big = !(PAGE - 1);
     assert_eq!(a.alloc(big, 0), Err(IovaError::Exhausted { size: big, mask: u64::MAX }));
-    assert_eq!(a.alloc(PAGE, half), Err(IovaError::Exhausted { size: PAGE, mask: u64::MAX }));
+    assert_eq!(a.alloc(PAGE, half.0), Err(IovaError::Exhausted { size: PAGE, mask: u64::MAX }));
     assert_eq!(a.allocated_bytes(), 2 * PAGE);
     assert_eq!(a.free(top), Ok(PAGE));
     assert_eq!(a.free(half), Ok(PAGE));
     assert_eq!(a.allocated_bytes(), 0);
-    assert_eq!(a.alloc(big - PAGE, 0), Ok(PAGE), "all but page 0 and the top page");
+    assert_eq!(a.alloc(big - PAGE, 0), Ok(Iova(PAGE)), "all but page 0 and the top page");
     assert_eq!(a.allocated_bytes(), big - PAGE);
 
     // Usable ranges that leave almost nothing: holes up to 2^64 - 1.
     let mut b = IovaAllocator::new(u64::MAX, PAGE).unwrap();
-    b.restrict_to(&[(0x1000, 0x1fff)]);
-    assert_eq!(b.alloc(PAGE, 0), Ok(0x1000));
+    b.restrict_to(&[Iova(0x1000)..=Iova(0x1fff)]);
+    assert_eq!(b.alloc(PAGE, 0), Ok(Iova(0x1000)));
     assert!(matches!(b.alloc(PAGE, 0), Err(IovaError::Exhausted { .. })));
     assert!(matches!(b.reserve(top, PAGE), Err(IovaError::Overlap { .. })));
     assert_eq!(b.allocated_bytes(), PAGE);
     let mut c = IovaAllocator::new(u64::MAX, PAGE).unwrap();
-    c.restrict_to(&[(0, 0)]);
+    c.restrict_to(&[Iova(0)..=Iova(0)]);
     assert!(matches!(c.alloc(PAGE, 0), Err(IovaError::Exhausted { .. })), "no usable page at all");
     assert_eq!(c.allocated_bytes(), 0);
     let mut d = IovaAllocator::new(u64::MAX, PAGE).unwrap();
-    d.restrict_to(&[(0, u64::MAX)]);
-    assert_eq!(d.alloc(PAGE, half), Ok(half), "the whole space is usable");
+    d.restrict_to(&[Iova(0)..=Iova(u64::MAX)]);
+    assert_eq!(d.alloc(PAGE, half.0), Ok(half), "the whole space is usable");
 }
 
 /// Poisons a lock of `ctx`'s heap: a thread walks the live allocations

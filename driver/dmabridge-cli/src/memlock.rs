@@ -60,6 +60,7 @@ fn advice(soft: Option<u64>, hard: Option<u64>, locked: u64, needed: u64) -> Str
 #[cfg(test)]
 mod tests {
     use super::*;
+    use dmabridge::sys::addr::HostAddr;
 
     #[test]
     fn names_the_limit_the_amount_and_the_fixes() {
@@ -82,7 +83,7 @@ mod tests {
 
     #[test]
     fn other_errors_are_not_explained() {
-        let e = anyhow::Error::new(VfioError::NotPinnable { vaddr: 0x1000 }).context("mapping");
+        let e = anyhow::Error::new(VfioError::NotPinnable { vaddr: HostAddr(0x1000) }).context("mapping");
         assert!(explain(&e).is_none());
         let e = anyhow::Error::new(VfioError::MemlockLimit { size: 8192, detail: String::new() }).context("mapping");
         assert!(explain(&e).is_some_and(|t| t.contains("needed 8 KiB more")));

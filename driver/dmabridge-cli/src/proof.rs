@@ -13,9 +13,8 @@ use anyhow::{bail, ensure, Context as _};
 
 use dmabridge::memory::iova::IovaAllocator;
 use dmabridge::runtime::backend::edu::{self, Direction, Edu};
-use dmabridge::sys::dma_buf::SyncDir;
+use dmabridge::sys::access::Access;
 use dmabridge::sys::memfd::{Memfd, Seals};
-use dmabridge::sys::mmap::Access;
 use dmabridge::sys::pci::{PciAddress, PciFunction, EDU_ID, IVSHMEM_ID};
 use dmabridge::sys::udmabuf::Udmabuf;
 use dmabridge::sys::vfio::Container;
@@ -102,13 +101,13 @@ pub fn run(args: &ProofArgs) -> anyhow::Result<()> {
     iovas.restrict_to(&container.iommu_info().context("reading the IOMMU's usable IOVA ranges")?.iova_ranges);
     let iova = iovas.alloc(2 * PAGE, PAGE).context("choosing an IOVA for the memfd pages")?;
     container
-        .map_dma(&host, 0, 2 * PAGE, iova, true, true)
+        .map_dma(&host, 0, 2 * PAGE, iova, Access::ReadWrite)
         .with_context(|| format!("mapping the memfd pages into the IOMMU domain at IOVA {iova:#x}"))?;
     println!("[3/5] the memfd pages mapped into the IOMMU domain at IOVA {iova:#x} (edu DMA mask {:#x})", e.dma_mask());
 
     let data = pattern(b"dmabridge round trip", 7);
     {
-        let cpu = buf.cpu_access(SyncDir::Write).context("starting CPU write access to the dma-buf")?;
+        let cpu = buf.cpu_access(Access::Write).context("starting CPU write access to the dma-buf")?;
         view.write_bytes(0, &data);
         view.write_bytes(PAGE as usize, &[0u8; PAGE as usize]);
         cpu.end().context("ending CPU write access to the dma-buf")?;
@@ -123,7 +122,7 @@ pub fn run(args: &ProofArgs) -> anyhow::Result<()> {
     let from_dev = t.elapsed();
     let mut out = vec![0u8; PAGE as usize];
     {
-        let cpu = buf.cpu_access(SyncDir::Read).context("starting CPU read access to the dma-buf")?;
+        let cpu = buf.cpu_access(Access::Read).context("starting CPU read access to the dma-buf")?;
         view.read_bytes(PAGE as usize, &mut out);
         cpu.end().context("ending CPU read access to the dma-buf")?;
     }
@@ -172,8 +171,8 @@ fn p2p(
     let src = src_mem.map(0, PAGE as usize, Access::ReadWrite).context("mapping the source memfd")?;
     let src_iova = iovas.alloc(PAGE, PAGE).context("choosing an IOVA for the source page")?;
     let bar_iova = iovas.alloc(size, size.next_power_of_two()).context("choosing an IOVA for BAR2")?;
-    container.map_dma(&src, 0, PAGE, src_iova, true, false).context("mapping the source page for DMA")?;
-    container.map_dma(&bar2, 0, size, bar_iova, true, true).context("mapping BAR2 for peer-to-peer DMA")?;
+    container.map_dma(&src, 0, PAGE, src_iova, Access::Read).context("mapping the source page for DMA")?;
+    container.map_dma(&bar2, 0, size, bar_iova, Access::ReadWrite).context("mapping BAR2 for peer-to-peer DMA")?;
     let data = pattern(args.marker.as_bytes(), 42);
     src.write_bytes(0, &data);
     e.dma(Direction::ToDevice, src_iova, 0, edu::BUFFER_SIZE, TIMEOUT).context("edu DMA from the source page")?;

@@ -23,6 +23,7 @@ use dmabridge::runtime::event::Event;
 use dmabridge::runtime::kernel::{self, adler32, Kernel};
 use dmabridge::runtime::platform::Platform;
 use dmabridge::runtime::queue::{Queue, QueueProps};
+use dmabridge::sys::addr::BusAddr;
 use dmabridge::sys::pci::{PciAddress, PciFunction, IVSHMEM_ID};
 
 use crate::Outcome;
@@ -143,7 +144,7 @@ pub fn run(args: &Args) -> Outcome {
     let rgba = unsafe { Buffer::create(&ctx, mem_flags::READ_WRITE, rgba_len, std::ptr::null_mut()) }?;
     let bar = bar2_of(ivshmem)?;
     let surface = bar + args.bar_offset;
-    let at = BusAddress { surface_bus_address: surface, marker_bus_address: surface + slots as u64 };
+    let at = BusAddress { surface_bus_address: BusAddr(surface), marker_bus_address: BusAddr(surface + slots as u64) };
     let mut at_c = at;
     // SAFETY: a whole BusAddress.
     let output = unsafe {

@@ -25,6 +25,8 @@ use dmabridge::runtime::context::Context;
 use dmabridge::runtime::event::Event;
 use dmabridge::runtime::platform::Platform;
 use dmabridge::runtime::queue::{Queue, QueueProps};
+use dmabridge::sys::access::Access;
+use dmabridge::sys::addr::{HostAddr, Iova};
 
 fn cpu_time() -> Duration {
     let t = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
@@ -55,7 +57,7 @@ fn bus_buffer(ctx: &Arc<Context>, size: usize) -> Arc<Buffer> {
 
 fn make_resident_vs_raw_map(ctx: &Arc<Context>, q: &Arc<Queue>) {
     const SIZE: usize = 64 << 20;
-    const RAW_IOVA: u64 = 1 << 32;
+    const RAW_IOVA: Iova = Iova(1 << 32);
     let domain = Platform::get().dma_domain().unwrap();
     let (mut ours, mut raw) = (Vec::new(), Vec::new());
     for round in 0..8 {
@@ -65,7 +67,8 @@ fn make_resident_vs_raw_map(ctx: &Arc<Context>, q: &Arc<Queue>) {
             let t = Instant::now();
             // SAFETY: the buffer's pages, reached only through raw pointers;
             // unmapped at once, before the buffer goes.
-            unsafe { domain.container().map_dma_raw(surface as u64, SIZE as u64, RAW_IOVA, true, true) }.unwrap();
+            unsafe { domain.container().map_dma_raw(RAW_IOVA, SIZE as u64, HostAddr::of(surface), Access::ReadWrite) }
+                .unwrap();
             let d = t.elapsed();
             domain.container().unmap_dma(RAW_IOVA, SIZE as u64).unwrap();
             d

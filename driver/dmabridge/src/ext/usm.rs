@@ -19,6 +19,7 @@ use crate::runtime::context::{Context, Freed};
 use crate::runtime::device::{Device, UsmCaps};
 use crate::runtime::info::{Extension, InfoValue, Requires, EXTENSIONS};
 use crate::runtime::platform::Platform;
+use crate::sys::addr::HostAddr;
 
 /// The extension's string.
 pub const EXTENSION: &str = "cl_intel_unified_shared_memory";
@@ -231,7 +232,7 @@ fn allocate_resident(
     // SAFETY: a fresh allocation, handed out only as a raw pointer; devices
     // write it only through enqueued commands (USM: the host keeps off
     // meanwhile), and it is evicted before its pages are freed (free, drop).
-    match unsafe { domain.make_resident(p.as_ptr() as usize, size) } {
+    match unsafe { domain.make_resident(HostAddr::of(p.as_ptr()), size) } {
         Ok(_) => {
             residency::evict_on_heap_drop(ctx, &domain);
             Ok(p)
@@ -272,7 +273,7 @@ pub fn device_address(device: &Device, ptr: *const u8) -> Option<u64> {
         // A BAR device's own memory: its bus address when an engine reaches it.
         return local.bus_address(ptr);
     }
-    device.dma_domain()?.resident_iova(ptr as usize, 1)
+    device.dma_domain()?.resident_iova(HostAddr::of(ptr), 1).map(|iova| iova.0)
 }
 
 /// `clSharedMemAllocINTEL`: a shared allocation, associated with `device`
@@ -391,7 +392,7 @@ pub fn mem_free(ctx: &Arc<Context>, ptr: *mut u8) -> ClResult<()> {
 /// before its pages are freed.
 fn evict(info: &AllocInfo) {
     if let Some(domain) = Platform::get().dma_domain() {
-        domain.evict_within(info.base, info.size);
+        domain.evict_within(HostAddr(info.base), info.size);
     }
 }
 

@@ -18,6 +18,7 @@ use crate::runtime::context::{range_inside, Context};
 use crate::runtime::event::{command_type, Event};
 use crate::runtime::queue::{self, CommandUse, Queue};
 use crate::runtime::{backend, transfer};
+use crate::sys::addr::HostAddr;
 
 /// `cl_mem_migration_flags`.
 pub mod migration {
@@ -329,8 +330,11 @@ pub(crate) fn migrate(info: &AllocInfo, p: usize, size: usize, drop_content: boo
     let end = p + size;
     // Pages pinned in an IOMMU domain must keep their backing: dropping them
     // would leave the device on the old pages and the CPU on new ones.
-    let resident =
-        || crate::runtime::platform::Platform::get().dma_domain().is_some_and(|d| d.resident_iova(p, size).is_some());
+    let resident = || {
+        crate::runtime::platform::Platform::get()
+            .dma_domain()
+            .is_some_and(|d| d.resident_iova(HostAddr(p), size).is_some())
+    };
     if drop_content && !resident() {
         // Only whole pages inside the range: the rest of a page the range
         // shares may hold other data.

@@ -16,6 +16,9 @@
 mod error;
 pub(crate) mod ioctl;
 
+pub mod access;
+pub mod addr;
+pub mod bytes;
 pub mod dma_buf;
 pub mod dma_heap;
 #[doc(hidden)]

@@ -8,6 +8,7 @@
 
 use rustix::io::Errno;
 
+use super::addr::HostAddr;
 use super::{OsError, OsResult};
 
 /// What the mappings covering a range allow (the intersection over all of
@@ -32,16 +33,18 @@ pub struct RangeAccess {
 /// # Examples
 ///
 /// ```
+/// use dmabridge::sys::addr::HostAddr;
 /// use dmabridge::sys::vm::mapped;
 /// let data = vec![1u8; 10_000];
-/// let access = mapped(data.as_ptr() as usize, data.len())?.expect("a live Vec is mapped");
+/// let access = mapped(HostAddr(data.as_ptr() as usize), data.len())?.expect("a live Vec is mapped");
 /// assert!(access.read && access.write);
 /// // Page 0 is never mapped.
-/// assert_eq!(mapped(0, 4096)?, None);
-/// assert_eq!(mapped(usize::MAX - 10, 100)?, None, "wraps around");
+/// assert_eq!(mapped(HostAddr(0), 4096)?, None);
+/// assert_eq!(mapped(HostAddr(usize::MAX - 10), 100)?, None, "wraps around");
 /// # Ok::<(), dmabridge::sys::OsError>(())
 /// ```
-pub fn mapped(addr: usize, len: usize) -> OsResult<Option<RangeAccess>> {
+pub fn mapped(addr: HostAddr, len: usize) -> OsResult<Option<RangeAccess>> {
+    let addr = addr.0;
     let full = RangeAccess { read: true, write: true };
     if len == 0 {
         return Ok(Some(full));
@@ -96,20 +99,21 @@ fn parse_line(line: &str) -> Option<(usize, usize, &str)> {
 /// # Examples
 ///
 /// ```
+/// use dmabridge::sys::addr::HostAddr;
 /// use dmabridge::sys::vm::{lock, unlock};
 /// let data = vec![1u8; 4096];
 /// // Where RLIMIT_MEMLOCK allows it.
-/// if lock(data.as_ptr() as usize, data.len()).is_ok() {
-///     unlock(data.as_ptr() as usize, data.len())?;
+/// if lock(HostAddr(data.as_ptr() as usize), data.len()).is_ok() {
+///     unlock(HostAddr(data.as_ptr() as usize), data.len())?;
 /// }
-/// assert!(lock(0, 4096).is_err(), "page 0 is not mapped");
+/// assert!(lock(HostAddr(0), 4096).is_err(), "page 0 is not mapped");
 /// # Ok::<(), dmabridge::sys::OsError>(())
 /// ```
-pub fn lock(addr: usize, len: usize) -> OsResult<()> {
+pub fn lock(addr: HostAddr, len: usize) -> OsResult<()> {
     // SAFETY: mlock only faults pages in and marks them unevictable; it
     // reads no byte the program sees differently, and the kernel checks the
     // range (ENOMEM for unmapped pages).
-    unsafe { rustix::mm::mlock(addr as *mut _, len) }.map_err(OsError::tag("mlock"))
+    unsafe { rustix::mm::mlock(addr.as_ptr().cast(), len) }.map_err(OsError::tag("mlock"))
 }
 
 /// Unlocks the pages covering `[addr, addr + len)` (`munlock(2)`): they may
@@ -122,14 +126,15 @@ pub fn lock(addr: usize, len: usize) -> OsResult<()> {
 /// # Examples
 ///
 /// ```
+/// use dmabridge::sys::addr::HostAddr;
 /// use dmabridge::sys::vm::unlock;
 /// let data = vec![1u8; 4096];
-/// unlock(data.as_ptr() as usize, data.len())?; // unlocking unlocked pages is fine
+/// unlock(HostAddr(data.as_ptr() as usize), data.len())?; // unlocking unlocked pages is fine
 /// # Ok::<(), dmabridge::sys::OsError>(())
 /// ```
-pub fn unlock(addr: usize, len: usize) -> OsResult<()> {
+pub fn unlock(addr: HostAddr, len: usize) -> OsResult<()> {
     // SAFETY: as in `lock`: munlock changes no byte and no mapping.
-    unsafe { rustix::mm::munlock(addr as *mut _, len) }.map_err(OsError::tag("munlock"))
+    unsafe { rustix::mm::munlock(addr.as_ptr().cast(), len) }.map_err(OsError::tag("munlock"))
 }
 
 /// How to raise `RLIMIT_MEMLOCK`, for the messages that name it.
@@ -253,10 +258,10 @@ mod tests {
         .unwrap() as usize;
         // SAFETY: the middle page of our own mapping.
         unsafe { rustix::mm::munmap((p + page) as *mut _, page) }.unwrap();
-        assert!(mapped(p, page).unwrap().is_some());
-        assert!(mapped(p + 2 * page, page).unwrap().is_some());
-        assert_eq!(mapped(p, 3 * page).unwrap(), None);
-        assert_eq!(mapped(p + page - 1, 2).unwrap(), None);
+        assert!(mapped(HostAddr(p), page).unwrap().is_some());
+        assert!(mapped(HostAddr(p + 2 * page), page).unwrap().is_some());
+        assert_eq!(mapped(HostAddr(p), 3 * page).unwrap(), None);
+        assert_eq!(mapped(HostAddr(p + page - 1), 2).unwrap(), None);
         // SAFETY: the two remaining pages of our own mapping.
         unsafe {
             rustix::mm::munmap(p as *mut _, page).unwrap();
@@ -277,7 +282,7 @@ mod tests {
             )
         }
         .unwrap() as usize;
-        assert_eq!(mapped(p, page).unwrap(), Some(RangeAccess { read: true, write: false }));
+        assert_eq!(mapped(HostAddr(p), page).unwrap(), Some(RangeAccess { read: true, write: false }));
         // SAFETY: our own mapping.
         unsafe { rustix::mm::munmap(p as *mut _, page) }.unwrap();
     }

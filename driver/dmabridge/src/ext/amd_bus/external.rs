@@ -54,6 +54,7 @@ use crate::runtime::context::Context;
 use crate::runtime::platform::Platform;
 use crate::runtime::transfer::io::IoRange;
 use crate::sync;
+use crate::sys::addr::{BusAddr, HostAddr};
 use crate::sys::page_size;
 use crate::sys::pci::PciAddress;
 
@@ -65,7 +66,7 @@ pub struct BarSlot {
     /// The BAR (0-5).
     pub bar: u32,
     /// The BAR's first bus address.
-    pub start: u64,
+    pub start: BusAddr,
     /// Its length in bytes.
     pub len: u64,
 }
@@ -80,24 +81,25 @@ const IORESOURCE_MEM: u64 = 0x200;
 ///
 /// ```
 /// use dmabridge::ext::amd_bus::external::find_bar;
+/// use dmabridge::sys::addr::BusAddr;
 /// use dmabridge::sys::pci::PciFunction;
-/// assert_eq!(find_bar(0), None, "no BAR starts at 0");
+/// assert_eq!(find_bar(BusAddr(0)), None, "no BAR starts at 0");
 /// // Every BAR found contains the address asked for.
 /// for f in PciFunction::all() {
 ///     let text = std::fs::read_to_string(format!("/sys/bus/pci/devices/{}/resource", f.address)).unwrap_or_default();
 ///     if let Some(start) = text.lines().next().and_then(|l| l.split_whitespace().next()) {
 ///         let start = u64::from_str_radix(start.trim_start_matches("0x"), 16).unwrap();
-///         if let Some(slot) = find_bar(start + 1) {
-///             assert!(slot.start <= start + 1 && start + 1 < slot.start + slot.len);
+///         if let Some(slot) = find_bar(BusAddr(start + 1)) {
+///             assert!(slot.start.raw() <= start + 1 && start + 1 < slot.start.raw() + slot.len);
 ///         }
 ///     }
 /// }
 /// ```
-pub fn find_bar(bus: u64) -> Option<BarSlot> {
+pub fn find_bar(bus: BusAddr) -> Option<BarSlot> {
     find_bar_in(Path::new("/sys/bus/pci/devices"), bus)
 }
 
-fn find_bar_in(root: &Path, bus: u64) -> Option<BarSlot> {
+fn find_bar_in(root: &Path, bus: BusAddr) -> Option<BarSlot> {
     let hex = |s: &str| u64::from_str_radix(s.trim_start_matches("0x"), 16).ok();
     for entry in std::fs::read_dir(root).ok()?.flatten() {
         let Ok(address) = entry.file_name().to_string_lossy().parse::<PciAddress>() else { continue };
@@ -108,8 +110,8 @@ fn find_bar_in(root: &Path, bus: u64) -> Option<BarSlot> {
             if start == 0 || end < start || flags & IORESOURCE_MEM == 0 {
                 continue;
             }
-            if (start..=end).contains(&bus) {
-                return Some(BarSlot { address, bar: bar as u32, start, len: end - start + 1 });
+            if (start..=end).contains(&bus.0) {
+                return Some(BarSlot { address, bar: bar as u32, start: BusAddr(start), len: end - start + 1 });
             }
         }
     }
@@ -171,7 +173,7 @@ static OPEN: LazyLock<Mutex<Vec<Weak<OpenBar>>>> = LazyLock::new(Mutex::default)
 /// The surface bus addresses of the live external physical buffers: one
 /// buffer per surface. Kept for the process, as the bus is; what the
 /// extension keeps of each buffer is a field of the buffer.
-static SURFACES: Mutex<Vec<u64>> = Mutex::new(Vec::new());
+static SURFACES: Mutex<Vec<BusAddr>> = Mutex::new(Vec::new());
 
 fn open_bar(slot: BarSlot, domain: &Arc<DmaDomain>) -> ClResult<Arc<OpenBar>> {
     let fail = |why: String| {
@@ -245,7 +247,7 @@ fn open_bar(slot: BarSlot, domain: &Arc<DmaDomain>) -> ClResult<Arc<OpenBar>> {
         return Err(fail("VFIO maps the BAR read-only".into()));
     }
     let (base, len) = (mapping.as_ptr() as usize, mapping.len().min(slot.len as usize));
-    let io = Some(IoRange::register(mapping.as_ptr() as usize, mapping.len()));
+    let io = Some(IoRange::register(mapping.span()));
     // Watched for removal: when the function goes, the mapping is made
     // inert and the device closed (runtime::backend::lost).
     let name = format!("remote memory BAR {} of {}", slot.bar, slot.address);
@@ -287,7 +289,7 @@ struct RemoteMemory {
 
 impl Drop for RemoteMemory {
     fn drop(&mut self) {
-        if let Err(e) = self.domain.evict(self.surface) {
+        if let Err(e) = self.domain.evict(HostAddr(self.surface)) {
             log::error!("releasing an external physical buffer's bus mapping: {e}");
         }
         if let Some(mem) = &self.bar.device_memory {
@@ -387,11 +389,11 @@ fn release_claims(mem: &BarMemory, claims: &[usize]) {
 pub(crate) fn create(ctx: &Arc<Context>, flags: u64, size: usize, at: BusAddress) -> ClResult<Arc<Buffer>> {
     let page = page_size() as u64;
     for (name, a) in [("surface", at.surface_bus_address), ("marker", at.marker_bus_address)] {
-        if a == 0 || a % page != 0 {
+        if a.0 == 0 || !a.is_aligned(page) {
             return cl_err!(
                 InvalidHostPtr,
                 "the {name} bus address {a:#x} is {}: CL_MEM_EXTERNAL_PHYSICAL_AMD takes page-aligned addresses",
-                if a == 0 { "0" } else { "not page aligned" }
+                if a.0 == 0 { "0" } else { "not page aligned" }
             );
         }
     }
@@ -399,7 +401,8 @@ pub(crate) fn create(ctx: &Arc<Context>, flags: u64, size: usize, at: BusAddress
     let slot = find_bar(at.surface_bus_address).ok_or_else(|| {
         unmappable(format!("no PCI function has a memory BAR at bus address {:#x}", at.surface_bus_address))
     })?;
-    let within = |a: u64| a >= slot.start && a.checked_add(size as u64).is_some_and(|e| e <= slot.start + slot.len);
+    let within =
+        |a: BusAddr| a >= slot.start && a.checked_add(size as u64).is_some_and(|e| e.0 <= slot.start.0 + slot.len);
     if find_bar(at.marker_bus_address) != Some(slot) {
         return cl_err!(
             InvalidHostPtr,
@@ -434,7 +437,7 @@ pub(crate) fn create(ctx: &Arc<Context>, flags: u64, size: usize, at: BusAddress
         );
     }
     let bar = open_bar(slot, domain)?;
-    let off = |a: u64| (a - slot.start) as usize;
+    let off = |a: BusAddr| (a - slot.start) as usize;
     if off(at.surface_bus_address) + size > bar.len || off(at.marker_bus_address) + size > bar.len {
         return Err(unmappable(format!("VFIO maps only {:#x} bytes of BAR {} of {}", bar.len, slot.bar, slot.address)));
     }
@@ -443,7 +446,7 @@ pub(crate) fn create(ctx: &Arc<Context>, flags: u64, size: usize, at: BusAddress
     let claims = claim(&bar, surface, signal, size)?;
     // SAFETY: the BAR mapping is reached only through raw pointers; it outlives the residency: `RemoteMemory` evicts
     // before it lets `bar` go, and the store drops it only after evicting every device's residency of the surface.
-    if let Err(e) = unsafe { domain.make_resident(surface, size) } {
+    if let Err(e) = unsafe { domain.make_resident(HostAddr(surface), size) } {
         if let Some(mem) = &bar.device_memory {
             release_claims(mem, &claims);
         }
@@ -517,12 +520,12 @@ mod tests {
             "0x000000000000c000 0x000000000000c0ff 0x0000000000040101",
         ];
         std::fs::write(f.join("resource"), lines.join("\n")).unwrap();
-        let slot = find_bar_in(&dir, 0xf_e000_1000).unwrap();
+        let slot = find_bar_in(&dir, BusAddr(0xf_e000_1000)).unwrap();
         assert_eq!(slot.address, "0000:00:08.0".parse().unwrap());
-        assert_eq!((slot.bar, slot.start, slot.len), (2, 0xf_e000_0000, 0x40_0000));
-        assert_eq!(find_bar_in(&dir, 0xf_e040_0000), None, "just past the BAR");
-        assert_eq!(find_bar_in(&dir, 0xc010), None, "I/O BARs are not memory");
-        assert_eq!(find_bar_in(&dir, 0), None);
+        assert_eq!((slot.bar, slot.start, slot.len), (2, BusAddr(0xf_e000_0000), 0x40_0000));
+        assert_eq!(find_bar_in(&dir, BusAddr(0xf_e040_0000)), None, "just past the BAR");
+        assert_eq!(find_bar_in(&dir, BusAddr(0xc010)), None, "I/O BARs are not memory");
+        assert_eq!(find_bar_in(&dir, BusAddr(0)), None);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

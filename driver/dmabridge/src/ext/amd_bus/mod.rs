@@ -57,6 +57,7 @@ use crate::runtime::info::{Extension, Requires, EXTENSIONS};
 use crate::runtime::platform::Platform;
 use crate::runtime::queue::{check_wait_list, CommandUse, Queue};
 use crate::sync;
+use crate::sys::addr::{BusAddr, HostAddr};
 use crate::sys::page_size;
 
 pub use remote::RemoteDma;
@@ -90,14 +91,15 @@ pub mod command_type {
 }
 
 /// `cl_bus_address_amd` as AMD's header lays it out: the bus address of
-/// the surface (the buffer's bytes) and of its signal (marker) surface.
+/// the surface (the buffer's bytes) and of its signal (marker) surface
+/// (`BusAddr` is a transparent `u64`: the C layout is `cl_ulong`'s).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub struct BusAddress {
     /// `surface_bus_address`.
-    pub surface_bus_address: u64,
+    pub surface_bus_address: BusAddr,
     /// `marker_bus_address`.
-    pub marker_bus_address: u64,
+    pub marker_bus_address: BusAddr,
 }
 
 /// The state of a bus-addressable buffer.
@@ -294,7 +296,7 @@ pub unsafe fn create_buffer(ctx: &Arc<Context>, flags: u64, size: usize, host_pt
         let Bus::Addressable(a) = &*bus2 else { return };
         if let Some((domain, _)) = sync::lock(&a.resident).take() {
             for addr in [a.surface, a.marker] {
-                if let Err(e) = domain.evict(addr) {
+                if let Err(e) = domain.evict(HostAddr(addr)) {
                     log::error!("releasing a bus-addressable buffer's bus address: {e}");
                 }
             }
@@ -351,18 +353,19 @@ fn make_resident(a: &Addressable, domain: &Arc<DmaDomain>, index: usize) -> ClRe
     // SAFETY: dmabridge reaches the pages only through raw pointers while
     // resident (no references); they stay allocated until evicted (the
     // buffer's destructor evicts before the pages go).
-    let surface = unsafe { domain.make_resident(a.surface, a.size) }.map_err(|e| residency_error(&what, domain, e))?;
+    let surface =
+        unsafe { domain.make_resident(HostAddr(a.surface), a.size) }.map_err(|e| residency_error(&what, domain, e))?;
     // SAFETY: as above, for the signal page.
-    let marker = match unsafe { domain.make_resident(a.marker, page_size()) } {
+    let marker = match unsafe { domain.make_resident(HostAddr(a.marker), page_size()) } {
         Ok(m) => m,
         Err(e) => {
-            if let Err(e) = domain.evict(a.surface) {
+            if let Err(e) = domain.evict(HostAddr(a.surface)) {
                 log::error!("undoing a surface's residency: {e}");
             }
             return Err(residency_error(&format!("the signal page of {what}"), domain, e));
         }
     };
-    let at = BusAddress { surface_bus_address: surface, marker_bus_address: marker };
+    let at = BusAddress { surface_bus_address: surface.into(), marker_bus_address: marker.into() };
     *r = Some((domain.clone(), at));
     Ok((at, true))
 }
@@ -370,7 +373,7 @@ fn make_resident(a: &Addressable, domain: &Arc<DmaDomain>, index: usize) -> ClRe
 fn undo_resident(a: &Addressable) {
     if let Some((domain, _)) = sync::lock(&a.resident).take() {
         for addr in [a.surface, a.marker] {
-            if let Err(e) = domain.evict(addr) {
+            if let Err(e) = domain.evict(HostAddr(addr)) {
                 log::error!("undoing a buffer's residency: {e}");
             }
         }
@@ -410,8 +413,8 @@ fn undo_resident(a: &Addressable) {
 /// match Platform::get().dma_domain() {
 ///     Some(domain) => {
 ///         let (at, _ev) = amd_bus::make_buffers_resident(&q, &[b.clone()], true, &[])?;
-///         assert!(at[0].surface_bus_address + 8191 <= domain.dma_mask());
-///         assert_ne!(at[0].marker_bus_address, 0);
+///         assert!(at[0].surface_bus_address.raw() + 8191 <= domain.dma_mask());
+///         assert_ne!(at[0].marker_bus_address.raw(), 0);
 ///     }
 ///     // The development host has no IOMMU domain.
 ///     None => {

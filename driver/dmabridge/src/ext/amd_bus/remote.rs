@@ -20,6 +20,8 @@ use crate::error::{ClError, ClErrorKind, ClResult};
 use crate::runtime::backend::edu::{Direction, BUFFER_SIZE};
 use crate::runtime::backend::edu_backend::{EduBackend, TRANSFER_TIMEOUT};
 use crate::runtime::platform::Platform;
+use crate::sys::access::Access;
+use crate::sys::addr::{BusAddr, HostAddr, Iova};
 use crate::sys::pci::PciAddress;
 
 /// The status bit [`RemoteDma::raise_irq`] raises (edu's "raise" register).
@@ -92,16 +94,19 @@ impl RemoteDma {
     /// # Safety
     /// `host` is valid for `len` bytes (for writing when `to_host`), and no
     /// reference points into it during the call.
-    unsafe fn transfer(&self, bus: u64, host: usize, len: usize, to_host: bool) -> ClResult<()> {
+    unsafe fn transfer(&self, bus: BusAddr, host: HostAddr, len: usize, to_host: bool) -> ClResult<()> {
         let domain = self.engine.domain();
+        let access = if to_host { Access::ReadWrite } else { Access::Read };
         // SAFETY: forwarded to the caller; edu writes the staging pages
         // only when `to_host`.
-        let span = unsafe { domain.map_span(host, len, true, to_host) }?;
+        let span = unsafe { domain.map_span(host, len, access) }?;
         let edu = self.engine.edu();
         let mut done = 0;
         while done < len {
             let n = (len - done).min(BUFFER_SIZE);
-            let (b, h) = (bus + done as u64, span.iova_of(host + done));
+            // edu sits behind the domain's IOMMU: the bus addresses it puts
+            // out are IOVAs of the domain.
+            let (b, h) = (Iova(bus.0 + done as u64), span.iova_of(host + done));
             let (first, second) = if to_host { (b, h) } else { (h, b) };
             let _staging = self.engine.staging();
             edu.dma(Direction::ToDevice, first, 0, n, TRANSFER_TIMEOUT)
@@ -156,13 +161,13 @@ impl RemoteDma {
     /// }
     /// # Ok::<(), dmabridge::error::ClError>(())
     /// ```
-    pub unsafe fn write(&self, bus: u64, bytes: &[u8]) -> ClResult<()> {
+    pub unsafe fn write(&self, bus: BusAddr, bytes: &[u8]) -> ClResult<()> {
         if bytes.is_empty() || bus.checked_add(bytes.len() as u64).is_none() {
             return cl_err!(InvalidValue, "{} bytes at bus address {bus:#x}: empty or wrapping", bytes.len());
         }
         let staged = bytes.to_vec();
         // SAFETY: `staged` is ours, only read by the device.
-        let r = unsafe { self.transfer(bus, staged.as_ptr() as usize, staged.len(), false) };
+        let r = unsafe { self.transfer(bus, HostAddr::of(staged.as_ptr()), staged.len(), false) };
         ring_doorbells();
         r
     }
@@ -194,7 +199,7 @@ impl RemoteDma {
     /// }
     /// # Ok::<(), dmabridge::error::ClError>(())
     /// ```
-    pub unsafe fn write_u32(&self, bus: u64, value: u32) -> ClResult<()> {
+    pub unsafe fn write_u32(&self, bus: BusAddr, value: u32) -> ClResult<()> {
         // SAFETY: forwarded to the caller.
         unsafe { self.write(bus, &value.to_le_bytes()) }
     }
@@ -225,13 +230,13 @@ impl RemoteDma {
     /// }
     /// # Ok::<(), dmabridge::error::ClError>(())
     /// ```
-    pub fn read(&self, bus: u64, len: usize) -> ClResult<Vec<u8>> {
+    pub fn read(&self, bus: BusAddr, len: usize) -> ClResult<Vec<u8>> {
         if len == 0 || bus.checked_add(len as u64).is_none() {
             return cl_err!(InvalidValue, "{len} bytes at bus address {bus:#x}: empty or wrapping");
         }
         let mut out = vec![0u8; len];
         // SAFETY: `out` is ours; no reference into it is used meanwhile.
-        unsafe { self.transfer(bus, out.as_mut_ptr() as usize, len, true) }?;
+        unsafe { self.transfer(bus, HostAddr::of(out.as_mut_ptr()), len, true) }?;
         Ok(out)
     }
 

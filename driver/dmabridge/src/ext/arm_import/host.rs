@@ -38,7 +38,7 @@ impl Drop for HostPin {
             return;
         }
         for (lo, hi) in unshared(&imports, self.span) {
-            if let Err(e) = vm::unlock(lo, hi - lo) {
+            if let Err(e) = vm::unlock(HostAddr(lo), hi - lo) {
                 log::warn!("unlocking the pages of a released host import: {e}");
             }
         }
@@ -174,7 +174,7 @@ pub unsafe fn import_host(ctx: &Arc<Context>, flags: u64, ptr: *mut u8, size: us
             ),
         )
     };
-    let access = vm::mapped(start, end - start)
+    let access = vm::mapped(HostAddr(start), end - start)
         .map_err(|e| ClError::new(ClErrorKind::OutOfResources, format!("reading the process's mappings: {e}")))?
         .ok_or_else(not_mapped)?;
     if !access.read {
@@ -212,7 +212,7 @@ pub unsafe fn import_host(ctx: &Arc<Context>, flags: u64, ptr: *mut u8, size: us
         let charge = if span.locked {
             unshared(&imports, span).iter().map(|(lo, hi)| (hi - lo) as u64).sum()
         } else {
-            domains.iter().filter(|d| d.would_pin(addr, size)).count() as u64 * (end - start) as u64
+            domains.iter().filter(|d| d.would_pin(HostAddr(addr), size)).count() as u64 * (end - start) as u64
         };
         if let Some(short) = vm::memlock_shortfall(charge) {
             return cl_err!(
@@ -221,14 +221,14 @@ pub unsafe fn import_host(ctx: &Arc<Context>, flags: u64, ptr: *mut u8, size: us
                 if span.locked { "lock" } else { "pin (for the context's devices behind an IOMMU)" }
             );
         }
-        let locking = if span.locked { vm::lock(start, end - start) } else { Ok(()) };
+        let locking = if span.locked { vm::lock(HostAddr(start), end - start) } else { Ok(()) };
         if let Err(e) = locking {
             // A failed mlock may have locked part of the range (the kernel
             // marks the mappings locked before it commits their pages):
             // unlock what no other import holds.
             let gaps = unshared(&imports, span);
             for &(lo, hi) in &gaps {
-                if let Err(e) = vm::unlock(lo, hi - lo) {
+                if let Err(e) = vm::unlock(HostAddr(lo), hi - lo) {
                     log::warn!("unlocking the pages of a failed host import: {e}");
                 }
             }
@@ -237,7 +237,7 @@ pub unsafe fn import_host(ctx: &Arc<Context>, flags: u64, ptr: *mut u8, size: us
             // the end of its file, where a touch is SIGBUS): all ENOMEM.
             // Else (EAGAIN: no memory to commit them; EPERM) a lack of
             // resources.
-            if vm::mapped(start, end - start).ok().flatten().is_none() {
+            if vm::mapped(HostAddr(start), end - start).ok().flatten().is_none() {
                 return Err(not_mapped());
             }
             let shortfall = vm::memlock_shortfall(gaps.iter().map(|(lo, hi)| (hi - lo) as u64).sum());

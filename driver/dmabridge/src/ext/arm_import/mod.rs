@@ -91,6 +91,7 @@ use crate::runtime::context::Context;
 use crate::runtime::device::Device;
 use crate::runtime::info::{Extension, Requires, EXTENSIONS};
 use crate::sync;
+use crate::sys::addr::HostAddr;
 use crate::sys::dma_buf::DmaBuf;
 use crate::sys::mmap::{Access, Mapping};
 use crate::sys::{page_size, vm};
@@ -209,11 +210,13 @@ fn check_devices(ctx: &Context) -> ClResult<()> {
 /// # Safety
 /// As [`DmaDomain::make_resident_via`](crate::runtime::backend::domain::DmaDomain::make_resident_via).
 unsafe fn make_resident(ctx: &Context, addr: usize, len: usize, pin: usize, write: bool, what: &str) -> ClResult<()> {
+    let (addr, pin) = (HostAddr(addr), HostAddr(pin));
+    let access = if write { Access::ReadWrite } else { Access::Read };
     let mut done = Vec::new();
     for d in ctx.devices() {
         let Some(domain) = d.dma_domain() else { continue };
         // SAFETY: forwarded to the caller.
-        match unsafe { domain.make_resident_via(addr, len, pin, write) } {
+        match unsafe { domain.make_resident_via(addr, len, pin, access) } {
             Ok(_) => done.push(domain),
             Err(e) => {
                 for domain in done {

@@ -11,7 +11,7 @@ use crate::runtime::context::Context;
 use crate::runtime::event::Event;
 use crate::runtime::kernel::{self, Kernel};
 use crate::runtime::queue::{Queue, QueueProps};
-use crate::sys::dma_buf::SyncDir;
+use crate::sys::access::Access;
 use crate::sys::v4l2::{FourCc, PixFormat};
 
 /// Converts YUYV frames to RGBA with the CPU device's `yuyv_to_rgba`
@@ -112,7 +112,7 @@ impl Converter {
         self.kernel.set_arg_scalar(3, &self.height.to_ne_bytes())?;
         let cpu = frame
             .dmabuf
-            .cpu_access(SyncDir::Read)
+            .cpu_access(Access::Read)
             .map_err(|error| PipelineError::Device { path: stream.dev.path().to_owned(), error })?;
         let rows = self.height as usize;
         // The frame is dequeued, so the driver does not write it, and `&mut

@@ -29,6 +29,8 @@ use crate::error::{ClError, ClErrorKind, ClResult};
 use crate::memory::local::{LocalAllocator, LocalError};
 use crate::runtime::transfer;
 use crate::sync;
+use crate::sys::addr::{HostAddr, Iova};
+use crate::sys::bytes::{Bytes, BytesError};
 use crate::sys::mmap::Mapping;
 use crate::sys::pci::{PciAddress, PciFunction};
 use crate::sys::vfio;
@@ -37,7 +39,7 @@ use crate::sys::vfio;
 pub struct BarMemory {
     /// Declared before `mapping`; dropped (evicted) first, in `Drop`.
     domain: Option<Arc<DmaDomain>>,
-    iova: Option<u64>,
+    iova: Option<Iova>,
     alloc: Mutex<LocalAllocator>,
     /// The mapping registered as I/O memory (the CPU's copies and fills
     /// reach it with aligned volatile accesses); unregistered before it goes.
@@ -80,7 +82,7 @@ impl Drop for BarMemory {
     fn drop(&mut self) {
         if let Some(domain) = &self.domain {
             // The engine must lose the BAR before the mapping goes.
-            if let Err(e) = domain.evict(self.mapping.as_ptr() as usize) {
+            if let Err(e) = domain.evict(HostAddr::of(self.mapping.as_ptr())) {
                 log::error!("releasing the BAR's bus address: {e}");
             }
         }
@@ -163,7 +165,7 @@ impl LocalMemory for BarMemory {
     }
 
     fn bus_address(&self, ptr: *const u8) -> Option<u64> {
-        Some(self.iova? + self.offset_of(ptr)? as u64)
+        Some((self.iova? + self.offset_of(ptr)? as u64).0)
     }
 }
 
@@ -263,12 +265,12 @@ impl BarBackend {
                 // The BAR stays mapped until `BarMemory::drop` evicts it.
                 // SAFETY: Rust reaches the BAR mapping only through raw
                 // pointers, so the engine writing it breaks no reference.
-                let iova = unsafe { domain.make_resident(mapping.as_ptr() as usize, mapping.len()) }
+                let iova = unsafe { domain.make_resident(HostAddr::of(mapping.as_ptr()), mapping.len()) }
                     .map_err(|e| fail(format!("mapping BAR {} for peer-to-peer DMA: {e}", config.bar)))?;
                 (Some(domain.clone()), Some(iova))
             }
         };
-        let io = transfer::io::IoRange::register(mapping.as_ptr() as usize, mapping.len());
+        let io = transfer::io::IoRange::register(mapping.span());
         let memory =
             Arc::new(BarMemory { domain: dom, iova, alloc: Mutex::new(LocalAllocator::new(size)), _io: io, mapping });
         let loss = Loss::new().map_err(|e| fail(e.to_string()))?;
@@ -344,31 +346,32 @@ impl BarBackend {
     pub fn memory(&self) -> &Arc<BarMemory> {
         &self.memory
     }
+}
 
-    /// Reads `buf.len()` bytes of the BAR at `offset` through the VFIO
-    /// device fd (`pread`, the kernel's own mapping of the BAR), not through
-    /// the process mapping: a second view, to check where bytes landed.
-    /// `CL_INVALID_VALUE` for a range outside the BAR.
-    ///
-    /// No OpenCL function of its own: for tests and diagnostics.
-    ///
-    /// ```
-    /// use dmabridge::runtime::platform::Platform;
-    /// for d in Platform::get().devices() {
-    ///     if let Some(bar) = d.bar_backend() {
-    ///         let mut head = [0u8; 16];
-    ///         bar.read_region(0, &mut head)?;
-    ///     }
-    /// }
-    /// # Ok::<(), dmabridge::error::ClError>(())
-    /// ```
-    pub fn read_region(&self, offset: u64, buf: &mut [u8]) -> ClResult<()> {
-        self.device.read_region(self.config.bar, offset, buf).map_err(|e| {
-            ClError::new(
-                ClErrorKind::InvalidValue,
-                format!("{}: reading {} bytes at {offset:#x}: {e}", self.name, buf.len()),
-            )
-        })
+/// The BAR's bytes through the VFIO device fd (`pread`/`pwrite`, the
+/// kernel's own mapping of the BAR), not through the process mapping: a
+/// second view, to check where bytes landed.
+///
+/// No OpenCL function of its own: for tests and diagnostics.
+///
+/// ```
+/// use dmabridge::runtime::platform::Platform;
+/// use dmabridge::sys::bytes::Bytes;
+/// for d in Platform::get().devices() {
+///     if let Some(bar) = d.bar_backend() {
+///         let mut head = [0u8; 16];
+///         bar.read_slice(0, &mut head)?;
+///     }
+/// }
+/// # Ok::<(), dmabridge::sys::bytes::BytesError>(())
+/// ```
+impl Bytes for BarBackend {
+    fn read_slice(&self, offset: u64, buf: &mut [u8]) -> Result<(), BytesError> {
+        self.device.region_bytes(self.config.bar).read_slice(offset, buf)
+    }
+
+    fn write_slice(&self, offset: u64, data: &[u8]) -> Result<(), BytesError> {
+        self.device.region_bytes(self.config.bar).write_slice(offset, data)
     }
 }
 

@@ -17,6 +17,8 @@ use super::residency::Registry;
 use crate::error::{ClError, ClErrorKind, ClResult};
 use crate::memory::iova::IovaAllocator;
 use crate::sync;
+use crate::sys::access::Access;
+use crate::sys::addr::{HostAddr, Iova};
 use crate::sys::page_size;
 use crate::sys::vfio::{Container, VfioError};
 
@@ -67,6 +69,7 @@ impl DmaDomain {
     ///
     /// ```
     /// use dmabridge::runtime::platform::Platform;
+    /// use dmabridge::sys::{access::Access, addr::HostAddr};
     /// // Only with accelerators (VFIO); the host has none.
     /// if let Some(domain) = Platform::get().dma_domain() {
     ///     assert!(domain.container().iommu_info().is_ok(), "a group is attached");
@@ -83,6 +86,7 @@ impl DmaDomain {
     ///
     /// ```
     /// use dmabridge::runtime::platform::Platform;
+    /// use dmabridge::sys::{access::Access, addr::HostAddr};
     /// // Only with accelerators (VFIO); the host has none.
     /// if let Some(domain) = Platform::get().dma_domain() {
     ///     for d in &Platform::get().devices()[1..] {
@@ -103,12 +107,13 @@ impl DmaDomain {
     ///
     /// ```
     /// use dmabridge::runtime::platform::Platform;
+    /// use dmabridge::sys::{access::Access, addr::HostAddr};
     /// // Only with accelerators (VFIO); the host has none.
     /// if let Some(domain) = Platform::get().dma_domain() {
     ///     let buf = vec![1u8; 4096];
     ///     let before = domain.iova_allocated_bytes();
     ///     // SAFETY: the device may only read `buf`.
-    ///     let span = unsafe { domain.map_span(buf.as_ptr() as usize, buf.len(), true, false) }?;
+    ///     let span = unsafe { domain.map_span(HostAddr::of(buf.as_ptr()), buf.len(), Access::Read) }?;
     ///     assert!(domain.iova_allocated_bytes() > before);
     ///     drop(span);
     ///     assert_eq!(domain.iova_allocated_bytes(), before);
@@ -131,7 +136,7 @@ impl DmaDomain {
         f(alloc)
     }
 
-    pub(super) fn alloc_iova(&self, size: u64) -> ClResult<u64> {
+    pub(super) fn alloc_iova(&self, size: u64) -> ClResult<Iova> {
         self.with_allocator(|a| a.alloc(size, page_size() as u64)).map_err(|e| {
             ClError::new(ClErrorKind::OutOfResources, format!("no bus address for {size} bytes of host memory: {e}"))
         })
@@ -139,11 +144,11 @@ impl DmaDomain {
 
     /// Claims exactly `[iova, iova + size)` if the devices reach it and it
     /// is free (in the allocator and the IOMMU's usable ranges).
-    pub(super) fn reserve_iova(&self, iova: u64, size: u64) -> bool {
+    pub(super) fn reserve_iova(&self, iova: Iova, size: u64) -> bool {
         self.with_allocator(|a| a.reserve(iova, size)).is_ok()
     }
 
-    pub(super) fn free_iova(&self, iova: u64) {
+    pub(super) fn free_iova(&self, iova: Iova) {
         if let Some(a) = sync::lock(&self.iova).as_mut() {
             let _ = a.free(iova);
         }
@@ -152,18 +157,18 @@ impl DmaDomain {
     /// Gives back the IOVA of an evicted resident range, kept out of
     /// circulation as long as the space allows (see
     /// [`IovaAllocator::retire`]): devices may still hold its bus addresses.
-    pub(super) fn retire_iova(&self, iova: u64) {
+    pub(super) fn retire_iova(&self, iova: Iova) {
         if let Some(a) = sync::lock(&self.iova).as_mut() {
             let _ = a.retire(iova);
         }
     }
 
     /// Pins and maps the pages covering `[addr, addr + len)` at a fresh IOVA;
-    /// `read`/`write` say what the devices may do. The pages must be mapped
+    /// `access` says what the devices may do. The pages must be mapped
     /// memory of this process (not PFN-mapped, e.g. not a dma-buf's mmap).
     ///
     /// # Safety
-    /// With `write`, the devices may change any byte of the covering pages
+    /// With an access that writes, the devices may change any byte of the covering pages
     /// while the guard lives: no Rust reference may point into them.
     ///
     /// No OpenCL function of its own: how a DMA engine reaches host memory
@@ -173,31 +178,33 @@ impl DmaDomain {
     /// ```
     /// use dmabridge::error::ClErrorKind;
     /// use dmabridge::runtime::platform::Platform;
+    /// use dmabridge::sys::{access::Access, addr::HostAddr};
     /// // Only with accelerators (VFIO); the host has none.
     /// if let Some(domain) = Platform::get().dma_domain() {
     ///     let buf = vec![1u8; 3 * 4096];
-    ///     let addr = buf.as_ptr() as usize + 100;
+    ///     let addr = HostAddr::of(buf.as_ptr()) + 100;
     ///     // SAFETY: the device may only read `buf`.
-    ///     let span = unsafe { domain.map_span(addr, 5000, true, false) }?;
-    ///     assert!(span.iova_of(addr + 4999) <= domain.dma_mask());
+    ///     let span = unsafe { domain.map_span(addr, 5000, Access::Read) }?;
+    ///     assert!(span.iova_of(addr + 4999).raw() <= domain.dma_mask());
     ///     // SAFETY: as above (and nothing is mapped).
-    ///     let empty = unsafe { domain.map_span(addr, 0, true, false) };
+    ///     let empty = unsafe { domain.map_span(addr, 0, Access::Read) };
     ///     assert_eq!(empty.unwrap_err().kind, ClErrorKind::InvalidValue);
     /// }
     /// # Ok::<(), dmabridge::error::ClError>(())
     /// ```
-    pub unsafe fn map_span(&self, addr: usize, len: usize, read: bool, write: bool) -> ClResult<SpanMap<'_>> {
+    pub unsafe fn map_span(&self, addr: HostAddr, len: usize, access: Access) -> ClResult<SpanMap<'_>> {
         let page = page_size();
-        let start = addr & !(page - 1);
+        let start = HostAddr(addr.0 & !(page - 1));
         let end = addr
+            .0
             .checked_add(len)
             .and_then(|e| e.checked_next_multiple_of(page))
             .filter(|_| len > 0)
             .ok_or_else(|| ClError::new(ClErrorKind::InvalidValue, format!("bad host range {addr:#x}+{len:#x}")))?;
-        let size = (end - start) as u64;
+        let size = (end - start.0) as u64;
         let iova = self.alloc_iova(size)?;
         // SAFETY: forwarded to the caller.
-        match unsafe { self.container.map_dma_raw(start as u64, size, iova, read, write) } {
+        match unsafe { self.container.map_dma_raw(iova, size, start, access) } {
             Ok(_) => Ok(SpanMap { domain: self, start, iova, size }),
             Err(e) => {
                 self.free_iova(iova);
@@ -215,8 +222,8 @@ impl DmaDomain {
 #[derive(Debug)]
 pub struct SpanMap<'a> {
     domain: &'a DmaDomain,
-    start: usize,
-    iova: u64,
+    start: HostAddr,
+    iova: Iova,
     size: u64,
 }
 
@@ -229,20 +236,22 @@ impl SpanMap<'_> {
     ///
     /// ```
     /// use dmabridge::runtime::platform::Platform;
+    /// use dmabridge::sys::{access::Access, addr::HostAddr};
     /// // Only with accelerators (VFIO); the host has none.
     /// if let Some(domain) = Platform::get().dma_domain() {
     ///     let buf = vec![1u8; 2 * 4096];
-    ///     let addr = buf.as_ptr() as usize;
+    ///     let addr = HostAddr::of(buf.as_ptr());
     ///     // SAFETY: the device may only read `buf`.
-    ///     let span = unsafe { domain.map_span(addr, buf.len(), true, false) }?;
+    ///     let span = unsafe { domain.map_span(addr, buf.len(), Access::Read) }?;
     ///     assert_eq!(span.iova_of(addr + 4096) - span.iova_of(addr), 4096, "contiguous on the bus");
-    ///     assert_eq!(span.iova_of(addr) % 4096, addr as u64 % 4096, "same offset in the page");
+    ///     assert_eq!(span.iova_of(addr).raw() % 4096, addr.raw() as u64 % 4096, "same offset in the page");
     /// }
     /// # Ok::<(), dmabridge::error::ClError>(())
     /// ```
-    pub fn iova_of(&self, addr: usize) -> u64 {
-        debug_assert!(addr >= self.start && ((addr - self.start) as u64) < self.size);
-        self.iova + (addr - self.start) as u64
+    pub fn iova_of(&self, addr: HostAddr) -> Iova {
+        let offset = addr.offset_from(self.start);
+        debug_assert!(offset.is_some_and(|o| (o as u64) < self.size), "{addr:?} outside the span");
+        self.iova + offset.unwrap_or(0) as u64
     }
 }
 

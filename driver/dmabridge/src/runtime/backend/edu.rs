@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use super::lost::Loss;
 use crate::sync;
+use crate::sys::addr::Iova;
 use crate::sys::eventfd::EventFd;
 use crate::sys::mmap::Mapping;
 use crate::sys::pci::{PciAddress, PciFunction, EDU_ID};
@@ -74,7 +75,7 @@ pub enum EduError {
     #[error("bus address range {iova:#x}+{len} is beyond edu's DMA mask {mask:#x}")]
     BeyondDmaMask {
         /// Bus address.
-        iova: u64,
+        iova: Iova,
         /// Length.
         len: usize,
         /// The mask.
@@ -327,35 +328,43 @@ impl Edu {
     /// ```
     /// use dmabridge::runtime::backend::edu::{Direction, EduError};
     /// use dmabridge::runtime::backend::edu_backend::{self, TRANSFER_TIMEOUT};
+    /// use dmabridge::sys::{access::Access, addr::{HostAddr, Iova}};
     /// // Only where an edu is bound to vfio-pci (the guest rig).
     /// for b in edu_backend::discover().backends {
     ///     let (edu, domain) = (b.edu(), b.domain());
     ///     let src = vec![7u8; 64];
     ///     let mut dst = vec![0u8; 64];
     ///     // SAFETY: the device only reads `src`.
-    ///     let s = unsafe { domain.map_span(src.as_ptr() as usize, 64, true, false) }?;
+    ///     let s = unsafe { domain.map_span(HostAddr::of(src.as_ptr()), 64, Access::Read) }?;
     ///     // SAFETY: no reference into `dst` is used while the device writes it.
-    ///     let d = unsafe { domain.map_span(dst.as_mut_ptr() as usize, 64, true, true) }?;
-    ///     edu.dma(Direction::ToDevice, s.iova_of(src.as_ptr() as usize), 0, 64, TRANSFER_TIMEOUT)?;
-    ///     edu.dma(Direction::FromDevice, d.iova_of(dst.as_ptr() as usize), 0, 64, TRANSFER_TIMEOUT)?;
+    ///     let d = unsafe { domain.map_span(HostAddr::of(dst.as_mut_ptr()), 64, Access::ReadWrite) }?;
+    ///     edu.dma(Direction::ToDevice, s.iova_of(HostAddr::of(src.as_ptr())), 0, 64, TRANSFER_TIMEOUT)?;
+    ///     edu.dma(Direction::FromDevice, d.iova_of(HostAddr::of(dst.as_ptr())), 0, 64, TRANSFER_TIMEOUT)?;
     ///     drop((s, d));
     ///     assert_eq!(dst, src);
-    ///     let outside = edu.dma(Direction::ToDevice, 0x1000, 4000, 200, TRANSFER_TIMEOUT);
+    ///     let outside = edu.dma(Direction::ToDevice, Iova(0x1000), 4000, 200, TRANSFER_TIMEOUT);
     ///     assert!(matches!(outside, Err(EduError::OutsideBuffer { .. })), "refused before QEMU sees it");
     /// }
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn dma(&self, dir: Direction, iova: u64, offset: usize, len: usize, timeout: Duration) -> Result<(), EduError> {
+    pub fn dma(
+        &self,
+        dir: Direction,
+        iova: Iova,
+        offset: usize,
+        len: usize,
+        timeout: Duration,
+    ) -> Result<(), EduError> {
         if len == 0 || offset.checked_add(len).is_none_or(|end| end > BUFFER_SIZE) {
             return Err(EduError::OutsideBuffer { offset, len });
         }
-        if iova.checked_add(len as u64 - 1).is_none_or(|last| last > self.dma_mask) {
+        if iova.0.checked_add(len as u64 - 1).is_none_or(|last| last > self.dma_mask) {
             return Err(EduError::BeyondDmaMask { iova, len, mask: self.dma_mask });
         }
         let dev = BUFFER_ADDR + offset as u64;
         let (src, dst, cmd) = match dir {
-            Direction::ToDevice => (iova, dev, CMD_START | CMD_IRQ),
-            Direction::FromDevice => (dev, iova, CMD_START | CMD_IRQ | CMD_TO_RAM),
+            Direction::ToDevice => (iova.0, dev, CMD_START | CMD_IRQ),
+            Direction::FromDevice => (dev, iova.0, CMD_START | CMD_IRQ | CMD_TO_RAM),
         };
         // One transfer at a time: edu ignores register writes while busy.
         let mut irq = sync::lock(&self.irq);

@@ -16,6 +16,8 @@ use super::lost::{Loss, Watch};
 use super::Backend;
 use crate::error::{ClError, ClErrorKind, ClResult};
 use crate::sync;
+use crate::sys::access::Access;
+use crate::sys::addr::HostAddr;
 use crate::sys::page_size;
 use crate::sys::pci::{PciAddress, PciFunction, EDU_ID};
 use crate::sys::vfio::Container;
@@ -150,19 +152,20 @@ impl EduBackend {
         // Resident sides need no mapping; the others are mapped for the
         // window and unmapped when `maps` drops.
         let mut maps = Vec::with_capacity(2);
+        let (src, dst) = (HostAddr(src), HostAddr(dst));
         let (src_iova, dst_iova) = match (self.domain.resident_iova(src, size), self.domain.resident_iova(dst, size)) {
             (Some(s), Some(d)) => (s, d),
             (Some(s), None) => {
                 // SAFETY: the caller guarantees no Rust reference into the
                 // destination while the device writes it.
-                let m = unsafe { self.domain.map_span(dst, size, true, true) }?;
+                let m = unsafe { self.domain.map_span(dst, size, Access::ReadWrite) }?;
                 let d = m.iova_of(dst);
                 maps.push(m);
                 (s, d)
             }
             (None, Some(d)) => {
                 // SAFETY: the device only reads these pages.
-                let m = unsafe { self.domain.map_span(src, size, true, false) }?;
+                let m = unsafe { self.domain.map_span(src, size, Access::Read) }?;
                 let s = m.iova_of(src);
                 maps.push(m);
                 (s, d)
@@ -174,16 +177,16 @@ impl EduBackend {
                 let len = s1.max(d1) - lo;
                 // SAFETY: the caller guarantees no Rust reference into the
                 // destination; the source is only read by the device.
-                let m = unsafe { self.domain.map_span(lo, len, true, true) }?;
+                let m = unsafe { self.domain.map_span(HostAddr(lo), len, Access::ReadWrite) }?;
                 let r = (m.iova_of(src), m.iova_of(dst));
                 maps.push(m);
                 r
             }
             (None, None) => {
                 // SAFETY: the device only reads these pages.
-                let s = unsafe { self.domain.map_span(src, size, true, false) }?;
+                let s = unsafe { self.domain.map_span(src, size, Access::Read) }?;
                 // SAFETY: as above (the caller's contract on `dst`).
-                let d = unsafe { self.domain.map_span(dst, size, true, true) }?;
+                let d = unsafe { self.domain.map_span(dst, size, Access::ReadWrite) }?;
                 let r = (s.iova_of(src), d.iova_of(dst));
                 maps.push(s);
                 maps.push(d);

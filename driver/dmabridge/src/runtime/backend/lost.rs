@@ -38,6 +38,7 @@ use std::thread::JoinHandle;
 
 use super::domain::DmaDomain;
 use crate::error::{ClError, ClErrorKind, ClResult};
+use crate::sys::addr::HostAddr;
 use crate::sys::eventfd::EventFd;
 use crate::sys::mmap::Mapping;
 use crate::sys::uring::EventWaiter;
@@ -216,7 +217,7 @@ impl Drop for Watch {
 /// function that is already gone are logged.
 pub(crate) fn release_bar(name: &str, device: &Device, mapping: &Mapping, domain: Option<&DmaDomain>) {
     if let Some(d) = domain {
-        let n = d.revoke_within(mapping.as_ptr() as usize, mapping.len());
+        let n = d.revoke_within(HostAddr::of(mapping.as_ptr()), mapping.len());
         log::info!("{name}: {n} resident ranges in its BAR unmapped");
     }
     if let Err(e) = device.disable_bus_master() {

@@ -24,6 +24,8 @@ use crate::error::{ClError, ClErrorKind, ClResult};
 use crate::memory::heap::{AllocInfo, AllocKind};
 use crate::runtime::context::Context;
 use crate::sync;
+use crate::sys::access::Access;
+use crate::sys::addr::{HostAddr, Iova};
 use crate::sys::page_size;
 use crate::sys::vfio::VfioError;
 
@@ -31,25 +33,25 @@ use crate::sys::vfio::VfioError;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Resident {
     /// Process address of the first byte made resident.
-    pub addr: usize,
+    pub addr: HostAddr,
     /// Its length in bytes.
     pub len: usize,
     /// Bus address of `addr`.
-    pub iova: u64,
+    pub iova: Iova,
     /// How many [`DmaDomain::make_resident`] calls it has outlived.
     pub refs: usize,
     /// The mapping: first page, and bytes (whole pages).
-    span_start: usize,
+    span_start: HostAddr,
     span_len: u64,
 }
 
 impl Resident {
     /// True if `[addr, addr + len)` lies inside the range.
-    fn covers(&self, addr: usize, len: usize) -> bool {
+    fn covers(&self, addr: HostAddr, len: usize) -> bool {
         addr >= self.addr && addr.checked_add(len).is_some_and(|e| e <= self.addr + self.len)
     }
 
-    fn iova_of(&self, addr: usize) -> u64 {
+    fn iova_of(&self, addr: HostAddr) -> Iova {
         self.iova + (addr - self.addr) as u64
     }
 }
@@ -57,20 +59,20 @@ impl Resident {
 /// The resident ranges of a domain, by start address.
 #[derive(Debug, Default)]
 pub(crate) struct Registry {
-    ranges: BTreeMap<usize, Resident>,
+    ranges: BTreeMap<HostAddr, Resident>,
     /// Shorter ranges that a longer one at the same address replaced (see
     /// [`DmaDomain::make_resident_via`]): still mapped, since commands may
     /// use their bus addresses, and unmapped with the range that replaced
     /// them.
-    superseded: BTreeMap<usize, Vec<Resident>>,
+    superseded: BTreeMap<HostAddr, Vec<Resident>>,
     /// Ranges unmapped because their memory's device was lost
     /// ([`DmaDomain::revoke_within`]), with the references their owners
     /// will still give back through [`DmaDomain::evict`].
-    revoked: BTreeMap<usize, usize>,
+    revoked: BTreeMap<HostAddr, usize>,
 }
 
 impl Registry {
-    fn find(&self, addr: usize, len: usize) -> Option<&Resident> {
+    fn find(&self, addr: HostAddr, len: usize) -> Option<&Resident> {
         // Ranges may overlap (neighbours sharing pages, sub-ranges made
         // resident on their own): look at every one starting at or before.
         self.ranges.range(..=addr).rev().map(|(_, r)| r).find(|r| r.covers(addr, len.max(1)))
@@ -101,9 +103,10 @@ impl DmaDomain {
     ///
     /// ```
     /// use dmabridge::runtime::platform::Platform;
+    /// use dmabridge::sys::{access::Access, addr::HostAddr};
     /// if let Some(domain) = Platform::get().dma_domain() {
     ///     let page = vec![0u8; 8192];
-    ///     let addr = page.as_ptr() as usize;
+    ///     let addr = HostAddr::of(page.as_ptr());
     ///     // SAFETY: `page` is only read through raw pointers until evicted.
     ///     let iova = unsafe { domain.make_resident(addr, 4096) }?;
     ///     assert_eq!(domain.resident_iova(addr + 10, 1), Some(iova + 10));
@@ -111,10 +114,10 @@ impl DmaDomain {
     /// }
     /// # Ok::<(), dmabridge::error::ClError>(())
     /// ```
-    pub unsafe fn make_resident(&self, addr: usize, len: usize) -> ClResult<u64> {
+    pub unsafe fn make_resident(&self, addr: HostAddr, len: usize) -> ClResult<Iova> {
         // SAFETY: forwarded to the caller; the pages pinned are the ones
         // `addr` shows.
-        unsafe { self.make_resident_via(addr, len, addr, true) }
+        unsafe { self.make_resident_via(addr, len, addr, Access::ReadWrite) }
     }
 
     /// True if [`make_resident_via`](Self::make_resident_via) of `addr`,
@@ -123,7 +126,7 @@ impl DmaDomain {
     /// it (the call then takes a reference).
     ///
     /// No system call.
-    pub(crate) fn would_pin(&self, addr: usize, len: usize) -> bool {
+    pub(crate) fn would_pin(&self, addr: HostAddr, len: usize) -> bool {
         let reg = sync::lock(&self.residency);
         !matches!(reg.ranges.get(&addr), Some(r) if r.len >= len)
     }
@@ -133,8 +136,9 @@ impl DmaDomain {
     /// mapping VFIO can pin (e.g. a memfd's), of the page that `addr` shows
     /// (in one VFIO cannot pin, e.g. a udmabuf dma-buf's PFN mapping), with
     /// the same offset in the page. The range is looked up and evicted by
-    /// `addr`, as any other. `write` false maps it read-only for the
-    /// devices (pages of a read-only mapping cannot be pinned for writing).
+    /// `addr`, as any other. `access` [`Access::Read`] maps it read-only for
+    /// the devices (pages of a read-only mapping cannot be pinned for
+    /// writing).
     ///
     /// The residency of a dma-buf imported by `clImportMemoryARM` (seed 004)
     /// whose pages dmabridge itself exported from memfd pages.
@@ -147,17 +151,24 @@ impl DmaDomain {
     ///
     /// ```
     /// use dmabridge::runtime::platform::Platform;
+    /// use dmabridge::sys::{access::Access, addr::HostAddr};
     /// if let Some(domain) = Platform::get().dma_domain() {
     ///     let page = vec![0u8; 8192];
-    ///     let addr = page.as_ptr() as usize;
+    ///     let addr = HostAddr::of(page.as_ptr());
     ///     // SAFETY: the same pages; only read through raw pointers until evicted.
-    ///     let iova = unsafe { domain.make_resident_via(addr, 4096, addr, false) }?;
+    ///     let iova = unsafe { domain.make_resident_via(addr, 4096, addr, Access::Read) }?;
     ///     assert_eq!(domain.resident_iova(addr, 4096), Some(iova));
     ///     domain.evict(addr)?;
     /// }
     /// # Ok::<(), dmabridge::error::ClError>(())
     /// ```
-    pub unsafe fn make_resident_via(&self, addr: usize, len: usize, pin_addr: usize, write: bool) -> ClResult<u64> {
+    pub unsafe fn make_resident_via(
+        &self,
+        addr: HostAddr,
+        len: usize,
+        pin_addr: HostAddr,
+        access: Access,
+    ) -> ClResult<Iova> {
         let mut reg = sync::lock(&self.residency);
         // A range resident at `addr` takes one more reference if it is long
         // enough; a shorter one is replaced below by a longer mapping (its
@@ -172,28 +183,29 @@ impl DmaDomain {
             None => None,
         };
         let page = page_size();
-        let span_start = addr & !(page - 1);
+        let span_start = HostAddr(addr.0 & !(page - 1));
         let span_end = addr
+            .0
             .checked_add(len)
             .and_then(|e| e.checked_next_multiple_of(page))
             .filter(|_| len > 0)
             .ok_or_else(|| ClError::new(ClErrorKind::InvalidValue, format!("bad host range {addr:#x}+{len:#x}")))?;
-        let span_len = (span_end - span_start) as u64;
-        if pin_addr % page != addr % page || pin_addr.checked_add(len).is_none() {
+        let span_len = (span_end - span_start.0) as u64;
+        if pin_addr.0 % page != addr.0 % page || pin_addr.checked_add(len).is_none() {
             return Err(ClError::new(
                 ClErrorKind::InvalidValue,
                 format!("pin address {pin_addr:#x} is not at {addr:#x}'s offset in a page, or wraps"),
             ));
         }
-        let pin_start = pin_addr & !(page - 1);
+        let pin_start = HostAddr(pin_addr.0 & !(page - 1));
         // IOVA == VA when the devices reach it and nothing else sits there.
-        let span_iova = match self.reserve_iova(span_start as u64, span_len) {
-            true => span_start as u64,
+        let span_iova = match self.reserve_iova(Iova(span_start.0 as u64), span_len) {
+            true => Iova(span_start.0 as u64),
             false => self.alloc_iova(span_len)?,
         };
         // SAFETY: forwarded to the caller (no Rust reference into the pages
         // while the devices may write them).
-        let mapped = unsafe { self.container().map_dma_raw(pin_start as u64, span_len, span_iova, true, write) };
+        let mapped = unsafe { self.container().map_dma_raw(span_iova, span_len, pin_start, access) };
         if let Err(e) = mapped {
             self.free_iova(span_iova);
             let kind = match e {
@@ -224,9 +236,10 @@ impl DmaDomain {
     ///
     /// ```
     /// use dmabridge::runtime::platform::Platform;
+    /// use dmabridge::sys::{access::Access, addr::HostAddr};
     /// if let Some(domain) = Platform::get().dma_domain() {
     ///     let page = vec![0u8; 4096];
-    ///     let addr = page.as_ptr() as usize;
+    ///     let addr = HostAddr::of(page.as_ptr());
     ///     // SAFETY: `page` is only read through raw pointers until evicted.
     ///     let a = unsafe { domain.ensure_resident(addr, 100) }?;
     ///     // SAFETY: as above.
@@ -235,7 +248,7 @@ impl DmaDomain {
     /// }
     /// # Ok::<(), dmabridge::error::ClError>(())
     /// ```
-    pub unsafe fn ensure_resident(&self, addr: usize, len: usize) -> ClResult<u64> {
+    pub unsafe fn ensure_resident(&self, addr: HostAddr, len: usize) -> ClResult<Iova> {
         if let Some(iova) = self.resident_iova(addr, len) {
             return Ok(iova);
         }
@@ -261,12 +274,13 @@ impl DmaDomain {
     ///
     /// ```
     /// use dmabridge::runtime::platform::Platform;
+    /// use dmabridge::sys::{access::Access, addr::HostAddr};
     /// if let Some(domain) = Platform::get().dma_domain() {
-    ///     assert!(domain.evict(0x1000).is_err());
+    ///     assert!(domain.evict(HostAddr(0x1000)).is_err());
     /// }
     /// # Ok::<(), dmabridge::error::ClError>(())
     /// ```
-    pub fn evict(&self, addr: usize) -> ClResult<()> {
+    pub fn evict(&self, addr: HostAddr) -> ClResult<()> {
         let mut reg = sync::lock(&self.residency);
         if let Some(refs) = reg.revoked.get_mut(&addr) {
             // Unmapped already, when its device was lost.
@@ -298,9 +312,10 @@ impl DmaDomain {
     ///
     /// ```
     /// use dmabridge::runtime::platform::Platform;
+    /// use dmabridge::sys::{access::Access, addr::HostAddr};
     /// if let Some(domain) = Platform::get().dma_domain() {
     ///     let page = vec![0u8; 4096];
-    ///     let addr = page.as_ptr() as usize;
+    ///     let addr = HostAddr::of(page.as_ptr());
     ///     // SAFETY: `page` is only read through raw pointers until evicted.
     ///     unsafe { domain.make_resident(addr, 64)?; domain.make_resident(addr, 64)? };
     ///     assert_eq!(domain.evict_within(addr, 4096), 1);
@@ -308,9 +323,10 @@ impl DmaDomain {
     /// }
     /// # Ok::<(), dmabridge::error::ClError>(())
     /// ```
-    pub fn evict_within(&self, start: usize, len: usize) -> usize {
+    pub fn evict_within(&self, start: HostAddr, len: usize) -> usize {
         let mut reg = sync::lock(&self.residency);
-        let keys: Vec<usize> = reg.ranges.range(start..start.saturating_add(len.max(1))).map(|(&k, _)| k).collect();
+        let end = HostAddr(start.0.saturating_add(len.max(1)));
+        let keys: Vec<HostAddr> = reg.ranges.range(start..end).map(|(&k, _)| k).collect();
         for &k in &keys {
             self.remove_and_unmap(&mut reg, k);
         }
@@ -319,7 +335,7 @@ impl DmaDomain {
 
     /// Removes the range at `k` (and those it superseded) whatever its
     /// references, unmaps them (errors logged) and returns it.
-    fn remove_and_unmap(&self, reg: &mut Registry, k: usize) -> Resident {
+    fn remove_and_unmap(&self, reg: &mut Registry, k: HostAddr) -> Resident {
         let r = reg.ranges.remove(&k).expect("a resident range");
         let old = reg.superseded.remove(&k).unwrap_or_default();
         for r in old.iter().chain(std::iter::once(&r)) {
@@ -341,9 +357,10 @@ impl DmaDomain {
     ///
     /// ```
     /// use dmabridge::runtime::platform::Platform;
+    /// use dmabridge::sys::{access::Access, addr::HostAddr};
     /// if let Some(domain) = Platform::get().dma_domain() {
     ///     let page = vec![0u8; 8192];
-    ///     let addr = page.as_ptr() as usize;
+    ///     let addr = HostAddr::of(page.as_ptr());
     ///     // SAFETY: `page` is only read through raw pointers until evicted.
     ///     unsafe { domain.make_resident(addr + 4096, 64)? };
     ///     assert_eq!(domain.revoke_within(addr, 8192), 1);
@@ -353,10 +370,10 @@ impl DmaDomain {
     /// }
     /// # Ok::<(), dmabridge::error::ClError>(())
     /// ```
-    pub fn revoke_within(&self, start: usize, len: usize) -> usize {
+    pub fn revoke_within(&self, start: HostAddr, len: usize) -> usize {
         let mut reg = sync::lock(&self.residency);
-        let end = start.saturating_add(len);
-        let keys: Vec<usize> =
+        let end = HostAddr(start.0.saturating_add(len));
+        let keys: Vec<HostAddr> =
             reg.ranges.range(..end).filter(|(_, r)| r.addr + r.len > start).map(|(&k, _)| k).collect();
         for &k in &keys {
             let r = self.remove_and_unmap(&mut reg, k);
@@ -374,12 +391,13 @@ impl DmaDomain {
     ///
     /// ```
     /// use dmabridge::runtime::platform::Platform;
+    /// use dmabridge::sys::{access::Access, addr::HostAddr};
     /// if let Some(domain) = Platform::get().dma_domain() {
-    ///     assert_eq!(domain.resident_iova(0x1000, 16), None);
+    ///     assert_eq!(domain.resident_iova(HostAddr(0x1000), 16), None);
     /// }
     /// # Ok::<(), dmabridge::error::ClError>(())
     /// ```
-    pub fn resident_iova(&self, addr: usize, len: usize) -> Option<u64> {
+    pub fn resident_iova(&self, addr: HostAddr, len: usize) -> Option<Iova> {
         sync::lock(&self.residency).find(addr, len).map(|r| r.iova_of(addr))
     }
 
@@ -389,6 +407,7 @@ impl DmaDomain {
     ///
     /// ```
     /// use dmabridge::runtime::platform::Platform;
+    /// use dmabridge::sys::{access::Access, addr::HostAddr};
     /// if let Some(domain) = Platform::get().dma_domain() {
     ///     for r in domain.residents() {
     ///         println!("{:#x}+{:#x} at IOVA {:#x}", r.addr, r.len, r.iova);
@@ -401,7 +420,7 @@ impl DmaDomain {
     }
 
     fn unmap_resident(&self, r: &Resident) -> ClResult<()> {
-        let span_iova = r.iova - (r.addr - r.span_start) as u64;
+        let span_iova = Iova(r.iova.0 - (r.addr - r.span_start) as u64);
         match self.container().unmap_dma(span_iova, r.span_len) {
             Ok(()) => {
                 // Devices may still hold these bus addresses: keep them
@@ -422,7 +441,7 @@ impl DmaDomain {
 pub(crate) fn evict_on_heap_drop(ctx: &Context, domain: &Arc<DmaDomain>) {
     let d = domain.clone();
     let evict = move |start, len| {
-        d.evict_within(start, len);
+        d.evict_within(HostAddr(start), len);
     };
     ctx.heap().on_drop(Arc::as_ptr(domain) as usize, Box::new(evict));
 }
@@ -437,14 +456,14 @@ pub(crate) fn evict_on_heap_drop(ctx: &Context, domain: &Arc<DmaDomain>) {
 /// the allocations they reach (seed 000): residency is the backend's, so the
 /// runtime's launch and the extension's migration share it here. Errors as
 /// [`DmaDomain::make_resident`].
-pub(crate) fn keep_resident(ctx: &Context, domain: &Arc<DmaDomain>, info: &AllocInfo) -> ClResult<Option<u64>> {
+pub(crate) fn keep_resident(ctx: &Context, domain: &Arc<DmaDomain>, info: &AllocInfo) -> ClResult<Option<Iova>> {
     if info.meta.kind == AllocKind::Svm {
         return Ok(None);
     }
     // SAFETY: a live USM allocation, reached only through raw pointers;
     // devices write it only through enqueued commands (USM: the host keeps
     // off meanwhile), and it is evicted before its pages are freed.
-    let iova = unsafe { domain.ensure_resident(info.base, info.size) }?;
+    let iova = unsafe { domain.ensure_resident(HostAddr(info.base), info.size) }?;
     evict_on_heap_drop(ctx, domain);
     Ok(Some(iova))
 }

@@ -19,7 +19,7 @@ use crate::runtime::device::{Device, DeviceType};
 use crate::runtime::event::{command_type, Event};
 use crate::runtime::queue::{check_wait_list, CommandUse, Queue};
 use crate::runtime::transfer;
-use crate::sys::dma_buf::SyncDir;
+use crate::sys::access::Access;
 
 use super::store::{CpuSync, Location, Placed, Store};
 use super::{mem_flags, Buffer};
@@ -202,7 +202,7 @@ impl Target {
     /// Begins the CPU access of `dir` that an imported dma-buf needs
     /// (`DMA_BUF_IOCTL_SYNC`) if the CPU accesses it; ended when the guard
     /// drops. The error is a command status.
-    pub(crate) fn cpu_sync(&self, dir: SyncDir) -> Result<Option<CpuSync<'_>>, i32> {
+    pub(crate) fn cpu_sync(&self, dir: Access) -> Result<Option<CpuSync<'_>>, i32> {
         if self.on_cpu() {
             self.store().cpu_sync(dir)
         } else {
@@ -226,7 +226,7 @@ pub(crate) fn copy_between(
     if Arc::ptr_eq(ss, ds) {
         let mut st = ss.lock();
         ss.make_current(&mut st, s.loc, false)?;
-        let _sync = d.cpu_sync(SyncDir::ReadWrite)?;
+        let _sync = d.cpu_sync(Access::ReadWrite)?;
         let r = copy();
         ss.wrote(&mut st, d.loc);
         return r;
@@ -240,8 +240,8 @@ pub(crate) fn copy_between(
     };
     ss.make_current(&mut gs, s.loc, false)?;
     ds.make_current(&mut gd, d.loc, discard)?;
-    let _read = s.cpu_sync(SyncDir::Read)?;
-    let _write = d.cpu_sync(SyncDir::Write)?;
+    let _read = s.cpu_sync(Access::Read)?;
+    let _write = d.cpu_sync(Access::Write)?;
     // Even a failed copy may have landed bytes: the destination alone is
     // current, so every device sees the same (undefined) contents.
     let r = copy();
@@ -344,7 +344,7 @@ pub unsafe fn enqueue_read_buffer(
     let work = Box::new(move || {
         let mut st = t.store().lock();
         t.store().make_current(&mut st, t.loc, false)?;
-        let _sync = t.cpu_sync(SyncDir::Read)?;
+        let _sync = t.cpu_sync(Access::Read)?;
         // SAFETY: the allocation holds the buffer's `size` bytes at
         // `offset` (checked at enqueue); the caller keeps `dst` valid and
         // unshared; the store's lock keeps other commands of the buffer out.
@@ -395,7 +395,7 @@ pub unsafe fn enqueue_write_buffer(
     let work = Box::new(move || {
         let mut st = t.store().lock();
         t.store().make_current(&mut st, t.loc, t.covers_store(offset, size))?;
-        let _sync = t.cpu_sync(SyncDir::Write)?;
+        let _sync = t.cpu_sync(Access::Write)?;
         // SAFETY: as in `enqueue_read_buffer`, the other way.
         let r = unsafe { engine_copy(&device, t.addr(offset), src, size) };
         // Even a failed copy may have landed bytes: this location alone is
@@ -539,7 +539,7 @@ pub fn enqueue_fill_buffer(
     let work = Box::new(move || {
         let mut st = t.store().lock();
         t.store().make_current(&mut st, t.loc, t.covers_store(offset, size))?;
-        let _sync = t.cpu_sync(SyncDir::Write)?;
+        let _sync = t.cpu_sync(Access::Write)?;
         let dst = t.addr(offset);
         let r = if device.device_type == DeviceType::Cpu && t.placed.local_device.is_none() && dst % p == 0 {
             // SAFETY: the range lies in the host pages (checked at enqueue),

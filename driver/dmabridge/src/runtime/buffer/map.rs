@@ -19,7 +19,7 @@ use crate::error::ClResult;
 use crate::runtime::event::{command_type, Event};
 use crate::runtime::queue::{check_wait_list, CommandUse, Queue};
 use crate::sync;
-use crate::sys::dma_buf::SyncDir;
+use crate::sys::access::Access;
 
 use super::commands::{check_host_access, check_range, check_readable, check_target, check_writable};
 use super::store::Location;
@@ -43,7 +43,7 @@ pub(crate) struct MapRecord {
     writes: bool,
     /// The host's access, for an imported dma-buf's `DMA_BUF_IOCTL_SYNC`
     /// (begun when the map runs, ended when the unmap runs).
-    dir: SyncDir,
+    dir: Access,
     /// The map's command began that access (it did not fail first): only
     /// then does the unmap end it.
     begun: Arc<AtomicBool>,
@@ -177,9 +177,9 @@ pub fn enqueue_map_buffer_after(
     // The host reads and writes the mapped bytes with the CPU, whatever the
     // queue's device: an imported dma-buf is synchronised for it.
     let dir = match (map_flags & READ != 0 || map_flags == 0, writes) {
-        (true, true) => SyncDir::ReadWrite,
-        (false, true) => SyncDir::Write,
-        _ => SyncDir::Read,
+        (true, true) => Access::ReadWrite,
+        (false, true) => Access::Write,
+        _ => Access::Read,
     };
     let store = buffer.store().clone();
     let store_for_undo = store.clone();

@@ -17,7 +17,7 @@ use super::commands::{
     engine_copy, Target, Undo,
 };
 use super::Buffer;
-use crate::sys::dma_buf::SyncDir;
+use crate::sys::access::Access;
 
 /// The geometry of a read or write rectangle (`buffer_origin`,
 /// `host_origin`, `region` and the four pitches of the C call; a pitch of 0
@@ -206,7 +206,7 @@ pub unsafe fn enqueue_read_buffer_rect(
     let work = Box::new(move || {
         let mut st = t.buffer.store().lock();
         t.buffer.store().make_current(&mut st, t.loc, false)?;
-        let _sync = t.cpu_sync(SyncDir::Read)?;
+        let _sync = t.cpu_sync(Access::Read)?;
         for (bo, ho) in b.rows(region).zip(h.rows(region)) {
             // SAFETY: every row lies in the buffer (checked at enqueue) and
             // in the caller's host rectangle.
@@ -260,7 +260,7 @@ pub unsafe fn enqueue_write_buffer_rect(
     let work = Box::new(move || {
         let mut st = t.buffer.store().lock();
         t.buffer.store().make_current(&mut st, t.loc, false)?;
-        let _sync = t.cpu_sync(SyncDir::Write)?;
+        let _sync = t.cpu_sync(Access::Write)?;
         let r = b.rows(region).zip(h.rows(region)).try_for_each(|(bo, ho)| {
             // SAFETY: as in `enqueue_read_buffer_rect`, the other way.
             unsafe { engine_copy(&device, t.addr(bo), base + ho, region[0]) }

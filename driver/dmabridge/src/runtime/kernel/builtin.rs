@@ -16,6 +16,7 @@ use std::ops::Range;
 
 use super::{ArgKind, KernelArgValue};
 use crate::runtime::transfer;
+use crate::sys::addr::HostAddr;
 
 /// For every pointer argument, `(index, bytes it may access)`.
 pub(crate) type Extents = Vec<(u32, usize)>;
@@ -198,7 +199,7 @@ unsafe fn with_input<R>(src: *const u8, len: usize, f: impl FnOnce(&[u8]) -> R) 
     if len == 0 {
         return f(&[]);
     }
-    if transfer::io::is_io(src as usize, len) {
+    if transfer::io::is_io(HostAddr::of(src), len) {
         let mut staged = vec![0u8; len];
         // SAFETY: `src` as the caller guarantees; `staged` is ours.
         unsafe { transfer::copy_unsplit(staged.as_mut_ptr(), src, len) };
@@ -219,7 +220,7 @@ unsafe fn with_output(dst: *mut u8, len: usize, f: impl FnOnce(&mut [u8])) {
     if len == 0 {
         return;
     }
-    if transfer::io::is_io(dst as usize, len) {
+    if transfer::io::is_io(HostAddr::of(dst), len) {
         let mut staged = vec![0u8; len];
         f(&mut staged);
         // SAFETY: `dst` as the caller guarantees; `staged` is ours.

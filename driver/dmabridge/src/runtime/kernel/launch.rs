@@ -20,7 +20,7 @@ use crate::runtime::buffer::Buffer;
 use crate::runtime::context::Context;
 use crate::runtime::event::Event;
 use crate::runtime::queue::{CommandUse, Queue};
-use crate::sys::dma_buf::SyncDir;
+use crate::sys::access::Access;
 
 use super::builtin::Builtin;
 use super::{builtin_kernel_names, kernel_command_type, Body, Kernel, KernelArgValue, NdRange};
@@ -342,7 +342,7 @@ fn with_buffers(targets: Vec<(usize, Target)>, cpu_runs: bool, work: Work) -> Wo
         // reading and writing (read-only ones for reading) while it runs.
         let mut syncs = Vec::new();
         for (s, _) in stores.iter().filter(|_| cpu_runs) {
-            syncs.extend(s.cpu_sync(SyncDir::ReadWrite)?);
+            syncs.extend(s.cpu_sync(Access::ReadWrite)?);
         }
         // Even a failed kernel may have written: its device alone is current.
         let r = work();

@@ -8,24 +8,25 @@
 //! life of its mapping) are copied and filled with volatile accesses of at
 //! most 8 bytes, each aligned to its size on the I/O side.
 
-use crate::sync;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::RwLock;
 
+use crate::sync;
+use crate::sys::addr::{HostAddr, Span};
+
 /// How many ranges are registered: zero keeps [`is_io`] to one atomic load.
 static COUNT: AtomicUsize = AtomicUsize::new(0);
-/// The registered ranges, `(start, len)`.
-static RANGES: RwLock<Vec<(usize, usize)>> = RwLock::new(Vec::new());
+/// The registered ranges.
+static RANGES: RwLock<Vec<Span<HostAddr>>> = RwLock::new(Vec::new());
 
 /// An address range registered as I/O memory; unregistered when dropped.
 #[derive(Debug)]
 pub struct IoRange {
-    start: usize,
-    len: usize,
+    span: Span<HostAddr>,
 }
 
 impl IoRange {
-    /// Registers `[start, start + len)` as I/O memory: from now on
+    /// Registers `span` as I/O memory: from now on
     /// [`transfer::copy`](super::copy) and [`transfer::fill`](super::fill)
     /// reach it with aligned volatile accesses only.
     ///
@@ -33,25 +34,27 @@ impl IoRange {
     ///
     /// ```
     /// use dmabridge::runtime::transfer::io::{is_io, IoRange};
-    /// let r = IoRange::register(0x7000_0000, 0x1000);
-    /// assert!(is_io(0x7000_0800, 4));
-    /// assert!(is_io(0x6fff_fffe, 4), "a range that touches it");
-    /// assert!(!is_io(0x7000_1000, 4));
+    /// use dmabridge::sys::addr::{HostAddr, Span};
+    /// let r = IoRange::register(Span::new(HostAddr(0x7000_0000), 0x1000)?);
+    /// assert!(is_io(HostAddr(0x7000_0800), 4));
+    /// assert!(is_io(HostAddr(0x6fff_fffe), 4), "a range that touches it");
+    /// assert!(!is_io(HostAddr(0x7000_1000), 4));
     /// drop(r);
-    /// assert!(!is_io(0x7000_0800, 4));
+    /// assert!(!is_io(HostAddr(0x7000_0800), 4));
+    /// # Ok::<(), dmabridge::sys::addr::SpanOverflow>(())
     /// ```
-    pub fn register(start: usize, len: usize) -> IoRange {
+    pub fn register(span: Span<HostAddr>) -> IoRange {
         let mut ranges = sync::write(&RANGES);
-        ranges.push((start, len));
+        ranges.push(span);
         COUNT.store(ranges.len(), Ordering::Release);
-        IoRange { start, len }
+        IoRange { span }
     }
 }
 
 impl Drop for IoRange {
     fn drop(&mut self) {
         let mut ranges = sync::write(&RANGES);
-        if let Some(i) = ranges.iter().position(|&r| r == (self.start, self.len)) {
+        if let Some(i) = ranges.iter().position(|&r| r == self.span) {
             ranges.swap_remove(i);
         }
         COUNT.store(ranges.len(), Ordering::Release);
@@ -65,16 +68,17 @@ impl Drop for IoRange {
 ///
 /// ```
 /// use dmabridge::runtime::transfer::io::is_io;
+/// use dmabridge::sys::addr::HostAddr;
 /// let host = [0u8; 16];
-/// assert!(!is_io(host.as_ptr() as usize, host.len()));
+/// assert!(!is_io(HostAddr::of(host.as_ptr()), host.len()));
 /// ```
-pub fn is_io(p: usize, size: usize) -> bool {
+pub fn is_io(p: HostAddr, size: usize) -> bool {
     if size == 0 || COUNT.load(Ordering::Acquire) == 0 {
         return false;
     }
-    let end = p.saturating_add(size);
+    let end = p.0.saturating_add(size);
     let ranges = sync::read(&RANGES);
-    ranges.iter().any(|&(s, l)| p < s.saturating_add(l) && s < end)
+    ranges.iter().any(|r| p < r.end() && r.start().0 < end)
 }
 
 /// Copies `size` bytes from `src` to `dst`, with volatile accesses on the

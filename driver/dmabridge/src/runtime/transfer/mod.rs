@@ -18,6 +18,8 @@
 pub mod io;
 mod pool;
 
+use crate::sys::addr::HostAddr;
+
 /// Largest pattern: the size of the largest vector type (long16/double16).
 pub const MAX_PATTERN: usize = 128;
 
@@ -73,7 +75,7 @@ pub fn overlaps(a: usize, b: usize, size: usize) -> bool {
 /// assert_eq!(&dst, b"zero-copy");
 /// ```
 pub unsafe fn copy(dst: *mut u8, src: *const u8, size: usize) {
-    if size < PARALLEL_THRESHOLD || io::is_io(dst as usize, size) || io::is_io(src as usize, size) {
+    if size < PARALLEL_THRESHOLD || io::is_io(HostAddr::of(dst), size) || io::is_io(HostAddr::of(src), size) {
         // SAFETY: forwarded to the caller.
         unsafe { copy_unsplit(dst, src, size) };
         return;
@@ -91,7 +93,7 @@ pub unsafe fn copy(dst: *mut u8, src: *const u8, size: usize) {
 /// # Safety
 /// As [`copy`].
 pub(crate) unsafe fn copy_unsplit(dst: *mut u8, src: *const u8, size: usize) {
-    let (dst_io, src_io) = (io::is_io(dst as usize, size), io::is_io(src as usize, size));
+    let (dst_io, src_io) = (io::is_io(HostAddr::of(dst), size), io::is_io(HostAddr::of(src), size));
     if dst_io || src_io {
         // SAFETY: forwarded to the caller.
         unsafe { io::copy(dst, src, size, dst_io, src_io) };
@@ -128,7 +130,7 @@ pub unsafe fn fill(dst: *mut u8, pattern: &[u8], size: usize) {
     let p = pattern.len();
     assert!(p.is_power_of_two() && p <= MAX_PATTERN, "pattern size {p}");
     assert!(dst as usize % p == 0 && size % p == 0, "misaligned fill");
-    if io::is_io(dst as usize, size) {
+    if io::is_io(HostAddr::of(dst), size) {
         // SAFETY: forwarded to the caller; the shape was asserted.
         unsafe { io::fill(dst, pattern, size) };
         return;

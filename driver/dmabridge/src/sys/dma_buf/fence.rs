@@ -3,7 +3,9 @@
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::time::Duration;
 
-use super::{DmaBuf, SyncDir};
+use super::sync::sync_flags;
+use super::DmaBuf;
+use crate::sys::access::Access;
 use crate::sys::ioctl::{ioctl_ptr, opcode, restart, Again, Opcode};
 use crate::sys::{OsError, OsResult};
 
@@ -27,22 +29,22 @@ impl DmaBuf {
     /// # use std::os::fd::AsFd;
     /// # use dmabridge::sys::memfd::{Memfd, Seals};
     /// # use dmabridge::sys::udmabuf::Udmabuf;
-    /// use dmabridge::sys::dma_buf::SyncDir;
+    /// use dmabridge::sys::access::Access;
     ///
     /// # let memfd = Memfd::create(c"frame", 8192)?;
     /// # memfd.add_seals(Seals::SHRINK)?;
     /// # let Some(udmabuf) = dmabridge::sys::doc_support::or_skip(Udmabuf::open()) else { return Ok(()) };
     /// # let buf = udmabuf.create(memfd.as_fd(), 0, 8192)?;
     /// // Kernels before 6.0 lack the ioctl (ENOTTY).
-    /// match buf.export_sync_file(SyncDir::Write) {
+    /// match buf.export_sync_file(Access::Write) {
     ///     // No device uses the buffer: its fences are all signalled.
     ///     Ok(fence) => assert!(fence.is_signaled()?),
     ///     Err(e) => println!("{e}"),
     /// }
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn export_sync_file(&self, dir: SyncDir) -> OsResult<SyncFile> {
-        let mut arg = DmaBufSyncFile { flags: dir.flags().bits() as u32, fd: -1 };
+    pub fn export_sync_file(&self, dir: Access) -> OsResult<SyncFile> {
+        let mut arg = DmaBufSyncFile { flags: sync_flags(dir).bits() as u32, fd: -1 };
         // SAFETY: the ioctl reads `flags` and writes a new fd into `fd` of a
         // `struct dma_buf_export_sync_file`, which `DmaBufSyncFile` mirrors.
         unsafe { ioctl_ptr(self.fd.as_fd(), DMA_BUF_IOCTL_EXPORT_SYNC_FILE, &mut arg) }
@@ -62,25 +64,25 @@ impl DmaBuf {
     /// # use std::os::fd::AsFd;
     /// # use dmabridge::sys::memfd::{Memfd, Seals};
     /// # use dmabridge::sys::udmabuf::Udmabuf;
-    /// use dmabridge::sys::dma_buf::SyncDir;
+    /// use dmabridge::sys::access::Access;
     ///
     /// # let memfd = Memfd::create(c"frame", 8192)?;
     /// # memfd.add_seals(Seals::SHRINK)?;
     /// # let Some(udmabuf) = dmabridge::sys::doc_support::or_skip(Udmabuf::open()) else { return Ok(()) };
     /// # let buf = udmabuf.create(memfd.as_fd(), 0, 8192)?;
     /// // Kernels before 6.0 lack the ioctls (ENOTTY).
-    /// match buf.export_sync_file(SyncDir::Read) {
+    /// match buf.export_sync_file(Access::Read) {
     ///     Ok(fence) => {
-    ///         buf.import_sync_file(&fence, SyncDir::Write)?;
-    ///         assert!(buf.export_sync_file(SyncDir::Write)?.is_signaled()?);
+    ///         buf.import_sync_file(&fence, Access::Write)?;
+    ///         assert!(buf.export_sync_file(Access::Write)?.is_signaled()?);
     ///     }
     ///     Err(e) => println!("{e}"),
     /// }
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn import_sync_file(&self, fence: &SyncFile, dir: SyncDir) -> OsResult<()> {
+    pub fn import_sync_file(&self, fence: &SyncFile, dir: Access) -> OsResult<()> {
         use std::os::fd::AsRawFd;
-        let mut arg = DmaBufSyncFile { flags: dir.flags().bits() as u32, fd: fence.fd.as_raw_fd() };
+        let mut arg = DmaBufSyncFile { flags: sync_flags(dir).bits() as u32, fd: fence.fd.as_raw_fd() };
         // SAFETY: the ioctl reads a `struct dma_buf_import_sync_file`; the fd
         // in it is borrowed from `fence`, which outlives the call.
         unsafe { ioctl_ptr(self.fd.as_fd(), DMA_BUF_IOCTL_IMPORT_SYNC_FILE, &mut arg) }
@@ -106,14 +108,15 @@ impl SyncFile {
     /// use std::os::fd::AsFd;
     /// # use dmabridge::sys::memfd::{Memfd, Seals};
     /// # use dmabridge::sys::udmabuf::Udmabuf;
-    /// use dmabridge::sys::dma_buf::{SyncDir, SyncFile};
+    /// use dmabridge::sys::access::Access;
+    /// use dmabridge::sys::dma_buf::SyncFile;
     ///
     /// # let memfd = Memfd::create(c"frame", 8192)?;
     /// # memfd.add_seals(Seals::SHRINK)?;
     /// # let Some(udmabuf) = dmabridge::sys::doc_support::or_skip(Udmabuf::open()) else { return Ok(()) };
     /// # let buf = udmabuf.create(memfd.as_fd(), 0, 8192)?;
     /// // Kernels before 6.0 cannot export fences (ENOTTY).
-    /// match buf.export_sync_file(SyncDir::Write) {
+    /// match buf.export_sync_file(Access::Write) {
     ///     Ok(fence) => {
     ///         // E.g. a fence fd received from another process.
     ///         let received = SyncFile::from_fd(fence.as_fd().try_clone_to_owned()?);
@@ -138,14 +141,14 @@ impl SyncFile {
     /// # use dmabridge::sys::memfd::{Memfd, Seals};
     /// # use dmabridge::sys::udmabuf::Udmabuf;
     /// use std::time::Duration;
-    /// use dmabridge::sys::dma_buf::SyncDir;
+    /// use dmabridge::sys::access::Access;
     ///
     /// # let memfd = Memfd::create(c"frame", 8192)?;
     /// # memfd.add_seals(Seals::SHRINK)?;
     /// # let Some(udmabuf) = dmabridge::sys::doc_support::or_skip(Udmabuf::open()) else { return Ok(()) };
     /// # let buf = udmabuf.create(memfd.as_fd(), 0, 8192)?;
     /// // Kernels before 6.0 cannot export fences (ENOTTY).
-    /// match buf.export_sync_file(SyncDir::Read) {
+    /// match buf.export_sync_file(Access::Read) {
     ///     Ok(fence) => assert!(fence.wait(Duration::from_secs(1))?),
     ///     Err(e) => println!("{e}"),
     /// }
@@ -176,14 +179,14 @@ impl SyncFile {
     /// # use std::os::fd::AsFd;
     /// # use dmabridge::sys::memfd::{Memfd, Seals};
     /// # use dmabridge::sys::udmabuf::Udmabuf;
-    /// use dmabridge::sys::dma_buf::SyncDir;
+    /// use dmabridge::sys::access::Access;
     ///
     /// # let memfd = Memfd::create(c"frame", 8192)?;
     /// # memfd.add_seals(Seals::SHRINK)?;
     /// # let Some(udmabuf) = dmabridge::sys::doc_support::or_skip(Udmabuf::open()) else { return Ok(()) };
     /// # let buf = udmabuf.create(memfd.as_fd(), 0, 8192)?;
     /// // Kernels before 6.0 cannot export fences (ENOTTY).
-    /// match buf.export_sync_file(SyncDir::Write) {
+    /// match buf.export_sync_file(Access::Write) {
     ///     // Nothing but the CPU uses the buffer, so nothing is pending.
     ///     Ok(fence) => assert!(fence.is_signaled()?),
     ///     Err(e) => println!("{e}"),

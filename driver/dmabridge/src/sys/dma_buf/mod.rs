@@ -30,17 +30,6 @@ pub use sync::CpuAccess;
 /// pseudo filesystem, which tells a dma-buf fd from any other fd.
 const DMA_BUF_MAGIC: i64 = 0x444d_4142;
 
-/// Which direction of CPU (or fence) access.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SyncDir {
-    /// The CPU reads.
-    Read,
-    /// The CPU writes.
-    Write,
-    /// The CPU reads and writes.
-    ReadWrite,
-}
-
 /// A dma-buf file descriptor.
 #[derive(Debug)]
 pub struct DmaBuf {
@@ -173,8 +162,7 @@ impl DmaBuf {
     /// use std::os::fd::AsFd;
     /// use dmabridge::sys::memfd::{Memfd, Seals};
     /// # use dmabridge::sys::udmabuf::Udmabuf;
-    /// use dmabridge::sys::dma_buf::SyncDir;
-    /// use dmabridge::sys::mmap::Access;
+    /// use dmabridge::sys::access::Access;
     ///
     /// // A dma-buf of memfd pages through udmabuf, where this machine has it.
     /// let memfd = Memfd::create(c"frame", 8192)?;
@@ -184,7 +172,7 @@ impl DmaBuf {
     /// memfd.map(0, 8192, Access::Write)?.write_bytes(0, b"pixels");
     /// let map = buf.map(Access::Read)?;
     /// assert_eq!(map.len(), 8192);
-    /// let access = buf.cpu_access(SyncDir::Read)?;
+    /// let access = buf.cpu_access(Access::Read)?;
     /// let mut out = [0u8; 6];
     /// map.read_bytes(0, &mut out);
     /// access.end()?;
@@ -215,8 +203,8 @@ impl DmaBuf {
     /// use std::os::fd::AsFd;
     /// use dmabridge::sys::memfd::{Memfd, Seals};
     /// # use dmabridge::sys::udmabuf::Udmabuf;
-    /// use dmabridge::sys::dma_buf::SyncDir;
-    /// use dmabridge::sys::mmap::{Access, MapError};
+    /// use dmabridge::sys::access::Access;
+    /// use dmabridge::sys::mmap::MapError;
     ///
     /// // A dma-buf of memfd pages through udmabuf, where this machine has it.
     /// let memfd = Memfd::create(c"frame", 8192)?;
@@ -224,7 +212,7 @@ impl DmaBuf {
     /// # let Some(udmabuf) = dmabridge::sys::doc_support::or_skip(Udmabuf::open()) else { return Ok(()) };
     /// let buf = udmabuf.create(memfd.as_fd(), 0, 8192)?;
     /// let second_page = buf.map_range(4096, 4096, Access::ReadWrite)?;
-    /// let access = buf.cpu_access(SyncDir::Write)?;
+    /// let access = buf.cpu_access(Access::Write)?;
     /// second_page.write_u32(0, 42);
     /// access.end()?;
     /// assert_eq!(memfd.map(4096, 4096, Access::Read)?.read_u32(0), 42);

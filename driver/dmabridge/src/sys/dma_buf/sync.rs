@@ -2,7 +2,8 @@
 
 use std::os::fd::AsFd;
 
-use super::{DmaBuf, SyncDir};
+use super::DmaBuf;
+use crate::sys::access::Access;
 use crate::sys::ioctl::{ioctl_ptr_again, opcode, Opcode};
 use crate::sys::{OsError, OsResult};
 
@@ -28,13 +29,12 @@ struct DmaBufSync {
 
 const DMA_BUF_IOCTL_SYNC: Opcode = opcode::write::<DmaBufSync>(b'b', 0);
 
-impl SyncDir {
-    pub(super) fn flags(self) -> SyncFlags {
-        match self {
-            SyncDir::Read => SyncFlags::READ,
-            SyncDir::Write => SyncFlags::WRITE,
-            SyncDir::ReadWrite => SyncFlags::READ | SyncFlags::WRITE,
-        }
+/// The `DMA_BUF_SYNC_*` direction bits of an access.
+pub(super) fn sync_flags(dir: Access) -> SyncFlags {
+    match dir {
+        Access::Read => SyncFlags::READ,
+        Access::Write => SyncFlags::WRITE,
+        Access::ReadWrite => SyncFlags::READ | SyncFlags::WRITE,
     }
 }
 
@@ -48,8 +48,7 @@ impl DmaBuf {
     /// use std::os::fd::AsFd;
     /// use dmabridge::sys::memfd::{Memfd, Seals};
     /// # use dmabridge::sys::udmabuf::Udmabuf;
-    /// use dmabridge::sys::dma_buf::SyncDir;
-    /// use dmabridge::sys::mmap::Access;
+    /// use dmabridge::sys::access::Access;
     ///
     /// // A dma-buf of memfd pages through udmabuf, where this machine has it.
     /// let memfd = Memfd::create(c"frame", 8192)?;
@@ -58,7 +57,7 @@ impl DmaBuf {
     /// let buf = udmabuf.create(memfd.as_fd(), 0, 8192)?;
     /// let map = buf.map(Access::ReadWrite)?;
     /// {
-    ///     let _access = buf.cpu_access(SyncDir::Write)?;
+    ///     let _access = buf.cpu_access(Access::Write)?;
     ///     map.write_bytes(0, b"frame 1");
     /// } // DMA_BUF_IOCTL_SYNC end is issued here.
     /// let mut out = [0u8; 7];
@@ -66,7 +65,7 @@ impl DmaBuf {
     /// assert_eq!(&out, b"frame 1");
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn cpu_access(&self, dir: SyncDir) -> OsResult<CpuAccess<'_>> {
+    pub fn cpu_access(&self, dir: Access) -> OsResult<CpuAccess<'_>> {
         self.begin_cpu_access(dir)?;
         Ok(CpuAccess { buf: self, dir, ended: false })
     }
@@ -81,18 +80,18 @@ impl DmaBuf {
     /// # use std::os::fd::AsFd;
     /// # use dmabridge::sys::memfd::{Memfd, Seals};
     /// # use dmabridge::sys::udmabuf::Udmabuf;
-    /// use dmabridge::sys::dma_buf::SyncDir;
+    /// use dmabridge::sys::access::Access;
     ///
     /// # let memfd = Memfd::create(c"frame", 4096)?;
     /// # memfd.add_seals(Seals::SHRINK)?;
     /// # let Some(udmabuf) = dmabridge::sys::doc_support::or_skip(Udmabuf::open()) else { return Ok(()) };
     /// # let buf = udmabuf.create(memfd.as_fd(), 0, 4096)?;
-    /// buf.begin_cpu_access(SyncDir::Read)?;
-    /// buf.end_cpu_access(SyncDir::Read)?;
+    /// buf.begin_cpu_access(Access::Read)?;
+    /// buf.end_cpu_access(Access::Read)?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn begin_cpu_access(&self, dir: SyncDir) -> OsResult<()> {
-        self.sync(SyncFlags::START | dir.flags())
+    pub fn begin_cpu_access(&self, dir: Access) -> OsResult<()> {
+        self.sync(SyncFlags::START | sync_flags(dir))
     }
 
     /// Ends CPU access begun by [`DmaBuf::begin_cpu_access`]
@@ -104,18 +103,18 @@ impl DmaBuf {
     /// # use std::os::fd::AsFd;
     /// # use dmabridge::sys::memfd::{Memfd, Seals};
     /// # use dmabridge::sys::udmabuf::Udmabuf;
-    /// use dmabridge::sys::dma_buf::SyncDir;
+    /// use dmabridge::sys::access::Access;
     ///
     /// # let memfd = Memfd::create(c"frame", 4096)?;
     /// # memfd.add_seals(Seals::SHRINK)?;
     /// # let Some(udmabuf) = dmabridge::sys::doc_support::or_skip(Udmabuf::open()) else { return Ok(()) };
     /// # let buf = udmabuf.create(memfd.as_fd(), 0, 4096)?;
-    /// buf.begin_cpu_access(SyncDir::ReadWrite)?;
-    /// buf.end_cpu_access(SyncDir::ReadWrite)?;
+    /// buf.begin_cpu_access(Access::ReadWrite)?;
+    /// buf.end_cpu_access(Access::ReadWrite)?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn end_cpu_access(&self, dir: SyncDir) -> OsResult<()> {
-        self.sync(SyncFlags::END | dir.flags())
+    pub fn end_cpu_access(&self, dir: Access) -> OsResult<()> {
+        self.sync(SyncFlags::END | sync_flags(dir))
     }
 
     pub(super) fn sync(&self, flags: SyncFlags) -> OsResult<()> {
@@ -134,7 +133,7 @@ impl DmaBuf {
 #[derive(Debug)]
 pub struct CpuAccess<'a> {
     buf: &'a DmaBuf,
-    dir: SyncDir,
+    dir: Access,
     ended: bool,
 }
 
@@ -149,15 +148,14 @@ impl CpuAccess<'_> {
     /// # use std::os::fd::AsFd;
     /// # use dmabridge::sys::memfd::{Memfd, Seals};
     /// # use dmabridge::sys::udmabuf::Udmabuf;
-    /// use dmabridge::sys::dma_buf::SyncDir;
-    /// use dmabridge::sys::mmap::Access;
+    /// use dmabridge::sys::access::Access;
     ///
     /// # let memfd = Memfd::create(c"frame", 8192)?;
     /// # memfd.add_seals(Seals::SHRINK)?;
     /// # let Some(udmabuf) = dmabridge::sys::doc_support::or_skip(Udmabuf::open()) else { return Ok(()) };
     /// # let buf = udmabuf.create(memfd.as_fd(), 0, 8192)?;
     /// let map = buf.map(Access::ReadWrite)?;
-    /// let access = buf.cpu_access(SyncDir::ReadWrite)?;
+    /// let access = buf.cpu_access(Access::ReadWrite)?;
     /// map.write_u64(0, 7);
     /// assert_eq!(map.read_u64(0), 7);
     /// access.end()?;
@@ -165,14 +163,14 @@ impl CpuAccess<'_> {
     /// ```
     pub fn end(mut self) -> OsResult<()> {
         self.ended = true;
-        self.buf.sync(SyncFlags::END | self.dir.flags())
+        self.buf.sync(SyncFlags::END | sync_flags(self.dir))
     }
 }
 
 impl Drop for CpuAccess<'_> {
     fn drop(&mut self) {
         if !self.ended {
-            let _ = self.buf.sync(SyncFlags::END | self.dir.flags());
+            let _ = self.buf.sync(SyncFlags::END | sync_flags(self.dir));
         }
     }
 }

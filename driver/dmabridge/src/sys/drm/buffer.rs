@@ -82,9 +82,8 @@ impl DrmDevice {
     /// # Examples
     ///
     /// ```
-    /// use dmabridge::sys::dma_buf::SyncDir;
+    /// use dmabridge::sys::access::Access;
     /// use dmabridge::sys::drm::PrimeFlags;
-    /// use dmabridge::sys::mmap::Access;
     /// # use dmabridge::sys::drm::DrmDevice;
     ///
     /// # let Some(dev) = dmabridge::sys::doc_support::or_skip(DrmDevice::open_vgem()) else { return Ok(()) };
@@ -92,7 +91,7 @@ impl DrmDevice {
     /// let dma_buf = dev.export(&buf, PrimeFlags::CLOEXEC | PrimeFlags::RDWR)?;
     /// assert_eq!(dma_buf.size()?, buf.size());
     /// let map = dma_buf.map(Access::ReadWrite)?;
-    /// let access = dma_buf.cpu_access(SyncDir::Write)?;
+    /// let access = dma_buf.cpu_access(Access::Write)?;
     /// map.write_u32(0, 0xff00_00ff);
     /// access.end()?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())

@@ -3,6 +3,7 @@
 //! the module docs for why).
 
 use super::Mapping;
+use crate::sys::bytes::{check_inside, Bytes, BytesError, BytesFault, Word};
 
 /// Copies `len` bytes out of I/O memory at `src` into Rust memory at `dst`:
 /// volatile loads, one per aligned 8-byte word of the source (bytes at the
@@ -57,22 +58,27 @@ unsafe fn copy_to_io(src: *const u8, dst: *mut u8, len: usize) {
 }
 
 impl Mapping {
-    /// Panics unless `offset..offset + len` lies inside the mapping (checked
-    /// without overflow, whatever the values).
-    fn check(&self, offset: usize, len: usize) {
-        assert!(
-            offset.checked_add(len).is_some_and(|end| end <= self.len),
-            "access {offset:#x}+{len:#x} beyond mapping of {:#x} bytes",
-            self.len
-        );
-    }
-
-    fn check_writable(&self) {
-        assert!(self.access.writable(), "write to a read-only mapping");
+    /// The pointer to `offset..offset + len` of the mapping, or why not:
+    /// outside it (checked without overflow, whatever the values), not
+    /// aligned to `align`, or a write to a read-only mapping.
+    fn at(&self, offset: u64, len: usize, align: usize, write: bool) -> Result<*mut u8, BytesError> {
+        if write && !self.access.writable() {
+            return Err(BytesError::new(offset, len, BytesFault::ReadOnly { object: "mapping".into() }));
+        }
+        check_inside(&|| "mapping".into(), offset, len, self.len as u64)?;
+        if offset % align as u64 != 0 {
+            return Err(BytesError::new(offset, len, BytesFault::Unaligned { size: align }));
+        }
+        // SAFETY: `offset + len <= self.len` (checked above), so the pointer
+        // stays inside the mapping.
+        Ok(unsafe { self.as_ptr().add(offset as usize) })
     }
 
     /// Copies bytes out of the mapping (volatile loads: one per aligned
     /// 8-byte word, bytes at unaligned ends).
+    ///
+    /// The panicking shorthand of [`Bytes::read_slice`], which returns the
+    /// error instead.
     ///
     /// # Panics
     /// If the range is outside the mapping.
@@ -97,11 +103,7 @@ impl Mapping {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn read_bytes(&self, offset: usize, out: &mut [u8]) {
-        self.check(offset, out.len());
-        // SAFETY: the range is inside the mapping (checked above), which is
-        // readable for every `Access` and whose pages stay backed (the
-        // constructors' guarantee); `out` is a distinct Rust buffer.
-        unsafe { copy_from_io(self.as_ptr().add(offset), out.as_mut_ptr(), out.len()) }
+        self.read_slice(offset as u64, out).unwrap_or_else(|e| panic!("{e}"))
     }
 
     /// Copies bytes into the mapping (volatile stores: one per aligned 8-byte
@@ -110,6 +112,9 @@ impl Mapping {
     /// Takes `&self`: the bytes are shared memory (see the
     /// [module documentation](super)), so writers on several threads are
     /// allowed, and ordering them is the caller's business.
+    ///
+    /// The panicking shorthand of [`Bytes::write_slice`], which returns the
+    /// error instead.
     ///
     /// # Panics
     /// If the range is outside the mapping or the mapping is read-only.
@@ -140,14 +145,13 @@ impl Mapping {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn write_bytes(&self, offset: usize, data: &[u8]) {
-        self.check_writable();
-        self.check(offset, data.len());
-        // SAFETY: the range is inside a writable mapping (checked above)
-        // whose pages stay backed; `data` is a distinct Rust buffer.
-        unsafe { copy_to_io(data.as_ptr(), self.as_ptr().add(offset), data.len()) }
+        self.write_slice(offset as u64, data).unwrap_or_else(|e| panic!("{e}"))
     }
 
     /// Reads a naturally aligned 32-bit device register (volatile).
+    ///
+    /// The panicking shorthand of [`Bytes::read_obj`], which returns the
+    /// error instead.
     ///
     /// # Panics
     /// If the offset is out of range or not 4-byte aligned.
@@ -168,15 +172,13 @@ impl Mapping {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn read_u32(&self, offset: usize) -> u32 {
-        self.check(offset, 4);
-        assert_eq!(offset % 4, 0, "unaligned register offset {offset:#x}");
-        // SAFETY: in range and aligned (checked above; the mapping starts on
-        // a page); volatile because the bytes may be device registers whose
-        // reads have effects.
-        unsafe { self.as_ptr().add(offset).cast::<u32>().read_volatile() }
+        self.read_obj(offset as u64).unwrap_or_else(|e| panic!("{e}"))
     }
 
     /// Writes a naturally aligned 32-bit device register (volatile).
+    ///
+    /// The panicking shorthand of [`Bytes::write_obj`], which returns the
+    /// error instead.
     ///
     /// # Panics
     /// If the offset is out of range, not aligned, or the mapping is read-only.
@@ -199,15 +201,13 @@ impl Mapping {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn write_u32(&self, offset: usize, value: u32) {
-        self.check_writable();
-        self.check(offset, 4);
-        assert_eq!(offset % 4, 0, "unaligned register offset {offset:#x}");
-        // SAFETY: in range, aligned and writable (checked above); volatile so
-        // that the store reaches the device exactly once.
-        unsafe { self.as_ptr().add(offset).cast::<u32>().write_volatile(value) }
+        self.write_obj(offset as u64, value).unwrap_or_else(|e| panic!("{e}"))
     }
 
     /// Reads a naturally aligned 64-bit device register (volatile).
+    ///
+    /// The panicking shorthand of [`Bytes::read_obj`], which returns the
+    /// error instead.
     ///
     /// # Panics
     /// If the offset is out of range or not 8-byte aligned.
@@ -228,13 +228,13 @@ impl Mapping {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn read_u64(&self, offset: usize) -> u64 {
-        self.check(offset, 8);
-        assert_eq!(offset % 8, 0, "unaligned register offset {offset:#x}");
-        // SAFETY: in range and aligned (checked above); volatile as above.
-        unsafe { self.as_ptr().add(offset).cast::<u64>().read_volatile() }
+        self.read_obj(offset as u64).unwrap_or_else(|e| panic!("{e}"))
     }
 
     /// Writes a naturally aligned 64-bit device register (volatile).
+    ///
+    /// The panicking shorthand of [`Bytes::write_obj`], which returns the
+    /// error instead.
     ///
     /// # Panics
     /// If the offset is out of range, not aligned, or the mapping is read-only.
@@ -255,10 +255,45 @@ impl Mapping {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn write_u64(&self, offset: usize, value: u64) {
-        self.check_writable();
-        self.check(offset, 8);
-        assert_eq!(offset % 8, 0, "unaligned register offset {offset:#x}");
-        // SAFETY: in range, aligned and writable (checked above).
-        unsafe { self.as_ptr().add(offset).cast::<u64>().write_volatile(value) }
+        self.write_obj(offset as u64, value).unwrap_or_else(|e| panic!("{e}"))
+    }
+}
+
+/// The mapping's bytes, all through volatile accesses: the slices are
+/// volatile copies (one access per aligned 8-byte word, bytes at unaligned
+/// ends), a word is one aligned volatile load or store (device registers
+/// whose reads and writes have effects).
+impl Bytes for Mapping {
+    fn read_slice(&self, offset: u64, buf: &mut [u8]) -> Result<(), BytesError> {
+        let src = self.at(offset, buf.len(), 1, false)?;
+        // SAFETY: the range is inside the mapping (checked by `at`), which is
+        // readable for every `Access` and whose pages stay backed (the
+        // constructors' guarantee); `buf` is a distinct Rust buffer.
+        unsafe { copy_from_io(src, buf.as_mut_ptr(), buf.len()) };
+        Ok(())
+    }
+
+    fn write_slice(&self, offset: u64, data: &[u8]) -> Result<(), BytesError> {
+        let dst = self.at(offset, data.len(), 1, true)?;
+        // SAFETY: the range is inside a writable mapping (checked by `at`)
+        // whose pages stay backed; `data` is a distinct Rust buffer.
+        unsafe { copy_to_io(data.as_ptr(), dst, data.len()) };
+        Ok(())
+    }
+
+    fn read_obj<T: Word>(&self, offset: u64) -> Result<T, BytesError> {
+        let p = self.at(offset, T::SIZE, T::SIZE, false)?;
+        // SAFETY: in range and aligned to the word's size (checked by `at`;
+        // the mapping starts on a page); volatile because the bytes may be
+        // device registers whose reads have effects.
+        Ok(unsafe { p.cast::<T>().read_volatile() })
+    }
+
+    fn write_obj<T: Word>(&self, offset: u64, value: T) -> Result<(), BytesError> {
+        let p = self.at(offset, T::SIZE, T::SIZE, true)?;
+        // SAFETY: in range, aligned and writable (checked by `at`); volatile
+        // so that the store reaches the device exactly once.
+        unsafe { p.cast::<T>().write_volatile(value) };
+        Ok(())
     }
 }

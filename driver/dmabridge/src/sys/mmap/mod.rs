@@ -53,46 +53,11 @@ mod tests;
 use std::os::fd::BorrowedFd;
 use std::ptr::NonNull;
 
-use rustix::mm::{MapFlags, ProtFlags};
+use rustix::mm::MapFlags;
 
+pub use super::access::Access;
+use super::addr::{HostAddr, Span};
 use super::{OsError, OsResult};
-
-/// How a mapping may be accessed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Access {
-    /// Read only.
-    Read,
-    /// Write only (mapped read-write: x86 has no write-only pages).
-    Write,
-    /// Read and write.
-    ReadWrite,
-}
-
-impl Access {
-    pub(crate) fn prot(self) -> ProtFlags {
-        match self {
-            Access::Read => ProtFlags::READ,
-            Access::Write | Access::ReadWrite => ProtFlags::READ | ProtFlags::WRITE,
-        }
-    }
-
-    /// True if writes are allowed.
-    ///
-    /// No system call: whether the mapping gets `PROT_WRITE`.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use dmabridge::sys::mmap::Access;
-    ///
-    /// assert!(!Access::Read.writable());
-    /// assert!(Access::Write.writable());
-    /// assert!(Access::ReadWrite.writable());
-    /// ```
-    pub fn writable(self) -> bool {
-        !matches!(self, Access::Read)
-    }
-}
 
 /// Why a safe constructor refused to map an object.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -329,6 +294,25 @@ impl Mapping {
     /// ```
     pub fn is_empty(&self) -> bool {
         self.len == 0
+    }
+
+    /// The process addresses the mapping covers.
+    ///
+    /// No system call.
+    ///
+    /// ```
+    /// use dmabridge::sys::addr::HostAddr;
+    /// use dmabridge::sys::memfd::{Memfd, Seals};
+    /// use dmabridge::sys::mmap::Access;
+    ///
+    /// let m = Memfd::create(c"span", 8192)?;
+    /// m.add_seals(Seals::SHRINK)?;
+    /// let map = m.map(0, 8192, Access::Read)?;
+    /// assert_eq!((map.span().start(), map.span().len()), (HostAddr::of(map.as_ptr()), 8192));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn span(&self) -> Span<HostAddr> {
+        Span::new(HostAddr::of(self.as_ptr()), self.len as u64).expect("a mapping lies inside the address space")
     }
 
     /// The access the mapping was made with.

@@ -1,6 +1,7 @@
 //! The VFIO container: one IOMMU context (type1 v2) and its DMA mappings.
 
 use std::collections::{BTreeMap, HashMap};
+use std::ops::RangeInclusive;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::{Arc, Mutex, Weak};
 
@@ -11,6 +12,8 @@ use vfio_bindings::bindings::vfio as uapi;
 use super::group::Group;
 use super::VfioError;
 use crate::sync;
+use crate::sys::access::Access;
+use crate::sys::addr::{HostAddr, Iova};
 use crate::sys::ioctl::{ioctl_int, ioctl_ptr, opcode, Opcode};
 use crate::sys::mmap::Mapping;
 use crate::sys::pci::PciAddress;
@@ -34,15 +37,13 @@ const VFIO_IOMMU_TYPE1_INFO_CAP_IOVA_RANGE: u16 = 1;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DmaMapping {
     /// Process address of the first byte.
-    pub vaddr: u64,
+    pub vaddr: HostAddr,
     /// Device-visible address.
-    pub iova: u64,
+    pub iova: Iova,
     /// Length in bytes.
     pub size: u64,
-    /// The device may read.
-    pub read: bool,
-    /// The device may write.
-    pub write: bool,
+    /// What the device may do: read the memory, write it, or both.
+    pub access: Access,
 }
 
 /// What the IOMMU offers.
@@ -50,15 +51,17 @@ pub struct DmaMapping {
 pub struct IommuInfo {
     /// Bitmap of supported IOVA page sizes.
     pub page_sizes: u64,
-    /// Usable IOVA ranges, inclusive `(start, end)`; empty if not reported.
-    pub iova_ranges: Vec<(u64, u64)>,
+    /// Usable IOVA ranges, first to last address inclusive (as the kernel
+    /// reports them: one may end at the top of the address space); empty if
+    /// not reported.
+    pub iova_ranges: Vec<RangeInclusive<Iova>>,
 }
 
 #[derive(Default)]
 struct State {
     iommu_set: bool,
     groups: HashMap<u32, Weak<Group>>,
-    maps: BTreeMap<u64, DmaMapping>,
+    maps: BTreeMap<Iova, DmaMapping>,
 }
 
 /// `/dev/vfio/vfio` with the type1 v2 IOMMU.
@@ -123,6 +126,7 @@ impl Container {
     ///
     /// ```
     /// use std::sync::Arc;
+    /// use dmabridge::sys::addr::{HostAddr, Iova};
     /// use dmabridge::sys::pci::PciFunction;
     /// # use dmabridge::sys::vfio::Container;
     ///
@@ -147,6 +151,7 @@ impl Container {
     /// # Examples
     ///
     /// ```
+    /// use dmabridge::sys::addr::{HostAddr, Iova};
     /// use dmabridge::sys::pci::PciFunction;
     /// # use dmabridge::sys::vfio::Container;
     ///
@@ -216,8 +221,8 @@ impl Container {
     /// let info = device.group().container().iommu_info()?;
     /// // The IOMMU maps at least the CPU's page size.
     /// assert_ne!(info.page_sizes & dmabridge::sys::page_size() as u64, 0);
-    /// for (start, end) in info.iova_ranges {
-    ///     assert!(start <= end);
+    /// for range in info.iova_ranges {
+    ///     assert!(range.start() <= range.end());
     /// }
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -248,7 +253,7 @@ impl Container {
                     if o + 16 > bytes.len() {
                         break;
                     }
-                    iova_ranges.push((u64_at(o), u64_at(o + 8)));
+                    iova_ranges.push(Iova(u64_at(o))..=Iova(u64_at(o + 8)));
                 }
             }
             cap = u32_at(cap + 4) as usize;
@@ -266,7 +271,8 @@ impl Container {
     ///
     /// ```
     /// use dmabridge::sys::memfd::{Memfd, Seals};
-    /// use dmabridge::sys::mmap::Access;
+    /// use dmabridge::sys::access::Access;
+    /// use dmabridge::sys::addr::{HostAddr, Iova};
     /// use dmabridge::sys::pci::PciFunction;
     /// use dmabridge::sys::vfio::{Container, VfioError};
     ///
@@ -278,14 +284,14 @@ impl Container {
     /// let memfd = Memfd::create(c"dma", 1 << 16)?;
     /// memfd.add_seals(Seals::SHRINK)?;
     /// let map = memfd.map(0, 1 << 16, Access::ReadWrite)?;
-    /// let m = container.map_dma(&map, 0, 1 << 16, 0x10_0000, true, true)?;
-    /// assert_eq!(m.vaddr, map.as_ptr() as u64);
+    /// let m = container.map_dma(&map, 0, 1 << 16, Iova(0x10_0000), Access::ReadWrite)?;
+    /// assert_eq!(m.vaddr, HostAddr::of(map.as_ptr()));
     /// assert_eq!(container.mappings(), vec![m]);
     /// // A range outside the mapping is refused, whatever the numbers.
-    /// let err = container.map_dma(&map, usize::MAX, 1 << 16, 0x20_0000, true, true).unwrap_err();
+    /// let err = container.map_dma(&map, usize::MAX, 1 << 16, Iova(0x20_0000), Access::ReadWrite).unwrap_err();
     /// assert_eq!(err, VfioError::OutsideMapping { offset: usize::MAX, size: 1 << 16, len: 1 << 16 });
-    /// assert!(container.map_dma(&map, 4096, u64::MAX, 0x20_0000, true, true).is_err());
-    /// container.unmap_dma(0x10_0000, 1 << 16)?;
+    /// assert!(container.map_dma(&map, 4096, u64::MAX, Iova(0x20_0000), Access::ReadWrite).is_err());
+    /// container.unmap_dma(Iova(0x10_0000), 1 << 16)?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn map_dma(
@@ -293,9 +299,8 @@ impl Container {
         mapping: &Mapping,
         offset: usize,
         size: u64,
-        iova: u64,
-        read: bool,
-        write: bool,
+        iova: Iova,
+        access: Access,
     ) -> Result<DmaMapping, VfioError> {
         let inside = usize::try_from(size)
             .ok()
@@ -311,14 +316,16 @@ impl Container {
         // dropped the device reaches those pages, never whatever the process
         // maps at the same address later.
         // SAFETY: the range lies inside `mapping` (checked above); see above.
-        unsafe { self.map_dma_raw(mapping.as_ptr().add(offset) as u64, size, iova, read, write) }
+        unsafe { self.map_dma_raw(iova, size, HostAddr::of(mapping.as_ptr().add(offset)), access) }
     }
 
-    /// Maps process memory at `vaddr` for DMA.
+    /// Maps `size` bytes of process memory at `vaddr` for DMA at `iova`, for
+    /// the device to `access` (the argument order of vfio-ioctls'
+    /// `vfio_dma_map`: IOVA, size, process address).
     ///
     /// # Safety
-    /// With `write`, the device may change those bytes at any time: no Rust
-    /// reference may point into the range while it is mapped.
+    /// With an access that writes, the device may change those bytes at any
+    /// time: no Rust reference may point into the range while it is mapped.
     ///
     /// Wraps `VFIO_IOMMU_MAP_DMA`.
     ///
@@ -327,7 +334,8 @@ impl Container {
     /// ```
     /// use dmabridge::sys::vfio::VfioError;
     /// use dmabridge::sys::memfd::{Memfd, Seals};
-    /// use dmabridge::sys::mmap::Access;
+    /// use dmabridge::sys::access::Access;
+    /// use dmabridge::sys::addr::{HostAddr, Iova};
     /// use dmabridge::sys::pci::PciFunction;
     /// # use dmabridge::sys::vfio::Container;
     ///
@@ -338,8 +346,8 @@ impl Container {
     /// # let Some(_device) = dmabridge::sys::doc_support::or_skip(container.device(f.address)) else { return Ok(()) };
     /// // Unaligned ranges are refused before the kernel is asked.
     /// // SAFETY: the call fails its alignment check and maps nothing.
-    /// let err = unsafe { container.map_dma_raw(1, 4096, 0x10_0000, true, false) }.unwrap_err();
-    /// assert_eq!(err, VfioError::Unaligned { vaddr: 1, iova: 0x10_0000, size: 4096 });
+    /// let err = unsafe { container.map_dma_raw(Iova(0x10_0000), 4096, HostAddr(1), Access::Read) }.unwrap_err();
+    /// assert_eq!(err, VfioError::Unaligned { vaddr: HostAddr(1), iova: Iova(0x10_0000), size: 4096 });
     ///
     /// let memfd = Memfd::create(c"dma", 4096)?;
     /// memfd.add_seals(Seals::SHRINK)?;
@@ -347,39 +355,38 @@ impl Container {
     /// // SAFETY: the range is a shared mapping that outlives the DMA mapping (it
     /// // is unmapped below, before `map` drops), and Rust reaches its bytes only
     /// // through `Mapping`'s raw accesses, never through a reference.
-    /// unsafe { container.map_dma_raw(map.as_ptr() as u64, 4096, 0x10_0000, true, true) }?;
-    /// container.unmap_dma(0x10_0000, 4096)?;
+    /// unsafe { container.map_dma_raw(Iova(0x10_0000), 4096, HostAddr::of(map.as_ptr()), Access::ReadWrite) }?;
+    /// container.unmap_dma(Iova(0x10_0000), 4096)?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub unsafe fn map_dma_raw(
         &self,
-        vaddr: u64,
+        iova: Iova,
         size: u64,
-        iova: u64,
-        read: bool,
-        write: bool,
+        vaddr: HostAddr,
+        access: Access,
     ) -> Result<DmaMapping, VfioError> {
-        let page = page_size() as u64;
-        if size == 0 || vaddr % page != 0 || iova % page != 0 || size % page != 0 {
+        let page = page_size();
+        if size == 0 || !vaddr.is_aligned(page) || !iova.is_aligned(page as u64) || size % page as u64 != 0 {
             return Err(VfioError::Unaligned { vaddr, iova, size });
         }
         let mut st = sync::lock(&self.state);
         let end = iova.checked_add(size).ok_or(VfioError::IovaInUse { iova, size })?;
-        if st.maps.range(..end).next_back().is_some_and(|(_, m)| m.iova + m.size > iova) {
+        if st.maps.range(..end).next_back().is_some_and(|(_, m)| m.iova.0 + m.size > iova.0) {
             return Err(VfioError::IovaInUse { iova, size });
         }
         let mut flags = 0;
-        if read {
+        if access.reads() {
             flags |= uapi::VFIO_DMA_MAP_FLAG_READ;
         }
-        if write {
+        if access.writable() {
             flags |= uapi::VFIO_DMA_MAP_FLAG_WRITE;
         }
         let mut arg = uapi::vfio_iommu_type1_dma_map {
             argsz: std::mem::size_of::<uapi::vfio_iommu_type1_dma_map>() as u32,
             flags,
-            vaddr,
-            iova,
+            vaddr: vaddr.0 as u64,
+            iova: iova.0,
             size,
         };
         // SAFETY: VFIO_IOMMU_MAP_DMA reads one `vfio_iommu_type1_dma_map`;
@@ -390,7 +397,7 @@ impl Container {
             Errno::FAULT => VfioError::NotPinnable { vaddr },
             e => OsError::new("VFIO_IOMMU_MAP_DMA", e).into(),
         })?;
-        let m = DmaMapping { vaddr, iova, size, read, write };
+        let m = DmaMapping { vaddr, iova, size, access };
         st.maps.insert(iova, m);
         Ok(m)
     }
@@ -404,7 +411,8 @@ impl Container {
     /// ```
     /// use dmabridge::sys::vfio::VfioError;
     /// use dmabridge::sys::memfd::{Memfd, Seals};
-    /// use dmabridge::sys::mmap::Access;
+    /// use dmabridge::sys::access::Access;
+    /// use dmabridge::sys::addr::{HostAddr, Iova};
     /// use dmabridge::sys::pci::PciFunction;
     /// # use dmabridge::sys::vfio::Container;
     ///
@@ -416,14 +424,14 @@ impl Container {
     /// let memfd = Memfd::create(c"dma", 8192)?;
     /// memfd.add_seals(Seals::SHRINK)?;
     /// let map = memfd.map(0, 8192, Access::Read)?;
-    /// container.map_dma(&map, 0, 8192, 0x20_0000, true, false)?;
-    /// container.unmap_dma(0x20_0000, 8192)?;
+    /// container.map_dma(&map, 0, 8192, Iova(0x20_0000), Access::Read)?;
+    /// container.unmap_dma(Iova(0x20_0000), 8192)?;
     /// assert!(container.mappings().is_empty());
-    /// let err = container.unmap_dma(0x20_0000, 8192).unwrap_err();
-    /// assert_eq!(err, VfioError::NotMapped { iova: 0x20_0000, size: 8192 });
+    /// let err = container.unmap_dma(Iova(0x20_0000), 8192).unwrap_err();
+    /// assert_eq!(err, VfioError::NotMapped { iova: Iova(0x20_0000), size: 8192 });
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn unmap_dma(&self, iova: u64, size: u64) -> Result<(), VfioError> {
+    pub fn unmap_dma(&self, iova: Iova, size: u64) -> Result<(), VfioError> {
         let mut st = sync::lock(&self.state);
         match st.maps.get(&iova) {
             Some(m) if m.size == size => {}
@@ -445,7 +453,8 @@ impl Container {
     ///
     /// ```
     /// use dmabridge::sys::memfd::{Memfd, Seals};
-    /// use dmabridge::sys::mmap::Access;
+    /// use dmabridge::sys::access::Access;
+    /// use dmabridge::sys::addr::{HostAddr, Iova};
     /// use dmabridge::sys::pci::PciFunction;
     /// # use dmabridge::sys::vfio::Container;
     ///
@@ -457,26 +466,26 @@ impl Container {
     /// let memfd = Memfd::create(c"dma", 8192)?;
     /// memfd.add_seals(Seals::SHRINK)?;
     /// let map = memfd.map(0, 8192, Access::Read)?;
-    /// container.map_dma(&map, 0, 4096, 0x30_0000, true, false)?;
-    /// container.map_dma(&map, 4096, 4096, 0x30_1000, true, false)?;
+    /// container.map_dma(&map, 0, 4096, Iova(0x30_0000), Access::Read)?;
+    /// container.map_dma(&map, 4096, 4096, Iova(0x30_1000), Access::Read)?;
     /// // One call over both mappings: the kernel reports what it unmapped.
-    /// assert_eq!(container.unmap_dma_unchecked(0x30_0000, 8192)?, 8192);
+    /// assert_eq!(container.unmap_dma_unchecked(Iova(0x30_0000), 8192)?, 8192);
     /// assert!(container.mappings().is_empty());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn unmap_dma_unchecked(&self, iova: u64, size: u64) -> Result<u64, VfioError> {
+    pub fn unmap_dma_unchecked(&self, iova: Iova, size: u64) -> Result<u64, VfioError> {
         let mut st = sync::lock(&self.state);
         let unmapped = self.kernel_unmap(iova, size)?;
-        st.maps.retain(|_, m| m.iova + m.size <= iova || m.iova >= iova + unmapped);
+        st.maps.retain(|_, m| m.iova.0 + m.size <= iova.0 || m.iova.0 >= iova.0 + unmapped);
         Ok(unmapped)
     }
 
     /// `VFIO_IOMMU_UNMAP_DMA`; returns the bytes the kernel unmapped.
-    fn kernel_unmap(&self, iova: u64, size: u64) -> Result<u64, VfioError> {
+    fn kernel_unmap(&self, iova: Iova, size: u64) -> Result<u64, VfioError> {
         let mut arg = uapi::vfio_iommu_type1_dma_unmap {
             argsz: std::mem::size_of::<uapi::vfio_iommu_type1_dma_unmap>() as u32,
             flags: 0,
-            iova,
+            iova: iova.0,
             size,
             data: Default::default(),
         };
@@ -495,7 +504,8 @@ impl Container {
     ///
     /// ```
     /// use dmabridge::sys::memfd::{Memfd, Seals};
-    /// use dmabridge::sys::mmap::Access;
+    /// use dmabridge::sys::access::Access;
+    /// use dmabridge::sys::addr::{HostAddr, Iova};
     /// use dmabridge::sys::pci::PciFunction;
     /// # use dmabridge::sys::vfio::Container;
     ///
@@ -507,11 +517,11 @@ impl Container {
     /// let memfd = Memfd::create(c"dma", 8192)?;
     /// memfd.add_seals(Seals::SHRINK)?;
     /// let map = memfd.map(0, 8192, Access::Read)?;
-    /// let high = container.map_dma(&map, 4096, 4096, 0x50_0000, true, false)?;
-    /// let low = container.map_dma(&map, 0, 4096, 0x40_0000, true, false)?;
+    /// let high = container.map_dma(&map, 4096, 4096, Iova(0x50_0000), Access::Read)?;
+    /// let low = container.map_dma(&map, 0, 4096, Iova(0x40_0000), Access::Read)?;
     /// assert_eq!(container.mappings(), vec![low, high]);
-    /// container.unmap_dma(0x40_0000, 4096)?;
-    /// container.unmap_dma(0x50_0000, 4096)?;
+    /// container.unmap_dma(Iova(0x40_0000), 4096)?;
+    /// container.unmap_dma(Iova(0x50_0000), 4096)?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn mappings(&self) -> Vec<DmaMapping> {

@@ -15,9 +15,10 @@ mod device;
 mod group;
 
 pub use container::{Container, DmaMapping, IommuInfo};
-pub use device::{Device, IrqFlags, IrqInfo, IrqKind, RegionFlags, RegionInfo};
+pub use device::{Device, IrqFlags, IrqInfo, IrqKind, Region, RegionFlags, RegionInfo};
 pub use group::Group;
 
+use crate::sys::addr::{HostAddr, Iova};
 use crate::sys::pci::PciAddress;
 use crate::sys::OsError;
 
@@ -115,7 +116,7 @@ pub enum VfioError {
     #[error("IOVA range {iova:#x}+{size:#x} overlaps an existing mapping")]
     IovaInUse {
         /// IOVA asked for.
-        iova: u64,
+        iova: Iova,
         /// Size asked for.
         size: u64,
     },
@@ -123,7 +124,7 @@ pub enum VfioError {
     #[error("IOVA range {iova:#x}+{size:#x} is not mapped")]
     NotMapped {
         /// IOVA asked for.
-        iova: u64,
+        iova: Iova,
         /// Size asked for.
         size: u64,
     },
@@ -131,9 +132,9 @@ pub enum VfioError {
     #[error("DMA mapping {vaddr:#x} -> {iova:#x} +{size:#x} must be non-empty and page aligned")]
     Unaligned {
         /// Process address.
-        vaddr: u64,
+        vaddr: HostAddr,
         /// IOVA.
-        iova: u64,
+        iova: Iova,
         /// Size.
         size: u64,
     },
@@ -142,7 +143,7 @@ pub enum VfioError {
     #[error("memory at {vaddr:#x} cannot be pinned for DMA (EFAULT): it is unmapped or PFN-mapped RAM such as a dma-buf mmap; map the memfd's own mapping of the same pages instead")]
     NotPinnable {
         /// Process address.
-        vaddr: u64,
+        vaddr: HostAddr,
     },
     /// The memlock limit forbids pinning that much.
     #[error("pinning {size} bytes exceeds the memlock limit (RLIMIT_MEMLOCK; ENOMEM): {detail}")]

@@ -123,7 +123,7 @@ impl Store {
                 // SAFETY: the pages are only reached through raw pointers
                 // (commands, maps) while resident; no Rust reference into
                 // them is held by dmabridge.
-                if let Err(e) = unsafe { domain.make_resident(base, self.size) } {
+                if let Err(e) = unsafe { domain.make_resident(HostAddr(base), self.size) } {
                     if fresh {
                         self.release_pages(st, loc);
                     }
@@ -185,7 +185,7 @@ impl Store {
             }
             _ => {
                 if let (Some(domain), Some((p, _))) = (device.dma_domain(), st.pages) {
-                    if let Err(e) = domain.evict(p) {
+                    if let Err(e) = domain.evict(HostAddr(p)) {
                         log::error!("undoing a buffer's residency on {:?}: {e}", device.name);
                     }
                 }

@@ -32,11 +32,11 @@ pub struct CpuSyncs {
 }
 
 impl CpuSyncs {
-    pub(super) fn of(&mut self, dir: SyncDir) -> &mut (u64, u64) {
+    pub(super) fn of(&mut self, dir: Access) -> &mut (u64, u64) {
         match dir {
-            SyncDir::Read => &mut self.read,
-            SyncDir::Write => &mut self.write,
-            SyncDir::ReadWrite => &mut self.read_write,
+            Access::Read => &mut self.read,
+            Access::Write => &mut self.write,
+            Access::ReadWrite => &mut self.read_write,
         }
     }
 }
@@ -53,7 +53,7 @@ impl Imported {
     }
 
     /// Maps the dma-buf if the CPU has not yet, and begins a CPU access.
-    pub(super) fn begin(&self, lazy: &LazyMap, dir: SyncDir) -> Result<(), i32> {
+    pub(super) fn begin(&self, lazy: &LazyMap, dir: Access) -> Result<(), i32> {
         lazy.ensure().map_err(|e| {
             log::warn!("mapping an imported dma-buf for the CPU: {e}");
             crate::error::code::OUT_OF_RESOURCES
@@ -66,7 +66,7 @@ impl Imported {
         Ok(())
     }
 
-    pub(super) fn end(&self, dir: SyncDir) {
+    pub(super) fn end(&self, dir: Access) {
         let Some(lazy) = &self.dma_buf else { return };
         match lazy.dma_buf().end_cpu_access(dir) {
             Ok(()) => self.syncs().of(dir).1 += 1,
@@ -94,7 +94,7 @@ pub(crate) trait RemoteKeep: std::fmt::Debug + Send + Sync {
 #[derive(Debug)]
 pub(crate) struct CpuSync<'a> {
     pub(super) imported: &'a Imported,
-    pub(super) dir: SyncDir,
+    pub(super) dir: Access,
 }
 
 impl Drop for CpuSync<'_> {
@@ -187,9 +187,9 @@ impl Store {
 
     /// The direction a sync of `dir` uses (memory nothing may write, such as
     /// a read-only dma-buf, is only read).
-    fn sync_dir(&self, dir: SyncDir) -> SyncDir {
+    fn sync_dir(&self, dir: Access) -> Access {
         if self.read_only() {
-            SyncDir::Read
+            Access::Read
         } else {
             dir
         }
@@ -199,7 +199,7 @@ impl Store {
     /// is the CPU's first access, then `DMA_BUF_IOCTL_SYNC` start (nothing
     /// for other memory), ended when the guard drops. The error is a
     /// command status.
-    pub fn cpu_sync(&self, dir: SyncDir) -> Result<Option<CpuSync<'_>>, i32> {
+    pub fn cpu_sync(&self, dir: Access) -> Result<Option<CpuSync<'_>>, i32> {
         let Some((imported, lazy)) = self.imported.as_ref().and_then(|i| Some((i, i.dma_buf.as_ref()?))) else {
             return Ok(None);
         };
@@ -210,12 +210,12 @@ impl Store {
 
     /// [`cpu_sync`](Self::cpu_sync) without a guard, for a map: its unmap
     /// calls [`end_cpu`](Self::end_cpu) with the same direction.
-    pub fn begin_cpu(&self, dir: SyncDir) -> Result<(), i32> {
+    pub fn begin_cpu(&self, dir: Access) -> Result<(), i32> {
         self.cpu_sync(dir).map(std::mem::forget)
     }
 
     /// Ends the CPU access a map began ([`begin_cpu`](Self::begin_cpu)).
-    pub fn end_cpu(&self, dir: SyncDir) {
+    pub fn end_cpu(&self, dir: Access) {
         if let Some(imported) = &self.imported {
             imported.end(self.sync_dir(dir));
         }

@@ -87,7 +87,9 @@ use crate::runtime::context::Context;
 use crate::runtime::device::Device;
 use crate::runtime::transfer;
 use crate::sync;
-use crate::sys::dma_buf::{LazyMap, SyncDir};
+use crate::sys::access::Access;
+use crate::sys::addr::HostAddr;
+use crate::sys::dma_buf::LazyMap;
 
 use super::restrictions::Restrictions;
 pub use imported::CpuSyncs;
@@ -377,7 +379,7 @@ impl Drop for Store {
             // A linked allocation on a device behind an IOMMU made the pages
             // resident there (`device_alloc_locked`).
             if let (None, Some(domain), Some(p)) = (d.local, d.device.dma_domain(), pages) {
-                if let Err(e) = domain.evict(p) {
+                if let Err(e) = domain.evict(HostAddr(p)) {
                     log::error!("evicting a buffer's pages from {:?}'s IOMMU domain: {e}", d.device.name);
                 }
             }

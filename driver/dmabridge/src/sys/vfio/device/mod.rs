@@ -15,6 +15,7 @@ use vfio_bindings::bindings::vfio as uapi;
 use super::group::Group;
 use super::VfioError;
 use crate::sync;
+use crate::sys::bytes::{Bytes, BytesError, BytesFault};
 use crate::sys::ioctl::{ioctl_ptr, opcode, Opcode};
 use crate::sys::mmap::{Access, Mapping};
 use crate::sys::pci::PciAddress;
@@ -591,6 +592,67 @@ fn stops_memory_decoding(offset: u64, data: &[u8], pm: Option<u64>) -> bool {
             .and_then(|pm| pm.checked_add(PCI_PM_CTRL))
             .and_then(byte_at)
             .is_some_and(|b| b & PCI_PM_CTRL_STATE_MASK != 0)
+}
+
+/// One region of a [`Device`] (a BAR, config space) as [`Bytes`]: reads and
+/// writes with `pread(2)`/`pwrite(2)` on the device fd, as
+/// [`Device::read_region`] and [`Device::write_region`] make them (so config
+/// writes that would stop memory decoding are refused here too).
+///
+/// ```
+/// use dmabridge::sys::bytes::{Bytes, BytesFault};
+/// # use dmabridge::sys::pci::PciFunction;
+/// # use dmabridge::sys::vfio::{Container, Device};
+/// # fn vfio_device() -> Option<Device> {
+/// #     let f = PciFunction::all().into_iter().find(|f| f.is_vfio_bound())?;
+/// #     Container::open().and_then(|c| c.device(f.address)).map_err(|e| println!("{e}")).ok()
+/// # }
+/// let Some(device) = vfio_device() else { return Ok(()) };
+/// let config = device.region_bytes(7);
+/// let function = PciFunction::read(device.address()).expect("the function exists");
+/// assert_eq!(config.read_obj::<u16>(0)?, function.vendor);
+/// let err = config.read_slice(u64::MAX, &mut [0u8; 2]).unwrap_err();
+/// assert!(matches!(err.fault, BytesFault::OutOfBounds { .. }));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct Region<'a> {
+    device: &'a Device,
+    index: u32,
+}
+
+impl Device {
+    /// Region `index` as [`Bytes`] (whether the device has it is checked at
+    /// each access: [`BytesFault::Refused`] with [`VfioError::NoRegion`]'s
+    /// message).
+    ///
+    /// No system call until an access.
+    pub fn region_bytes(&self, index: u32) -> Region<'_> {
+        Region { device: self, index }
+    }
+}
+
+impl Region<'_> {
+    fn fault(&self, offset: u64, len: usize, e: VfioError) -> BytesError {
+        let fault = match e {
+            VfioError::OutsideRegion { index, size, .. } => {
+                BytesFault::OutOfBounds { object: format!("VFIO region {index} of {}", self.device.address), size }
+            }
+            e => BytesFault::Refused(format!("VFIO region {} of {}: {e}", self.index, self.device.address)),
+        };
+        BytesError::new(offset, len, fault)
+    }
+}
+
+impl Bytes for Region<'_> {
+    fn read_slice(&self, offset: u64, buf: &mut [u8]) -> Result<(), BytesError> {
+        let len = buf.len();
+        self.device.read_region(self.index, offset, buf).map_err(|e| self.fault(offset, len, e))
+    }
+
+    fn write_slice(&self, offset: u64, data: &[u8]) -> Result<(), BytesError> {
+        self.device.write_region(self.index, offset, data).map_err(|e| self.fault(offset, data.len(), e))
+    }
 }
 
 // No `AsFd` for `Device`, on purpose: with the device fd, safe code could
