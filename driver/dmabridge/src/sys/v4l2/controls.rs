@@ -83,9 +83,15 @@ impl VideoDevice {
     ///
     /// Wraps `VIDIOC_S_CTRL`.
     ///
+    /// A driver may read a control back other than it was set: vivid keeps
+    /// Brightness per input and reads it back 128 higher per input index,
+    /// so the example selects input 0 first (its input outlives the process
+    /// that chose it).
+    ///
     /// ```no_run
     /// use dmabridge::sys::v4l2::VideoDevice;
     /// let dev = VideoDevice::open("/dev/video0".as_ref())?;
+    /// dev.set_input(0)?;
     /// if let Some(c) = dev.find_control("Brightness")? {
     ///     dev.set_control(c.id, 128)?;
     ///     assert_eq!(dev.control(c.id)?, 128);
