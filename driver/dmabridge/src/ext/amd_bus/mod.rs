@@ -350,11 +350,10 @@ fn make_resident(a: &Addressable, domain: &Arc<DmaDomain>, index: usize) -> ClRe
         return Ok((*at, false));
     }
     let what = format!("mem_objects[{index}] ({} bytes)", a.size);
-    // SAFETY: dmabridge reaches the pages only through raw pointers while
-    // resident (no references); they stay allocated until evicted (the
-    // buffer's destructor evicts before the pages go).
-    let surface =
-        unsafe { domain.make_resident(HostAddr(a.surface), a.size) }.map_err(|e| residency_error(&what, domain, e))?;
+    // SAFETY: dmabridge reaches the pages only through raw pointers while resident (no references); they stay
+    // allocated until evicted (the buffer's destructor evicts before the pages go).
+    let surface = unsafe { domain.make_resident(HostAddr(a.surface), a.size) };
+    let surface = surface.map_err(|e| residency_error(&what, domain, e))?;
     // SAFETY: as above, for the signal page.
     let marker = match unsafe { domain.make_resident(HostAddr(a.marker), page_size()) } {
         Ok(m) => m,
