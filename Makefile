@@ -13,7 +13,7 @@ RIG        := qemu/run-in-guest
 GUEST_RIG  := --edu 2 --bind 0000:00:10.0 --bind 0000:00:08.0 --module vgem --module vivid
 LOGS       := target/test-logs
 
-.PHONY: all build deps guest demo test test-host test-icd icd install test-guest test-guest-icd test-guest-doc test-nonroot test-removal test-rig lint bench fuzz fuzz-icd clean-guest
+.PHONY: all build deps guest demo test test-host test-icd icd install build-gst test-gst test-gst-guest install-gst test-guest test-guest-icd test-guest-doc test-nonroot test-removal test-rig lint bench fuzz fuzz-icd clean-guest
 .PHONY: deps-arm64 build-arm64 build-arm64-doc test-arm64 test-arm64-run test-doc test-arm64-guest test-arm64-icd test-arm64-doc test-arm64-nonroot test-arm64-removal
 
 all: build
@@ -26,6 +26,32 @@ guest: deps
 build:
 	@echo "== building (cargo build --workspace)"
 	@$(CARGO) build --workspace --quiet
+	@$(MAKE) --no-print-directory build-gst
+
+# The GStreamer plugin (driver/gst-dmabridge, a workspace of its own so that
+# the builds above need no GStreamer dev packages): tests/gst-deps installs
+# them first. GST_CARGO builds it into this target/ folder.
+GST_CARGO  = CARGO_TARGET_DIR=$(CURDIR)/target $(CARGO)
+GST_DIR    := driver/gst-dmabridge
+build-gst:
+	@tests/gst-deps
+	@echo "== building the GStreamer plugin ($(GST_DIR): target/debug/libgstdmabridge.so)"
+	@cd $(GST_DIR) && $(GST_CARGO) build --quiet
+
+# Its Harness tests on this machine (part of test-host), and its pipeline
+# tests where dmabridge exports dma-bufs (udmabuf: the guest; part of
+# test-guest). GStreamer in the guest keeps its registry in the guest's /tmp.
+test-gst: build-gst
+	@mkdir -p $(LOGS)
+	@echo "== GStreamer plugin: Harness tests of dmabridgeconvert ($(GST_DIR)/tests/harness.rs)"
+	@set -o pipefail; cd $(GST_DIR) && $(GST_CARGO) test --test harness --color never 2>&1 | tee $(CURDIR)/$(LOGS)/gst.log
+
+test-gst-guest: guest build-gst
+	@mkdir -p $(LOGS)
+	@echo "== GStreamer plugin in the QEMU guest: the allocator, its pool and dmabridgeconvert on dma-bufs ($(GST_DIR)/tests/guest.rs)"
+	@bin=$$(cd $(GST_DIR) && $(GST_CARGO) test --test guest --no-run 2>&1 | sed -n 's/.*Executable .*(\(.*\)).*/\1/p' | tail -1); \
+	test -n "$$bin" || { echo "test-gst-guest: could not build the plugin's guest tests"; exit 1; }; \
+	set -o pipefail; $(RIG) --env GST_REGISTRY=/tmp/gst-registry.bin -- tests/guest-runner $$bin --color never 2>&1 | tee $(LOGS)/gst-guest.log
 
 # Where `make demo` leaves the frames `dmabridge capture` wrote in the guest.
 DEMO_PNG   := target/demo-capture
@@ -82,6 +108,7 @@ test: guest deps-arm64
 	  echo "$$rc $$((SECONDS - t))" >$(LOGS)/arm64-build.rc ) & \
 	a64=$$!; \
 	step test-guest; \
+	step test-gst-guest; \
 	step test-guest-icd; \
 	step test-guest-doc DOCTESTS_BUILT=1; \
 	step test-nonroot; \
@@ -109,6 +136,7 @@ test-host:
 	@set -o pipefail; $(CARGO) test --workspace --lib --bins --tests --examples --color never -- --test-threads=1 2>&1 | tee $(LOGS)/host.log
 	@$(MAKE) --no-print-directory test-doc
 	@$(MAKE) --no-print-directory test-icd
+	@$(MAKE) --no-print-directory test-gst
 
 # The OpenCL ICD's C tests through the real loader (ocl-icd), and clinfo.
 test-icd:
@@ -136,6 +164,17 @@ install: icd
 	echo "$(LIBDIR)/libdmabridge_icd.so" > $(DESTDIR)/etc/OpenCL/vendors/dmabridge.icd
 	install -D -m 0644 include/CL/cl_dmabridge.h $(DESTDIR)$(PREFIX)/include/CL/cl_dmabridge.h
 	install -D -m 0644 include/CL/cl_amd_bus.h $(DESTDIR)$(PREFIX)/include/CL/cl_amd_bus.h
+	@$(MAKE) --no-print-directory install-gst
+
+# The GStreamer plugin, in GStreamer's plugin folder under PREFIX: for
+# PREFIX=/usr the system one gst-inspect-1.0 scans (Debian's multiarch
+# /usr/lib/<triplet>/gstreamer-1.0), else $(LIBDIR)/gstreamer-1.0, which
+# GST_PLUGIN_PATH must name.
+GST_PLUGINDIR ?= $(if $(filter /usr,$(PREFIX)),$(shell pkg-config --variable=pluginsdir gstreamer-1.0 2>/dev/null || echo $(LIBDIR)/gstreamer-1.0),$(LIBDIR)/gstreamer-1.0)
+install-gst:
+	@tests/gst-deps
+	@cd $(GST_DIR) && $(GST_CARGO) build --release --quiet
+	install -D -m 0755 target/release/libgstdmabridge.so $(DESTDIR)$(GST_PLUGINDIR)/libgstdmabridge.so
 
 # The guest suites run under tests/guest-runner: one process per test, each
 # killed and reported by name when it gives no result within its timeout
@@ -412,6 +451,10 @@ lint:
 	@if grep -rnE '$(LOCK_MISUSE)' --include='*.rs' driver/*/src | grep -v '^driver/dmabridge/src/sync.rs:'; then \
 	    echo "lint: take locks with dmabridge::sync::{lock, read, write, wait, get_mut} (see driver/dmabridge/src/sync.rs)"; exit 1; fi
 	$(CARGO) fmt --all --check
+	cd $(GST_DIR) && $(CARGO) fmt --all --check
+	@tests/gst-deps
+	cd $(GST_DIR) && $(GST_CARGO) clippy --all-targets -- -D warnings
+	@if grep -rnE '$(LOCK_MISUSE)|eprintln!' --include='*.rs' $(GST_DIR)/src; then echo "lint: $(GST_DIR)/src: locks through dmabridge::sync, no eprintln!"; exit 1; fi
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	$(CARGO) clippy -p dmabridge-tests --test guest --test rig -- -D warnings
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc -p dmabridge -p dmabridge-icd --no-deps --quiet

@@ -70,9 +70,11 @@ impl DmabridgeAllocator {
     fn export(&self, len: usize) -> Result<gst::Memory, String> {
         super::exports_available()?;
         let ctx = self.context()?;
-        let page = dmabridge::sys::page_size();
-        let ptr =
-            usm::host_mem_alloc(&ctx, &[], len, page as u32).map_err(|e| format!("allocating {len} bytes: {e}"))?;
+        // `len` is whole pages: the heap serves it from a size class of at
+        // least a page, whose slots are aligned to the class, or from whole
+        // granules, so it starts a page (checked below): the dma-buf is
+        // exactly it, sharing no page with another allocation.
+        let ptr = usm::host_mem_alloc(&ctx, &[], len, 0).map_err(|e| format!("allocating {len} bytes: {e}"))?;
         let free = |why: String| {
             if let Err(e) = usm::mem_free(&ctx, ptr.as_ptr()) {
                 log::warn!("freeing an allocation whose export failed: {e}");
@@ -81,6 +83,12 @@ impl DmabridgeAllocator {
         };
         let export = dma_buf_export::export_mem_alloc(&ctx, ptr.as_ptr(), &[])
             .map_err(|e| free(format!("exporting {len} bytes as a dma-buf: {e}")))?;
+        if export.offset != 0 {
+            return Err(free(format!(
+                "the heap gave {len} bytes not starting a page (at {:#x})",
+                ptr.as_ptr() as usize
+            )));
+        }
         let inode = export.dmabuf.inode().map_err(|e| free(format!("fstat of the exported dma-buf: {e}")))?;
         // SAFETY: the fd is the export's own, handed over (into_fd) to the
         // memory, which closes it when freed; `len` is the dma-buf's size.
@@ -100,7 +108,7 @@ unsafe impl AllocatorImpl for DmabridgeAllocator {
         let Some(len) =
             prefix.checked_add(size).and_then(|n| n.checked_add(padding)).map(|n| n.max(1).next_multiple_of(page))
         else {
-            log::error!("dmabridge allocator: {size} bytes with prefix {prefix} and padding {padding} overflow");
+            gst::error!(super::CAT, imp = self, "{size} bytes with prefix {prefix} and padding {padding} overflow");
             return std::ptr::null_mut();
         };
         // Whole pages, page-aligned: every alignment a pool asks for holds.
@@ -113,6 +121,7 @@ unsafe impl AllocatorImpl for DmabridgeAllocator {
             }
             Err(why) => {
                 log::error!("dmabridge allocator: {why}");
+                gst::error!(super::CAT, imp = self, "{why}");
                 std::ptr::null_mut()
             }
         }

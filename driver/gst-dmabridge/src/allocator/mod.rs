@@ -19,6 +19,11 @@ use gst::glib;
 use gst::prelude::*;
 use gst::subclass::prelude::ObjectSubclassIsExt;
 
+/// The allocator's debug category (`GST_DEBUG=dmabridgeallocator:5`).
+static CAT: std::sync::LazyLock<gst::DebugCategory> = std::sync::LazyLock::new(|| {
+    gst::DebugCategory::new("dmabridgeallocator", gst::DebugColorFlags::empty(), Some("dmabridge dma-buf allocator"))
+});
+
 glib::wrapper! {
     /// The allocator (GType `GstDmabridgeAllocator`).
     pub struct DmabridgeAllocator(ObjectSubclass<imp::DmabridgeAllocator>)
