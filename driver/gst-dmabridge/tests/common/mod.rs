@@ -56,18 +56,18 @@ pub fn fds_maps_rss() -> (usize, usize, usize) {
 }
 
 /// Runs `cycle` 20 times (one-time allocations of GStreamer, glibc's
-/// per-thread arenas, dmabridge's platform), then 1000 times, and checks
+/// per-thread arenas, dmabridge's platform), then `n` times, and checks
 /// that the fds did not change, the mappings and the resident memory did
-/// not grow with the cycles: the last 500 add at most 2 mappings and 2 MiB.
-pub fn assert_no_leak_over_cycles(mut cycle: impl FnMut()) {
+/// not grow with the cycles: the last `n / 2` add at most 2 mappings and 2 MiB.
+pub fn assert_no_leak_over_cycles(n: usize, mut cycle: impl FnMut()) {
     (0..20).for_each(|_| cycle());
     let warm = fds_maps_rss();
-    (0..500).for_each(|_| cycle());
+    (0..n / 2).for_each(|_| cycle());
     let half = fds_maps_rss();
-    (0..500).for_each(|_| cycle());
+    (0..n - n / 2).for_each(|_| cycle());
     let end = fds_maps_rss();
-    println!("fds, mappings, RSS KiB: after warm-up {warm:?}, 500 cycles {half:?}, 1000 cycles {end:?}");
-    assert_eq!((half.0, end.0), (warm.0, warm.0), "open fds over 1000 cycles: {warm:?} {half:?} {end:?}");
+    println!("fds, mappings, RSS KiB: after warm-up {warm:?}, {} cycles {half:?}, {n} cycles {end:?}", n / 2);
+    assert_eq!((half.0, end.0), (warm.0, warm.0), "open fds over the cycles: {warm:?} {half:?} {end:?}");
     assert!(end.1 <= half.1 + 2 && end.1 <= warm.1 + 8, "mappings grow with the cycles: {warm:?} {half:?} {end:?}");
     assert!(end.2 <= half.2 + 2048, "resident memory grows with the cycles: {warm:?} {half:?} {end:?}");
 }
