@@ -42,7 +42,7 @@ fn check_export(buf: &gst::BufferRef, what: &str) -> DmabridgeAllocator {
 fn videotestsrc_writes_into_dmabridge_memory_and_the_output_is_dmabridge_memory() {
     init();
     let pipeline = gst::parse::launch(
-        "videotestsrc num-buffers=300 ! video/x-raw,format=YUY2,width=322,height=241 ! dmabridgeconvert name=c \
+        "videotestsrc num-buffers=100 ! video/x-raw,format=YUY2,width=322,height=241 ! dmabridgeconvert name=c \
          ! video/x-raw,format=RGBA ! appsink name=sink sync=false",
     )
     .unwrap()
@@ -84,7 +84,7 @@ fn videotestsrc_writes_into_dmabridge_memory_and_the_output_is_dmabridge_memory(
     if let Some(msg) = pipeline.bus().unwrap().pop_filtered(&[gst::MessageType::Error]) {
         panic!("the pipeline failed after {frames} frames: {msg:?}");
     }
-    assert_eq!(frames, 300);
+    assert_eq!(frames, 100);
     let allocs = upstream.lock().unwrap();
     assert_eq!(allocs.len(), 1, "one dmabridge allocator upstream");
     assert!(
