@@ -27,7 +27,10 @@ pub struct DmabridgeConvert {
     device: Mutex<String>,
     engine: Mutex<Option<Engine>>,
     out_format: Mutex<Option<gst_video::VideoFormat>>,
-    allocator: DmabridgeAllocator,
+    /// The memory of the pool offered upstream, and of the output's pool:
+    /// one allocator each, so each pool's allocations can be told apart.
+    upstream: DmabridgeAllocator,
+    output: DmabridgeAllocator,
 }
 
 impl Default for DmabridgeConvert {
@@ -36,7 +39,8 @@ impl Default for DmabridgeConvert {
             device: Mutex::new(DEFAULT_DEVICE.into()),
             engine: Mutex::new(None),
             out_format: Mutex::new(None),
-            allocator: DmabridgeAllocator::new(),
+            upstream: DmabridgeAllocator::new(),
+            output: DmabridgeAllocator::new(),
         }
     }
 }
@@ -110,15 +114,11 @@ impl ElementImpl for DmabridgeConvert {
 }
 
 impl DmabridgeConvert {
-    /// Our pool for `caps`, or why not (no dma-buf exports here).
-    fn pool(&self, caps: &gst::Caps, min: u32) -> Result<(gst::BufferPool, u32), String> {
+    /// A pool of `allocator`'s memory for `caps`, or why not (no dma-buf
+    /// exports here).
+    fn pool(allocator: &DmabridgeAllocator, caps: &gst::Caps, min: u32) -> Result<(gst::BufferPool, u32), String> {
         exports_available()?;
-        video_pool(&self.allocator, caps, min, 0)
-    }
-
-    /// The allocator behind the element's pools (for tests and inspection).
-    pub fn allocator(&self) -> &DmabridgeAllocator {
-        &self.allocator
+        video_pool(allocator, caps, min, 0)
     }
 }
 
@@ -164,10 +164,10 @@ impl BaseTransformImpl for DmabridgeConvert {
         if !need_pool {
             return Ok(());
         }
-        match self.pool(&caps, 2) {
+        match Self::pool(&self.upstream, &caps, 2) {
             Ok((pool, size)) => {
                 query.add_allocation_param(
-                    Some(self.allocator.upcast_ref::<gst::Allocator>()),
+                    Some(self.upstream.upcast_ref::<gst::Allocator>()),
                     gst::AllocationParams::default(),
                 );
                 query.add_allocation_pool(Some(&pool), size, 2, 0);
@@ -184,10 +184,10 @@ impl BaseTransformImpl for DmabridgeConvert {
         let (Some(caps), _) = query.get_owned() else {
             return Err(gst::loggable_error!(CAT, "allocation query without caps"));
         };
-        match self.pool(&caps, 2) {
+        match Self::pool(&self.output, &caps, 2) {
             Ok((pool, size)) => {
                 let params = gst::AllocationParams::default();
-                let allocator = Some(self.allocator.upcast_ref::<gst::Allocator>());
+                let allocator = Some(self.output.upcast_ref::<gst::Allocator>());
                 if query.allocation_params().len() == 0 {
                     query.add_allocation_param(allocator, params);
                 } else {
