@@ -42,7 +42,7 @@ fn check_export(buf: &gst::BufferRef, what: &str) -> DmabridgeAllocator {
 fn videotestsrc_writes_into_dmabridge_memory_and_the_output_is_dmabridge_memory() {
     init();
     let pipeline = gst::parse::launch(
-        "videotestsrc num-buffers=100 ! video/x-raw,format=YUY2,width=322,height=241 ! dmabridgeconvert name=c \
+        "videotestsrc num-buffers=40 ! video/x-raw,format=YUY2,width=130,height=67 ! dmabridgeconvert name=c \
          ! video/x-raw,format=RGBA ! appsink name=sink sync=false",
     )
     .unwrap()
@@ -79,7 +79,7 @@ fn videotestsrc_writes_into_dmabridge_memory_and_the_output_is_dmabridge_memory(
         let buf = sample.buffer().unwrap();
         check_export(buf, "dmabridgeconvert's output");
         let meta = buf.meta::<gst_video::VideoMeta>().expect("GstVideoMeta on the output");
-        assert_eq!((meta.width(), meta.height()), (322, 241));
+        assert_eq!((meta.width(), meta.height()), (130, 67));
         frames += 1;
         if frames == 10 {
             after_10 = upstream.lock().unwrap().first().map_or(0, |a| a.allocated());
@@ -88,14 +88,14 @@ fn videotestsrc_writes_into_dmabridge_memory_and_the_output_is_dmabridge_memory(
     if let Some(msg) = pipeline.bus().unwrap().pop_filtered(&[gst::MessageType::Error]) {
         panic!("the pipeline failed after {frames} frames: {msg:?}");
     }
-    assert_eq!(frames, 100);
+    assert_eq!(frames, 40);
     let allocs = upstream.lock().unwrap();
     assert_eq!(allocs.len(), 1, "one dmabridge allocator upstream");
     // The pool offered upstream (an allocator of its own) recycles its few
     // buffers: nothing is allocated after the first frames.
     let n = allocs[0].allocated();
     assert_eq!(n, after_10, "buffers allocated upstream after frame 10: the pool does not recycle");
-    assert!(n <= 4, "the upstream pool recycles: {n} buffers allocated for 100 frames");
+    assert!(n <= 4, "the upstream pool recycles: {n} buffers allocated for 40 frames");
     pipeline.set_state(gst::State::Null).unwrap();
 }
 
@@ -141,5 +141,93 @@ fn pool_cycles_body() {
             bus.timed_pop_filtered(gst::ClockTime::from_seconds(10), &[gst::MessageType::Eos, gst::MessageType::Error]);
         assert!(matches!(msg.as_ref().map(|m| m.view()), Some(gst::MessageView::Eos(_))), "{msg:?}");
         pipeline.set_state(gst::State::Null).unwrap();
+    });
+}
+
+/// vivid's 640x480 test pattern (75% BT.601 colour bars): at line 240, the
+/// centre of each of the 8 bars as (Y, U, V), left to right.
+const VIVID_BARS: [(u8, u8, u8); 8] = [
+    (179, 128, 128),
+    (160, 44, 141),
+    (130, 156, 44),
+    (111, 72, 58),
+    (83, 183, 197),
+    (64, 99, 211),
+    (34, 211, 114),
+    (16, 128, 128),
+];
+
+/// Runs `v4l2src io-mode=<io_mode> ! dmabridgeconvert ! appsink` on vivid
+/// (/dev/video0) for 12 frames, checks the RGBA pixels at the bar centres
+/// of line 240 against dmabridge's conversion of vivid's known colours, and
+/// hands every buffer reaching dmabridgeconvert to `input`.
+fn vivid_pipeline(io_mode: &str, input: impl Fn(&gst::BufferRef) + Send + Sync + 'static) {
+    init();
+    let pipeline = gst::parse::launch(&format!(
+        "v4l2src device=/dev/video0 io-mode={io_mode} num-buffers=12 \
+         ! video/x-raw,format=YUY2,width=640,height=480,framerate=30/1 ! dmabridgeconvert name=c \
+         ! video/x-raw,format=RGBA ! appsink name=sink sync=false max-buffers=2"
+    ))
+    .unwrap()
+    .downcast::<gst::Pipeline>()
+    .unwrap();
+    let failures: Arc<Mutex<Vec<String>>> = Arc::default();
+    let failed = failures.clone();
+    let conv = pipeline.by_name("c").unwrap();
+    conv.static_pad("sink").unwrap().add_probe(gst::PadProbeType::BUFFER, move |_, info| {
+        if let Some(buf) = info.buffer() {
+            if let Err(e) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| input(buf))) {
+                failed.lock().unwrap().push(format!("{:?}", e.downcast_ref::<String>()));
+            }
+        }
+        gst::PadProbeReturn::Ok
+    });
+    let sink = pipeline.by_name("sink").unwrap().downcast::<gst_app::AppSink>().unwrap();
+    pipeline.set_state(gst::State::Playing).unwrap();
+    let info = gst_video::VideoInfo::builder(gst_video::VideoFormat::Rgba, 640, 480).build().unwrap();
+    let mut frames = 0;
+    while let Some(sample) = sink.try_pull_sample(gst::ClockTime::from_seconds(20)) {
+        assert!(failures.lock().unwrap().is_empty(), "{:?}", failures.lock().unwrap());
+        let (px, stride) = plane0(sample.buffer().unwrap(), &info);
+        for (i, &(y, u, v)) in VIVID_BARS.iter().enumerate() {
+            let x = (2 * i + 1) * 640 / 16;
+            let [r, g, b] = dmabridge::runtime::kernel::yuv_to_rgb(y, u, v);
+            assert_eq!(px[240 * stride + x * 4..][..4], [r, g, b, 255], "bar {i} at ({x}, 240), frame {frames}");
+        }
+        frames += 1;
+    }
+    let error = pipeline.bus().unwrap().pop_filtered(&[gst::MessageType::Error]);
+    pipeline.set_state(gst::State::Null).unwrap();
+    assert!(error.is_none(), "the pipeline failed after {frames} frames: {error:?}");
+    assert!(failures.lock().unwrap().is_empty(), "{:?}", failures.lock().unwrap());
+    assert_eq!(frames, 12);
+}
+
+/// `io-mode=dmabuf-import`: vivid captures straight into dmabridge memory,
+/// the buffers of the pool dmabridgeconvert offers (v4l2src queues their
+/// fds); nothing is allocated after the first frames.
+#[test]
+fn vivid_captures_into_dmabridge_memory_with_dmabuf_import() {
+    let seen: Arc<Mutex<Option<DmabridgeAllocator>>> = Arc::default();
+    let (record, after) = (seen.clone(), Arc::new(Mutex::new(Vec::new())));
+    let counts = after.clone();
+    vivid_pipeline("dmabuf-import", move |buf| {
+        let a = check_export(buf, "v4l2src's buffer");
+        counts.lock().unwrap().push(a.allocated());
+        *record.lock().unwrap() = Some(a);
+    });
+    let counts = after.lock().unwrap();
+    assert_eq!(counts.len(), 12);
+    assert_eq!(counts[4], counts[11], "the pool allocated after frame 4: {counts:?}");
+}
+
+/// `io-mode=dmabuf`: vivid's own buffers, exported as dma-bufs, are read
+/// where they are (mapped) by dmabridgeconvert.
+#[test]
+fn vivid_own_dma_bufs_convert_with_io_mode_dmabuf() {
+    vivid_pipeline("dmabuf", |buf| {
+        let mem = buf.peek_memory(0);
+        assert!(mem.downcast_memory_ref::<gst_allocators::DmaBufMemory>().is_some(), "vivid's buffer is a dma-buf");
+        assert!(mem.allocator().is_none_or(|a| !a.is::<DmabridgeAllocator>()), "the driver's own memory");
     });
 }

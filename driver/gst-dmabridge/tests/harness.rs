@@ -48,7 +48,7 @@ fn check_output(out: &gst::Buffer, data: &[u8], w: usize, h: usize, stride: usiz
         .field("height", h as i32)
         .build();
     let info = gst_video::VideoInfo::from_caps(&caps).unwrap();
-    let (px, out_stride) = plane0(out, &info);
+    let (px, out_stride) = plane0(out.as_ref(), &info);
     for r in 0..h {
         for x in 0..w {
             let got = &px[r * out_stride + x * 4..][..4];

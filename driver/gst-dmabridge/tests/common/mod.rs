@@ -86,9 +86,8 @@ pub fn run_alone(name: &str) {
 
 /// Converts the element's output buffer to bytes, row by row of its
 /// video meta (or the default layout).
-pub fn plane0(buf: &gst::Buffer, info: &gst_video::VideoInfo) -> (Vec<u8>, usize) {
-    let frame =
-        gst_video::VideoFrameRef::from_buffer_ref_readable(buf.as_ref(), info).expect("a mappable output frame");
+pub fn plane0(buf: &gst::BufferRef, info: &gst_video::VideoInfo) -> (Vec<u8>, usize) {
+    let frame = gst_video::VideoFrameRef::from_buffer_ref_readable(buf, info).expect("a mappable output frame");
     (frame.plane_data(0).expect("plane 0").to_vec(), frame.plane_stride()[0] as usize)
 }
 
