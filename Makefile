@@ -64,6 +64,9 @@ test-gst-guest: guest build-gst
 
 # Where `make demo` leaves the frames `dmabridge capture` wrote in the guest.
 DEMO_PNG   := target/demo-capture
+# Where `make demo` leaves the frames of the GStreamer pipeline (x86_64 only:
+# the plugin is not built for arm64 yet).
+DEMO_GST   := target/demo-gst
 
 # `make demo ARCH=arm64`: the guest parts of the demo in the arm64 guest
 # (virt + SMMUv3 + GICv3) with the aarch64 build of dmabridge.
@@ -100,6 +103,20 @@ demo: guest build $(DEMO_DEPS)
 	@$(DEMO_RIG) --module vivid --rw $(DEMO_PNG) -- $(DEMO_BIN)/release/dmabridge capture --frames 60 --fps 30 --png-dir $(DEMO_PNG)
 	@echo "== on the host: the captured frames as PNG in $(CURDIR)/$(DEMO_PNG)/"
 	@ls $(DEMO_PNG)
+ifeq ($(ARCH),x86_64)
+	@echo
+	@echo "== GStreamer in the guest: v4l2src io-mode=dmabuf-import captures vivid's frames into dmabridge memory"
+	@echo "   (the pool dmabridgeconvert offers), dmabridgeconvert converts them on a dmabridge queue, pngenc writes them"
+	@tests/gst-deps
+	@cd $(GST_DIR) && $(GST_CARGO) build --release --quiet
+	@rm -rf $(DEMO_GST) && mkdir -p $(DEMO_GST)
+	@$(DEMO_RIG) --module vivid --rw $(DEMO_GST) --env GST_REGISTRY=/tmp/gst-registry.bin --env GST_PLUGIN_PATH=$(CURDIR)/target/release \
+	    -- gst-launch-1.0 -q --no-position v4l2src device=/dev/video0 io-mode=dmabuf-import num-buffers=5 \
+	    ! video/x-raw,format=YUY2,width=640,height=480,framerate=30/1 ! dmabridgeconvert ! video/x-raw,format=RGBA \
+	    ! pngenc ! multifilesink location=$(DEMO_GST)/frame-%02d.png
+	@echo "== on the host: the pipeline's frames as PNG in $(CURDIR)/$(DEMO_GST)/"
+	@ls $(DEMO_GST)
+endif
 
 # The x86_64 guest suites run while the aarch64 build (library, CLI, guest
 # tests, the ICD's C programs, the doc examples) compiles in the background:
