@@ -319,6 +319,10 @@ test-rig: guest
 # Last figures: docs/BENCHMARKS.md.
 bench: guest icd
 	@bench/peer-deps
+	@tests/gst-deps
+	@cd $(GST_DIR) && $(GST_CARGO) build --release --quiet
+	@echo "== dmabridgeconvert against GStreamer's videoconvert, YUY2 -> RGBA (host; bench/gst/run)"
+	@bench/gst/run target/release
 	@ICD_PROFILE=$(ICD_PROFILE) bench/icd/run
 	@DMABRIDGE_ICD=$(CURDIR)/target/$(ICD_PROFILE)/dmabridge.icd $(CARGO) bench -p dmabridge --bench memory
 	@echo "== buffer map/unmap, linked vs unlinked (in the QEMU guest: the BAR device is ivshmem's BAR 2)"
