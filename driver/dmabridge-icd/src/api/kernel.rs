@@ -70,7 +70,7 @@ pub(crate) fn kernel(handle: cl_kernel) -> ClRes<Arc<Obj<KernelObj>>> {
 fn new_kernel(p: &Arc<Obj<ProgramObj>>, name: &str) -> ClRes<cl_kernel> {
     if !matches!(p.inner.contents, super::program::Contents::BuiltIn(_)) {
         let source = SourceKernel::new(&*p.inner.executable()?, name)?;
-        return Ok(kernel_object(p, Some(Arc::new(source)))?);
+        return kernel_object(p, Some(Arc::new(source)));
     }
     let device = p
         .inner

@@ -225,7 +225,7 @@ impl SourceKernel {
                 .zip(&classes)
                 .map(|(v, c)| match (v, c) {
                     (KernelArgValue::Scalar(b), ArgClass::Local) => {
-                        RunArg::Local(u64::from_ne_bytes(b[..8].try_into().unwrap_or([0; 8])) as usize)
+                        RunArg::Local(b.get(..8).and_then(|s| s.try_into().ok()).map_or(0, u64::from_ne_bytes) as usize)
                     }
                     (KernelArgValue::Scalar(b), _) => RunArg::Value(b.clone()),
                     (v, _) => RunArg::Pointer(v.as_ptr().map_or(0, |p| p as usize)),

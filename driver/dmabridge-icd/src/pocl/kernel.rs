@@ -209,11 +209,12 @@ impl PoclKernel {
         });
         // SAFETY: our reference to the event.
         unsafe { call!(p, clReleaseEvent(event)) };
-        waited?;
+        // A failed launch's own status first: the wait then only says
+        // that an event of its list failed.
         queried?;
         if status < 0 {
             return Err(status);
         }
-        Ok(())
+        waited
     }
 }
