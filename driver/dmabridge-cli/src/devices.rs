@@ -170,7 +170,7 @@ impl DevicesReport {
         let verdict = devices.iter().map(|d| d.verdict).max().unwrap_or(Verdict::Ok);
         let hint = devices.iter().find_map(|d| d.hint.clone());
         let compiler = match dmabridge_icd::pocl::get() {
-            Some(p) => Ok(format!("PoCL {} ({})", p.version, p.c_version)),
+            Some(p) => Ok(format!("{} ({})", p.version, p.c_version)),
             None => Err(dmabridge_icd::pocl::why_not().unwrap_or("unknown").to_owned()),
         };
         DevicesReport { devices, verdict, hint, compiler }
