@@ -7,13 +7,21 @@
  * shared, SVM, buffers and sub-buffers, __local memory with barriers,
  * imported host memory), and that a kernel writes dmabridge's memfd pages in
  * place: a second mapping of the memfd sees its writes before any read, map
- * or finish (the PoCL behaviour the bridge relies on). Without PoCL every test
+ * or finish (the PoCL behaviour the bridge relies on). In the QEMU guest also
+ * (each ignored where its device is missing): an exported dma-buf imported
+ * and written by a kernel, seen through a second mapping of the dma-buf
+ * (udmabuf); building for edu (no compute) answers CL_COMPILER_NOT_AVAILABLE
+ * and its queue cannot run a kernel from source; an external physical buffer
+ * (ivshmem's BAR) is refused as an argument. Without PoCL every test
  * is ignored, unless DMABRIDGE_EXPECT_POCL=1 (tests/icd/run on x86_64), when
  * that fails. Closing line: "N passed, N failed". */
 #define _GNU_SOURCE
 #define CL_TARGET_OPENCL_VERSION 300
 #include <CL/cl.h>
+#include <CL/cl_amd_bus.h>
+#include <CL/cl_dmabridge.h>
 #include <CL/cl_ext.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -35,6 +43,7 @@ static clMemFreeINTEL_fn mem_free;
 static clSetKernelArgMemPointerINTEL_fn set_arg_ptr;
 typedef __typeof__(&clImportMemoryARM) import_arm_fn;
 static import_arm_fn import;
+static clGetMemObjectDmaBufFdDMABRIDGE_fn mem_fd;
 
 static const char *SRC =
     "kernel void scale(global float *dst, global const float *src, float a) {\n"
@@ -340,6 +349,24 @@ static void test_imported_host_memory(void) {
     CHECK_ERR(clWaitForEvents(1, &ev), CL_SUCCESS);
     /* The application's own pages hold the result: no copy, no read. */
     CHECK(mem[0] == 7 && mem[63] == 70 && mem[64] == 0);
+    /* Pages mapped read-only make a read-only buffer: a kernel may read it
+     * through a const pointer, never write it (the write would fault). */
+    float *ro = mmap(NULL, (size_t)page, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    cl_mem rb = import(ctx, CL_MEM_READ_WRITE, NULL, ro, (size_t)page, &err);
+    CHECK(rb != NULL && err == CL_SUCCESS);
+    CHECK_ERR(clSetKernelArg(k, 0, sizeof rb, &rb), CL_SUCCESS);
+    CHECK_ERR(clEnqueueNDRangeKernel(queue, k, 1, NULL, &g, NULL, 0, NULL, NULL), CL_INVALID_OPERATION);
+    cl_kernel scale = clCreateKernel(p, "scale", &err);
+    float a = 2.0f;
+    CHECK_ERR(clSetKernelArg(scale, 0, sizeof b, &b), CL_SUCCESS);
+    CHECK_ERR(clSetKernelArg(scale, 1, sizeof rb, &rb), CL_SUCCESS);
+    CHECK_ERR(clSetKernelArg(scale, 2, sizeof a, &a), CL_SUCCESS);
+    CHECK_ERR(clEnqueueNDRangeKernel(queue, scale, 1, NULL, &g, NULL, 0, NULL, NULL), CL_SUCCESS);
+    CHECK_ERR(clFinish(queue), CL_SUCCESS);
+    CHECK(mem[0] == 0 && mem[63] == 0);
+    clReleaseKernel(scale);
+    clReleaseMemObject(rb);
+    munmap(ro, (size_t)page);
     clReleaseEvent(ev);
     clReleaseKernel(k);
     clReleaseProgram(p);
@@ -405,6 +432,140 @@ static void test_kernel_writes_memfd_pages_in_place(void) {
     mem_free(ctx, h);
 }
 
+
+/* The guest's tests: each says why it does not run where its device is missing. */
+static const char *why_not_here;
+
+static void test_dma_buf_in_place(void) {
+    cl_int err = 1;
+    long page = sysconf(_SC_PAGESIZE);
+    size_t n = 2 * (size_t)page;
+    cl_mem src = clCreateBuffer(ctx, CL_MEM_ALLOC_HOST_PTR, n, NULL, &err);
+    int fd = -1;
+    CHECK_ERR(mem_fd(src, NULL, &fd), CL_SUCCESS);
+    if (fd < 0) {
+        clReleaseMemObject(src);
+        return;
+    }
+    cl_uint *other = mmap(NULL, n, PROT_READ, MAP_SHARED, fd, 0);
+    CHECK(other != MAP_FAILED);
+    cl_import_properties_arm props[] = {CL_IMPORT_TYPE_ARM, CL_IMPORT_TYPE_DMA_BUF_ARM, 0};
+    cl_mem b = import(ctx, CL_MEM_READ_WRITE, props, &fd, n, &err);
+    CHECK(b != NULL && err == CL_SUCCESS);
+    close(fd);
+    cl_program p = main_program();
+    cl_kernel k = clCreateKernel(p, "fill", &err);
+    cl_uint v = 11;
+    CHECK_ERR(clSetKernelArg(k, 0, sizeof b, &b), CL_SUCCESS);
+    CHECK_ERR(clSetKernelArg(k, 1, sizeof v, &v), CL_SUCCESS);
+    size_t g = n / sizeof(cl_uint);
+    cl_event ev = NULL;
+    CHECK_ERR(clEnqueueNDRangeKernel(queue, k, 1, NULL, &g, NULL, 0, NULL, &ev), CL_SUCCESS);
+    CHECK_ERR(clWaitForEvents(1, &ev), CL_SUCCESS);
+    /* The dma-buf's pages themselves, seen through another mapping of it. */
+    int ok = other != MAP_FAILED;
+    for (size_t i = 0; ok && i < g; i++) ok &= other[i] == 11u + (cl_uint)i;
+    CHECK(ok);
+    if (other != MAP_FAILED) munmap(other, n);
+    clReleaseEvent(ev);
+    clReleaseKernel(k);
+    clReleaseProgram(p);
+    clReleaseMemObject(b);
+    clReleaseMemObject(src);
+}
+
+static void test_edu_has_no_compiler(void) {
+    cl_device_id devs[2] = {device, NULL};
+    CHECK_ERR(clGetDeviceIDs(platform, CL_DEVICE_TYPE_ACCELERATOR, 1, &devs[1], NULL), CL_SUCCESS);
+    cl_bool comp = 1;
+    CHECK_ERR(clGetDeviceInfo(devs[1], CL_DEVICE_COMPILER_AVAILABLE, sizeof comp, &comp, NULL), CL_SUCCESS);
+    CHECK(comp == CL_FALSE);
+    cl_int err = 1;
+    cl_context both = clCreateContext(NULL, 2, devs, NULL, NULL, &err);
+    cl_program p = clCreateProgramWithSource(both, 1, &SRC, NULL, &err);
+    CHECK_ERR(clBuildProgram(p, 0, NULL, NULL, NULL, NULL), CL_COMPILER_NOT_AVAILABLE);
+    CHECK_ERR(clBuildProgram(p, 1, &devs[1], NULL, NULL, NULL), CL_COMPILER_NOT_AVAILABLE);
+    char log[512] = {0};
+    CHECK_ERR(clGetProgramBuildInfo(p, devs[1], CL_PROGRAM_BUILD_LOG, sizeof log, log, NULL), CL_SUCCESS);
+    CHECK(strstr(log, "CPU device") != NULL);
+    /* For the CPU device alone it builds; edu's queue cannot run it. */
+    CHECK_ERR(clBuildProgram(p, 1, &devs[0], NULL, NULL, NULL), CL_SUCCESS);
+    cl_kernel k = clCreateKernel(p, "fill", &err);
+    cl_uint *h = host_alloc(both, NULL, 64, 0, &err), v = 1;
+    CHECK_ERR(set_arg_ptr(k, 0, h), CL_SUCCESS);
+    CHECK_ERR(clSetKernelArg(k, 1, sizeof v, &v), CL_SUCCESS);
+    cl_command_queue edu_q = clCreateCommandQueueWithProperties(both, devs[1], NULL, &err);
+    size_t g = 16;
+    CHECK_ERR(clEnqueueNDRangeKernel(edu_q, k, 1, NULL, &g, NULL, 0, NULL, NULL), CL_INVALID_PROGRAM_EXECUTABLE);
+    clReleaseCommandQueue(edu_q);
+    mem_free(both, h);
+    clReleaseKernel(k);
+    clReleaseProgram(p);
+    clReleaseContext(both);
+}
+
+/* The bus address of ivshmem's BAR 2 (0000:00:08.0), from sysfs; 0 if absent. */
+static cl_ulong ivshmem_bar2(void) {
+    FILE *f = fopen("/sys/bus/pci/devices/0000:00:08.0/resource", "r");
+    if (!f) return 0;
+    unsigned long long start = 0, end = 0, flags = 0;
+    for (int i = 0; i < 3; i++)
+        if (fscanf(f, "%llx %llx %llx", &start, &end, &flags) != 3) start = 0;
+    fclose(f);
+    return start;
+}
+
+static void test_external_physical_refused(void) {
+    cl_int err = 1;
+    cl_bus_address_amd at = {ivshmem_bar2() + 0x200000, 0};
+    at.marker_bus_address = at.surface_bus_address + 0x80000;
+    cl_mem x = clCreateBuffer(ctx, CL_MEM_EXTERNAL_PHYSICAL_AMD | CL_MEM_WRITE_ONLY, 4096, &at, &err);
+    CHECK(x != NULL && err == CL_SUCCESS);
+    if (!x) return;
+    cl_program p = main_program();
+    cl_kernel k = clCreateKernel(p, "fill", &err);
+    cl_uint v = 1;
+    CHECK_ERR(clSetKernelArg(k, 0, sizeof x, &x), CL_SUCCESS);
+    CHECK_ERR(clSetKernelArg(k, 1, sizeof v, &v), CL_SUCCESS);
+    size_t g = 16;
+    CHECK_ERR(clEnqueueNDRangeKernel(queue, k, 1, NULL, &g, NULL, 0, NULL, NULL), CL_INVALID_OPERATION);
+    CHECK_ERR(clFinish(queue), CL_SUCCESS);
+    clReleaseKernel(k);
+    clReleaseProgram(p);
+    clReleaseMemObject(x);
+}
+
+/* Each guest test, or why it does not run here (NULL: it runs). */
+static const char *udmabuf_missing(void) {
+    int fd = open("/dev/udmabuf", O_RDWR | O_CLOEXEC);
+    if (fd < 0) return "needs /dev/udmabuf: run in the QEMU guest (make test-guest-icd)";
+    close(fd);
+    return NULL;
+}
+static const char *edu_missing(void) {
+    cl_device_id d = NULL;
+    if (clGetDeviceIDs(platform, CL_DEVICE_TYPE_ACCELERATOR, 1, &d, NULL) != CL_SUCCESS)
+        return "needs an edu device: run in the QEMU guest (make test-guest-icd)";
+    return NULL;
+}
+static const char *bar_missing(void) {
+    char ext[4096] = {0};
+    clGetPlatformInfo(platform, CL_PLATFORM_EXTENSIONS, sizeof ext, ext, NULL);
+    if (!ivshmem_bar2() || !strstr(ext, "cl_amd_bus_addressable_memory"))
+        return "needs ivshmem and an IOMMU domain: run in the QEMU guest (make test-guest-icd)";
+    return NULL;
+}
+
+static const struct {
+    const char *name;
+    void (*f)(void);
+    const char *(*missing)(void);
+} guest_tests[] = {
+    {"pocl::dma_buf_in_place", test_dma_buf_in_place, udmabuf_missing},
+    {"pocl::edu_has_no_compiler", test_edu_has_no_compiler, edu_missing},
+    {"pocl::external_physical_refused", test_external_physical_refused, bar_missing},
+};
+
 static const struct test_case tests[] = {
     {"pocl::device_reports_compiler", test_device_reports_compiler},
     {"pocl::build_rules", test_build_rules},
@@ -425,14 +586,23 @@ int main(void) {
         mem_free = EXT_FN(platform, clMemFreeINTEL);
         set_arg_ptr = EXT_FN(platform, clSetKernelArgMemPointerINTEL);
         import = (import_arm_fn)clGetExtensionFunctionAddressForPlatform(platform, "clImportMemoryARM");
+        mem_fd = EXT_FN(platform, clGetMemObjectDmaBufFdDMABRIDGE);
     }
     cl_bool comp = 0;
     if (device) clGetDeviceInfo(device, CL_DEVICE_COMPILER_AVAILABLE, sizeof comp, &comp, NULL);
     const char *expect = getenv("DMABRIDGE_EXPECT_POCL");
     if (device && !comp && !(expect && strcmp(expect, "1") == 0)) {
         for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) ignore_test(tests[i].name, "no PoCL here");
+        for (size_t i = 0; i < sizeof guest_tests / sizeof guest_tests[0]; i++)
+            ignore_test(guest_tests[i].name, "no PoCL here");
     } else {
-        RUN_TESTS(tests, queue != NULL && host_alloc && mem_free && set_arg_ptr);
+        int ready = queue != NULL && host_alloc && mem_free && set_arg_ptr && import && mem_fd;
+        RUN_TESTS(tests, ready);
+        for (size_t i = 0; i < sizeof guest_tests / sizeof guest_tests[0]; i++) {
+            why_not_here = ready ? guest_tests[i].missing() : NULL;
+            if (why_not_here) ignore_test(guest_tests[i].name, why_not_here);
+            else run_test(guest_tests[i].name, guest_tests[i].f, ready);
+        }
     }
     close_cpu_device(ctx, queue);
     return finish_tests();

@@ -195,6 +195,11 @@ impl SourceKernel {
                         format!("argument {i}: a CL_MEM_EXTERNAL_PHYSICAL_AMD buffer is I/O memory, which kernels from source cannot access"),
                     );
                 }
+                // A read-only import's mapping is read-only: a kernel that
+                // may write it (a non-const __global pointer) is refused.
+                let write = self.pocl.writes.get(i).copied().unwrap_or(true);
+                let what = format!("kernel {:?}: argument {i}", self.pocl.name);
+                b.check_kernel_access(write, &what).cl()?;
             }
         }
         if let Some(local) = range.local() {

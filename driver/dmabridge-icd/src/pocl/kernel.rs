@@ -46,6 +46,9 @@ pub struct PoclKernel {
     lock: Mutex<()>,
     /// Each argument's class.
     pub classes: Vec<ArgClass>,
+    /// Whether the kernel may write through each argument: a `__global`
+    /// pointer not qualified `const` (`__constant` ones are read-only).
+    pub writes: Vec<bool>,
     /// `CL_KERNEL_FUNCTION_NAME`.
     pub name: String,
 }
@@ -72,7 +75,8 @@ impl PoclKernel {
         let cname = std::ffi::CString::new(name).map_err(|_| CL_INVALID_KERNEL_NAME)?;
         // SAFETY: a built program and a C string.
         let handle = unsafe { create!(p, clCreateKernel(program.handle, cname.as_ptr())) }?;
-        let mut k = PoclKernel { handle, lock: Mutex::new(()), classes: Vec::new(), name: name.to_owned() };
+        let mut k =
+            PoclKernel { handle, lock: Mutex::new(()), classes: Vec::new(), writes: Vec::new(), name: name.to_owned() };
         let mut n: cl_uint = 0;
         // SAFETY: our kernel; a cl_uint answer.
         check(unsafe {
@@ -103,6 +107,11 @@ impl PoclKernel {
                     )
                 )
             })?;
+            // A cl_bitfield in the Khronos headers (opencl-sys says cl_uint):
+            // read whatever size PoCL answers.
+            let tq = k.arg_info(p, i, CL_KERNEL_ARG_TYPE_QUALIFIER)?;
+            let tq = tq.iter().take(8).rev().fold(0u64, |acc, &b| acc << 8 | u64::from(b));
+            k.writes.push(q == CL_KERNEL_ARG_ADDRESS_GLOBAL && tq & u64::from(CL_KERNEL_ARG_TYPE_CONST) == 0);
             k.classes.push(match q {
                 CL_KERNEL_ARG_ADDRESS_GLOBAL | CL_KERNEL_ARG_ADDRESS_CONSTANT => ArgClass::Global,
                 CL_KERNEL_ARG_ADDRESS_LOCAL => ArgClass::Local,
