@@ -80,6 +80,13 @@ static void test_device_reports_compiler(void) {
     CHECK_ERR(clGetDeviceInfo(device, CL_DEVICE_OPENCL_C_VERSION, sizeof ver, ver, NULL), CL_SUCCESS);
     CHECK(comp == CL_TRUE && link == CL_TRUE);
     CHECK(strncmp(ver, "OpenCL C 1.2", 12) == 0);
+    /* The versions PoCL compiles, 1.2 among them. */
+    cl_name_version nv[16];
+    size_t size = 0;
+    CHECK_ERR(clGetDeviceInfo(device, CL_DEVICE_OPENCL_C_ALL_VERSIONS, sizeof nv, nv, &size), CL_SUCCESS);
+    int has_12 = 0;
+    for (size_t i = 0; i < size / sizeof nv[0]; i++) has_12 |= nv[i].version == CL_MAKE_VERSION(1, 2, 0);
+    CHECK(has_12);
 }
 
 static void test_build_rules(void) {

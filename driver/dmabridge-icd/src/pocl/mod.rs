@@ -46,6 +46,8 @@ pub struct Pocl {
     pub c_version: String,
     /// `CL_PLATFORM_VERSION` of PoCL's platform.
     pub version: String,
+    /// `CL_DEVICE_OPENCL_C_ALL_VERSIONS` of PoCL's device: (version, name).
+    pub c_all_versions: Vec<(u32, String)>,
 }
 
 // SAFETY: the handles are PoCL's; OpenCL objects may be used from any
@@ -214,6 +216,7 @@ unsafe fn setup(api: &'static cl_icd_dispatch, platform: cl_platform_id) -> Resu
         queue: std::ptr::null_mut(),
         c_version: String::new(),
         version: String::new(),
+        c_all_versions: Vec::new(),
     };
     let mut device: cl_device_id = std::ptr::null_mut();
     let mut n: cl_uint = 0;
@@ -241,5 +244,20 @@ unsafe fn setup(api: &'static cl_icd_dispatch, platform: cl_platform_id) -> Resu
         unsafe { call!(p, clGetDeviceInfo(device, CL_DEVICE_OPENCL_C_VERSION, s, v, r)) }
     })
     .unwrap_or_default();
-    Ok(Pocl { device, context, queue, version, c_version, ..p })
+    let all = Pocl::bytes(|s, v, r| {
+        // SAFETY: the device with a buffer of `s` bytes (or none).
+        unsafe { call!(p, clGetDeviceInfo(device, CL_DEVICE_OPENCL_C_ALL_VERSIONS, s, v, r)) }
+    })
+    .unwrap_or_default();
+    // cl_name_version: a cl_version, then a NUL-terminated name in 64 bytes.
+    let c_all_versions = all
+        .chunks_exact(68)
+        .map(|e| {
+            let version = u32::from_ne_bytes([e[0], e[1], e[2], e[3]]);
+            let name = &e[4..];
+            let end = name.iter().position(|&b| b == 0).unwrap_or(name.len());
+            (version, String::from_utf8_lossy(&name[..end]).into_owned())
+        })
+        .collect();
+    Ok(Pocl { device, context, queue, version, c_version, c_all_versions, ..p })
 }
