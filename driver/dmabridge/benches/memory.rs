@@ -27,6 +27,7 @@
 #[path = "common/peer.rs"]
 mod peer;
 
+use dmabridge::sys::addr::HostAddr;
 use std::hint::black_box;
 use std::sync::{Arc, RwLock};
 use std::time::Instant;
@@ -336,8 +337,8 @@ fn main() {
     sorted.sort();
     let neo = SortedTable(RwLock::new(sorted));
 
-    let ours1 = lookup_rate(1, &targets, &|p| heap.lookup(p).is_some());
-    let ours2 = lookup_rate(2, &targets, &|p| heap.lookup(p).is_some());
+    let ours1 = lookup_rate(1, &targets, &|p| heap.lookup(HostAddr(p)).is_some());
+    let ours2 = lookup_rate(2, &targets, &|p| heap.lookup(HostAddr(p)).is_some());
     let neo1 = lookup_rate(1, &targets, &|p| neo.lookup(p).is_some());
     let neo2 = lookup_rate(2, &targets, &|p| neo.lookup(p).is_some());
     peer::print_row("lookup, 100k live, 1 reader", ours1, neo1, "ns", true, "<= 100 ns");
@@ -348,7 +349,7 @@ fn main() {
         neo1 / neo2
     );
     for (b, _) in allocs {
-        heap.free(b).unwrap();
+        heap.free(HostAddr(b)).unwrap();
     }
 
     // Through the USM API and a command queue of the CPU device, as the

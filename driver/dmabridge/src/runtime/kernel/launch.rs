@@ -8,6 +8,7 @@
 //! run on the queue's worker alone. The threads end with the command, so the
 //! queue's accounting (event status, blocking free) stays exact.
 
+use crate::sys::addr::HostAddr;
 use std::sync::Arc;
 
 use crate::cl_err;
@@ -245,7 +246,7 @@ fn launch(queue: &Arc<Queue>, kernel: &Arc<Kernel>, global: usize, ty: u32, wait
             .and_then(|()| Target::new(queue, &buffer))
         {
             Ok(t) => {
-                args[i] = KernelArgValue::Pointer(t.addr(0));
+                args[i] = KernelArgValue::Pointer(t.addr(0).0);
                 targets.push((i, t));
             }
             Err(e) => {
@@ -290,7 +291,7 @@ fn launch_args(
             );
         }
     }
-    let whole = |p: usize, len: usize| ctx.heap().lookup(p).map_or((p, len), |i| (i.base, i.size));
+    let whole = |p: usize, len: usize| ctx.heap().lookup(HostAddr(p)).map_or((p, len), |i| (i.base, i.size));
     let mut ranges: Vec<(usize, usize)> = Vec::new();
     for (i, a) in args.iter().enumerate() {
         if let Some(p) = a.as_ptr().filter(|p| !p.is_null()) {
@@ -443,7 +444,7 @@ impl Reach {
     /// reason logged as a `log::warn!` record).
     fn make_resident(&self) -> Result<(), i32> {
         let heap = self.ctx.heap();
-        let mut infos: Vec<AllocInfo> = self.ranges.iter().filter_map(|&(p, _)| heap.lookup(p)).collect();
+        let mut infos: Vec<AllocInfo> = self.ranges.iter().filter_map(|&(p, _)| heap.lookup(HostAddr(p))).collect();
         let [host, device, shared] = self.indirect;
         if host || device || shared {
             heap.for_each_allocation(|i| {
@@ -493,7 +494,7 @@ fn check_builtin(ctx: &Context, b: &Builtin, args: &[KernelArgValue]) -> ClResul
         if p.checked_add(len).is_none() {
             return cl_err!(InvalidKernelArgs, "{}: argument {i} ({p:#x}) + {len} bytes overflows", b.name);
         }
-        if let Some(info) = ctx.heap().lookup(p) {
+        if let Some(info) = ctx.heap().lookup(HostAddr(p)) {
             if p + len > info.base + info.size {
                 return cl_err!(
                     InvalidKernelArgs,
