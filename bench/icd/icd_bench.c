@@ -80,6 +80,7 @@
 #define SMALL_RUNS 7           /* timed runs of the small rows */
 #define BIG_RUNS 10            /* timed runs of the 64 MiB rows (one operation each) */
 #define CHILD_TIMEOUT 300      /* seconds a --table child may take */
+#define KERNEL_ITERS 2000      /* empty-kernel launches per timed run */
 
 static double now_s(void) {
     struct timespec t;
@@ -123,6 +124,8 @@ enum {
     SVM_FILL_BIG,
     USM_FILL_BIG,
     LIBC_FILL_BIG,
+    KERNEL_EMPTY,
+    KERNEL_COPY_BIG,
     NFIG
 };
 static const char *const fig_name[NFIG] = {
@@ -131,7 +134,8 @@ static const char *const fig_name[NFIG] = {
     "libc_malloc_free_64_ns",   "libc_malloc_free_64_2t_ns",
     "cl_svm_memcpy_64b_ns",     "cl_usm_memcpy_64b_ns",         "cl_svm_memcpy_64mib_gbps",
     "cl_usm_memcpy_64mib_gbps", "libc_memcpy_64mib_gbps",       "cl_svm_fill_64mib_gbps",
-    "cl_usm_fill_64mib_gbps",   "libc_memset_64mib_gbps",
+    "cl_usm_fill_64mib_gbps",   "libc_memset_64mib_gbps",       "cl_kernel_empty_round_trip_ns",
+    "cl_kernel_copy_64mib_gbps",
 };
 
 /* USM entry points, from clGetExtensionFunctionAddressForPlatform. */
@@ -417,6 +421,61 @@ static void record(double *f, int fig, double ns) {
     worst[fig] = max_d(worst[fig], ns);
 }
 
+/* OpenCL C kernels built from source: an empty kernel's launch + clFinish
+ * round trip, and a copy kernel (uint4 per work-item) over the 64 MiB SVM
+ * allocations a -> b. 0 when the device has no compiler (not printed). */
+static const char KERNELS[] = "kernel void empty(void) {}\n"
+                              "kernel void copy(global uint4 *d, global const uint4 *s) {\n"
+                              "    size_t i = get_global_id(0); d[i] = s[i];\n"
+                              "}\n";
+static int kernel_rows(cl_context ctx, cl_device_id device, cl_command_queue q, unsigned char *a, unsigned char *b,
+                       double *f) {
+    cl_int err;
+    const char *src = KERNELS;
+    cl_program p = clCreateProgramWithSource(ctx, 1, &src, NULL, &err);
+    CHECK(err);
+    err = clBuildProgram(p, 1, &device, NULL, NULL, NULL);
+    if (err != CL_SUCCESS) {
+        printf("# kernels from source: clBuildProgram answers %d\n", err);
+        clReleaseProgram(p);
+        return 0;
+    }
+    cl_kernel empty = clCreateKernel(p, "empty", &err);
+    CHECK(err);
+    cl_kernel copy = clCreateKernel(p, "copy", &err);
+    CHECK(err);
+    size_t one = 1, items = BIG / 16;
+    for (int i = 0; i < 100; i++) { /* warm-up */
+        CHECK(clEnqueueNDRangeKernel(q, empty, 1, NULL, &one, NULL, 0, NULL, NULL));
+        CHECK(clFinish(q));
+    }
+    for (int r = 0; r < SMALL_RUNS; r++) {
+        double t0 = now_s();
+        for (int i = 0; i < KERNEL_ITERS; i++) {
+            CHECK(clEnqueueNDRangeKernel(q, empty, 1, NULL, &one, NULL, 0, NULL, NULL));
+            CHECK(clFinish(q));
+        }
+        record(f, KERNEL_EMPTY, (now_s() - t0) / KERNEL_ITERS * 1e9);
+    }
+    memset(a, 3, BIG);
+    CHECK(clSetKernelArgSVMPointer(copy, 0, b));
+    CHECK(clSetKernelArgSVMPointer(copy, 1, a));
+    for (int r = -1; r < BIG_RUNS; r++) { /* run -1: the untimed warm-up (PoCL's first launch) */
+        double t0 = now_s();
+        CHECK(clEnqueueNDRangeKernel(q, copy, 1, NULL, &items, NULL, 0, NULL, NULL));
+        CHECK(clFinish(q));
+        if (r >= 0) f[KERNEL_COPY_BIG] = max_d(f[KERNEL_COPY_BIG], (double)BIG / (now_s() - t0) / 1e9);
+    }
+    if (b[0] != 3 || b[BIG - 1] != 3) {
+        fprintf(stderr, "icd_bench: the copy kernel did not copy\n");
+        exit(1);
+    }
+    clReleaseKernel(empty);
+    clReleaseKernel(copy);
+    clReleaseProgram(p);
+    return 1;
+}
+
 /* Measures one device and prints its figures (a figure the device lacks is not printed). */
 static int measure(const char *want) {
     cl_platform_id platform;
@@ -425,7 +484,7 @@ static int measure(const char *want) {
     double f[NFIG];
     for (int i = 0; i < NFIG; i++) {
         f[i] = (i == SVM_COPY_BIG || i == USM_COPY_BIG || i == LIBC_COPY_BIG || i == SVM_FILL_BIG ||
-                i == USM_FILL_BIG || i == LIBC_FILL_BIG)
+                i == USM_FILL_BIG || i == LIBC_FILL_BIG || i == KERNEL_COPY_BIG)
                    ? 0.0      /* GB/s: the best is the largest */
                    : 1e300;   /* ns: the best is the smallest */
     }
@@ -498,6 +557,7 @@ static int measure(const char *want) {
         return 1;
     }
     copy_rows(q, NULL, a, b, f, SVM_COPY64, SVM_COPY_BIG, SVM_FILL_BIG);
+    int has_kernels = kernel_rows(ctx, device, q, a, b, f);
     clSVMFree(ctx, a);
     clSVMFree(ctx, b);
     if (has_usm) {
@@ -543,6 +603,8 @@ static int measure(const char *want) {
     for (int i = 0; i < NFIG; i++) {
         int usm_row = i == USM_ALLOC || i == USM_COPY64 || i == USM_COPY_BIG || i == USM_FILL_BIG;
         int dev_row = i == USM_DEV_ALLOC || i == USM_DEV_ALLOC_2T;
+        int kernel_row = i == KERNEL_EMPTY || i == KERNEL_COPY_BIG;
+        if (kernel_row && !has_kernels) continue;
         if ((!usm_row && !dev_row) || (usm_row && has_usm) || (dev_row && has_usm && usm.device_alloc)) {
             printf(strstr(fig_name[i], "gbps") ? "%s %.3f\n" : "%s %.1f\n", fig_name[i], f[i]);
             if (worst[i] > 0) {
@@ -696,6 +758,8 @@ static int table(int argc, char **argv) {
         {"64 MiB SVM fill, 4 B pattern (x memset)", SVM_FILL_BIG, LIBC_FILL_BIG, 0},
         {"64 MiB USM fill, 4 B pattern (x memset)", USM_FILL_BIG, LIBC_FILL_BIG, 0},
         {"libc memset 64 MiB", LIBC_FILL_BIG, LIBC_FILL_BIG, 0},
+        {"empty kernel (OpenCL C), launch+finish", KERNEL_EMPTY, -1, 1},
+        {"64 MiB copy kernel (OpenCL C) (x memcpy)", KERNEL_COPY_BIG, LIBC_COPY_BIG, 0},
     };
     printf("\n%-40s", "");
     for (int i = 0; i < n; i++) {
