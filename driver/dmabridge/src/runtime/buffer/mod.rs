@@ -455,6 +455,31 @@ impl Buffer {
         self.flags
     }
 
+    /// Whether a kernel the runtime does not know (the ICD's kernels from
+    /// source) may access the buffer: with `write`, as the creator's
+    /// restrictions allow writing (an imported read-only dma-buf's mapping is
+    /// read-only: a write would fault), else reading (an external physical
+    /// buffer is write-only). `CL_INVALID_OPERATION` with the creator's
+    /// reason otherwise; `what` names the argument.
+    ///
+    /// ```
+    /// use dmabridge::runtime::buffer::Buffer;
+    /// use dmabridge::runtime::{context::Context, platform::Platform};
+    /// let ctx = Context::new(std::slice::from_ref(Platform::get().cpu()))?;
+    /// // SAFETY: no host pointer.
+    /// let b = unsafe { Buffer::create(&ctx, 0, 4096, std::ptr::null_mut()) }?;
+    /// b.check_kernel_access(true, "argument 0")?;
+    /// b.check_kernel_access(false, "argument 1")?;
+    /// # Ok::<(), dmabridge::error::ClError>(())
+    /// ```
+    pub fn check_kernel_access(&self, write: bool, what: &str) -> ClResult<()> {
+        if write {
+            commands::check_writable(self, what)
+        } else {
+            commands::check_readable(self, what)
+        }
+    }
+
     /// Its size in bytes (`CL_MEM_SIZE`).
     ///
     /// ```
