@@ -13,7 +13,7 @@ RIG        := qemu/run-in-guest
 GUEST_RIG  := --edu 2 --bind 0000:00:10.0 --bind 0000:00:08.0 --module vgem --module vivid
 LOGS       := target/test-logs
 
-.PHONY: all build deps guest demo test test-host test-icd icd install build-gst test-gst test-gst-guest install-gst test-guest test-guest-icd test-guest-doc test-nonroot test-removal test-rig lint bench fuzz fuzz-icd clean-guest
+.PHONY: all build deps guest demo test test-host test-icd icd install build-gst build-gst-tests test-gst test-gst-guest install-gst test-guest test-guest-icd test-guest-doc test-nonroot test-removal test-rig lint bench fuzz fuzz-icd clean-guest
 .PHONY: deps-arm64 build-arm64 build-arm64-doc test-arm64 test-arm64-run test-doc test-arm64-guest test-arm64-icd test-arm64-doc test-arm64-nonroot test-arm64-removal
 
 all: build
@@ -30,13 +30,21 @@ build:
 
 # The GStreamer plugin (driver/gst-dmabridge, a workspace of its own so that
 # the builds above need no GStreamer dev packages): tests/gst-deps installs
-# them first. GST_CARGO builds it into this target/ folder.
-GST_CARGO  = CARGO_TARGET_DIR=$(CURDIR)/target $(CARGO)
+# them first. GST_CARGO builds it into target/gst: a build folder of its own,
+# so that `make test` can compile it while the main workspace's tests run
+# (two cargo runs on one build folder wait for each other's lock).
+GST_TARGET := target/gst
+GST_CARGO  = CARGO_TARGET_DIR=$(CURDIR)/$(GST_TARGET) $(CARGO)
 GST_DIR    := driver/gst-dmabridge
 build-gst:
 	@tests/gst-deps
-	@echo "== building the GStreamer plugin ($(GST_DIR): target/debug/libgstdmabridge.so)"
+	@echo "== building the GStreamer plugin ($(GST_DIR): $(GST_TARGET)/debug/libgstdmabridge.so)"
 	@cd $(GST_DIR) && $(GST_CARGO) build --quiet
+
+# The plugin, its Harness tests and its guest tests compiled, nothing run
+# (`make test` does this in the background during the host tests).
+build-gst-tests: build-gst
+	@cd $(GST_DIR) && $(GST_CARGO) test --test harness --test guest --no-run --quiet
 
 # Its Harness tests on this machine (part of test-host), and its pipeline
 # tests where dmabridge exports dma-bufs (udmabuf: the guest; part of
@@ -110,7 +118,7 @@ ifeq ($(ARCH),x86_64)
 	@tests/gst-deps
 	@cd $(GST_DIR) && $(GST_CARGO) build --release --quiet
 	@rm -rf $(DEMO_GST) && mkdir -p $(DEMO_GST)
-	@$(DEMO_RIG) --module vivid --rw $(DEMO_GST) --env GST_REGISTRY=/tmp/gst-registry.bin --env GST_PLUGIN_PATH=$(CURDIR)/target/release \
+	@$(DEMO_RIG) --module vivid --rw $(DEMO_GST) --env GST_REGISTRY=/tmp/gst-registry.bin --env GST_PLUGIN_PATH=$(CURDIR)/$(GST_TARGET)/release \
 	    -- gst-launch-1.0 -q --no-position v4l2src device=/dev/video0 io-mode=dmabuf-import num-buffers=5 \
 	    ! video/x-raw,format=YUY2,width=640,height=480,framerate=30/1 ! dmabridgeconvert ! video/x-raw,format=RGBA \
 	    ! pngenc ! multifilesink location=$(DEMO_GST)/frame-%02d.png
@@ -135,7 +143,9 @@ test: guest deps-arm64
 	    echo "$$1: $$((SECONDS - t)) s" >>$(LOGS)/times.txt; }; \
 	take() { flock $$q.lock sh -c 'head -n 1 "$$0"; sed -i 1d "$$0"' $$q; }; \
 	arm64_suites() { local s; while s=$$(take) && [ -n "$$s" ]; do step "$$s" A64_DOCTESTS_BUILT=1; done; }; \
-	step test-host; \
+	( $(MAKE) --no-print-directory build-gst-tests >$(LOGS)/gst-build.txt 2>&1; echo $$? >$(LOGS)/gst-build.rc ) & \
+	gstb=$$!; \
+	step test-host GST_IN_LANE=1; \
 	printf '%s\n' $(A64_QUEUE) >$$q; \
 	t=$$SECONDS; \
 	( $(MAKE) --no-print-directory build-arm64 >$(LOGS)/arm64-build.txt 2>&1; rc=$$?; \
@@ -146,7 +156,10 @@ test: guest deps-arm64
 	  arm64_suites >$(LOGS)/lane2.txt 2>&1; exit $$status ) & \
 	lane2=$$!; \
 	step test-guest; \
-	step test-gst-guest; \
+	wait $$gstb; \
+	if [ "$$(cat $(LOGS)/gst-build.rc 2>/dev/null)" = 0 ]; then step test-gst; step test-gst-guest; \
+	else status=1; { echo "test-gst: FAILED: the GStreamer plugin did not build (see $(LOGS)/gst-build.txt):"; \
+	    tail -n 30 $(LOGS)/gst-build.txt; } | tee $(LOGS)/gst-build.log; fi; \
 	step test-guest-icd; \
 	step test-guest-doc DOCTESTS_BUILT=1; \
 	step test-nonroot; \
@@ -177,7 +190,7 @@ test-host:
 	@set -o pipefail; $(CARGO) test --workspace --lib --bins --tests --examples --color never -- --test-threads=1 2>&1 | tee $(LOGS)/host.log
 	@$(MAKE) --no-print-directory test-doc
 	@$(MAKE) --no-print-directory test-icd
-	@$(MAKE) --no-print-directory test-gst
+	@test -n "$(GST_IN_LANE)" || $(MAKE) --no-print-directory test-gst
 
 # The OpenCL ICD's C tests through the real loader (ocl-icd), and clinfo.
 test-icd:
@@ -215,7 +228,7 @@ GST_PLUGINDIR ?= $(if $(filter /usr,$(PREFIX)),$(shell pkg-config --variable=plu
 install-gst:
 	@tests/gst-deps
 	@cd $(GST_DIR) && $(GST_CARGO) build --release --quiet
-	install -D -m 0755 target/release/libgstdmabridge.so $(DESTDIR)$(GST_PLUGINDIR)/libgstdmabridge.so
+	install -D -m 0755 $(GST_TARGET)/release/libgstdmabridge.so $(DESTDIR)$(GST_PLUGINDIR)/libgstdmabridge.so
 
 # The guest suites run under tests/guest-runner: one process per test, each
 # killed and reported by name when it gives no result within its timeout
@@ -343,7 +356,7 @@ bench: guest icd
 	@tests/gst-deps
 	@cd $(GST_DIR) && $(GST_CARGO) build --release --quiet
 	@echo "== dmabridgeconvert against GStreamer's videoconvert, YUY2 -> RGBA (host; bench/gst/run)"
-	@bench/gst/run target/release
+	@bench/gst/run $(GST_TARGET)/release
 	@ICD_PROFILE=$(ICD_PROFILE) bench/icd/run
 	@DMABRIDGE_ICD=$(CURDIR)/target/$(ICD_PROFILE)/dmabridge.icd $(CARGO) bench -p dmabridge --bench memory
 	@echo "== buffer map/unmap, linked vs unlinked (in the QEMU guest: the BAR device is ivshmem's BAR 2)"
