@@ -4,7 +4,6 @@ use std::ffi::c_void;
 use std::sync::Arc;
 
 use dmabridge::runtime::device::{Device, DeviceType};
-use dmabridge::runtime::info::{self};
 use opencl_sys::*;
 
 use crate::entry::{status, write_opt, Cl, ClRes};
@@ -83,7 +82,7 @@ pub(crate) unsafe extern "C" fn clGetDeviceInfo(
     unsafe {
         get_info("clGetDeviceInfo", param_value_size, param_value, param_value_size_ret, || {
             let dev = handles::get::<DeviceObj>(device.cast())?;
-            Ok((info::device_info(&dev.inner.device, param_name).cl()?, Handles::default()))
+            Ok((dmabridge::ext::device_info(&dev.inner.device, param_name).cl()?, Handles::default()))
         })
     }
 }
