@@ -58,6 +58,27 @@ fn still_held(ev: &Event) {
     assert_ne!(ev.status(), EventStatus::Complete, "the command ran before the fence signalled");
 }
 
+/// `io_uring_enter`'s number (x86_64 and the generic table of arm64 alike).
+const IO_URING_ENTER: i64 = 426;
+
+/// The system calls the queue's worker threads (`dmabq-N`) are in, from
+/// `/proc/self/task/*/syscall` (a thread not in one is left out).
+fn worker_syscalls() -> Vec<i64> {
+    std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .flatten()
+        .filter(|t| std::fs::read_to_string(t.path().join("comm")).is_ok_and(|c| c.starts_with("dmabq-")))
+        .filter_map(|t| std::fs::read_to_string(t.path().join("syscall")).ok()?.split(' ').next()?.parse().ok())
+        .collect()
+}
+
+/// The command held by a fence sleeps in `io_uring_enter` (the queue's
+/// wait path), not in the `DMA_BUF_IOCTL_SYNC` ioctl or a poll of its own.
+fn waits_in_io_uring() {
+    let calls = worker_syscalls();
+    assert!(calls.contains(&IO_URING_ENTER), "the queue's workers are in system calls {calls:?}, none io_uring_enter");
+}
+
 fn no_bytes_moved(b: &Buffer) {
     for loc in [Location::Host, Location::Device(0)] {
         let s = b.stats(loc);
@@ -117,6 +138,7 @@ fn acquire_waits_for_a_vgem_fence() {
     let filled = fill(&q, &b, 0x5a);
     still_held(&acquired);
     assert_ne!(filled.status(), EventStatus::Complete);
+    waits_in_io_uring();
     dev.vgem_signal(fence).unwrap();
     Event::wait(&[filled]).unwrap();
     memory::enqueue_release(&q, std::slice::from_ref(&b), &[]).unwrap();
@@ -136,6 +158,7 @@ fn arm_import_access_waits_for_a_vgem_fence() {
     let fence = dev.vgem_attach_fence(&dumb, true).unwrap();
     let filled = fill(&q, &b, 0xa5);
     still_held(&filled);
+    waits_in_io_uring();
     dev.vgem_signal(fence).unwrap();
     Event::wait(&[filled]).unwrap();
     assert_eq!(read(&q, &b), vec![0xa5; n]);
@@ -165,6 +188,7 @@ fn semaphore_wait_holds_the_queue_until_a_vgem_fence_signals() {
     let after = q.enqueue_marker(&[]).unwrap();
     still_held(&after);
     assert_ne!(waited.status(), EventStatus::Complete);
+    waits_in_io_uring();
     dev.vgem_signal(fence).unwrap();
     Event::wait(&[after]).unwrap();
     assert_eq!(err_kind(semaphore::enqueue_wait(&q, &[s], &[])), ClErrorKind::InvalidOperation);
