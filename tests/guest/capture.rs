@@ -376,6 +376,26 @@ fn child_receives_a_dma_buf() {
     }
 }
 
+/// Import direction the Khronos way: vivid's own buffers imported with
+/// `clCreateBufferWithProperties(CL_EXTERNAL_MEMORY_HANDLE_DMA_BUF_KHR)`,
+/// each conversion between acquire and release (a read-write
+/// `DMA_BUF_IOCTL_SYNC` start and end per frame); nothing moved.
+#[test]
+fn vivid_own_buffers_imported_the_khronos_way_are_converted_in_place() {
+    require_guest();
+    let ctx = cpu_context();
+    let cfg = StreamConfig { memory: FrameMemory::DriverKhr, ..StreamConfig::default() };
+    let stream = Stream::capture(&ctx, vivid_capture(), &cfg).unwrap();
+    for frame in stream.frames() {
+        let b = frame.buffer().expect("an imported buffer object");
+        assert!(dmabridge::ext::khr_external::memory::is_external(b));
+        assert_eq!(b.size(), (W * H * 2) as usize);
+    }
+    drop(stream);
+    let seqs = capture_and_check(&ctx, FrameMemory::DriverKhr, 8);
+    println!("DriverKhr: frames {seqs:?}");
+}
+
 /// Import direction: vivid's own buffers (`V4L2_MEMORY_MMAP`), exported
 /// with `VIDIOC_EXPBUF` and imported with `clImportMemoryARM`
 /// (`CL_IMPORT_TYPE_DMA_BUF_ARM`), converted in place; nothing moved.
@@ -530,14 +550,14 @@ fn dmabridge_capture(args: &[&str]) -> (bool, String) {
 }
 
 /// `dmabridge capture` end to end, as a user runs it: exported buffers and,
-/// with `--import`, the driver's own; the PNGs it writes hold the colour
+/// with `--import` (or `--memory driver-khr`, the Khronos way), the driver's own; the PNGs it writes hold the colour
 /// bars; bytes copied 0; clear errors for a device that does not capture,
 /// a busy one and a missing one.
 #[test]
 fn the_capture_command_runs_the_pipeline_and_reports_errors() {
     require_guest();
     let dir = std::env::temp_dir().join(format!("dmabridge-capture-test-{}", std::process::id()));
-    for extra in [&[][..], &["--import"][..], &["--memory", "usm-shared"][..]] {
+    for extra in [&[][..], &["--import"][..], &["--memory", "usm-shared"][..], &["--memory", "driver-khr"][..]] {
         let _ = std::fs::remove_dir_all(&dir);
         vivid_capture(); // the webcam input
         let mut args = vec!["--frames", "6", "--fps", "30", "--png-count", "2", "--png-dir", dir.to_str().unwrap()];
