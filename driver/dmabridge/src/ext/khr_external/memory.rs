@@ -119,7 +119,7 @@ pub fn devices(buffer: &Buffer) -> Option<Vec<Arc<Device>>> {
 /// // SAFETY: no host pointer.
 /// let err = unsafe { memory::create_buffer_with_properties(&ctx, &props, 0, 4096, std::ptr::null_mut()) }.unwrap_err();
 /// assert_eq!(err.code(), dmabridge::error::code::INVALID_VALUE);
-/// # Ok::<(), dmabridge::error::ClError>(())
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub unsafe fn create_buffer_with_properties(
     ctx: &Arc<Context>,
