@@ -13,7 +13,7 @@ RIG        := qemu/run-in-guest
 GUEST_RIG  := --edu 2 --bind 0000:00:10.0 --bind 0000:00:08.0 --module vgem --module vivid
 LOGS       := target/test-logs
 
-.PHONY: all build deps guest demo test test-host test-icd icd install test-guest test-guest-icd test-guest-doc test-nonroot test-removal test-rig lint bench fuzz fuzz-icd clean-guest
+.PHONY: all build deps guest demo test test-host test-icd icd install build-gst test-gst test-gst-guest install-gst test-guest test-guest-icd test-guest-doc test-nonroot test-removal test-rig lint bench fuzz fuzz-icd clean-guest
 .PHONY: deps-arm64 build-arm64 build-arm64-doc test-arm64 test-arm64-run test-doc test-arm64-guest test-arm64-icd test-arm64-doc test-arm64-nonroot test-arm64-removal
 
 all: build
@@ -26,9 +26,47 @@ guest: deps
 build:
 	@echo "== building (cargo build --workspace)"
 	@$(CARGO) build --workspace --quiet
+	@$(MAKE) --no-print-directory build-gst
+
+# The GStreamer plugin (driver/gst-dmabridge, a workspace of its own so that
+# the builds above need no GStreamer dev packages): tests/gst-deps installs
+# them first. GST_CARGO builds it into this target/ folder.
+GST_CARGO  = CARGO_TARGET_DIR=$(CURDIR)/target $(CARGO)
+GST_DIR    := driver/gst-dmabridge
+build-gst:
+	@tests/gst-deps
+	@echo "== building the GStreamer plugin ($(GST_DIR): target/debug/libgstdmabridge.so)"
+	@cd $(GST_DIR) && $(GST_CARGO) build --quiet
+
+# Its Harness tests on this machine (part of test-host), and its pipeline
+# tests where dmabridge exports dma-bufs (udmabuf: the guest; part of
+# test-guest). GStreamer in the guest keeps its registry in the guest's /tmp.
+test-gst: build-gst
+	@mkdir -p $(LOGS)
+	@echo "== GStreamer plugin: Harness tests of dmabridgeconvert ($(GST_DIR)/tests/harness.rs)"
+	@set -o pipefail; cd $(GST_DIR) && $(GST_CARGO) test --test harness --color never 2>&1 | tee $(CURDIR)/$(LOGS)/gst.log
+
+# GStreamer scans every plugin of its path into a fresh registry in each
+# guest (over 9p: most of a test's time): the guest tests' path holds only
+# the plugins they use (symlinks in $(GST_GUEST_PLUGINS)).
+GST_SYSTEM_PLUGINS = $(shell pkg-config --variable=pluginsdir gstreamer-1.0 2>/dev/null)
+GST_GUEST_PLUGINS := target/gst-guest-plugins
+GST_GUEST_ENV = --env GST_REGISTRY=/tmp/gst-registry.bin --env GST_PLUGIN_SYSTEM_PATH_1_0=$(CURDIR)/$(GST_GUEST_PLUGINS)
+test-gst-guest: guest build-gst
+	@mkdir -p $(LOGS)
+	@rm -rf $(GST_GUEST_PLUGINS) && mkdir -p $(GST_GUEST_PLUGINS) && \
+	for p in coreelements videotestsrc app video4linux2 videoconvertscale; do \
+	    ln -s $(GST_SYSTEM_PLUGINS)/libgst$$p.so $(GST_GUEST_PLUGINS)/; done
+	@echo "== GStreamer plugin in the QEMU guest: the allocator, its pool and dmabridgeconvert on dma-bufs ($(GST_DIR)/tests/guest.rs)"
+	@bin=$$(cd $(GST_DIR) && $(GST_CARGO) test --test guest --no-run 2>&1 | sed -n 's/.*Executable .*(\(.*\)).*/\1/p' | tail -1); \
+	test -n "$$bin" || { echo "test-gst-guest: could not build the plugin's guest tests"; exit 1; }; \
+	set -o pipefail; $(RIG) --module vivid $(GST_GUEST_ENV) -- tests/guest-runner $$bin --color never 2>&1 | tee $(LOGS)/gst-guest.log
 
 # Where `make demo` leaves the frames `dmabridge capture` wrote in the guest.
 DEMO_PNG   := target/demo-capture
+# Where `make demo` leaves the frames of the GStreamer pipeline (x86_64 only:
+# the plugin is not built for arm64 yet).
+DEMO_GST   := target/demo-gst
 
 # `make demo ARCH=arm64`: the guest parts of the demo in the arm64 guest
 # (virt + SMMUv3 + GICv3) with the aarch64 build of dmabridge.
@@ -65,6 +103,20 @@ demo: guest build $(DEMO_DEPS)
 	@$(DEMO_RIG) --module vivid --rw $(DEMO_PNG) -- $(DEMO_BIN)/release/dmabridge capture --frames 60 --fps 30 --png-dir $(DEMO_PNG)
 	@echo "== on the host: the captured frames as PNG in $(CURDIR)/$(DEMO_PNG)/"
 	@ls $(DEMO_PNG)
+ifeq ($(ARCH),x86_64)
+	@echo
+	@echo "== GStreamer in the guest: v4l2src io-mode=dmabuf-import captures vivid's frames into dmabridge memory"
+	@echo "   (the pool dmabridgeconvert offers), dmabridgeconvert converts them on a dmabridge queue, pngenc writes them"
+	@tests/gst-deps
+	@cd $(GST_DIR) && $(GST_CARGO) build --release --quiet
+	@rm -rf $(DEMO_GST) && mkdir -p $(DEMO_GST)
+	@$(DEMO_RIG) --module vivid --rw $(DEMO_GST) --env GST_REGISTRY=/tmp/gst-registry.bin --env GST_PLUGIN_PATH=$(CURDIR)/target/release \
+	    -- gst-launch-1.0 -q --no-position v4l2src device=/dev/video0 io-mode=dmabuf-import num-buffers=5 \
+	    ! video/x-raw,format=YUY2,width=640,height=480,framerate=30/1 ! dmabridgeconvert ! video/x-raw,format=RGBA \
+	    ! pngenc ! multifilesink location=$(DEMO_GST)/frame-%02d.png
+	@echo "== on the host: the pipeline's frames as PNG in $(CURDIR)/$(DEMO_GST)/"
+	@ls $(DEMO_GST)
+endif
 
 # The x86_64 guest suites run while the aarch64 build (library, CLI, guest
 # tests, the ICD's C programs, the doc examples) compiles in the background:
@@ -82,6 +134,7 @@ test: guest deps-arm64
 	  echo "$$rc $$((SECONDS - t))" >$(LOGS)/arm64-build.rc ) & \
 	a64=$$!; \
 	step test-guest; \
+	step test-gst-guest; \
 	step test-guest-icd; \
 	step test-guest-doc DOCTESTS_BUILT=1; \
 	step test-nonroot; \
@@ -109,6 +162,7 @@ test-host:
 	@set -o pipefail; $(CARGO) test --workspace --lib --bins --tests --examples --color never -- --test-threads=1 2>&1 | tee $(LOGS)/host.log
 	@$(MAKE) --no-print-directory test-doc
 	@$(MAKE) --no-print-directory test-icd
+	@$(MAKE) --no-print-directory test-gst
 
 # The OpenCL ICD's C tests through the real loader (ocl-icd), and clinfo.
 test-icd:
@@ -136,6 +190,17 @@ install: icd
 	echo "$(LIBDIR)/libdmabridge_icd.so" > $(DESTDIR)/etc/OpenCL/vendors/dmabridge.icd
 	install -D -m 0644 include/CL/cl_dmabridge.h $(DESTDIR)$(PREFIX)/include/CL/cl_dmabridge.h
 	install -D -m 0644 include/CL/cl_amd_bus.h $(DESTDIR)$(PREFIX)/include/CL/cl_amd_bus.h
+	@$(MAKE) --no-print-directory install-gst
+
+# The GStreamer plugin, in GStreamer's plugin folder under PREFIX: for
+# PREFIX=/usr the system one gst-inspect-1.0 scans (Debian's multiarch
+# /usr/lib/<triplet>/gstreamer-1.0), else $(LIBDIR)/gstreamer-1.0, which
+# GST_PLUGIN_PATH must name.
+GST_PLUGINDIR ?= $(if $(filter /usr,$(PREFIX)),$(shell pkg-config --variable=pluginsdir gstreamer-1.0 2>/dev/null || echo $(LIBDIR)/gstreamer-1.0),$(LIBDIR)/gstreamer-1.0)
+install-gst:
+	@tests/gst-deps
+	@cd $(GST_DIR) && $(GST_CARGO) build --release --quiet
+	install -D -m 0755 target/release/libgstdmabridge.so $(DESTDIR)$(GST_PLUGINDIR)/libgstdmabridge.so
 
 # The guest suites run under tests/guest-runner: one process per test, each
 # killed and reported by name when it gives no result within its timeout
@@ -254,6 +319,10 @@ test-rig: guest
 # Last figures: docs/BENCHMARKS.md.
 bench: guest icd
 	@bench/peer-deps
+	@tests/gst-deps
+	@cd $(GST_DIR) && $(GST_CARGO) build --release --quiet
+	@echo "== dmabridgeconvert against GStreamer's videoconvert, YUY2 -> RGBA (host; bench/gst/run)"
+	@bench/gst/run target/release
 	@ICD_PROFILE=$(ICD_PROFILE) bench/icd/run
 	@DMABRIDGE_ICD=$(CURDIR)/target/$(ICD_PROFILE)/dmabridge.icd $(CARGO) bench -p dmabridge --bench memory
 	@echo "== buffer map/unmap, linked vs unlinked (in the QEMU guest: the BAR device is ivshmem's BAR 2)"
@@ -284,7 +353,9 @@ bench: guest icd
 # loader, against the debug ICD) for FUZZ_ICD_SECONDS, FUZZ_ICD_CALLS calls
 # per child process; a failure prints its seed and call sequence and how to
 # replay it (--seed N --child K). FUZZ_ICD_FLAGS=--no-stale leaves released
-# handles out.
+# handles out. The fuzzer runs without PoCL (DMABRIDGE_POCL=off): its
+# expectations are the no-compiler answers, and compiling random programs
+# would spend its time in LLVM.
 FUZZ_CASES     ?= 20000
 FUZZ_SECONDS   ?= 3600
 FUZZ_ICD_SECONDS ?= 600
@@ -306,7 +377,7 @@ fuzz-icd:
 	@$(MAKE) --no-print-directory icd ICD_PROFILE=debug >/dev/null
 	@gcc -std=c11 -Wall -Wextra -Werror -Wno-deprecated-declarations -Iinclude -o target/debug/fuzz_icd tests/icd/fuzz_test.c -lOpenCL
 	@echo "== the C boundary fuzzed through the loader, $(FUZZ_ICD_SECONDS) s, $(FUZZ_ICD_CALLS) calls per child"
-	@set -o pipefail; OCL_ICD_VENDORS=$(CURDIR)/target/debug/dmabridge.icd timeout -k 10 $$(( $(FUZZ_ICD_SECONDS) + 300 )) \
+	@set -o pipefail; DMABRIDGE_POCL=off OCL_ICD_VENDORS=$(CURDIR)/target/debug/dmabridge.icd timeout -k 10 $$(( $(FUZZ_ICD_SECONDS) + 300 )) \
 	    target/debug/fuzz_icd --seconds $(FUZZ_ICD_SECONDS) --calls $(FUZZ_ICD_CALLS) $(FUZZ_ICD_FLAGS) 2>&1 | tee $(LOGS)/fuzz-icd.log
 
 # arm64: the same guest suites, C tests through the ICD and doc examples,
@@ -416,6 +487,10 @@ lint:
 	@if grep -rnE '$(LOCK_MISUSE)' --include='*.rs' driver/*/src | grep -v '^driver/dmabridge/src/sync.rs:'; then \
 	    echo "lint: take locks with dmabridge::sync::{lock, read, write, wait, get_mut} (see driver/dmabridge/src/sync.rs)"; exit 1; fi
 	$(CARGO) fmt --all --check
+	cd $(GST_DIR) && $(CARGO) fmt --all --check
+	@tests/gst-deps
+	cd $(GST_DIR) && $(GST_CARGO) clippy --all-targets -- -D warnings
+	@if grep -rnE '$(LOCK_MISUSE)|eprintln!' --include='*.rs' $(GST_DIR)/src; then echo "lint: $(GST_DIR)/src: locks through dmabridge::sync, no eprintln!"; exit 1; fi
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	$(CARGO) clippy -p dmabridge-tests --test guest --test rig -- -D warnings
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc -p dmabridge -p dmabridge-icd --no-deps --quiet

@@ -16,5 +16,7 @@ pub mod platform;
 pub mod program;
 pub mod queue;
 pub mod semaphore;
+pub mod source;
+pub mod source_kernel;
 pub mod svm;
 pub mod usm;

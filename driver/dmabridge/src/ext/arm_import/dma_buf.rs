@@ -3,6 +3,7 @@
 //! (`memory::exports`), so that importing one of them finds its memfd pages.
 
 use super::*;
+use crate::sys::addr::HostAddr;
 
 /// The number of dmabridge's exports an import can recognise.
 ///
@@ -156,7 +157,7 @@ pub(crate) fn dma_buf_store(
     drop(dma_buf); // the lazy map keeps its own fd
     let imported = Imported::new(Some(map), Box::new(keep));
     let flags = if read_only { read_only_flags(flags) } else { flags };
-    let store = Store::new_imported(ctx, size, base, imported, ctx.devices())
+    let store = Store::new_imported(ctx, size, HostAddr(base), imported, ctx.devices())
         .with_restrictions(Restrictions { no_write: read_only.then_some(READ_ONLY_DMA_BUF), ..Default::default() });
     Ok((flags, size, store))
 }
