@@ -369,6 +369,10 @@ bench: guest icd
 	@bin=$$($(CARGO) bench -p dmabridge --bench arm_import --no-run 2>&1 | sed -n 's/.*Executable .*(\(.*\)).*/\1/p' | tail -1); \
 	test -n "$$bin" || { echo "bench: could not build benches/arm_import.rs"; exit 1; }; \
 	$(RIG) -- $$bin
+	@echo "== Khronos external memory and semaphores: import vs clImportMemoryARM, fence wait vs a thread in poll() (in the QEMU guest: system heap, vgem)"
+	@bin=$$($(CARGO) bench -p dmabridge --bench khr_external --no-run 2>&1 | sed -n 's/.*Executable .*(\(.*\)).*/\1/p' | tail -1); \
+	test -n "$$bin" || { echo "bench: could not build benches/khr_external.rs"; exit 1; }; \
+	$(RIG) --module vgem -- $$bin
 	@echo "== cl_amd_bus_addressable_memory: make-resident vs raw VFIO map, WaitSignal vs busy polling (in the QEMU guest: two edus)"
 	@bin=$$($(CARGO) bench -p dmabridge --bench amd_bus --no-run 2>&1 | sed -n 's/.*Executable .*(\(.*\)).*/\1/p' | tail -1); \
 	test -n "$$bin" || { echo "bench: could not build benches/amd_bus.rs"; exit 1; }; \

@@ -13,6 +13,7 @@ mod dma_heaps;
 mod drm;
 mod edu_device;
 mod info_command;
+mod khr_external;
 mod kmod;
 mod memory_heap;
 mod proof;

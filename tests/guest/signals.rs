@@ -22,32 +22,6 @@ use dmabridge::sys::access::Access;
 use dmabridge::sys::dma_buf::DmaBuf;
 use dmabridge::sys::drm::{DrmDevice, PrimeFlags};
 use dmabridge_tests::{require_guest, run_in_child};
-use rustix::ioctl::{opcode, Setter, Updater};
-
-/// `struct drm_vgem_fence_attach` (`<uapi/drm/vgem_drm.h>`).
-#[repr(C)]
-#[derive(Default)]
-struct VgemFenceAttach {
-    handle: u32,
-    flags: u32,
-    out_fence: u32,
-    pad: u32,
-}
-
-/// `struct drm_vgem_fence_signal`.
-#[repr(C)]
-#[derive(Default)]
-struct VgemFenceSignal {
-    fence: u32,
-    flags: u32,
-}
-
-/// `VGEM_FENCE_WRITE`: an exclusive (write) fence, which readers wait for.
-const VGEM_FENCE_WRITE: u32 = 1;
-/// `DRM_IOCTL_VGEM_FENCE_ATTACH`: `DRM_IOWR(DRM_COMMAND_BASE + 1, ...)`.
-const VGEM_FENCE_ATTACH: u32 = opcode::read_write::<VgemFenceAttach>(b'd', 0x41);
-/// `DRM_IOCTL_VGEM_FENCE_SIGNAL`: `DRM_IOW(DRM_COMMAND_BASE + 2, ...)`.
-const VGEM_FENCE_SIGNAL: u32 = opcode::write::<VgemFenceSignal>(b'd', 0x42);
 
 /// Signals the handler below has seen.
 static SIGNALS: AtomicUsize = AtomicUsize::new(0);
@@ -77,17 +51,11 @@ fn with_fenced_vgem_buffer(body: impl FnOnce(&DmaBuf, &(dyn Fn() + Sync))) {
     let vgem = DrmDevice::open_vgem().expect("vgem (make test-guest loads it)");
     let bo = vgem.create_dumb(64, 64, 32).expect("vgem dumb buffer");
     let buf = vgem.export(&bo, PrimeFlags::RDWR).expect("export the vgem buffer");
-    let mut attach = VgemFenceAttach { handle: bo.handle(), flags: VGEM_FENCE_WRITE, ..Default::default() };
-    // SAFETY: VGEM_FENCE_ATTACH reads and writes one
-    // `drm_vgem_fence_attach`, which `VgemFenceAttach` mirrors.
-    unsafe { rustix::ioctl::ioctl(vgem.as_fd(), Updater::<VGEM_FENCE_ATTACH, _>::new(&mut attach)) }
-        .expect("VGEM_FENCE_ATTACH (a write fence on the buffer)");
-    let fence = attach.out_fence;
+    let fence = std::sync::Mutex::new(Some(vgem.vgem_attach_fence(&bo, true).expect("a write fence on the buffer")));
     let signal_fence = || {
-        let signal = VgemFenceSignal { fence, flags: 0 };
-        // SAFETY: VGEM_FENCE_SIGNAL reads one `drm_vgem_fence_signal`.
-        unsafe { rustix::ioctl::ioctl(vgem.as_fd(), Setter::<VGEM_FENCE_SIGNAL, _>::new(signal)) }
-            .expect("VGEM_FENCE_SIGNAL");
+        if let Some(f) = fence.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            vgem.vgem_signal(f).expect("DRM_IOCTL_VGEM_FENCE_SIGNAL");
+        }
     };
     body(&buf, &signal_fence);
 }
@@ -141,10 +109,10 @@ fn dma_buf_sync_is_restarted_when_a_signal_interrupts_its_wait() {
 }
 
 /// The same through the runtime: a read of an imported dma-buf on the CPU
-/// device brackets its access with DMA_BUF_IOCTL_SYNC on the queue's worker
-/// thread; signals hitting that thread while the start waits for the fence
-/// must not fail the command (before the fix its event ended with
-/// CL_OUT_OF_RESOURCES).
+/// device waits for the dma-buf's fences on the queue's worker thread (in
+/// io_uring since issue 21, then DMA_BUF_IOCTL_SYNC start); signals hitting
+/// that thread while it waits for the fence must not fail the command
+/// (before the fix its event ended with CL_OUT_OF_RESOURCES).
 #[test]
 fn a_command_on_an_imported_dma_buf_survives_signals_while_it_waits() {
     run_in_child("signals::child_a_command_on_an_imported_dma_buf_survives_signals_while_it_waits", &[]);

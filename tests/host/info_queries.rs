@@ -120,8 +120,16 @@ fn platform_answers() {
     if udmabuf_opens() {
         want.push("cl_dmabridge_dma_buf_export");
     }
-    // Import works on every host-unified device, so on the CPU device here.
+    // Import works on every host-unified device, so on the CPU device here;
+    // so do the Khronos external memory and semaphores.
     want.extend(["cl_arm_import_memory", "cl_arm_import_memory_host", "cl_arm_import_memory_dma_buf"]);
+    want.extend([
+        "cl_khr_external_memory",
+        "cl_khr_external_memory_dma_buf",
+        "cl_khr_semaphore",
+        "cl_khr_external_semaphore",
+        "cl_khr_external_semaphore_sync_fd",
+    ]);
     assert_eq!(list, want, "only what works here: {ext:?}");
     // CL_PLATFORM_EXTENSIONS_WITH_VERSION: the same names, 1.0.0 each.
     let with = plat(pp::EXTENSIONS_WITH_VERSION);

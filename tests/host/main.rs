@@ -13,6 +13,7 @@ mod cross_objects;
 mod info_command;
 mod info_queries;
 mod kernels;
+mod khr_external;
 mod kmod;
 mod logging;
 mod memory;

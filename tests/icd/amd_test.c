@@ -32,13 +32,6 @@ static clEnqueueWriteSignalAMD_fn write_signal;
 static clEnqueueMakeBuffersResidentAMD_fn resident;
 static int advertised;
 
-static int has_word(const char *list, const char *word) {
-    size_t n = strlen(word);
-    for (const char *p = list; (p = strstr(p, word)) != NULL; p += n)
-        if ((p == list || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\0')) return 1;
-    return 0;
-}
-
 static void setup(void) {
     open_cpu_device(&platform, &device, &ctx, &queue);
     if (!queue) return;

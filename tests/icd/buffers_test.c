@@ -70,7 +70,7 @@ static void test_create_and_info(void) {
     CHECK_ERR(clEnqueueReadBuffer(queue, cp, CL_TRUE, 0, sizeof back, back, 0, NULL, NULL), CL_SUCCESS);
     CHECK(memcmp(back, host, sizeof host) == 0);
 
-    /* With properties: an empty list is kept, any property is refused. */
+    /* With properties: an empty list is kept, an unknown property is refused. */
     cl_mem_properties none[] = {0};
     cl_mem p = clCreateBufferWithProperties(ctx, none, 0, 64, NULL, &err);
     CHECK(p != NULL && err == CL_SUCCESS);

@@ -77,6 +77,15 @@ static inline void run_tests(const struct test_case *tests, size_t n, int ready)
  * EXT_FN(platform, clHostMemAllocINTEL). NULL when the platform lacks it. */
 #define EXT_FN(platform, name) ((name##_fn)clGetExtensionFunctionAddressForPlatform((platform), #name))
 
+/* True if word is one of the space-separated words of list (an extension
+ * string). */
+static inline int has_word(const char *list, const char *word) {
+    size_t n = strlen(word);
+    for (const char *p = list; (p = strstr(p, word)) != NULL; p += n)
+        if ((p == list || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\0')) return 1;
+    return 0;
+}
+
 /* The platform named "dmabridge", or NULL. */
 static inline cl_platform_id dmabridge_platform(void) {
     cl_uint n = 0;

@@ -42,7 +42,6 @@ static clGetMemObjectDmaBufInfoDMABRIDGE_fn mem_info;
 static clHostMemAllocINTEL_fn host_alloc;
 static clMemFreeINTEL_fn mem_free;
 
-
 static void setup(void) {
     open_cpu_device(&platform, &device, &ctx, &queue);
     if (!queue) return;
@@ -56,13 +55,6 @@ static void setup(void) {
     have_udmabuf = fd >= 0;
     if (fd >= 0) close(fd);
     else snprintf(no_udmabuf_why, sizeof no_udmabuf_why, "/dev/udmabuf: %s", strerror(errno));
-}
-
-static int has_word(const char *list, const char *word) {
-    size_t n = strlen(word);
-    for (const char *p = list; (p = strstr(p, word)) != NULL; p += n)
-        if ((p == list || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\0')) return 1;
-    return 0;
 }
 
 static cl_bool exportable_alloc(const void *p) {

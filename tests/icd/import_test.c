@@ -50,13 +50,6 @@ static void setup(void) {
     import = (import_arm_fn)clGetExtensionFunctionAddressForPlatform(platform, "clImportMemoryARM");
 }
 
-static int has_word(const char *list, const char *word) {
-    size_t n = strlen(word);
-    for (const char *p = list; (p = strstr(p, word)) != NULL; p += n)
-        if ((p == list || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\0')) return 1;
-    return 0;
-}
-
 /* The code clImportMemoryARM answers (releasing the buffer if it made one). */
 static cl_int import_code(cl_context c, cl_mem_flags flags, const cl_import_properties_arm *props, void *memory,
                           size_t size) {

@@ -71,7 +71,9 @@ pub struct Args {
     buffers: Option<u32>,
     /// Where the frames live: buffer (buffer objects), usm-host or
     /// usm-shared (USM allocations), all exported as dma-bufs; or driver
-    /// (the same as --import).
+    /// (the same as --import), or driver-khr (the driver's buffers
+    /// imported with cl_khr_external_memory_dma_buf, each conversion
+    /// between acquire and release).
     #[arg(long, default_value = "buffer", conflicts_with = "import")]
     memory: FrameMemory,
     /// Capture into the driver's own buffers and import them
@@ -197,6 +199,10 @@ pub fn run(args: &Args) -> Outcome {
     let rate = if num > 0 { format!("{:.2} frames/s", den as f64 / num as f64) } else { "the device's rate".into() };
     let how = match memory {
         FrameMemory::Driver => "the driver's buffers, exported (VIDIOC_EXPBUF) and imported (clImportMemoryARM)",
+        FrameMemory::DriverKhr => {
+            "the driver's buffers, exported (VIDIOC_EXPBUF) and imported the Khronos way \
+             (cl_khr_external_memory_dma_buf, each conversion between acquire and release)"
+        }
         FrameMemory::Buffer => "buffer objects exported as dma-bufs (V4L2_MEMORY_DMABUF)",
         FrameMemory::UsmHost => "USM host allocations exported as dma-bufs (V4L2_MEMORY_DMABUF)",
         FrameMemory::UsmShared => "USM shared allocations exported as dma-bufs (V4L2_MEMORY_DMABUF)",

@@ -41,6 +41,7 @@ const _: () = {
     assert!(dmabridge::error::code::INVALID_BUFFER_SIZE as i128 == opencl_sys::CL_INVALID_BUFFER_SIZE as i128, "CL_INVALID_BUFFER_SIZE");
     assert!(dmabridge::error::code::INVALID_GLOBAL_WORK_SIZE as i128 == opencl_sys::CL_INVALID_GLOBAL_WORK_SIZE as i128, "CL_INVALID_GLOBAL_WORK_SIZE");
     assert!(dmabridge::error::code::INVALID_PROPERTY as i128 == opencl_sys::CL_INVALID_PROPERTY as i128, "CL_INVALID_PROPERTY");
+    assert!(dmabridge::error::code::INVALID_SEMAPHORE_KHR as i128 == opencl_sys::CL_INVALID_SEMAPHORE_KHR as i128, "CL_INVALID_SEMAPHORE_KHR");
     assert!(dmabridge::ext::svm::flags::READ_WRITE as i128 == opencl_sys::CL_MEM_READ_WRITE as i128, "CL_MEM_READ_WRITE");
     assert!(dmabridge::ext::svm::flags::WRITE_ONLY as i128 == opencl_sys::CL_MEM_WRITE_ONLY as i128, "CL_MEM_WRITE_ONLY");
     assert!(dmabridge::ext::svm::flags::READ_ONLY as i128 == opencl_sys::CL_MEM_READ_ONLY as i128, "CL_MEM_READ_ONLY");
@@ -69,6 +70,30 @@ const _: () = {
     assert!(dmabridge::ext::arm_import::IMPORT_TYPE_DMA_BUF_ARM as i128 == opencl_sys::CL_IMPORT_TYPE_DMA_BUF_ARM as i128, "CL_IMPORT_TYPE_DMA_BUF_ARM");
     // Khronos CL/cl_ext.h: SIZE_MAX; opencl-sys 0.6.5: cl_import_properties_arm::MAX (isize::MAX).
     assert!(dmabridge::ext::arm_import::IMPORT_MEMORY_WHOLE_ALLOCATION_ARM as i128 == usize::MAX as i128, "CL_IMPORT_MEMORY_WHOLE_ALLOCATION_ARM");
+    assert!(dmabridge::ext::khr_external::memory::COMMAND_ACQUIRE_EXTERNAL_MEM_OBJECTS_KHR as i128 == opencl_sys::CL_COMMAND_ACQUIRE_EXTERNAL_MEM_OBJECTS_KHR as i128, "CL_COMMAND_ACQUIRE_EXTERNAL_MEM_OBJECTS_KHR");
+    assert!(dmabridge::ext::khr_external::memory::COMMAND_RELEASE_EXTERNAL_MEM_OBJECTS_KHR as i128 == opencl_sys::CL_COMMAND_RELEASE_EXTERNAL_MEM_OBJECTS_KHR as i128, "CL_COMMAND_RELEASE_EXTERNAL_MEM_OBJECTS_KHR");
+    assert!(dmabridge::ext::khr_external::EXTERNAL_MEMORY_HANDLE_DMA_BUF_KHR as i128 == opencl_sys::CL_EXTERNAL_MEMORY_HANDLE_DMA_BUF_KHR as i128, "CL_EXTERNAL_MEMORY_HANDLE_DMA_BUF_KHR");
+    assert!(dmabridge::ext::khr_external::SEMAPHORE_HANDLE_SYNC_FD_KHR as i128 == opencl_sys::CL_SEMAPHORE_HANDLE_SYNC_FD_KHR as i128, "CL_SEMAPHORE_HANDLE_SYNC_FD_KHR");
+    assert!(dmabridge::ext::khr_external::DEVICE_HANDLE_LIST_KHR as i128 == opencl_sys::CL_MEM_DEVICE_HANDLE_LIST_KHR as i128, "CL_MEM_DEVICE_HANDLE_LIST_KHR");
+    assert!(dmabridge::ext::khr_external::info_param::PLATFORM_EXTERNAL_MEMORY_IMPORT_HANDLE_TYPES_KHR as i128 == opencl_sys::CL_PLATFORM_EXTERNAL_MEMORY_IMPORT_HANDLE_TYPES_KHR as i128, "CL_PLATFORM_EXTERNAL_MEMORY_IMPORT_HANDLE_TYPES_KHR");
+    assert!(dmabridge::ext::khr_external::info_param::DEVICE_EXTERNAL_MEMORY_IMPORT_HANDLE_TYPES_KHR as i128 == opencl_sys::CL_DEVICE_EXTERNAL_MEMORY_IMPORT_HANDLE_TYPES_KHR as i128, "CL_DEVICE_EXTERNAL_MEMORY_IMPORT_HANDLE_TYPES_KHR");
+    assert!(dmabridge::ext::khr_external::info_param::PLATFORM_SEMAPHORE_TYPES_KHR as i128 == opencl_sys::CL_PLATFORM_SEMAPHORE_TYPES_KHR as i128, "CL_PLATFORM_SEMAPHORE_TYPES_KHR");
+    assert!(dmabridge::ext::khr_external::info_param::PLATFORM_SEMAPHORE_IMPORT_HANDLE_TYPES_KHR as i128 == opencl_sys::CL_PLATFORM_SEMAPHORE_IMPORT_HANDLE_TYPES_KHR as i128, "CL_PLATFORM_SEMAPHORE_IMPORT_HANDLE_TYPES_KHR");
+    assert!(dmabridge::ext::khr_external::info_param::PLATFORM_SEMAPHORE_EXPORT_HANDLE_TYPES_KHR as i128 == opencl_sys::CL_PLATFORM_SEMAPHORE_EXPORT_HANDLE_TYPES_KHR as i128, "CL_PLATFORM_SEMAPHORE_EXPORT_HANDLE_TYPES_KHR");
+    assert!(dmabridge::ext::khr_external::info_param::DEVICE_SEMAPHORE_TYPES_KHR as i128 == opencl_sys::CL_DEVICE_SEMAPHORE_TYPES_KHR as i128, "CL_DEVICE_SEMAPHORE_TYPES_KHR");
+    assert!(dmabridge::ext::khr_external::info_param::DEVICE_SEMAPHORE_IMPORT_HANDLE_TYPES_KHR as i128 == opencl_sys::CL_DEVICE_SEMAPHORE_IMPORT_HANDLE_TYPES_KHR as i128, "CL_DEVICE_SEMAPHORE_IMPORT_HANDLE_TYPES_KHR");
+    assert!(dmabridge::ext::khr_external::info_param::DEVICE_SEMAPHORE_EXPORT_HANDLE_TYPES_KHR as i128 == opencl_sys::CL_DEVICE_SEMAPHORE_EXPORT_HANDLE_TYPES_KHR as i128, "CL_DEVICE_SEMAPHORE_EXPORT_HANDLE_TYPES_KHR");
+    assert!(dmabridge::ext::khr_external::semaphore::SEMAPHORE_TYPE_BINARY_KHR as i128 == opencl_sys::CL_SEMAPHORE_TYPE_BINARY_KHR as i128, "CL_SEMAPHORE_TYPE_BINARY_KHR");
+    assert!(dmabridge::ext::khr_external::semaphore::COMMAND_SEMAPHORE_WAIT_KHR as i128 == opencl_sys::CL_COMMAND_SEMAPHORE_WAIT_KHR as i128, "CL_COMMAND_SEMAPHORE_WAIT_KHR");
+    assert!(dmabridge::ext::khr_external::semaphore::COMMAND_SEMAPHORE_SIGNAL_KHR as i128 == opencl_sys::CL_COMMAND_SEMAPHORE_SIGNAL_KHR as i128, "CL_COMMAND_SEMAPHORE_SIGNAL_KHR");
+    assert!(dmabridge::ext::khr_external::semaphore::semaphore_info::CONTEXT as i128 == opencl_sys::CL_SEMAPHORE_CONTEXT_KHR as i128, "CL_SEMAPHORE_CONTEXT_KHR");
+    assert!(dmabridge::ext::khr_external::semaphore::semaphore_info::REFERENCE_COUNT as i128 == opencl_sys::CL_SEMAPHORE_REFERENCE_COUNT_KHR as i128, "CL_SEMAPHORE_REFERENCE_COUNT_KHR");
+    assert!(dmabridge::ext::khr_external::semaphore::semaphore_info::PROPERTIES as i128 == opencl_sys::CL_SEMAPHORE_PROPERTIES_KHR as i128, "CL_SEMAPHORE_PROPERTIES_KHR");
+    assert!(dmabridge::ext::khr_external::semaphore::semaphore_info::PAYLOAD as i128 == opencl_sys::CL_SEMAPHORE_PAYLOAD_KHR as i128, "CL_SEMAPHORE_PAYLOAD_KHR");
+    assert!(dmabridge::ext::khr_external::semaphore::semaphore_info::TYPE as i128 == opencl_sys::CL_SEMAPHORE_TYPE_KHR as i128, "CL_SEMAPHORE_TYPE_KHR");
+    assert!(dmabridge::ext::khr_external::semaphore::semaphore_info::EXPORT_HANDLE_TYPES as i128 == opencl_sys::CL_SEMAPHORE_EXPORT_HANDLE_TYPES_KHR as i128, "CL_SEMAPHORE_EXPORT_HANDLE_TYPES_KHR");
+    assert!(dmabridge::ext::khr_external::semaphore::semaphore_info::DEVICE_HANDLE_LIST as i128 == opencl_sys::CL_SEMAPHORE_DEVICE_HANDLE_LIST_KHR as i128, "CL_SEMAPHORE_DEVICE_HANDLE_LIST_KHR");
+    assert!(dmabridge::ext::khr_external::semaphore::semaphore_info::EXPORTABLE as i128 == opencl_sys::CL_SEMAPHORE_EXPORTABLE_KHR as i128, "CL_SEMAPHORE_EXPORTABLE_KHR");
     assert!(dmabridge::runtime::device::usm_caps::ACCESS as i128 == opencl_sys::CL_UNIFIED_SHARED_MEMORY_ACCESS_INTEL as i128, "CL_UNIFIED_SHARED_MEMORY_ACCESS_INTEL");
     assert!(dmabridge::runtime::device::usm_caps::ATOMIC_ACCESS as i128 == opencl_sys::CL_UNIFIED_SHARED_MEMORY_ATOMIC_ACCESS_INTEL as i128, "CL_UNIFIED_SHARED_MEMORY_ATOMIC_ACCESS_INTEL");
     assert!(dmabridge::runtime::device::usm_caps::CONCURRENT_ACCESS as i128 == opencl_sys::CL_UNIFIED_SHARED_MEMORY_CONCURRENT_ACCESS_INTEL as i128, "CL_UNIFIED_SHARED_MEMORY_CONCURRENT_ACCESS_INTEL");

@@ -170,7 +170,7 @@ dispatch_table! {
     clSetDefaultDeviceCommandQueue => stubs::clSetDefaultDeviceCommandQueue,
     clSetProgramReleaseCallback => api::program::clSetProgramReleaseCallback,
     clSetProgramSpecializationConstant => stubs::clSetProgramSpecializationConstant,
-    clCreateBufferWithProperties => api::memobj::clCreateBufferWithProperties,
+    clCreateBufferWithProperties => api::khr_memory::clCreateBufferWithProperties,
     clCreateImageWithProperties => stubs::clCreateImageWithProperties,
     clSetContextDestructorCallback => api::context::clSetContextDestructorCallback,
     clGetKernelSuggestedLocalWorkSize => stubs::clGetKernelSuggestedLocalWorkSize,
@@ -220,4 +220,18 @@ extensions! {
     clEnqueueWriteSignalAMD: api::amd::clEnqueueWriteSignalAMD_fn => api::amd::clEnqueueWriteSignalAMD,
     clEnqueueMakeBuffersResidentAMD: api::amd::clEnqueueMakeBuffersResidentAMD_fn
         => api::amd::clEnqueueMakeBuffersResidentAMD,
+    clEnqueueAcquireExternalMemObjectsKHR: clEnqueueAcquireExternalMemObjectsKHR_fn
+        => api::khr_memory::clEnqueueAcquireExternalMemObjectsKHR,
+    clEnqueueReleaseExternalMemObjectsKHR: clEnqueueReleaseExternalMemObjectsKHR_fn
+        => api::khr_memory::clEnqueueReleaseExternalMemObjectsKHR,
+    clCreateSemaphoreWithPropertiesKHR: clCreateSemaphoreWithPropertiesKHR_fn
+        => api::semaphore::clCreateSemaphoreWithPropertiesKHR,
+    clEnqueueWaitSemaphoresKHR: clEnqueueWaitSemaphoresKHR_fn => api::semaphore::clEnqueueWaitSemaphoresKHR,
+    clEnqueueSignalSemaphoresKHR: clEnqueueSignalSemaphoresKHR_fn => api::semaphore::clEnqueueSignalSemaphoresKHR,
+    clGetSemaphoreInfoKHR: clGetSemaphoreInfoKHR_fn => api::semaphore::clGetSemaphoreInfoKHR,
+    clRetainSemaphoreKHR: clRetainSemaphoreKHR_fn => api::semaphore::clRetainSemaphoreKHR,
+    clReleaseSemaphoreKHR: clReleaseSemaphoreKHR_fn => api::semaphore::clReleaseSemaphoreKHR,
+    clGetSemaphoreHandleForTypeKHR: clGetSemaphoreHandleForTypeKHR_fn
+        => api::semaphore::clGetSemaphoreHandleForTypeKHR,
+    clReImportSemaphoreSyncFdKHR: clReImportSemaphoreSyncFdKHR_fn => api::semaphore::clReImportSemaphoreSyncFdKHR,
 }

@@ -43,6 +43,7 @@ pub mod code {
     pub const INVALID_BUFFER_SIZE: i32 = -61;
     pub const INVALID_GLOBAL_WORK_SIZE: i32 = -63;
     pub const INVALID_PROPERTY: i32 = -64;
+    pub const INVALID_SEMAPHORE_KHR: i32 = -1142;
 }
 
 /// Defines [`ClErrorKind`] with its code and name from one table, so that
@@ -133,6 +134,7 @@ kinds! {
     InvalidBufferSize = INVALID_BUFFER_SIZE, "CL_INVALID_BUFFER_SIZE";
     InvalidGlobalWorkSize = INVALID_GLOBAL_WORK_SIZE, "CL_INVALID_GLOBAL_WORK_SIZE";
     InvalidProperty = INVALID_PROPERTY, "CL_INVALID_PROPERTY";
+    InvalidSemaphoreKhr = INVALID_SEMAPHORE_KHR, "CL_INVALID_SEMAPHORE_KHR";
 }
 
 impl ClErrorKind {

@@ -4,7 +4,7 @@ use std::ffi::c_void;
 use std::sync::Arc;
 
 use dmabridge::runtime::device::{Device, DeviceType};
-use dmabridge::runtime::info::{self};
+use dmabridge::runtime::info;
 use opencl_sys::*;
 
 use crate::entry::{status, write_opt, Cl, ClRes};
@@ -86,7 +86,7 @@ pub(crate) unsafe extern "C" fn clGetDeviceInfo(
             if let Some(v) = compiler_info(&dev.inner.device, param_name) {
                 return Ok((v, Handles::default()));
             }
-            Ok((info::device_info(&dev.inner.device, param_name).cl()?, Handles::default()))
+            Ok((dmabridge::ext::device_info(&dev.inner.device, param_name).cl()?, Handles::default()))
         })
     }
 }

@@ -92,34 +92,6 @@ pub(crate) unsafe extern "C" fn clCreateBuffer(
     unsafe { object("clCreateBuffer", errcode_ret, || new_buffer(context, flags, size, host_ptr, Vec::new())) }
 }
 
-/// `clCreateBufferWithProperties`: no buffer property is supported, so any
-/// property is `CL_INVALID_PROPERTY`; an empty list (just its 0) is kept
-/// for `CL_MEM_PROPERTIES`.
-pub(crate) unsafe extern "C" fn clCreateBufferWithProperties(
-    context: cl_context,
-    properties: *const cl_mem_properties,
-    flags: cl_mem_flags,
-    size: usize,
-    host_ptr: *mut c_void,
-    errcode_ret: *mut cl_int,
-) -> cl_mem {
-    // SAFETY: the C contract of `errcode_ret` and `properties`.
-    unsafe {
-        object("clCreateBufferWithProperties", errcode_ret, || {
-            handles::get::<ContextObj>(context.cast())?;
-            let mut list = Vec::new();
-            if !properties.is_null() {
-                // The list is zero-terminated: read its first name only.
-                if properties.read_unaligned() != 0 {
-                    return Err(CL_INVALID_PROPERTY);
-                }
-                list.push(0);
-            }
-            new_buffer(context, flags, size, host_ptr, list)
-        })
-    }
-}
-
 /// `clCreateSubBuffer` (`CL_BUFFER_CREATE_TYPE_REGION`: `buffer_create_info`
 /// is a `cl_buffer_region`).
 pub(crate) unsafe extern "C" fn clCreateSubBuffer(

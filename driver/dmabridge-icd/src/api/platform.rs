@@ -2,7 +2,6 @@
 
 use std::ffi::{c_char, c_void, CStr};
 
-use dmabridge::runtime::info;
 use opencl_sys::*;
 
 use crate::dispatch;
@@ -44,7 +43,7 @@ pub(crate) unsafe extern "C" fn clGetPlatformInfo(
     unsafe {
         get_info("clGetPlatformInfo", param_value_size, param_value, param_value_size_ret, || {
             check_platform(platform, true)?;
-            Ok((info::platform_info(param_name).cl()?, Handles::default()))
+            Ok((dmabridge::ext::platform_info(param_name).cl()?, Handles::default()))
         })
     }
 }

@@ -81,10 +81,12 @@ pub enum Tag {
     Program,
     /// `cl_kernel`.
     Kernel,
+    /// `cl_semaphore_khr`.
+    Semaphore,
 }
 
 /// How many kinds there are (the per-thread cache has a line for each).
-const KINDS: usize = Tag::Kernel as usize;
+const KINDS: usize = Tag::Semaphore as usize;
 
 impl Tag {
     /// Whether objects of this kind may be borrowed by [`with`] (their

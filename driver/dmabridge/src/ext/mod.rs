@@ -3,6 +3,7 @@
 pub mod amd_bus;
 pub mod arm_import;
 pub mod dma_buf_export;
+pub mod khr_external;
 pub mod svm;
 pub mod svm_commands;
 pub mod usm;
@@ -13,6 +14,40 @@ use std::sync::Arc;
 use crate::error::ClResult;
 use crate::runtime::buffer::Buffer;
 use crate::runtime::context::Context;
+use crate::runtime::device::Device;
+use crate::runtime::info::{self, InfoValue};
+
+/// `clGetPlatformInfo` with every extension's parameters: the runtime's
+/// answers ([`info::platform_info`]) and those of the extensions that add
+/// platform queries ([`khr_external::platform_info`]). The entry point the
+/// ICD's `clGetPlatformInfo` calls.
+///
+/// ```
+/// use dmabridge::ext::{self, khr_external::info_param};
+/// use dmabridge::runtime::info::InfoValue;
+/// let types = ext::platform_info(info_param::PLATFORM_SEMAPHORE_IMPORT_HANDLE_TYPES_KHR)?;
+/// assert_eq!(types, InfoValue::U32s(vec![0x2058]));
+/// assert!(ext::platform_info(0).is_err());
+/// # Ok::<(), dmabridge::error::ClError>(())
+/// ```
+pub fn platform_info(param: u32) -> ClResult<InfoValue> {
+    khr_external::platform_info(param).map_or_else(|| info::platform_info(param), Ok)
+}
+
+/// `clGetDeviceInfo` with every extension's parameters (see
+/// [`platform_info`]).
+///
+/// ```
+/// use dmabridge::ext::{self, khr_external::info_param};
+/// use dmabridge::runtime::{info::InfoValue, platform::Platform};
+/// let cpu = Platform::get().cpu();
+/// let types = ext::device_info(cpu, info_param::DEVICE_EXTERNAL_MEMORY_IMPORT_HANDLE_TYPES_KHR)?;
+/// assert_eq!(types, InfoValue::U32s(vec![0x2067]));
+/// # Ok::<(), dmabridge::error::ClError>(())
+/// ```
+pub fn device_info(device: &Device, param: u32) -> ClResult<InfoValue> {
+    khr_external::device_info(device, param).map_or_else(|| info::device_info(device, param), Ok)
+}
 
 /// `clCreateBuffer` with the flags of every extension: a buffer with
 /// `CL_MEM_BUS_ADDRESSABLE_AMD` or `CL_MEM_EXTERNAL_PHYSICAL_AMD` (seed 002)
@@ -84,6 +119,11 @@ mod tests {
                 "cl_arm_import_memory",
                 "cl_arm_import_memory_host",
                 "cl_arm_import_memory_dma_buf",
+                "cl_khr_external_memory",
+                "cl_khr_external_memory_dma_buf",
+                "cl_khr_semaphore",
+                "cl_khr_external_semaphore",
+                "cl_khr_external_semaphore_sync_fd",
             ]
         );
         let mut orders: Vec<_> = EXTENSIONS.iter().map(|e| e.order).collect();

@@ -6,6 +6,7 @@ pub mod buffer;
 pub mod context;
 pub mod device;
 pub mod event;
+pub mod fence;
 pub(crate) mod free_gate;
 pub mod info;
 pub mod kernel;

@@ -1,6 +1,7 @@
 //! Waiting on eventfds through io_uring: the completion path of device
-//! commands. A wait submits one 8-byte read per eventfd plus an optional
-//! timeout, sleeps in `io_uring_enter` until the first completes, then cancels
+//! commands. A wait submits one 8-byte read per eventfd (or, for fds that
+//! are only pollable, such as sync_files: one `POLLIN` poll,
+//! [`EventWaiter::wait_readable`]) plus an optional timeout, sleeps in `io_uring_enter` until the first completes, then cancels
 //! and reaps the rest, so that no operation (and no buffer it writes into)
 //! outlives the call.
 //!
@@ -21,6 +22,8 @@ use rustix::io::Errno;
 use super::{OsError, OsResult};
 
 const TIMEOUT_TAG: u64 = u64::MAX;
+/// `POLLIN`, the readiness a sync_file reports once its fence signalled.
+const POLLIN: u32 = 0x1;
 const CANCEL_TAG: u64 = u64::MAX - 1;
 
 /// An io_uring instance dedicated to waiting on eventfds.
@@ -119,6 +122,39 @@ impl EventWaiter {
     /// # Ok::<(), dmabridge::sys::OsError>(())
     /// ```
     pub fn wait(&mut self, fds: &[BorrowedFd<'_>], timeout: Option<Duration>) -> OsResult<Vec<Fired>> {
+        self.wait_as(fds, timeout, false)
+    }
+
+    /// Waits until at least one of `fds` is readable (`POLLIN`), or `timeout`
+    /// passes; returns the indexes of the readable ones (empty: timed out).
+    /// Nothing is read: for fds that only report readiness, such as a
+    /// sync_file, readable once its fence signalled.
+    ///
+    /// Submits one `IORING_OP_POLL_ADD` per fd plus an `IORING_OP_TIMEOUT`,
+    /// as [`wait`](Self::wait) does with reads.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::os::fd::AsFd;
+    /// use std::time::Duration;
+    /// use dmabridge::sys::eventfd::EventFd;
+    /// use dmabridge::sys::uring::EventWaiter;
+    ///
+    /// let mut waiter = EventWaiter::new(2)?;
+    /// let (a, b) = (EventFd::new()?, EventFd::new()?);
+    /// assert!(waiter.wait_readable(&[a.as_fd(), b.as_fd()], Some(Duration::from_millis(10)))?.is_empty());
+    /// b.signal(1)?;
+    /// assert_eq!(waiter.wait_readable(&[a.as_fd(), b.as_fd()], None)?, [1]);
+    /// // Polling consumed nothing.
+    /// assert_eq!(b.try_take()?, Some(1));
+    /// # Ok::<(), dmabridge::sys::OsError>(())
+    /// ```
+    pub fn wait_readable(&mut self, fds: &[BorrowedFd<'_>], timeout: Option<Duration>) -> OsResult<Vec<usize>> {
+        Ok(self.wait_as(fds, timeout, true)?.into_iter().map(|f| f.index).collect())
+    }
+
+    fn wait_as(&mut self, fds: &[BorrowedFd<'_>], timeout: Option<Duration>, poll: bool) -> OsResult<Vec<Fired>> {
         if self.broken {
             return Err(OsError::new("io_uring wait on a ring that failed earlier", Errno::BADFD));
         }
@@ -129,7 +165,7 @@ impl EventWaiter {
         // write into them when this call returns.
         let mut bufs = vec![0u64; fds.len()].into_boxed_slice();
         let ts = Box::new(timeout.map(|t| types::Timespec::new().sec(t.as_secs()).nsec(t.subsec_nanos())));
-        match self.run(fds, &mut bufs, (*ts).as_ref()) {
+        match self.run(fds, &mut bufs, (*ts).as_ref(), poll) {
             Ok(result) => result,
             Err(e) => {
                 // Operations may still be in flight: their buffers must
@@ -151,14 +187,18 @@ impl EventWaiter {
         fds: &[BorrowedFd<'_>],
         bufs: &mut [u64],
         ts: Option<&types::Timespec>,
+        poll: bool,
     ) -> Result<OsResult<Vec<Fired>>, OsError> {
         let base = bufs.as_mut_ptr();
         let mut entries: Vec<_> = fds
             .iter()
             .enumerate()
             // `base.wrapping_add(i)` stays inside `bufs` (i < fds.len()).
-            .map(|(i, fd)| {
-                opcode::Read::new(types::Fd(fd.as_raw_fd()), base.wrapping_add(i).cast(), 8).build().user_data(i as u64)
+            .map(|(i, fd)| match poll {
+                true => opcode::PollAdd::new(types::Fd(fd.as_raw_fd()), POLLIN).build().user_data(i as u64),
+                false => opcode::Read::new(types::Fd(fd.as_raw_fd()), base.wrapping_add(i).cast(), 8)
+                    .build()
+                    .user_data(i as u64),
             })
             .collect();
         if let Some(ts) = ts {
@@ -167,8 +207,9 @@ impl EventWaiter {
         // `bufs` and `ts` live until every operation has completed (this
         // function reaps them all before returning `Ok`) or are leaked by
         // `wait` (when it returns `Err`). The entries are queued all or none.
-        // SAFETY: each read writes 8 bytes into its own element of `bufs`, the
-        // timeout reads `ts`, and the borrowed fds outlive the operations.
+        // SAFETY: each read writes 8 bytes into its own element of `bufs` (a
+        // poll writes nothing), the timeout reads `ts`, and the borrowed fds
+        // outlive the operations.
         if unsafe { self.ring.submission().push_multiple(&entries) }.is_err() {
             // Nothing was queued: nothing is in flight.
             return Ok(Err(OsError::new("io_uring push", Errno::BUSY)));
@@ -194,8 +235,9 @@ impl EventWaiter {
                     continue;
                 }
                 let Some(&count) = usize::try_from(tag).ok().and_then(|i| bufs.get(i)) else { continue };
-                if res == 8 {
-                    fired.push(Fired { index: tag as usize, count });
+                // A read delivers 8 bytes; a poll its (positive) revents.
+                if (poll && res > 0) || (!poll && res == 8) {
+                    fired.push(Fired { index: tag as usize, count: if poll { 0 } else { count } });
                 } else if res < 0 && res != -Errno::CANCELED.raw_os_error() {
                     // Cancel the rest before reporting, so that nothing stays in flight.
                     cancels_in_flight += self.cancel(&pending)?;

@@ -59,6 +59,19 @@ pub fn recognised_exports() -> usize {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn import_dma_buf(ctx: &Arc<Context>, flags: u64, fd: BorrowedFd<'_>, size: usize) -> ClResult<Arc<Buffer>> {
+    let (flags, size, store) = dma_buf_store(ctx, flags, fd, size)?;
+    Ok(Buffer::imported(ctx, flags, size, store))
+}
+
+/// The store of a dma-buf import, with the flags and size its buffer
+/// reports: [`import_dma_buf`]'s work, shared with
+/// `cl_khr_external_memory_dma_buf`, whose buffers keep more of their own.
+pub(crate) fn dma_buf_store(
+    ctx: &Arc<Context>,
+    flags: u64,
+    fd: BorrowedFd<'_>,
+    size: usize,
+) -> ClResult<(u64, usize, Store)> {
     let flags = check_flags(flags)?;
     if size == 0 {
         return cl_err!(InvalidValue, "size is 0: nothing to import");
@@ -146,5 +159,5 @@ pub fn import_dma_buf(ctx: &Arc<Context>, flags: u64, fd: BorrowedFd<'_>, size: 
     let flags = if read_only { read_only_flags(flags) } else { flags };
     let store = Store::new_imported(ctx, size, HostAddr(base), imported, ctx.devices())
         .with_restrictions(Restrictions { no_write: read_only.then_some(READ_ONLY_DMA_BUF), ..Default::default() });
-    Ok(Buffer::imported(ctx, flags, size, store))
+    Ok((flags, size, store))
 }

@@ -95,6 +95,7 @@ use crate::sys::addr::HostAddr;
 use crate::sys::dma_buf::DmaBuf;
 use crate::sys::mmap::{Access, Mapping};
 use crate::sys::{page_size, vm};
+pub(crate) use dma_buf::dma_buf_store;
 pub use dma_buf::{import_dma_buf, recognised_exports};
 pub use host::{import_host, live_host_imports};
 

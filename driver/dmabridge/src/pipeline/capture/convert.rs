@@ -6,6 +6,7 @@ use std::sync::Arc;
 use super::frame::Storage;
 use super::stream::Stream;
 use super::PipelineError;
+use crate::ext::khr_external::memory as khr_memory;
 use crate::ext::usm;
 use crate::runtime::context::Context;
 use crate::runtime::event::Event;
@@ -115,11 +116,30 @@ impl Converter {
             .cpu_access(Access::Read)
             .map_err(|error| PipelineError::Device { path: stream.dev.path().to_owned(), error })?;
         let rows = self.height as usize;
+        // A frame imported the Khronos way is used between acquire and
+        // release (which also waits for the driver's fences on it).
+        let external = match &frame.storage {
+            Storage::Buffer(b) if khr_memory::is_external(b) => Some(std::slice::from_ref(b)),
+            _ => None,
+        };
+        if let Some(b) = external {
+            khr_memory::enqueue_acquire(&self.queue, b, &[])?;
+        }
         // The frame is dequeued, so the driver does not write it, and `&mut
         // self` keeps the RGBA image to this launch; both hold the extents
         // the built-in checks (the frame's whole pages, width x height x 4).
         // SAFETY: as above; both stay allocated until the wait below returns.
-        let event = unsafe { kernel::enqueue_nd_range(&self.queue, &self.kernel, rows, &[]) }?;
+        let launched = unsafe { kernel::enqueue_nd_range(&self.queue, &self.kernel, rows, &[]) };
+        // Released even when the launch failed, so the next frame can be
+        // acquired; on the in-order queue the release ends the kernel too.
+        let event = match external {
+            Some(b) => {
+                let released = khr_memory::enqueue_release(&self.queue, b, &[]);
+                launched?;
+                released?
+            }
+            None => launched?,
+        };
         Event::wait(&[event])?;
         cpu.end().map_err(|error| PipelineError::Device { path: stream.dev.path().to_owned(), error })?;
         let len = self.width as usize * self.height as usize * 4;

@@ -22,6 +22,11 @@ pub enum FrameMemory {
     /// `VIDIOC_EXPBUF` and imported as buffer objects with
     /// `clImportMemoryARM(CL_IMPORT_TYPE_DMA_BUF_ARM)`.
     Driver,
+    /// The driver's own buffers, imported the Khronos way
+    /// (`clCreateBufferWithProperties` with
+    /// `CL_EXTERNAL_MEMORY_HANDLE_DMA_BUF_KHR`); each conversion is
+    /// bracketed by `clEnqueueAcquireExternalMemObjectsKHR` / `Release`.
+    DriverKhr,
 }
 
 impl std::str::FromStr for FrameMemory {
@@ -33,7 +38,8 @@ impl std::str::FromStr for FrameMemory {
             "usm-shared" => Ok(FrameMemory::UsmShared),
             "buffer" => Ok(FrameMemory::Buffer),
             "driver" => Ok(FrameMemory::Driver),
-            _ => Err(format!("{s:?} is not a frame memory (usm-host, usm-shared, buffer or driver)")),
+            "driver-khr" => Ok(FrameMemory::DriverKhr),
+            _ => Err(format!("{s:?} is not a frame memory (usm-host, usm-shared, buffer, driver or driver-khr)")),
         }
     }
 }
@@ -137,7 +143,7 @@ pub(super) fn new_frame(ctx: &Arc<Context>, memory: FrameMemory, len: usize) -> 
     let ptr = match memory {
         FrameMemory::UsmHost => usm::host_mem_alloc(ctx, &[], len, 0)?,
         FrameMemory::UsmShared => usm::shared_mem_alloc(ctx, None, &[], len, 0)?,
-        FrameMemory::Driver => {
+        FrameMemory::Driver | FrameMemory::DriverKhr => {
             return Err(PipelineError::Unsupported("driver buffers are imported, not allocated".into()))
         }
         FrameMemory::Buffer => {

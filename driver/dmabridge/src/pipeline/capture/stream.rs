@@ -2,11 +2,13 @@
 //! stream's frames.
 
 use std::os::fd::AsFd;
+use std::ptr::null_mut;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::frame::{new_frame, Frame, FrameMemory, Storage};
 use super::{on, PipelineError};
+use crate::ext::khr_external::memory::{self as khr_memory, MemProperties};
 use crate::ext::{arm_import, usm};
 use crate::runtime::buffer::{mem_flags, store::Location};
 use crate::runtime::context::Context;
@@ -131,7 +133,7 @@ impl Stream {
             dev.set_frame_rate(ty, fps).map_err(on(&dev))?;
         }
         let memory = match cfg.memory {
-            FrameMemory::Driver => Memory::Mmap,
+            FrameMemory::Driver | FrameMemory::DriverKhr => Memory::Mmap,
             _ => Memory::DmaBuf,
         };
         let granted = dev.request_buffers(ty, memory, cfg.buffers.max(1)).map_err(on(&dev))?;
@@ -149,7 +151,8 @@ impl Stream {
         let len = (format.size_image as usize).next_multiple_of(crate::sys::page_size());
         for i in 0..granted {
             let frame = match cfg.memory {
-                FrameMemory::Driver => stream.import_driver_buffer(i)?,
+                FrameMemory::Driver => stream.import_driver_buffer(i, false)?,
+                FrameMemory::DriverKhr => stream.import_driver_buffer(i, true)?,
                 m => new_frame(ctx, m, len)?,
             };
             stream.frames.push(frame);
@@ -161,11 +164,19 @@ impl Stream {
 
     /// Driver buffer `index` exported as a dma-buf and imported as a buffer
     /// object of the image's size.
-    fn import_driver_buffer(&self, index: u32) -> Result<Frame, PipelineError> {
+    fn import_driver_buffer(&self, index: u32, khr: bool) -> Result<Frame, PipelineError> {
         let len = self.dev.buffer_length(self.ty, Memory::Mmap, index).map_err(on(&self.dev))? as usize;
         let dmabuf = self.dev.export_buffer(self.ty, index).map_err(on(&self.dev))?;
         let size = self.format.size_image as usize;
-        let buffer = arm_import::import_dma_buf(&self.ctx, mem_flags::READ_WRITE, dmabuf.as_fd(), size)?;
+        let buffer = if khr {
+            let props = MemProperties { dma_buf: Some(dmabuf.as_fd()), devices: None };
+            // SAFETY: no host pointer.
+            unsafe {
+                khr_memory::create_buffer_with_properties(&self.ctx, &props, mem_flags::READ_WRITE, size, null_mut())
+            }?
+        } else {
+            arm_import::import_dma_buf(&self.ctx, mem_flags::READ_WRITE, dmabuf.as_fd(), size)?
+        };
         Ok(Frame { dmabuf, storage: Storage::Buffer(buffer), len })
     }
 

@@ -89,6 +89,8 @@ pub enum InfoValue {
     Bits(u64),
     /// `size_t[]`.
     Sizes(Vec<usize>),
+    /// `cl_uint[]` (e.g. the handle types of `cl_khr_external_memory`).
+    U32s(Vec<u32>),
     /// `cl_device_id[]`.
     DeviceIds(Vec<Arc<Device>>),
     /// `cl_device_id` (`None`: NULL).
@@ -128,6 +130,7 @@ impl PartialEq for InfoValue {
             (Bool(a), Bool(b)) => a == b,
             (Bits(a), Bits(b)) => a == b,
             (Sizes(a), Sizes(b)) => a == b,
+            (U32s(a), U32s(b)) => a == b,
             (DeviceIds(a), DeviceIds(b)) => a.len() == b.len() && a.iter().zip(b).all(|(a, b)| Arc::ptr_eq(a, b)),
             (Device(a), Device(b)) => same(a, b),
             (Context(a), Context(b)) => Arc::ptr_eq(a, b),
@@ -161,6 +164,7 @@ impl InfoValue {
             InfoValue::U64(_) | InfoValue::Bits(_) => 8,
             InfoValue::Usize(_) => size_of::<usize>(),
             InfoValue::Sizes(v) => v.len() * size_of::<usize>(),
+            InfoValue::U32s(v) => v.len() * 4,
             InfoValue::DeviceIds(v) => v.len() * PTR,
             InfoValue::Device(_)
             | InfoValue::Context(_)
@@ -233,6 +237,11 @@ impl InfoValue {
             InfoValue::Bool(b) => out.copy_from_slice(&u32::from(*b).to_ne_bytes()),
             InfoValue::Sizes(v) => {
                 for (chunk, x) in out.chunks_exact_mut(size_of::<usize>()).zip(v) {
+                    chunk.copy_from_slice(&x.to_ne_bytes());
+                }
+            }
+            InfoValue::U32s(v) => {
+                for (chunk, x) in out.chunks_exact_mut(4).zip(v) {
                     chunk.copy_from_slice(&x.to_ne_bytes());
                 }
             }
@@ -317,6 +326,7 @@ impl InfoValue {
             InfoValue::Bool(_) => "Bool",
             InfoValue::Bits(_) => "Bits",
             InfoValue::Sizes(_) => "Sizes",
+            InfoValue::U32s(_) => "U32s (cl_uint[])",
             InfoValue::DeviceIds(_) => "DeviceIds (cl_device_id[])",
             InfoValue::Device(_) => "Device (cl_device_id)",
             InfoValue::Context(_) => "Context (cl_context)",

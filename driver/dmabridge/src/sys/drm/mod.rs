@@ -34,6 +34,7 @@
 mod buffer;
 mod error;
 mod raw;
+mod vgem;
 
 use std::collections::HashMap;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
@@ -49,6 +50,7 @@ use crate::sync;
 pub use buffer::{DumbBuffer, GemHandle};
 pub use error::DrmError;
 use raw::*;
+pub use vgem::VgemFence;
 
 /// The folder of DRM device nodes.
 pub const DRI_DIR: &str = "/dev/dri";

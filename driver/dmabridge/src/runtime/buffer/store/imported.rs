@@ -53,12 +53,21 @@ impl Imported {
         sync::lock(&self.syncs)
     }
 
-    /// Maps the dma-buf if the CPU has not yet, and begins a CPU access.
+    /// Maps the dma-buf if the CPU has not yet, waits for the fences other
+    /// drivers attached to it (a capture driver, a display, a GPU: the
+    /// writers for a read, every user for a write) through the thread's
+    /// io_uring, and begins a CPU access (`DMA_BUF_IOCTL_SYNC` start, which
+    /// then finds them signalled instead of blocking in the ioctl).
     pub(super) fn begin(&self, lazy: &LazyMap, dir: Access) -> Result<(), i32> {
         lazy.ensure().map_err(|e| {
             log::warn!("mapping an imported dma-buf for the CPU: {e}");
             crate::error::code::OUT_OF_RESOURCES
         })?;
+        // Kernels before 6.0 have no DMA_BUF_IOCTL_EXPORT_SYNC_FILE: the
+        // sync start below then waits in the kernel.
+        if let Ok(fence) = lazy.dma_buf().export_sync_file(dir) {
+            crate::runtime::fence::wait_sync_file(&fence, || false)?;
+        }
         lazy.dma_buf().begin_cpu_access(dir).map_err(|e| {
             log::warn!("beginning CPU access to an imported dma-buf: {e}");
             crate::error::code::OUT_OF_RESOURCES

@@ -1,0 +1,77 @@
+//! Waiting for kernel fences (sync_files) on the thread that runs a
+//! command: a dma-buf's implicit fences before a CPU access, a Khronos
+//! semaphore's fence before the commands behind its wait.
+//!
+//! The wait goes through one io_uring per thread (`IORING_OP_POLL_ADD` on
+//! the sync_file, which reports `POLLIN` once signalled,
+//! [`EventWaiter::wait_readable`]), the same mechanism as the device
+//! completions: the thread sleeps in `io_uring_enter`, no extra thread is
+//! made for a wait and no core spins. A queue's commands run one after the
+//! other on its worker, so pending waits of one queue cost one sleeping
+//! thread in all. The sleep is cut into slices so that a wait whose command
+//! is abandoned (its queue released) ends.
+
+use std::cell::RefCell;
+use std::os::fd::AsFd;
+use std::time::Duration;
+
+use crate::error::code;
+use crate::sys::dma_buf::SyncFile;
+use crate::sys::uring::EventWaiter;
+
+/// How long one sleep lasts before `give_up` is asked again.
+const SLICE: Duration = Duration::from_millis(100);
+
+thread_local! {
+    /// The thread's ring, made at its first wait.
+    static WAITER: RefCell<Option<EventWaiter>> = const { RefCell::new(None) };
+}
+
+/// Sleeps until `fence` signals, or until `give_up` answers true (asked
+/// every 100 ms; the status is then `CL_INVALID_COMMAND_QUEUE`). The error
+/// is a command status (the reason is logged).
+///
+/// No OpenCL function of its own: what `clEnqueueWaitSemaphoresKHR` and
+/// every CPU access to an imported dma-buf wait with.
+///
+/// ```
+/// # use std::os::fd::AsFd;
+/// # use dmabridge::sys::memfd::{Memfd, Seals};
+/// # use dmabridge::sys::udmabuf::Udmabuf;
+/// use dmabridge::runtime::fence::wait_sync_file;
+/// use dmabridge::sys::access::Access;
+/// # let memfd = Memfd::create(c"frame", 8192)?;
+/// # memfd.add_seals(Seals::SHRINK)?;
+/// # let Some(udmabuf) = dmabridge::sys::doc_support::or_skip(Udmabuf::open()) else { return Ok(()) };
+/// # let buf = udmabuf.create(memfd.as_fd(), 0, 8192)?;
+/// // No other driver uses the buffer: its fences are signalled.
+/// if let Ok(fence) = buf.export_sync_file(Access::Write) {
+///     assert_eq!(wait_sync_file(&fence, || false), Ok(()));
+/// }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn wait_sync_file(fence: &SyncFile, give_up: impl Fn() -> bool) -> Result<(), i32> {
+    WAITER.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        if slot.is_none() {
+            *slot = Some(EventWaiter::new(1).map_err(|e| {
+                log::warn!("waiting for a fence: no io_uring: {e}");
+                code::OUT_OF_RESOURCES
+            })?);
+        }
+        let Some(waiter) = slot.as_mut() else { return Err(code::OUT_OF_RESOURCES) };
+        loop {
+            let ready = waiter.wait_readable(&[fence.as_fd()], Some(SLICE)).map_err(|e| {
+                log::warn!("waiting for a fence through io_uring: {e}");
+                code::OUT_OF_RESOURCES
+            })?;
+            if !ready.is_empty() {
+                return Ok(());
+            }
+            if give_up() {
+                log::warn!("a fence wait was abandoned: its command queue was released before the fence signalled");
+                return Err(code::INVALID_COMMAND_QUEUE);
+            }
+        }
+    })
+}

@@ -1,0 +1,232 @@
+//! `cl_khr_external_memory_dma_buf` and `cl_khr_external_semaphore_sync_fd`
+//! against the kernel: dma-bufs of udmabuf, the DMA-BUF system heap and vgem
+//! imported the Khronos way (zero copy, bracketed), and real fences from vgem
+//! (`DRM_IOCTL_VGEM_FENCE_ATTACH` / `_SIGNAL`): a command behind an acquire,
+//! a semaphore wait, or a CPU access to an ARM-imported dma-buf does not
+//! start before the test signals the fence. Each wait is kept well under
+//! vgem's own ~10 s expiry.
+
+use std::os::fd::AsFd;
+use std::ptr::null_mut;
+use std::sync::Arc;
+use std::time::Duration;
+
+use dmabridge::error::ClErrorKind;
+use dmabridge::ext::arm_import::import_dma_buf;
+use dmabridge::ext::khr_external::memory::{self, MemProperties};
+use dmabridge::ext::khr_external::semaphore::{self, SemaphoreProperties, SEMAPHORE_TYPE_BINARY_KHR};
+use dmabridge::runtime::buffer::store::Location;
+use dmabridge::runtime::buffer::{commands, Buffer};
+use dmabridge::runtime::context::Context;
+use dmabridge::runtime::event::{Event, EventStatus};
+use dmabridge::runtime::platform::Platform;
+use dmabridge::runtime::queue::Queue;
+use dmabridge::sys::access::Access;
+use dmabridge::sys::dma_buf::DmaBuf;
+use dmabridge::sys::dma_heap::DmaHeap;
+use dmabridge::sys::drm::{DrmDevice, PrimeFlags};
+use dmabridge::sys::memfd::{Memfd, Seals};
+use dmabridge::sys::udmabuf::Udmabuf;
+use dmabridge_tests::err_kind;
+
+use super::buffer::{pattern, queue, read};
+
+/// How long a command must stay held to show the fence holds it (well
+/// under vgem's ~10 s expiry).
+const HELD: Duration = Duration::from_millis(300);
+
+fn cpu() -> (Arc<Context>, Arc<Queue>) {
+    let cpu = Platform::get().cpu().clone();
+    let ctx = Context::new(std::slice::from_ref(&cpu)).unwrap();
+    let q = queue(&ctx, &cpu);
+    (ctx, q)
+}
+
+fn import(ctx: &Arc<Context>, dma_buf: &DmaBuf, size: usize) -> Arc<Buffer> {
+    let props = MemProperties { dma_buf: Some(dma_buf.as_fd()), devices: None };
+    // SAFETY: no host pointer.
+    unsafe { memory::create_buffer_with_properties(ctx, &props, 0, size, null_mut()) }.unwrap()
+}
+
+fn fill(q: &Arc<Queue>, b: &Arc<Buffer>, byte: u8) -> Event {
+    commands::enqueue_fill_buffer(q, b, &[byte], 0, b.size(), &[]).unwrap()
+}
+
+/// `ev` has not completed after [`HELD`]: something holds it.
+fn still_held(ev: &Event) {
+    std::thread::sleep(HELD);
+    assert_ne!(ev.status(), EventStatus::Complete, "the command ran before the fence signalled");
+}
+
+/// `io_uring_enter`'s number (x86_64 and the generic table of arm64 alike).
+const IO_URING_ENTER: i64 = 426;
+
+/// The system calls the queue's worker threads (`dmabq-N`) are in, from
+/// `/proc/self/task/*/syscall` (a thread not in one is left out).
+fn worker_syscalls() -> Vec<i64> {
+    std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .flatten()
+        .filter(|t| std::fs::read_to_string(t.path().join("comm")).is_ok_and(|c| c.starts_with("dmabq-")))
+        .filter_map(|t| std::fs::read_to_string(t.path().join("syscall")).ok()?.split(' ').next()?.parse().ok())
+        .collect()
+}
+
+/// The command held by a fence sleeps in `io_uring_enter` (the queue's
+/// wait path), not in the `DMA_BUF_IOCTL_SYNC` ioctl or a poll of its own.
+fn waits_in_io_uring() {
+    let calls = worker_syscalls();
+    assert!(calls.contains(&IO_URING_ENTER), "the queue's workers are in system calls {calls:?}, none io_uring_enter");
+}
+
+fn no_bytes_moved(b: &Buffer) {
+    for loc in [Location::Host, Location::Device(0)] {
+        let s = b.stats(loc);
+        assert_eq!((s.bytes_in, s.bytes_out, s.bytes_allocated), (0, 0, 0), "{loc:?}: {s:?}");
+    }
+}
+
+/// udmabuf and system-heap dma-bufs imported the Khronos way: the bracket,
+/// bytes both ways through the exporter's own pages, none copied.
+#[test]
+fn udmabuf_and_heap_dma_bufs_import_zero_copy() {
+    let (ctx, q) = cpu();
+    const N: usize = 2 * 4096;
+    let memfd = Memfd::create(c"khr-import", N as u64).unwrap();
+    memfd.add_seals(Seals::SHRINK).unwrap();
+    let udma = Udmabuf::open().unwrap().create(memfd.as_fd(), 0, N as u64).unwrap();
+    let heap = DmaHeap::open("system").unwrap().alloc(N as u64).unwrap();
+    for (name, dma_buf) in [("udmabuf", &udma), ("system heap", &heap)] {
+        let b = import(&ctx, dma_buf, N);
+        assert!(memory::is_external(&b), "{name}");
+        // Outside the bracket.
+        assert_eq!(err_kind(memory::enqueue_release(&q, std::slice::from_ref(&b), &[])), ClErrorKind::InvalidOperation);
+        memory::enqueue_acquire(&q, std::slice::from_ref(&b), &[]).unwrap();
+        assert_eq!(err_kind(memory::enqueue_acquire(&q, std::slice::from_ref(&b), &[])), ClErrorKind::InvalidOperation);
+        let data = pattern(N, 23);
+        // SAFETY: a blocking write from `data`.
+        unsafe { commands::enqueue_write_buffer(&q, &b, true, 0, N, data.as_ptr(), &[]) }.unwrap();
+        Event::wait(&[memory::enqueue_release(&q, std::slice::from_ref(&b), &[]).unwrap()]).unwrap();
+        let mut seen = vec![0u8; N];
+        dma_buf.map(Access::Read).unwrap().read_bytes(0, &mut seen);
+        assert_eq!(seen, data, "{name}: the dma-buf's own pages hold what the buffer wrote");
+        assert_eq!(read(&q, &b), data);
+        no_bytes_moved(&b);
+        // The bracket's sync calls: one start and one end, read-write.
+        let syncs = b.cpu_syncs();
+        assert!(syncs.read_write.0 >= 1 && syncs.read_write.1 >= 1, "{name}: {syncs:?}");
+    }
+    // The size rules.
+    let props = MemProperties { dma_buf: Some(udma.as_fd()), devices: None };
+    // SAFETY: no host pointer.
+    let too_big = unsafe { memory::create_buffer_with_properties(&ctx, &props, 0, N + 1, null_mut()) };
+    assert_eq!(err_kind(too_big), ClErrorKind::InvalidValue);
+}
+
+/// An acquire waits for another driver's fence on the dma-buf: the fill
+/// behind it starts only once the test signals vgem's write fence.
+#[test]
+fn acquire_waits_for_a_vgem_fence() {
+    let (ctx, q) = cpu();
+    let dev = DrmDevice::open_vgem().expect("the guest suite loads vgem");
+    let dumb = dev.create_dumb(64, 16, 32).unwrap(); // 4 KiB
+    let n = dumb.size() as usize;
+    let dma_buf = dev.export(&dumb, PrimeFlags::CLOEXEC | PrimeFlags::RDWR).unwrap();
+    let b = import(&ctx, &dma_buf, n);
+    let fence = dev.vgem_attach_fence(&dumb, true).unwrap();
+    let acquired = memory::enqueue_acquire(&q, std::slice::from_ref(&b), &[]).unwrap();
+    let filled = fill(&q, &b, 0x5a);
+    still_held(&acquired);
+    assert_ne!(filled.status(), EventStatus::Complete);
+    waits_in_io_uring();
+    dev.vgem_signal(fence).unwrap();
+    Event::wait(&[filled]).unwrap();
+    memory::enqueue_release(&q, std::slice::from_ref(&b), &[]).unwrap();
+    assert_eq!(read(&q, &b), vec![0x5a; n]);
+}
+
+/// The ARM import path waits the same way: a command's CPU access to the
+/// dma-buf waits for the fences of other drivers.
+#[test]
+fn arm_import_access_waits_for_a_vgem_fence() {
+    let (ctx, q) = cpu();
+    let dev = DrmDevice::open_vgem().expect("the guest suite loads vgem");
+    let dumb = dev.create_dumb(64, 16, 32).unwrap();
+    let n = dumb.size() as usize;
+    let dma_buf = dev.export(&dumb, PrimeFlags::CLOEXEC | PrimeFlags::RDWR).unwrap();
+    let b = import_dma_buf(&ctx, 0, dma_buf.as_fd(), n).unwrap();
+    let fence = dev.vgem_attach_fence(&dumb, true).unwrap();
+    let filled = fill(&q, &b, 0xa5);
+    still_held(&filled);
+    waits_in_io_uring();
+    dev.vgem_signal(fence).unwrap();
+    Event::wait(&[filled]).unwrap();
+    assert_eq!(read(&q, &b), vec![0xa5; n]);
+}
+
+/// A semaphore imported from a real sync_file (vgem's fence exported from
+/// its dma-buf) holds the queue until the fence signals; the wait consumes
+/// the signal.
+#[test]
+fn semaphore_wait_holds_the_queue_until_a_vgem_fence_signals() {
+    let (ctx, q) = cpu();
+    let dev = DrmDevice::open_vgem().expect("the guest suite loads vgem");
+    let dumb = dev.create_dumb(64, 16, 32).unwrap();
+    let dma_buf = dev.export(&dumb, PrimeFlags::CLOEXEC | PrimeFlags::RDWR).unwrap();
+    let fence = dev.vgem_attach_fence(&dumb, true).unwrap();
+    let sync_file = dma_buf.export_sync_file(Access::Read).unwrap();
+    assert!(!sync_file.is_signaled().unwrap());
+    let props = SemaphoreProperties {
+        ty: Some(SEMAPHORE_TYPE_BINARY_KHR.into()),
+        sync_fd: Some(sync_file.as_fd()),
+        ..Default::default()
+    };
+    let s = semaphore::create(&ctx, &props).unwrap();
+    drop(sync_file); // the semaphore keeps its own
+    assert_eq!(s.payload(), 0);
+    let waited = semaphore::enqueue_wait(&q, std::slice::from_ref(&s), &[]).unwrap();
+    let after = q.enqueue_marker(&[]).unwrap();
+    still_held(&after);
+    assert_ne!(waited.status(), EventStatus::Complete);
+    waits_in_io_uring();
+    dev.vgem_signal(fence).unwrap();
+    Event::wait(&[after]).unwrap();
+    assert_eq!(err_kind(semaphore::enqueue_wait(&q, &[s], &[])), ClErrorKind::InvalidOperation);
+}
+
+/// Eight waits pending on one queue cost one sleeping worker, not a thread
+/// each: the process has as many threads with eight fences pending as with
+/// one.
+#[test]
+fn pending_waits_add_no_threads() {
+    let (ctx, q) = cpu();
+    let dev = DrmDevice::open_vgem().expect("the guest suite loads vgem");
+    let dumbs: Vec<_> = (0..8).map(|_| dev.create_dumb(64, 16, 32).unwrap()).collect();
+    let mut fences = Vec::new();
+    let mut sems = Vec::new();
+    for d in &dumbs {
+        let dma_buf = dev.export(d, PrimeFlags::CLOEXEC | PrimeFlags::RDWR).unwrap();
+        fences.push(dev.vgem_attach_fence(d, true).unwrap());
+        let sync_file = dma_buf.export_sync_file(Access::Read).unwrap();
+        let props = SemaphoreProperties {
+            ty: Some(SEMAPHORE_TYPE_BINARY_KHR.into()),
+            sync_fd: Some(sync_file.as_fd()),
+            ..Default::default()
+        };
+        sems.push(semaphore::create(&ctx, &props).unwrap());
+    }
+    let threads = || std::fs::read_dir("/proc/self/task").unwrap().count();
+    semaphore::enqueue_wait(&q, &sems[..1], &[]).unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+    let one = threads();
+    for s in &sems[1..] {
+        semaphore::enqueue_wait(&q, std::slice::from_ref(s), &[]).unwrap();
+    }
+    let last = q.enqueue_marker(&[]).unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(threads(), one, "eight pending fence waits made threads");
+    for f in fences {
+        dev.vgem_signal(f).unwrap();
+    }
+    Event::wait(&[last]).unwrap();
+}
