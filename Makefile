@@ -236,7 +236,8 @@ check-msrv:
 # Debian packages for amd64 and arm64 (packaging/deb/build: from `make
 # install` into a staging DESTDIR, dpkg-deb; why not cargo-deb is said
 # there), in target/deb, then checked with lintian (errors fail; an initial
-# upload closing no bug is no concern outside Debian's archive).
+# upload closing no bug is no concern outside Debian's archive) and for
+# Multi-Arch co-installation (packaging/deb/check-coinstall).
 DEB_ARCHES ?= amd64 arm64
 deb: $(if $(filter arm64,$(DEB_ARCHES)),deps-arm64)
 	@tests/icd-deps help2man lintian
@@ -245,6 +246,7 @@ deb: $(if $(filter arm64,$(DEB_ARCHES)),deps-arm64)
 	@echo "== lintian"
 	@lintian --fail-on error --suppress-tags initial-upload-closes-no-bugs target/deb/*.deb 2>&1 \
 	    | grep -v '^running with root privileges'; test $${PIPESTATUS[0]} -eq 0
+	@$(if $(filter amd64,$(DEB_ARCHES)),$(if $(filter arm64,$(DEB_ARCHES)),packaging/deb/check-coinstall target/deb))
 
 # The amd64 packages as a board gets them (tests/deb/guest-run), in a guest
 # whose root is writable and where the checkout and ~/.cargo are hidden
