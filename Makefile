@@ -147,7 +147,8 @@ INCLUDEDIR ?= $(PREFIX)/include
 DATADIR    ?= $(PREFIX)/share
 DOCDIR     ?= $(DATADIR)/doc/dmabridge
 MANDIR     ?= $(DATADIR)/man
-SYSCONFDIR ?= $(if $(filter /usr,$(PREFIX)),/etc,$(PREFIX)/etc)
+# The loaders (ocl-icd, Khronos) read /etc/OpenCL/vendors whatever PREFIX is.
+ICD_VENDORS_DIR ?= /etc/OpenCL/vendors
 # udev and systemd-sysusers read /usr/lib/... and /etc/..., never /usr/local.
 UDEVRULESDIR ?= $(if $(filter /usr,$(PREFIX)),/usr/lib/udev/rules.d,/etc/udev/rules.d)
 SYSUSERSDIR  ?= $(if $(filter /usr,$(PREFIX)),/usr/lib/sysusers.d,/etc/sysusers.d)
@@ -183,8 +184,8 @@ install: build-install
 	install -D -m 0755 $(INSTALL_BIN)/dmabridge $(DESTDIR)$(BINDIR)/dmabridge
 	install -D -m 0755 kmod-helpers/dmabridge-kmod $(DESTDIR)$(SBINDIR)/dmabridge-kmod
 	install -D -m 0644 $(INSTALL_BIN)/libdmabridge_icd.so $(DESTDIR)$(LIBDIR)/$(ICD_SONAME)
-	install -d $(DESTDIR)$(SYSCONFDIR)/OpenCL/vendors
-	echo "$(ICD_NAME)" > $(DESTDIR)$(SYSCONFDIR)/OpenCL/vendors/dmabridge.icd
+	install -d $(DESTDIR)$(ICD_VENDORS_DIR)
+	echo "$(ICD_NAME)" > $(DESTDIR)$(ICD_VENDORS_DIR)/dmabridge.icd
 	install -D -m 0644 include/CL/cl_dmabridge.h $(DESTDIR)$(INCLUDEDIR)/CL/cl_dmabridge.h
 	install -D -m 0644 include/CL/cl_amd_bus.h $(DESTDIR)$(INCLUDEDIR)/CL/cl_amd_bus.h
 	install -D -m 0644 udev/70-dmabridge.rules $(DESTDIR)$(UDEVRULESDIR)/70-dmabridge.rules
