@@ -39,6 +39,10 @@
  *       printed side by side, each with its ratio to libc's from the same
  *       child. `make bench` runs it so for dmabridge, PoCL and Intel's runtime.
  *
+ * The two-thread rows run 31 short rounds (one thread, then two) and also print, over the rounds in which every thread ran for 95 % of the time by its own CPU
+ * time ("both cores": on a shared machine a thread often waits for a CPU), how many they were and the
+ * two-thread throughput over the one-thread throughput of each such round (`both_cores` lines).
+ *
  * Each figure is the best of several timed runs (the machines are shared: the
  * least disturbed run is the one to compare), after an untimed warm-up run (the
  * first run of a fresh process pays for page faults, lazy binding and cold
@@ -76,6 +80,7 @@
 #define SMALL_RUNS 7           /* timed runs of the small rows */
 #define BIG_RUNS 10            /* timed runs of the 64 MiB rows (one operation each) */
 #define CHILD_TIMEOUT 300      /* seconds a --table child may take */
+#define KERNEL_ITERS 2000      /* empty-kernel launches per timed run */
 
 static double now_s(void) {
     struct timespec t;
@@ -119,6 +124,8 @@ enum {
     SVM_FILL_BIG,
     USM_FILL_BIG,
     LIBC_FILL_BIG,
+    KERNEL_EMPTY,
+    KERNEL_COPY_BIG,
     NFIG
 };
 static const char *const fig_name[NFIG] = {
@@ -127,7 +134,8 @@ static const char *const fig_name[NFIG] = {
     "libc_malloc_free_64_ns",   "libc_malloc_free_64_2t_ns",
     "cl_svm_memcpy_64b_ns",     "cl_usm_memcpy_64b_ns",         "cl_svm_memcpy_64mib_gbps",
     "cl_usm_memcpy_64mib_gbps", "libc_memcpy_64mib_gbps",       "cl_svm_fill_64mib_gbps",
-    "cl_usm_fill_64mib_gbps",   "libc_memset_64mib_gbps",
+    "cl_usm_fill_64mib_gbps",   "libc_memset_64mib_gbps",       "cl_kernel_empty_round_trip_ns",
+    "cl_kernel_copy_64mib_gbps",
 };
 
 /* USM entry points, from clGetExtensionFunctionAddressForPlatform. */
@@ -297,7 +305,8 @@ struct thread_loop {
     cl_device_id device;
     atomic_int *arrived;
     int threads;
-    double t0, t1;
+    double t0, t1; /* wall clock */
+    double c0, c1; /* the thread's CPU time */
 };
 
 static void device_pair(struct thread_loop *d) {
@@ -319,28 +328,38 @@ static void libc_pair(struct thread_loop *d) {
     free((void *)p);
 }
 
+static double thread_cpu_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
 static void *thread_loop(void *arg) {
     struct thread_loop *d = arg;
     atomic_fetch_add(d->arrived, 1);
     while (atomic_load(d->arrived) < d->threads) {
     }
     d->t0 = now_s();
+    d->c0 = thread_cpu_s();
     for (int i = 0; i < ALLOC_ITERS; i++) {
         d->body(d);
     }
+    d->c1 = thread_cpu_s();
     d->t1 = now_s();
     return NULL;
 }
 
 /* ns per `body` on `threads` threads (1 or 2) at once: from the first thread's start to the last one's
- * end, over all of them. */
+ * end, over all of them. `*own_core` is set when every thread ran (had a CPU) for at least 95 % of that
+ * span, by its own CPU time: on a shared machine the other case is common, and then a two-thread figure
+ * measures the load, not the code (two threads that take turns on one core show no scaling at all). */
 static double thread_run(void (*body)(struct thread_loop *), const struct usm *u, cl_context ctx,
-                         cl_device_id device, int threads) {
+                         cl_device_id device, int threads, int *own_core) {
     atomic_int arrived = 0;
     struct thread_loop d[2];
     pthread_t t[2];
     for (int i = 0; i < threads; i++) {
-        d[i] = (struct thread_loop){body, u, ctx, device, &arrived, threads, 0, 0};
+        d[i] = (struct thread_loop){body, u, ctx, device, &arrived, threads, 0, 0, 0, 0};
         if (pthread_create(&t[i], NULL, thread_loop, &d[i]) != 0) {
             fprintf(stderr, "icd_bench: pthread_create failed\n");
             exit(1);
@@ -352,7 +371,46 @@ static double thread_run(void (*body)(struct thread_loop *), const struct usm *u
         first = min_d(first, d[i].t0);
         last = max_d(last, d[i].t1);
     }
+    *own_core = 1;
+    for (int i = 0; i < threads; i++) {
+        if (d[i].c1 - d[i].c0 < 0.95 * (last - first)) {
+            *own_core = 0;
+        }
+    }
     return (last - first) / ((double)ALLOC_ITERS * threads) * 1e9;
+}
+
+/* Two threads against one, TWO_ROUNDS times (each round: one thread, then two): the best of each, and
+ * over the rounds in which every thread had a core of its own in both runs ("both cores"), the
+ * two-thread throughput over the one-thread throughput of the same round. Printed as
+ * `both_cores NAME ROUNDS BOTH MIN MEDIAN MAX` (ratios; 0 when no round had both cores). */
+#define TWO_ROUNDS 31
+
+static int cmp_d(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static void scaling_rounds(const char *name, void (*body)(struct thread_loop *), const struct usm *u, cl_context ctx,
+                    cl_device_id device, double *one_best, double *two_best) {
+    double ratios[TWO_ROUNDS];
+    int both = 0;
+    for (int r = -1; r < TWO_ROUNDS; r++) { /* round -1: warm-up */
+        int own1, own2;
+        double one = thread_run(body, u, ctx, device, 1, &own1);
+        double two = thread_run(body, u, ctx, device, 2, &own2);
+        if (r < 0) {
+            continue;
+        }
+        *one_best = min_d(*one_best, one);
+        *two_best = min_d(*two_best, two);
+        if (own1 && own2) {
+            ratios[both++] = one / two;
+        }
+    }
+    qsort(ratios, both, sizeof ratios[0], cmp_d);
+    printf("both_cores %s %d %d %.3f %.3f %.3f\n", name, TWO_ROUNDS, both, both ? ratios[0] : 0.0,
+           both ? ratios[both / 2] : 0.0, both ? ratios[both - 1] : 0.0);
 }
 
 /* Best and worst of the timed runs of each figure (the worst: ns rows only). */
@@ -363,6 +421,61 @@ static void record(double *f, int fig, double ns) {
     worst[fig] = max_d(worst[fig], ns);
 }
 
+/* OpenCL C kernels built from source: an empty kernel's launch + clFinish
+ * round trip, and a copy kernel (uint4 per work-item) over the 64 MiB SVM
+ * allocations a -> b. 0 when the device has no compiler (not printed). */
+static const char KERNELS[] = "kernel void empty(void) {}\n"
+                              "kernel void copy(global uint4 *d, global const uint4 *s) {\n"
+                              "    size_t i = get_global_id(0); d[i] = s[i];\n"
+                              "}\n";
+static int kernel_rows(cl_context ctx, cl_device_id device, cl_command_queue q, unsigned char *a, unsigned char *b,
+                       double *f) {
+    cl_int err;
+    const char *src = KERNELS;
+    cl_program p = clCreateProgramWithSource(ctx, 1, &src, NULL, &err);
+    CHECK(err);
+    err = clBuildProgram(p, 1, &device, NULL, NULL, NULL);
+    if (err != CL_SUCCESS) {
+        printf("# kernels from source: clBuildProgram answers %d\n", err);
+        clReleaseProgram(p);
+        return 0;
+    }
+    cl_kernel empty = clCreateKernel(p, "empty", &err);
+    CHECK(err);
+    cl_kernel copy = clCreateKernel(p, "copy", &err);
+    CHECK(err);
+    size_t one = 1, items = BIG / 16;
+    for (int i = 0; i < 100; i++) { /* warm-up */
+        CHECK(clEnqueueNDRangeKernel(q, empty, 1, NULL, &one, NULL, 0, NULL, NULL));
+        CHECK(clFinish(q));
+    }
+    for (int r = 0; r < SMALL_RUNS; r++) {
+        double t0 = now_s();
+        for (int i = 0; i < KERNEL_ITERS; i++) {
+            CHECK(clEnqueueNDRangeKernel(q, empty, 1, NULL, &one, NULL, 0, NULL, NULL));
+            CHECK(clFinish(q));
+        }
+        record(f, KERNEL_EMPTY, (now_s() - t0) / KERNEL_ITERS * 1e9);
+    }
+    memset(a, 3, BIG);
+    CHECK(clSetKernelArgSVMPointer(copy, 0, b));
+    CHECK(clSetKernelArgSVMPointer(copy, 1, a));
+    for (int r = -1; r < BIG_RUNS; r++) { /* run -1: the untimed warm-up (PoCL's first launch) */
+        double t0 = now_s();
+        CHECK(clEnqueueNDRangeKernel(q, copy, 1, NULL, &items, NULL, 0, NULL, NULL));
+        CHECK(clFinish(q));
+        if (r >= 0) f[KERNEL_COPY_BIG] = max_d(f[KERNEL_COPY_BIG], (double)BIG / (now_s() - t0) / 1e9);
+    }
+    if (b[0] != 3 || b[BIG - 1] != 3) {
+        fprintf(stderr, "icd_bench: the copy kernel did not copy\n");
+        exit(1);
+    }
+    clReleaseKernel(empty);
+    clReleaseKernel(copy);
+    clReleaseProgram(p);
+    return 1;
+}
+
 /* Measures one device and prints its figures (a figure the device lacks is not printed). */
 static int measure(const char *want) {
     cl_platform_id platform;
@@ -371,7 +484,7 @@ static int measure(const char *want) {
     double f[NFIG];
     for (int i = 0; i < NFIG; i++) {
         f[i] = (i == SVM_COPY_BIG || i == USM_COPY_BIG || i == LIBC_COPY_BIG || i == SVM_FILL_BIG ||
-                i == USM_FILL_BIG || i == LIBC_FILL_BIG)
+                i == USM_FILL_BIG || i == LIBC_FILL_BIG || i == KERNEL_COPY_BIG)
                    ? 0.0      /* GB/s: the best is the largest */
                    : 1e300;   /* ns: the best is the smallest */
     }
@@ -425,23 +538,15 @@ static int measure(const char *want) {
             free((void *)p);
         }
         if (f_or_none) record(f, LIBC_ALLOC, (now_s() - t0) / ALLOC_ITERS * 1e9);
-        if (has_usm && usm.device_alloc) {
-            /* One thread, then two on the same context: the ICD's handle
-               lookups must not serialise them. */
-            double one = thread_run(device_pair, &usm, ctx, device, 1);
-            double two = thread_run(device_pair, &usm, ctx, device, 2);
-            if (f_or_none) {
-                record(f, USM_DEV_ALLOC, one);
-                record(f, USM_DEV_ALLOC_2T, two);
-            }
-        }
-        /* The reference in the same run: what two threads that share nothing reach. */
-        double one = thread_run(libc_pair, NULL, ctx, device, 1), two = thread_run(libc_pair, NULL, ctx, device, 2);
-        if (f_or_none) {
-            record(f, LIBC_SMALL_ALLOC, one);
-            record(f, LIBC_SMALL_ALLOC_2T, two);
-        }
     }
+    /* One thread, then two on the same context: the ICD's handle lookups
+       must not serialise them; and the reference of the same run, what two
+       threads that share nothing reach. */
+    if (has_usm && usm.device_alloc) {
+        scaling_rounds("cl_usm_device_alloc_free_4k", device_pair, &usm, ctx, device, &f[USM_DEV_ALLOC],
+                &f[USM_DEV_ALLOC_2T]);
+    }
+    scaling_rounds("libc_malloc_free_64", libc_pair, NULL, ctx, device, &f[LIBC_SMALL_ALLOC], &f[LIBC_SMALL_ALLOC_2T]);
 
     /* Two 64 MiB allocations of each kind, touched first (copy_rows) so that
      * no timed operation pays for first-touch page faults. */
@@ -452,6 +557,7 @@ static int measure(const char *want) {
         return 1;
     }
     copy_rows(q, NULL, a, b, f, SVM_COPY64, SVM_COPY_BIG, SVM_FILL_BIG);
+    int has_kernels = kernel_rows(ctx, device, q, a, b, f);
     clSVMFree(ctx, a);
     clSVMFree(ctx, b);
     if (has_usm) {
@@ -497,6 +603,8 @@ static int measure(const char *want) {
     for (int i = 0; i < NFIG; i++) {
         int usm_row = i == USM_ALLOC || i == USM_COPY64 || i == USM_COPY_BIG || i == USM_FILL_BIG;
         int dev_row = i == USM_DEV_ALLOC || i == USM_DEV_ALLOC_2T;
+        int kernel_row = i == KERNEL_EMPTY || i == KERNEL_COPY_BIG;
+        if (kernel_row && !has_kernels) continue;
         if ((!usm_row && !dev_row) || (usm_row && has_usm) || (dev_row && has_usm && usm.device_alloc)) {
             printf(strstr(fig_name[i], "gbps") ? "%s %.3f\n" : "%s %.1f\n", fig_name[i], f[i]);
             if (worst[i] > 0) {
@@ -517,7 +625,10 @@ struct column {
     char about[512]; /* the platform and device that ran, or why nothing did */
     double f[NFIG];  /* < 0: not measured */
     int ok;
+    double both[2][5]; /* `both_cores` of the device row and the libc reference: rounds, both, min, median, max */
 };
+
+static const char *const both_name[2] = {"cl_usm_device_alloc_free_4k", "libc_malloc_free_64"};
 
 /* Runs `measure` in a child with OCL_ICD_VENDORS=vendor; parses its output into `c`. */
 static void run_child(struct column *c) {
@@ -525,6 +636,7 @@ static void run_child(struct column *c) {
     for (int i = 0; i < NFIG; i++) {
         c->f[i] = -1;
     }
+    memset(c->both, 0, sizeof c->both);
     if (pipe(out) != 0) {
         snprintf(c->about, sizeof c->about, "pipe: %s", strerror(errno));
         return;
@@ -560,6 +672,15 @@ static void run_child(struct column *c) {
             size_t n = strlen(fig_name[i]);
             if (strncmp(line, fig_name[i], n) == 0 && line[n] == ' ') {
                 c->f[i] = strtod(line + n + 1, NULL);
+            }
+        }
+        char name[64];
+        double b[5];
+        if (sscanf(line, "both_cores %63s %lf %lf %lf %lf %lf", name, &b[0], &b[1], &b[2], &b[3], &b[4]) == 6) {
+            for (int i = 0; i < 2; i++) {
+                if (strcmp(name, both_name[i]) == 0) {
+                    memcpy(c->both[i], b, sizeof b);
+                }
             }
         }
     }
@@ -637,6 +758,8 @@ static int table(int argc, char **argv) {
         {"64 MiB SVM fill, 4 B pattern (x memset)", SVM_FILL_BIG, LIBC_FILL_BIG, 0},
         {"64 MiB USM fill, 4 B pattern (x memset)", USM_FILL_BIG, LIBC_FILL_BIG, 0},
         {"libc memset 64 MiB", LIBC_FILL_BIG, LIBC_FILL_BIG, 0},
+        {"empty kernel (OpenCL C), launch+finish", KERNEL_EMPTY, -1, 1},
+        {"64 MiB copy kernel (OpenCL C) (x memcpy)", KERNEL_COPY_BIG, LIBC_COPY_BIG, 0},
     };
     printf("\n%-40s", "");
     for (int i = 0; i < n; i++) {
@@ -687,6 +810,25 @@ static int table(int argc, char **argv) {
                 snprintf(buf, sizeof buf, "-");
             } else {
                 snprintf(buf, sizeof buf, "%.2fx", one / two);
+            }
+            printf(" %22s", buf);
+        }
+        printf("\n");
+    }
+    /* The same ratios over the rounds in which every thread had a core of its own: the median, and how
+       many of the rounds had both cores. */
+    static const char *const both_what[2] = {"device USM 2/1, rounds with both cores", "libc 2/1, rounds with both cores"};
+    for (int r = 0; r < 2; r++) {
+        printf("%-40s", both_what[r]);
+        for (int i = 0; i < n; i++) {
+            char buf[64];
+            const double *b = cols[i].both[r];
+            if (b[0] <= 0) {
+                snprintf(buf, sizeof buf, "-");
+            } else if (b[1] <= 0) {
+                snprintf(buf, sizeof buf, "none of %.0f", b[0]);
+            } else {
+                snprintf(buf, sizeof buf, "%.2fx (%.0f of %.0f)", b[3], b[1], b[0]);
             }
             printf(" %22s", buf);
         }

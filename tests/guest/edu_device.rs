@@ -244,19 +244,19 @@ fn child_device_allocations_on_edu_are_resident_until_freed() {
     let t = Instant::now();
     let a = usm::device_mem_alloc(&ctx, &e, &[], 5000, 0).unwrap().as_ptr();
     println!("5000-byte device allocation on edu, resident: {:?}", t.elapsed());
-    let iova = usm::device_address(&e, a).expect("a device allocation of edu is resident");
+    let iova = usm::device_address(&e, a).map(|b| b.raw()).expect("a device allocation of edu is resident");
     // QEMU's default 28-bit mask: the heap's addresses are far above it.
     assert!(iova < 1 << 28 && iova != a as u64, "IOVA {iova:#x} for {a:?}");
     assert_eq!(a as usize % 4096, 0, "it owns its pages");
-    assert_eq!(usm::device_address(&e, a.wrapping_add(4999)), Some(iova + 4999), "interior pointers");
-    assert_eq!(usm::device_address(&e, a.wrapping_add(5000)), None, "one past the end");
+    assert_eq!(usm::device_address(&e, a.wrapping_add(4999)).map(|b| b.raw()), Some(iova + 4999), "interior pointers");
+    assert_eq!(usm::device_address(&e, a.wrapping_add(5000)).map(|b| b.raw()), None, "one past the end");
     let m = mapping_covering(domain, iova, 5000).expect("a container mapping covers it");
     assert_eq!((m.vaddr, m.size, m.access), (HostAddr::of(a), 8192, dmabridge::sys::access::Access::ReadWrite));
     assert_eq!(domain.residents().len(), 1);
     // CPU device allocations are not resident anywhere.
     let c = usm::device_mem_alloc(&ctx, p.cpu(), &[], 64, 0).unwrap().as_ptr();
-    assert_eq!(usm::device_address(p.cpu(), c), None);
-    assert_eq!(usm::device_address(&e, c), None);
+    assert_eq!(usm::device_address(p.cpu(), c).map(|b| b.raw()), None);
+    assert_eq!(usm::device_address(&e, c).map(|b| b.raw()), None);
     usm::mem_free(&ctx, c).unwrap();
     // A bad free changes nothing; the real one evicts.
     assert!(usm::mem_free(&ctx, a.wrapping_add(64)).is_err());
@@ -264,7 +264,7 @@ fn child_device_allocations_on_edu_are_resident_until_freed() {
     usm::mem_free(&ctx, a).unwrap();
     assert!(domain.container().mappings().is_empty(), "{:?}", domain.container().mappings());
     assert_eq!(domain.iova_allocated_bytes(), 0);
-    assert_eq!(usm::device_address(&e, a), None);
+    assert_eq!(usm::device_address(&e, a).map(|b| b.raw()), None);
     // The blocking free evicts too.
     let b = usm::device_mem_alloc(&ctx, &e, &[], 100, 0).unwrap().as_ptr();
     assert_eq!(domain.container().mappings().len(), 1);
@@ -317,7 +317,7 @@ fn child_edu_copies_use_resident_bus_addresses() {
     }
     // Only the resident mapping stays: the host sides were mapped per copy.
     assert_eq!(domain.container().mappings().len(), 1);
-    assert!(mapping_covering(domain, usm::device_address(&e, dev).unwrap(), 4096).is_some());
+    assert!(mapping_covering(domain, usm::device_address(&e, dev).map(|b| b.raw()).unwrap(), 4096).is_some());
     for ptr in [dev, src, back] {
         usm::mem_free(&ctx, ptr).unwrap();
     }
@@ -342,20 +342,20 @@ fn child_migrate_to_edu_makes_a_host_allocation_resident() {
     let q = Queue::new(&ctx, &e, QueueProps::default()).unwrap();
     let h = usm::host_mem_alloc(&ctx, &[], 6000, 0).unwrap().as_ptr();
     let s = usm::shared_mem_alloc(&ctx, None, &[], 100, 0).unwrap().as_ptr();
-    assert_eq!(usm::device_address(&e, h), None);
+    assert_eq!(usm::device_address(&e, h).map(|b| b.raw()), None);
     // To the host: no residency.
     let ev = cmd::enqueue_migrate_mem(&q, h, 6000, migration::HOST, &[]).unwrap();
     Event::wait(&[ev]).unwrap();
-    assert_eq!(usm::device_address(&e, h), None);
+    assert_eq!(usm::device_address(&e, h).map(|b| b.raw()), None);
     // To the device (the only flag that says so is CONTENT_UNDEFINED): the
     // whole allocation becomes resident, from an interior pointer too.
     let ev = cmd::enqueue_migrate_mem(&q, h.wrapping_add(10), 10, migration::CONTENT_UNDEFINED, &[]).unwrap();
     Event::wait(&[ev]).unwrap();
-    let iova = usm::device_address(&e, h).expect("migrated host allocation is resident");
+    let iova = usm::device_address(&e, h).map(|b| b.raw()).expect("migrated host allocation is resident");
     assert!(mapping_covering(domain, iova, 6000).is_some());
     let ev = cmd::enqueue_migrate_mem(&q, s, 100, migration::CONTENT_UNDEFINED, &[]).unwrap();
     Event::wait(&[ev]).unwrap();
-    assert!(usm::device_address(&e, s).is_some());
+    assert!(usm::device_address(&e, s).map(|b| b.raw()).is_some());
     // Migrating again counts nothing; one free evicts.
     let ev = cmd::enqueue_migrate_mem(&q, h, 6000, migration::CONTENT_UNDEFINED, &[]).unwrap();
     Event::wait(&[ev]).unwrap();
@@ -367,7 +367,7 @@ fn child_migrate_to_edu_makes_a_host_allocation_resident() {
         assert_eq!(*h.add(7), 9);
     }
     usm::mem_free(&ctx, h).unwrap();
-    assert_eq!(usm::device_address(&e, h), None);
+    assert_eq!(usm::device_address(&e, h).map(|b| b.raw()), None);
     cmd::mem_blocking_free(&ctx, s).unwrap();
     assert!(domain.container().mappings().is_empty());
     assert_eq!(domain.iova_allocated_bytes(), 0);
@@ -418,7 +418,7 @@ fn child_the_dma_copy_kernel_moves_bytes() {
     assert_eq!(&d[1..2501], &s[..2500]);
     assert!(d[0] == 0xaa && d[2501..].iter().all(|&b| b == 0xaa));
     // The launch made its source resident; both stay so until freed.
-    assert!(usm::device_address(&e, src).is_some());
+    assert!(usm::device_address(&e, src).map(|b| b.raw()).is_some());
     assert_eq!(domain.residents().len(), 2);
     // A range past the end of the allocation is refused at enqueue.
     k.set_arg_scalar(2, &3000u64.to_ne_bytes()).unwrap();
@@ -457,10 +457,10 @@ fn child_indirect_access_makes_allocations_of_its_types_resident() {
     let k = Kernel::native(
         &ctx,
         Arc::new(move |_: &[KernelArgValue]| {
-            let ok = sh.iter().all(|&x| usm::device_address(&e2, x as *const u8).is_some());
+            let ok = sh.iter().all(|&x| usm::device_address(&e2, x as *const u8).map(|b| b.raw()).is_some());
             println!(
                 "in the kernel: shared resident {ok}, host resident {}",
-                usm::device_address(&e2, h2 as *const u8).is_some()
+                usm::device_address(&e2, h2 as *const u8).map(|b| b.raw()).is_some()
             );
             if ok {
                 Ok(())
@@ -476,16 +476,24 @@ fn child_indirect_access_makes_allocations_of_its_types_resident() {
     // SAFETY: the native kernel touches no memory.
     let ev = unsafe { kernel::enqueue_task(&q, &k, &[]) }.unwrap();
     Event::wait(&[ev]).unwrap();
-    assert!(shared.iter().all(|&x| usm::device_address(&e, x).is_some()));
-    assert!(usm::device_address(&e, named).is_some(), "USM_PTRS entries are made resident");
-    assert_eq!(usm::device_address(&e, host), None, "no INDIRECT_HOST_ACCESS: host allocations are not");
+    assert!(shared.iter().all(|&x| usm::device_address(&e, x).map(|b| b.raw()).is_some()));
+    assert!(usm::device_address(&e, named).map(|b| b.raw()).is_some(), "USM_PTRS entries are made resident");
+    assert_eq!(
+        usm::device_address(&e, host).map(|b| b.raw()),
+        None,
+        "no INDIRECT_HOST_ACCESS: host allocations are not"
+    );
     k.set_exec_info_indirect_access(exec_info::INDIRECT_HOST_ACCESS, true).unwrap();
     k.set_exec_info_indirect_access(exec_info::INDIRECT_DEVICE_ACCESS, true).unwrap();
     // SAFETY: as above.
     let ev = unsafe { kernel::enqueue_task(&q, &k, &[]) }.unwrap();
     Event::wait(&[ev]).unwrap();
-    assert!(usm::device_address(&e, host).is_some());
-    assert_eq!(usm::device_address(&e, cpu_dev), None, "another device's device allocation is not edu's to reach");
+    assert!(usm::device_address(&e, host).map(|b| b.raw()).is_some());
+    assert_eq!(
+        usm::device_address(&e, cpu_dev).map(|b| b.raw()),
+        None,
+        "another device's device allocation is not edu's to reach"
+    );
     assert_eq!(domain.residents().len(), 4);
     for x in shared.into_iter().chain([host, named, cpu_dev]) {
         usm::mem_free(&ctx, x).unwrap();
@@ -529,8 +537,8 @@ fn child_bus_address_equals_the_pointer_with_a_wide_mask() {
     assert_eq!(domain.dma_mask(), u64::MAX);
     let ctx = Context::new(p.devices()).unwrap();
     let dev = usm::device_mem_alloc(&ctx, &e, &[], 4096, 0).unwrap().as_ptr();
-    assert_eq!(usm::device_address(&e, dev), Some(dev as u64), "IOVA == VA");
-    println!("device allocation at {dev:?}, bus address {:#x}", usm::device_address(&e, dev).unwrap());
+    assert_eq!(usm::device_address(&e, dev).map(|b| b.raw()), Some(dev as u64), "IOVA == VA");
+    println!("device allocation at {dev:?}, bus address {:#x}", usm::device_address(&e, dev).map(|b| b.raw()).unwrap());
     let src = usm::host_mem_alloc(&ctx, &[], 4096, 0).unwrap().as_ptr();
     let q = Queue::new(&ctx, &e, QueueProps::default()).unwrap();
     // SAFETY: live 4 KiB allocations; the copies are blocking.

@@ -26,7 +26,7 @@ fn a_heap_allocation_is_a_dma_buf_and_a_dma_target() {
         let p = heap.alloc(PAGE, 0, AllocMeta::HOST).unwrap().as_ptr() as usize;
         assert_eq!(p % PAGE, 0, "4 KiB allocations are page aligned");
 
-        let buf = heap.export_dmabuf(&udmabuf, p + 100).unwrap();
+        let buf = heap.export_dmabuf(&udmabuf, HostAddr(p + 100)).unwrap();
         assert_eq!(buf.size().unwrap(), PAGE as u64, "the export spans the allocation's page");
         let view = buf.map(Access::ReadWrite).unwrap();
         // SAFETY: p..p+PAGE is a live allocation of this test.
@@ -58,13 +58,13 @@ fn a_heap_allocation_is_a_dma_buf_and_a_dma_target() {
         c.unmap_dma(iova, PAGE as u64).unwrap();
 
         // Unknown pointers are refused; the neighbour was not disturbed.
-        assert_eq!(heap.export_dmabuf(&udmabuf, 8).unwrap_err(), ExportError::Unknown(8));
+        assert_eq!(heap.export_dmabuf(&udmabuf, HostAddr(8)).unwrap_err(), ExportError::Unknown(8));
         // SAFETY: a live allocation.
         assert_eq!(unsafe { *(neighbour as *const u8) }, 0);
         drop((view, buf));
-        heap.free(p).unwrap();
-        assert!(matches!(heap.export_dmabuf(&udmabuf, p), Err(ExportError::Unknown(_))));
-        heap.free(neighbour).unwrap();
+        heap.free(HostAddr(p)).unwrap();
+        assert!(matches!(heap.export_dmabuf(&udmabuf, HostAddr(p)), Err(ExportError::Unknown(_))));
+        heap.free(HostAddr(neighbour)).unwrap();
     }
     before.assert_unchanged();
 }
@@ -76,10 +76,10 @@ fn large_allocations_export_up_to_the_udmabuf_limit() {
     let udmabuf = Udmabuf::open().unwrap();
     let limit = udmabuf.limits().size_limit as usize;
     let ok = heap.alloc(limit, 0, AllocMeta::HOST).unwrap().as_ptr() as usize;
-    assert_eq!(heap.export_dmabuf(&udmabuf, ok).unwrap().size().unwrap(), limit as u64);
+    assert_eq!(heap.export_dmabuf(&udmabuf, HostAddr(ok)).unwrap().size().unwrap(), limit as u64);
     let too_big = heap.alloc(limit + PAGE, 0, AllocMeta::HOST).unwrap().as_ptr() as usize;
     assert!(matches!(
-        heap.export_dmabuf(&udmabuf, too_big),
+        heap.export_dmabuf(&udmabuf, HostAddr(too_big)),
         Err(ExportError::Udmabuf(dmabridge::sys::udmabuf::UdmabufError::OverSizeLimit { .. }))
     ));
 }
@@ -108,23 +108,23 @@ fn freed_exported_pages_never_go_to_a_later_allocation() {
     assert_eq!(page_of(a), page_of(neighbour), "two slots of one page");
     fill(a, 0xa1, 100);
     fill(neighbour, 0xb2, 100);
-    let dmabuf = heap.export_dmabuf(&udmabuf, a).unwrap();
+    let dmabuf = heap.export_dmabuf(&udmabuf, HostAddr(a)).unwrap();
     assert_eq!(dmabuf.size().unwrap(), PAGE as u64);
     let m = dmabuf.map(Access::ReadWrite).unwrap();
     let view = m.as_ptr() as usize;
     let at = a - page_of(a);
-    heap.free(a).unwrap();
+    heap.free(HostAddr(a)).unwrap();
     let later: Vec<usize> = (0..200).map(|_| heap.alloc(100, 0, AllocMeta::HOST).unwrap().as_ptr() as usize).collect();
     for (k, &p) in later.iter().enumerate() {
         assert_ne!(page_of(p), page_of(a), "allocation {k} went into the page of a freed, exported allocation");
         fill(p, 0xc3, 100);
     }
     assert_eq!(bytes(view + at, 100), [0xa1; 100], "the dma-buf still shows the freed allocation's bytes");
-    assert_eq!(heap.lookup(neighbour).unwrap().size, 100, "the neighbour lives on");
+    assert_eq!(heap.lookup(HostAddr(neighbour)).unwrap().size, 100, "the neighbour lives on");
     assert_eq!(bytes(neighbour, 100), [0xb2; 100]);
     // The page's last allocation goes: its pages are handed back, and the
     // address may be used again — with other pages than the dma-buf's.
-    heap.free(neighbour).unwrap();
+    heap.free(HostAddr(neighbour)).unwrap();
     let again: Vec<usize> = (0..64).map(|_| heap.alloc(100, 0, AllocMeta::HOST).unwrap().as_ptr() as usize).collect();
     for &p in &again {
         fill(p, 0xd4, 100);
@@ -143,21 +143,21 @@ fn freed_exported_pages_never_go_to_a_later_allocation() {
     for size in [PAGE, 3 << 20] {
         let p = heap.alloc(size, 0, AllocMeta::HOST).unwrap().as_ptr() as usize;
         fill(p, 0x11, size);
-        let dmabuf = heap.export_dmabuf(&udmabuf, p).unwrap();
+        let dmabuf = heap.export_dmabuf(&udmabuf, HostAddr(p)).unwrap();
         let m = dmabuf.map(Access::ReadWrite).unwrap();
         let view = m.as_ptr() as usize;
-        heap.free(p).unwrap();
+        heap.free(HostAddr(p)).unwrap();
         let q = heap.alloc(size, 0, AllocMeta::HOST).unwrap().as_ptr() as usize;
         assert_eq!(bytes(q, size), vec![0; size], "{size} bytes: a fresh allocation over fresh pages");
         fill(q, 0x22, size);
         assert_eq!(bytes(view, size), vec![0x11; size], "{size} bytes: the dma-buf keeps the freed allocation's bytes");
         fill(view, 0x33, size);
         assert_eq!(bytes(q, size), vec![0x22; size], "{size} bytes: the dma-buf's pages are not the new allocation's");
-        heap.free(q).unwrap();
+        heap.free(HostAddr(q)).unwrap();
         drop((m, dmabuf));
     }
     for p in later.into_iter().chain(again) {
-        heap.free(p).unwrap();
+        heap.free(HostAddr(p)).unwrap();
     }
     assert_eq!(heap.stats().live, 0);
 }

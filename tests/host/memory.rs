@@ -7,6 +7,7 @@ use dmabridge::memory::heap::{AllocError, AllocMeta, FreeError, Heap};
 use dmabridge::memory::iova::{IovaAllocator, IovaError};
 use dmabridge::memory::local::{LocalAllocator, LocalError, GRANULE};
 use dmabridge::memory::vaspace::{ReserveError, VaSpace, MAX_GRANULES};
+use dmabridge::sys::addr::HostAddr;
 use dmabridge::sys::addr::Iova;
 
 const PAGE: u64 = 4096;
@@ -23,8 +24,8 @@ fn absurd_granule_counts_are_refused_before_anything_is_reserved() {
     match Heap::with_granules(MAX_GRANULES) {
         Ok(heap) => {
             let p = heap.alloc(5 << 20, 0, AllocMeta::HOST).unwrap().as_ptr() as usize;
-            assert_eq!(heap.lookup(p + (5 << 20) - 1).unwrap().base, p);
-            heap.free(p).unwrap();
+            assert_eq!(heap.lookup(HostAddr(p + (5 << 20) - 1)).unwrap().base, p);
+            heap.free(HostAddr(p)).unwrap();
         }
         Err(e) => assert!(matches!(e, ReserveError::Os(_)), "{e}"),
     }
@@ -59,9 +60,9 @@ fn hostile_heap_sizes_alignments_and_pointers_change_nothing() {
         assert_eq!(heap.alloc(8, align, AllocMeta::HOST), Err(AllocError::BadAlignment(align)));
     }
     for p in [0, 1, usize::MAX, usize::MAX - 63, half] {
-        assert_eq!(heap.free(p), Err(FreeError::Unknown(p)));
-        assert_eq!(heap.lookup(p), None);
-        assert!(!heap.owns_range(p));
+        assert_eq!(heap.free(HostAddr(p)), Err(FreeError::Unknown(p)));
+        assert_eq!(heap.lookup(HostAddr(p)), None);
+        assert!(!heap.owns_range(HostAddr(p)));
     }
     let s = heap.stats();
     assert_eq!((s.live, s.large), (1, 0));
@@ -69,7 +70,7 @@ fn hostile_heap_sizes_alignments_and_pointers_change_nothing() {
     assert!(unsafe { std::slice::from_raw_parts(keep, 100) }.iter().all(|&b| b == 0x5a));
     // The whole reservation is still there to be had.
     let all = heap.alloc(reserved - (2 << 20), 0, AllocMeta::HOST).unwrap();
-    heap.free(all.as_ptr() as usize).unwrap();
+    heap.free(HostAddr::of(all.as_ptr())).unwrap();
 }
 
 #[test]

@@ -36,6 +36,7 @@
 //!   power of two up to the largest data type, `CL_INVALID_BUFFER_SIZE` for
 //!   size 0 or above `CL_DEVICE_MAX_MEM_ALLOC_SIZE` (`clSVMAlloc` just fails).
 
+use dmabridge::sys::addr::HostAddr;
 use std::sync::Arc;
 
 use dmabridge::error::ClErrorKind::*;
@@ -399,7 +400,7 @@ impl World {
         let _ = self.q.finish();
         for a in &self.allocs {
             if !a.live {
-                if let Some(info) = self.ctx.lookup(a.base) {
+                if let Some(info) = self.ctx.lookup(HostAddr(a.base)) {
                     prop_assert!(
                         self.holder(info.base).is_some(),
                         "after {after}: freed {:?} allocation {:#x} is still known to the context ({info:?})",
@@ -409,7 +410,7 @@ impl World {
                 }
                 continue;
             }
-            let info = self.ctx.lookup(a.base);
+            let info = self.ctx.lookup(HostAddr(a.base));
             prop_assert!(
                 info.as_ref().is_some_and(|i| i.base == a.base && i.size == a.data.len()),
                 "after {after}: live {:?} allocation {:#x} ({} bytes) is gone: lookup gives {info:?}",

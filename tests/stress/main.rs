@@ -7,6 +7,7 @@
 //! Its own test binary, so that nothing else runs in the process while the
 //! fds, mappings and threads are counted.
 
+use dmabridge::sys::addr::HostAddr;
 use std::sync::Arc;
 
 use dmabridge::ext::usm::{self, mem_info, MemAllocInfo};
@@ -116,7 +117,9 @@ fn worker(
                 // clEnqueueSVMFree orders only with its own (possibly
                 // out-of-order) queue: wait first, as an application must,
                 // for the commands on any queue that still use the memory.
-                dmabridge::runtime::queue::wait_for_context_commands_using(ctx, |u| u.touches(old as usize, old_size));
+                dmabridge::runtime::queue::wait_for_context_commands_using(ctx, |u| {
+                    u.touches(HostAddr::of(old), old_size)
+                });
                 let e = svm_commands::enqueue_svm_free(q, &[old], None, &[]).unwrap();
                 Event::wait(&[e]).unwrap();
             } else {

@@ -65,6 +65,10 @@ pub struct DevicesReport {
     pub verdict: Verdict,
     /// The fix of the first device that is not ok, when one is not.
     pub hint: Option<String>,
+    /// Programs from source on the CPU device: PoCL's version and OpenCL C
+    /// version when the ICD can load it (`CL_DEVICE_COMPILER_AVAILABLE`
+    /// true), else why not (false: builds answer `CL_COMPILER_NOT_AVAILABLE`).
+    pub compiler: Result<String, String>,
 }
 
 fn bring_back(address: impl fmt::Display) -> String {
@@ -165,7 +169,11 @@ impl DevicesReport {
         }
         let verdict = devices.iter().map(|d| d.verdict).max().unwrap_or(Verdict::Ok);
         let hint = devices.iter().find_map(|d| d.hint.clone());
-        DevicesReport { devices, verdict, hint }
+        let compiler = match dmabridge_icd::pocl::get() {
+            Some(p) => Ok(format!("{} ({})", p.version, p.c_version)),
+            None => Err(dmabridge_icd::pocl::why_not().unwrap_or("unknown").to_owned()),
+        };
+        DevicesReport { devices, verdict, hint, compiler }
     }
 }
 
@@ -190,6 +198,23 @@ impl fmt::Display for DevicesReport {
             writeln!(f, "{}", line.trim_end())?;
             if let Some(h) = &d.hint {
                 writeln!(f, "  {:10} fix: {h}", "")?;
+            }
+        }
+        // Optional: without a compiler the report's verdict stays the devices'.
+        match &self.compiler {
+            Ok(c) => writeln!(f, "  {:<10} {:<22} OpenCL C from source on the CPU device: {c}", "ok", "compiler")?,
+            Err(why) => {
+                writeln!(
+                    f,
+                    "  {:<10} {:<22} none: clBuildProgram answers CL_COMPILER_NOT_AVAILABLE ({why})",
+                    "info", "compiler"
+                )?;
+                writeln!(
+                    f,
+                    "  {:10} fix: apt-get install pocl-opencl-icd (dmabridge's ICD loads {})",
+                    "",
+                    dmabridge_icd::pocl::LIBRARY
+                )?;
             }
         }
         Ok(())

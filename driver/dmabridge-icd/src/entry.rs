@@ -29,50 +29,72 @@ pub(crate) trait Cl<T> {
 }
 
 impl<T> Cl<T> for ClResult<T> {
+    #[inline]
     fn cl(self) -> ClRes<T> {
-        self.map_err(|e: ClError| {
-            let code = e.code();
-            notify::note_error(code, e.to_string());
-            code
-        })
+        match self {
+            Ok(v) => Ok(v),
+            Err(e) => Err(noted(e)),
+        }
     }
+}
+
+/// The code of `e`, its message noted for the call (out of line: the hot
+/// entry points inline [`Cl::cl`], and their error path is the rare one).
+#[cold]
+#[inline(never)]
+fn noted(e: ClError) -> cl_int {
+    let code = e.code();
+    notify::note_error(code, e.to_string());
+    code
 }
 
 /// Runs `f` under `catch_unwind`, with this thread's state (found once for
 /// the call: see `per_thread.rs`); if it failed with a message and named a
 /// context, that context's `pfn_notify` is called once `f` has returned
-/// (no lock or handle borrow of `f` is held then).
-fn caught<T>(name: &str, f: impl FnOnce(Option<&PerThread>) -> ClRes<T>) -> ClRes<T> {
+/// (no lock or handle borrow of `f` is held then). The answer comes out
+/// flat, as the C caller gets it: the value (`none` on error) and the code.
+///
+/// Inlined, with its rare paths out of line: on the hot USM and SVM entry
+/// points the calls between the entry point, this frame, the handle borrow
+/// and the body cost more instructions than their work (`catch_unwind`
+/// itself costs nothing until a panic). Flat, because a `ClRes` that leaves
+/// the unwinding frame goes through memory, and its discriminant, written
+/// as 4 bytes, was read back together with the code as 8: a load the CPU
+/// cannot forward from the store, which stalled every hot call.
+#[inline(always)]
+fn caught<T: Copy>(name: &str, none: T, f: impl FnOnce(Option<&PerThread>) -> ClRes<T>) -> (T, cl_int) {
     let call = notify::Call::begin();
-    let r = match catch_unwind(AssertUnwindSafe(|| f(call.state()))) {
-        Ok(r) => r,
-        Err(_) => {
-            log::error!("{name}: panicked; answering CL_OUT_OF_RESOURCES");
-            Err(CL_OUT_OF_RESOURCES)
-        }
+    let flat = |r: ClRes<T>| match r {
+        Ok(v) => (v, CL_SUCCESS),
+        Err(code) => (none, code),
     };
-    call.end(name, r.as_ref().map(drop).map_err(|&c| c));
-    r
+    let (v, code) = match catch_unwind(AssertUnwindSafe(|| flat(f(call.state())))) {
+        Ok(answer) => answer,
+        Err(_) => (none, panicked(name)),
+    };
+    call.end(name, code);
+    (v, code)
 }
 
-/// The code of an entry point that returns a `cl_int`.
-fn code_of(r: ClRes<()>) -> cl_int {
-    match r {
-        Ok(()) => CL_SUCCESS,
-        Err(code) => code,
-    }
+/// The answer of a call whose body panicked (logged).
+#[cold]
+#[inline(never)]
+fn panicked(name: &str) -> cl_int {
+    log::error!("{name}: panicked; answering CL_OUT_OF_RESOURCES");
+    CL_OUT_OF_RESOURCES
 }
 
 /// Runs the body of an entry point that returns a `cl_int`.
 pub(crate) fn status(name: &str, f: impl FnOnce() -> ClRes<()>) -> cl_int {
-    code_of(caught(name, |_| f()))
+    caught(name, (), |_| f()).1
 }
 
 /// [`status`] of an entry point whose first argument is a handle of kind
 /// `K`, borrowed for the call as [`handles::with`] does: the hot USM and
 /// SVM entry points, which find the thread's state once for both.
+#[inline(always)]
 pub(crate) fn status_with<K: Kind>(name: &str, handle: *const c_void, f: impl FnOnce(&K) -> ClRes<()>) -> cl_int {
-    code_of(caught(name, |state| handles::with_in(state, handle, f)))
+    caught(name, (), |state| handles::with_in(state, handle, f)).1
 }
 
 /// Runs the body of an entry point that returns an object (or pointer) and
@@ -82,7 +104,7 @@ pub(crate) fn status_with<K: Kind>(name: &str, handle: *const c_void, f: impl Fn
 /// `errcode_ret` is NULL or valid for a write of a `cl_int`.
 pub(crate) unsafe fn object<T>(name: &str, errcode_ret: *mut cl_int, f: impl FnOnce() -> ClRes<*mut T>) -> *mut T {
     // SAFETY: the caller's contract.
-    unsafe { object_of(caught(name, |_| f()), errcode_ret) }
+    unsafe { object_of(caught(name, std::ptr::null_mut(), |_| f()), errcode_ret) }
 }
 
 /// [`object`] of an entry point whose first argument is a handle of kind
@@ -90,27 +112,25 @@ pub(crate) unsafe fn object<T>(name: &str, errcode_ret: *mut cl_int, f: impl FnO
 ///
 /// # Safety
 /// `errcode_ret` is NULL or valid for a write of a `cl_int`.
+#[inline(always)]
 pub(crate) unsafe fn object_with<K: Kind, T>(
     name: &str,
     errcode_ret: *mut cl_int,
     handle: *const c_void,
     f: impl FnOnce(&K) -> ClRes<*mut T>,
 ) -> *mut T {
-    let r = caught(name, |state| handles::with_in(state, handle, f));
+    let answer = caught(name, std::ptr::null_mut(), |state| handles::with_in(state, handle, f));
     // SAFETY: the caller's contract.
-    unsafe { object_of(r, errcode_ret) }
+    unsafe { object_of(answer, errcode_ret) }
 }
 
-/// The answer of an object-returning entry point: the object, or NULL with
-/// the code stored in `errcode_ret`.
+/// The answer of an object-returning entry point: the object (NULL on
+/// error), the code stored in `errcode_ret`.
 ///
 /// # Safety
 /// `errcode_ret` is NULL or valid for a write of a `cl_int`.
-unsafe fn object_of<T>(r: ClRes<*mut T>, errcode_ret: *mut cl_int) -> *mut T {
-    let (ptr, code) = match r {
-        Ok(p) => (p, CL_SUCCESS),
-        Err(code) => (std::ptr::null_mut(), code),
-    };
+#[inline(always)]
+unsafe fn object_of<T>((ptr, code): (*mut T, cl_int), errcode_ret: *mut cl_int) -> *mut T {
     // SAFETY: the caller's contract.
     unsafe { write_opt(errcode_ret, code) };
     ptr

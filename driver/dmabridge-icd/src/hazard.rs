@@ -112,19 +112,31 @@ pub(crate) struct Local {
     slot: Cell<Option<&'static Slot>>,
     /// Set while this thread holds a [`Protected`] (no nesting: one slot).
     busy: Cell<bool>,
+    /// [`asymmetric`], read when the slot was claimed (it never changes
+    /// once decided): the hot path reads it here, beside the slot.
+    asymmetric: Cell<bool>,
 }
 
 impl Local {
     /// No slot yet, not busy.
     pub(crate) const fn new() -> Local {
-        Local { slot: Cell::new(None), busy: Cell::new(false) }
+        Local { slot: Cell::new(None), busy: Cell::new(false), asymmetric: Cell::new(false) }
     }
 
     /// This thread's slot, claimed on the first call.
+    #[inline(always)]
     fn slot(&self) -> &'static Slot {
-        if let Some(slot) = self.slot.get() {
-            return slot;
+        match self.slot.get() {
+            Some(slot) => slot,
+            None => self.claim_slot(),
         }
+    }
+
+    /// Claims this thread's slot, once the fence mode is decided.
+    #[cold]
+    #[inline(never)]
+    fn claim_slot(&self) -> &'static Slot {
+        self.asymmetric.set(asymmetric());
         let slot = claim();
         self.slot.set(Some(slot));
         slot
@@ -207,6 +219,7 @@ pub(crate) struct Protected<'a> {
 }
 
 impl Drop for Protected<'_> {
+    #[inline(always)]
     fn drop(&mut self) {
         self.slot.hazard.store(0, Ordering::Release);
         self.busy.set(false);
@@ -220,17 +233,19 @@ impl Drop for Protected<'_> {
 ///
 /// `None` when this thread already protects an address (a nested call):
 /// the caller then takes a counted reference instead.
+#[inline(always)]
 pub(crate) fn protect(local: &Local, addr: usize) -> Option<Protected<'_>> {
-    let asymmetric = asymmetric();
     if local.busy.replace(true) {
         return None;
     }
+    // Claimed after the mode was decided (`claim_slot`), so that the mode
+    // read below is the final one.
     let slot = local.slot();
     slot.hazard.store(addr, Ordering::Relaxed);
     // The store must be ordered before the caller's liveness check: the
     // destroyer's membarrier supplies the hardware barrier, this fence keeps
     // the compiler from moving the check above the store.
-    if asymmetric {
+    if local.asymmetric.get() {
         compiler_fence(Ordering::SeqCst);
     } else {
         fence(Ordering::SeqCst);

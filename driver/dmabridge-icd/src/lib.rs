@@ -33,6 +33,7 @@ mod hazard;
 mod info;
 pub mod notify;
 mod per_thread;
+pub mod pocl;
 mod stubs;
 
 use std::ffi::{c_char, c_void};

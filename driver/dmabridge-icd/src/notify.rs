@@ -136,24 +136,37 @@ impl Call {
         unsafe { per_thread::with_pointer(self.state) }
     }
 
-    /// Ends the call `name` that answered `result`: if it failed with the
+    /// Ends the call `name` that answered `result` (`CL_SUCCESS` or the
+    /// error's code: a plain integer rather than a `Result`, which the hot
+    /// entry points built in memory and read back wider than written, a
+    /// store the CPU could not forward to the load): if it failed with the
     /// code of a noted message, logs the message (`warn`) and, if a
     /// context's notifier was noted, calls it with the message. The caller
     /// holds no lock or borrow of the ICD.
-    #[inline]
-    pub(crate) fn end(self, name: &str, result: Result<(), cl_int>) {
+    #[inline(always)]
+    pub(crate) fn end(self, name: &str, result: cl_int) {
         let Some(t) = self.state() else { return };
         let note = t.note.replace(self.outer);
-        let Note { notifier, message: true } = note else { return };
-        let Some((code, message)) = t.message.borrow_mut().take() else { return };
-        if result != Err(code) {
-            return;
+        if note.message {
+            report(t, note.notifier, name, result);
         }
-        // A logger of the application's may panic: not across the boundary.
-        let _ = catch_unwind(AssertUnwindSafe(|| log::warn!("{name}: {message}")));
-        if let Some(f) = notifier.f {
-            call(f, notifier.user_data, message);
-        }
+    }
+}
+
+/// The end of a call that noted a message (out of line: the rare path of
+/// [`Call::end`], which every entry point inlines).
+#[cold]
+#[inline(never)]
+fn report(t: &PerThread, notifier: Notifier, name: &str, result: cl_int) {
+    let Some((code, message)) = t.message.borrow_mut().take() else { return };
+    // (A noted code is an error's, never `CL_SUCCESS`.)
+    if result != code {
+        return;
+    }
+    // A logger of the application's may panic: not across the boundary.
+    let _ = catch_unwind(AssertUnwindSafe(|| log::warn!("{name}: {message}")));
+    if let Some(f) = notifier.f {
+        call(f, notifier.user_data, message);
     }
 }
 

@@ -27,6 +27,7 @@
 #[path = "common/peer.rs"]
 mod peer;
 
+use dmabridge::sys::addr::HostAddr;
 use std::hint::black_box;
 use std::sync::{Arc, RwLock};
 use std::time::Instant;
@@ -93,7 +94,7 @@ fn alloc_free_4k(ctx: &Arc<Context>) -> Spread {
 
 /// clDeviceMemAllocINTEL + clMemFreeINTEL of 4 KiB through the USM API on
 /// `threads` threads at once: ns per pair (see [`on_threads`]).
-fn device_alloc_free_4k(ctx: &Arc<Context>, device: &Arc<dmabridge::runtime::device::Device>, threads: usize) -> f64 {
+fn device_alloc_free_4k(ctx: &Arc<Context>, device: &Arc<dmabridge::runtime::device::Device>, threads: usize) -> Run {
     on_threads(threads, &|| {
         let p = usm::device_mem_alloc(ctx, device, &[], 4096, 0).unwrap();
         usm::mem_free(ctx, black_box(p.as_ptr())).unwrap();
@@ -103,8 +104,24 @@ fn device_alloc_free_4k(ctx: &Arc<Context>, device: &Arc<dmabridge::runtime::dev
 /// The reference of the two-thread rows: a 64-byte `Box` made, written and
 /// dropped (the allocator's per-thread cache: threads that share nothing),
 /// on `threads` threads at once, ns each.
-fn reference_pair(threads: usize) -> f64 {
+fn reference_pair(threads: usize) -> Run {
     on_threads(threads, &|| drop(black_box(Box::new([1u8; 64]))))
+}
+
+/// One run of [`on_threads`]: ns per call, and whether every thread had a
+/// core of its own for it (it ran for at least 95 % of the run's span by its
+/// own CPU time; on a shared machine a thread often waits for a CPU, and two
+/// threads that take turns on one core show no scaling whatever the code).
+#[derive(Debug, Clone, Copy)]
+struct Run {
+    ns: f64,
+    own_core: bool,
+}
+
+/// The calling thread's CPU time, in seconds.
+fn thread_cpu() -> f64 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+    t.tv_sec as f64 + t.tv_nsec as f64 * 1e-9
 }
 
 /// `f` 20 000 times on each of `threads` threads at once: ns per call, from
@@ -113,10 +130,10 @@ fn reference_pair(threads: usize) -> f64 {
 /// `Barrier`: a thread woken from a barrier can wait a few hundred
 /// microseconds for a CPU, and the other one ran alone meanwhile, which read
 /// as a poor two-thread ratio).
-fn on_threads(threads: usize, f: &(dyn Fn() + Sync)) -> f64 {
+fn on_threads(threads: usize, f: &(dyn Fn() + Sync)) -> Run {
     const N: usize = 20_000;
     let arrived = std::sync::atomic::AtomicUsize::new(0);
-    let spans: Vec<(Instant, Instant)> = std::thread::scope(|s| {
+    let spans: Vec<(Instant, Instant, f64)> = std::thread::scope(|s| {
         let workers: Vec<_> = (0..threads)
             .map(|_| {
                 s.spawn(|| {
@@ -125,10 +142,12 @@ fn on_threads(threads: usize, f: &(dyn Fn() + Sync)) -> f64 {
                         std::hint::spin_loop();
                     }
                     let t0 = Instant::now();
+                    let c0 = thread_cpu();
                     for _ in 0..N {
                         f();
                     }
-                    (t0, Instant::now())
+                    let cpu = thread_cpu() - c0;
+                    (t0, Instant::now(), cpu)
                 })
             })
             .collect();
@@ -136,7 +155,44 @@ fn on_threads(threads: usize, f: &(dyn Fn() + Sync)) -> f64 {
     });
     let first = spans.iter().map(|s| s.0).min().unwrap();
     let last = spans.iter().map(|s| s.1).max().unwrap();
-    (last - first).as_secs_f64() * 1e9 / (N * threads) as f64
+    let span = (last - first).as_secs_f64();
+    Run { ns: span * 1e9 / (N * threads) as f64, own_core: spans.iter().all(|s| s.2 >= 0.95 * span) }
+}
+
+/// Two threads against one, [`TWO_ROUNDS`] rounds of `run(1)` then
+/// `run(2)` (after one untimed): the best ns of each, and the two-thread /
+/// one-thread throughput of each round in which every thread had a core in
+/// both runs, sorted (as `icd_bench.c` measures the C path).
+fn scaling(run: impl Fn(usize) -> Run) -> (f64, f64, Vec<f64>) {
+    let (mut one, mut two, mut both) = (f64::INFINITY, f64::INFINITY, Vec::new());
+    run(1);
+    run(2);
+    for _ in 0..TWO_ROUNDS {
+        let (r1, r2) = (run(1), run(2));
+        one = one.min(r1.ns);
+        two = two.min(r2.ns);
+        if r1.own_core && r2.own_core {
+            both.push(r1.ns / r2.ns);
+        }
+    }
+    both.sort_by(f64::total_cmp);
+    (one, two, both)
+}
+
+/// Rounds of [`scaling`], as many as the C side's.
+const TWO_ROUNDS: usize = 31;
+
+/// "k of n rounds had both cores: median m (a-b)".
+fn both_cores_text(both: usize, rounds: usize, sorted: &[f64]) -> String {
+    match sorted {
+        [] => format!("none of {rounds} rounds had both cores"),
+        _ => format!(
+            "{both} of {rounds} rounds had both cores: {:.2}x median ({:.2}-{:.2}x)",
+            sorted[sorted.len() / 2],
+            sorted[0],
+            sorted[sorted.len() - 1]
+        ),
+    }
 }
 
 /// Pseudo-random sequence (xorshift) so lookups hit allocations in no order.
@@ -188,11 +244,9 @@ fn lookup_rate(threads: usize, targets: &[usize], lookup: &(dyn Fn(usize) -> boo
 fn c_path(ctx: &Arc<Context>, cpu: &Arc<dmabridge::runtime::device::Device>, icd: &std::path::Path, rust: &mut Spread) {
     const ROUNDS: usize = 3;
     let (mut c, mut c_dev, mut c_dev2) = (Spread::NONE, f64::INFINITY, f64::INFINITY);
-    let (mut rust_dev, mut rust_dev2) = (f64::INFINITY, f64::INFINITY);
-    // The two-thread ratio of each round (its spread), C and Rust.
-    let (mut c_rounds, mut rust_rounds) = (Vec::new(), Vec::new());
-    let (mut c_ref, mut c_ref2, mut rust_ref, mut rust_ref2) =
-        (f64::INFINITY, f64::INFINITY, f64::INFINITY, f64::INFINITY);
+    let (mut c_ref, mut c_ref2) = (f64::INFINITY, f64::INFINITY);
+    // The two-thread rounds with both cores: per C child ("k of n: median"), and over all.
+    let (mut c_both, mut c_ref_both) = (Vec::new(), Vec::new());
     for round in 0..ROUNDS {
         if round > 0 {
             *rust = rust.with(alloc_free_4k(ctx));
@@ -209,19 +263,16 @@ fn c_path(ctx: &Arc<Context>, cpu: &Arc<dmabridge::runtime::device::Device>, icd
         if let (Some(one), Some(two)) = (figures.usm_device_alloc_free_4k_ns, figures.usm_device_alloc_free_4k_2t_ns) {
             c_dev = c_dev.min(one);
             c_dev2 = c_dev2.min(two);
-            c_rounds.push(one / two);
         }
         if let (Some(one), Some(two)) = (figures.libc_malloc_free_64_ns, figures.libc_malloc_free_64_2t_ns) {
             c_ref = c_ref.min(one);
             c_ref2 = c_ref2.min(two);
         }
-        let (one, two) = (device_alloc_free_4k(ctx, cpu, 1), device_alloc_free_4k(ctx, cpu, 2));
-        rust_dev = rust_dev.min(one);
-        rust_dev2 = rust_dev2.min(two);
-        rust_rounds.push(one / two);
-        rust_ref = rust_ref.min(reference_pair(1));
-        rust_ref2 = rust_ref2.min(reference_pair(2));
+        c_both.extend(figures.both_cores("cl_usm_device_alloc_free_4k").cloned());
+        c_ref_both.extend(figures.both_cores("libc_malloc_free_64").cloned());
     }
+    let (rust_dev, rust_dev2, rust_both) = scaling(|n| device_alloc_free_4k(ctx, cpu, n));
+    let (rust_ref, rust_ref2, rust_ref_both) = scaling(reference_pair);
     peer::print_row("4 KiB USM host alloc+free, C path (ICD)", c.best, rust.best, "ns", true, "<= 1.5x Rust");
     println!(
         "  spread over {ROUNDS} rounds of warm-up + timed runs: C {:.0}-{:.0} ns, Rust {:.0}-{:.0} ns \
@@ -235,7 +286,7 @@ fn c_path(ctx: &Arc<Context>, cpu: &Arc<dmabridge::runtime::device::Device>, icd
     if c_dev.is_finite() {
         println!(
             "  device USM alloc+free 4 KiB: C path {c_dev:.0} ns on 1 thread, {c_dev2:.0} ns per pair on 2; \
-             Rust path {rust_dev:.0} / {rust_dev2:.0} ns"
+             Rust path {rust_dev:.0} / {rust_dev2:.0} ns (best of all runs)"
         );
         peer::print_row(
             "device USM, C path: 2 threads / 1",
@@ -245,40 +296,46 @@ fn c_path(ctx: &Arc<Context>, cpu: &Arc<dmabridge::runtime::device::Device>, icd
             false,
             ">= 1.8x (peer: the Rust path)",
         );
-        let list = |r: &[f64]| r.iter().map(|x| format!("{x:.2}x")).collect::<Vec<_>>().join(", ");
+        // What counts: the rounds in which both threads had a core.
+        let per_child = |b: &[peer::BothCores]| {
+            b.iter()
+                .map(|b| match b.both {
+                    0 => format!("none of {}", b.rounds),
+                    k => format!("{k} of {}: {:.2}x median ({:.2}-{:.2}x)", b.rounds, b.median, b.min, b.max),
+                })
+                .collect::<Vec<_>>()
+                .join("; ")
+        };
+        println!("  device USM 2 threads / 1, rounds with both cores (target >= 1.8x):");
+        println!("    C path, per child: {}", per_child(&c_both));
+        println!("    Rust path: {}", both_cores_text(rust_both.len(), TWO_ROUNDS, &rust_both));
         println!(
-            "  2 threads / 1 in each round (best-of runs of that round): C path {}; Rust path {}",
-            list(&c_rounds),
-            list(&rust_rounds)
-        );
-        println!(
-            "  reference, threads that share nothing (malloc(64)+free; Box of 64 bytes), 2 threads / 1: \
-             C child {:.2}x, this process {:.2}x (what the machine gives two threads now)",
+            "  reference, threads that share nothing (malloc(64)+free; Box of 64 bytes), 2 threads / 1, best of all \
+             runs: C child {:.2}x, this process {:.2}x; rounds with both cores: C {}; Rust {}",
             c_ref / c_ref2,
-            rust_ref / rust_ref2
+            rust_ref / rust_ref2,
+            per_child(&c_ref_both),
+            both_cores_text(rust_ref_both.len(), TWO_ROUNDS, &rust_ref_both)
         );
     } else {
         println!("  device USM rows: the ICD's CPU device reported no device USM");
     }
 }
 
-/// The Rust path's device USM rows alone: 1 and 2 threads, best of
-/// `rounds`, with the load average beside them (the machine is shared).
-fn device_rows(ctx: &Arc<Context>, cpu: &Arc<dmabridge::runtime::device::Device>, rounds: usize) {
-    let (mut one, mut two, mut ref1, mut ref2) = (f64::INFINITY, f64::INFINITY, f64::INFINITY, f64::INFINITY);
-    for _ in 0..rounds {
-        one = one.min(device_alloc_free_4k(ctx, cpu, 1));
-        two = two.min(device_alloc_free_4k(ctx, cpu, 2));
-        ref1 = ref1.min(reference_pair(1));
-        ref2 = ref2.min(reference_pair(2));
-    }
+/// The Rust path's device USM rows alone: 1 and 2 threads
+/// ([`scaling`]), with the load average beside them (the machine is shared).
+fn device_rows(ctx: &Arc<Context>, cpu: &Arc<dmabridge::runtime::device::Device>) {
+    let (one, two, both) = scaling(|n| device_alloc_free_4k(ctx, cpu, n));
+    let (ref1, ref2, ref_both) = scaling(reference_pair);
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     println!(
-        "device USM alloc+free 4 KiB, Rust path: {one:.0} ns on 1 thread, {two:.0} ns per pair on 2: \
-         2 threads / 1 = {:.2}x (target >= 1.8x; reference, threads that share nothing: {:.2}x; best of {rounds}; \
-         load average {})",
+        "device USM alloc+free 4 KiB, Rust path: {one:.0} ns on 1 thread, {two:.0} ns per pair on 2 (best of \
+         {TWO_ROUNDS}): 2 threads / 1 = {:.2}x; {} (target >= 1.8x); reference, threads that share nothing: \
+         {:.2}x, {}; load average {}",
         one / two,
+        both_cores_text(both.len(), TWO_ROUNDS, &both),
         ref1 / ref2,
+        both_cores_text(ref_both.len(), TWO_ROUNDS, &ref_both),
         load.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
     );
 }
@@ -289,7 +346,7 @@ fn main() {
     if std::env::args().any(|a| a == "device-usm") {
         let cpu = Platform::get().cpu().clone();
         let ctx = Context::new(std::slice::from_ref(&cpu)).unwrap();
-        return device_rows(&ctx, &cpu, 5);
+        return device_rows(&ctx, &cpu);
     }
     let peer = peer::run_peer();
     if let Err(e) = &peer {
@@ -319,7 +376,7 @@ fn main() {
         Some(icd) => c_path(&ctx, &cpu, &icd, &mut rust),
         None => {
             println!("C path (ICD): set DMABRIDGE_ICD to dmabridge's .icd file (`make icd` writes one)");
-            device_rows(&ctx, &cpu, 3);
+            device_rows(&ctx, &cpu);
         }
     }
 
@@ -336,8 +393,8 @@ fn main() {
     sorted.sort();
     let neo = SortedTable(RwLock::new(sorted));
 
-    let ours1 = lookup_rate(1, &targets, &|p| heap.lookup(p).is_some());
-    let ours2 = lookup_rate(2, &targets, &|p| heap.lookup(p).is_some());
+    let ours1 = lookup_rate(1, &targets, &|p| heap.lookup(HostAddr(p)).is_some());
+    let ours2 = lookup_rate(2, &targets, &|p| heap.lookup(HostAddr(p)).is_some());
     let neo1 = lookup_rate(1, &targets, &|p| neo.lookup(p).is_some());
     let neo2 = lookup_rate(2, &targets, &|p| neo.lookup(p).is_some());
     peer::print_row("lookup, 100k live, 1 reader", ours1, neo1, "ns", true, "<= 100 ns");
@@ -348,7 +405,7 @@ fn main() {
         neo1 / neo2
     );
     for (b, _) in allocs {
-        heap.free(b).unwrap();
+        heap.free(HostAddr(b)).unwrap();
     }
 
     // Through the USM API and a command queue of the CPU device, as the

@@ -11,10 +11,14 @@
 //! the crate-level module it names. A path that resolves into a layer above
 //! the module's own is reported with file, line and the path as written.
 //!
+//! A second check ([`addrs`]) reports crate-visible functions that take or
+//! return an address as a bare integer.
+//!
 //! Not checked, on purpose: items under `#[cfg(test)]` (unit tests use the
 //! library through any layer, like the integration tests; they are not part
 //! of the layered library), and doc comments (a link is not a dependency).
 
+pub mod addrs;
 mod config;
 mod scope;
 mod walk;

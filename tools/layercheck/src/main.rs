@@ -60,9 +60,27 @@ fn main() -> ExitCode {
         config.layers.join(" < "),
         if exceptions.is_empty() { String::new() } else { format!("; known exceptions: {}", exceptions.join(", ")) }
     );
+    let bare = match layercheck::addrs::check(&src) {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("layercheck: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    for b in &bare {
+        println!("{b}");
+    }
+    if !bare.is_empty() {
+        println!("layercheck: FAILED: {} functions carry an address as a bare integer", bare.len());
+    }
     if report.violations.is_empty() {
         println!("layercheck: {summary}: no module names a layer above its own");
-        ExitCode::SUCCESS
+        if bare.is_empty() {
+            println!("layercheck: no crate-visible function takes or returns an address as a bare integer");
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
+        }
     } else {
         println!(
             "layercheck: FAILED: {} paths name a layer above their module's ({summary}). Move what the lower layer \

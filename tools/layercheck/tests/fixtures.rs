@@ -88,3 +88,13 @@ fn a_missing_module_file_is_an_error_not_a_pass() {
     std::fs::remove_dir_all(&dir).unwrap();
     assert!(e.contains("mod sys: neither sys.rs nor sys/mod.rs"), "{e}");
 }
+
+/// The bare-address check reports exactly the lines marked BAD in
+/// `fixtures/addrs`, and nothing in the good or bad layer fixtures.
+#[test]
+fn bare_addresses_are_the_marked_lines() {
+    let found: BTreeSet<(PathBuf, usize)> =
+        layercheck::addrs::check(&fixture("addrs")).unwrap().into_iter().map(|b| (b.file, b.line)).collect();
+    assert_eq!(found, marked(&fixture("addrs")));
+    assert!(layercheck::addrs::check(&fixture("good")).unwrap().is_empty());
+}

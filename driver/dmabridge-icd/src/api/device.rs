@@ -83,9 +83,37 @@ pub(crate) unsafe extern "C" fn clGetDeviceInfo(
     unsafe {
         get_info("clGetDeviceInfo", param_value_size, param_value, param_value_size_ret, || {
             let dev = handles::get::<DeviceObj>(device.cast())?;
+            if let Some(v) = compiler_info(&dev.inner.device, param_name) {
+                return Ok((v, Handles::default()));
+            }
             Ok((info::device_info(&dev.inner.device, param_name).cl()?, Handles::default()))
         })
     }
+}
+
+/// What PoCL changes of the CPU device's answers once it is loaded
+/// (`crate::pocl`): a compiler and a linker, and PoCL's OpenCL C versions.
+/// Without PoCL, and for other devices, the core's answers stand.
+fn compiler_info(device: &Device, param: cl_device_info) -> Option<info::InfoValue> {
+    if device.device_type != DeviceType::Cpu
+        || !matches!(
+            param,
+            CL_DEVICE_COMPILER_AVAILABLE
+                | CL_DEVICE_LINKER_AVAILABLE
+                | CL_DEVICE_OPENCL_C_VERSION
+                | CL_DEVICE_OPENCL_C_ALL_VERSIONS
+        )
+    {
+        return None;
+    }
+    let p = crate::pocl::get()?;
+    Some(match param {
+        CL_DEVICE_OPENCL_C_VERSION => info::InfoValue::Str(p.c_version.clone()),
+        CL_DEVICE_OPENCL_C_ALL_VERSIONS => {
+            info::InfoValue::NameVersions(p.c_all_versions.iter().map(|(v, n)| info::NameVersion::new(n, *v)).collect())
+        }
+        _ => info::InfoValue::Bool(true),
+    })
 }
 
 /// `clRetainDevice`: root devices are not counted.

@@ -22,6 +22,7 @@ use super::event::return_event;
 use super::memobj::mem;
 use super::program::{program, ProgramObj};
 use super::queue::queue;
+use super::source_kernel::SourceKernel;
 use crate::entry::{object, slice, status, wait_list, Cl, ClRes};
 use crate::handles::{self, DeviceObj, Kind, Obj, Tag};
 use crate::info::{get_info, Handles};
@@ -39,6 +40,9 @@ pub struct KernelObj {
     pub program: Arc<Obj<ProgramObj>>,
     /// `CL_KERNEL_EXEC_INFO_USM_PTRS_INTEL` and `CL_KERNEL_EXEC_INFO_SVM_PTRS`.
     indirect_ptrs: Mutex<[Vec<usize>; 2]>,
+    /// A kernel from source (PoCL's): then `kernel` is a native kernel
+    /// without arguments that holds the context and the execution info.
+    pub(crate) source: Option<Arc<SourceKernel>>,
 }
 
 impl Kind for KernelObj {
@@ -64,6 +68,10 @@ pub(crate) fn kernel(handle: cl_kernel) -> ClRes<Arc<Obj<KernelObj>>> {
 /// A new kernel object for the built-in `name` of `p`, on the first of the
 /// program's devices that offers it.
 fn new_kernel(p: &Arc<Obj<ProgramObj>>, name: &str) -> ClRes<cl_kernel> {
+    if !matches!(p.inner.contents, super::program::Contents::BuiltIn(_)) {
+        let source = SourceKernel::new(&*p.inner.executable()?, name)?;
+        return kernel_object(p, Some(Arc::new(source)));
+    }
     let device = p
         .inner
         .devices
@@ -72,7 +80,18 @@ fn new_kernel(p: &Arc<Obj<ProgramObj>>, name: &str) -> ClRes<cl_kernel> {
         .ok_or(CL_INVALID_KERNEL_NAME)?;
     let k = Kernel::builtin(&p.inner.context.inner.ctx, device, name).cl()?;
     p.inner.kernels.fetch_add(1, Ordering::AcqRel);
-    let obj = KernelObj { kernel: k, program: p.clone(), indirect_ptrs: Mutex::new([Vec::new(), Vec::new()]) };
+    let obj =
+        KernelObj { kernel: k, program: p.clone(), indirect_ptrs: Mutex::new([Vec::new(), Vec::new()]), source: None };
+    Ok(handles::into_handle(handles::new_object(obj)).cast())
+}
+
+/// A kernel object for a kernel from source of `p`.
+fn kernel_object(p: &Arc<Obj<ProgramObj>>, source: Option<Arc<SourceKernel>>) -> ClRes<cl_kernel> {
+    let holder =
+        Kernel::native(&p.inner.context.inner.ctx, Arc::new(|_: &[KernelArgValue]| Ok(())), Vec::new()).cl()?;
+    p.inner.kernels.fetch_add(1, Ordering::AcqRel);
+    let obj =
+        KernelObj { kernel: holder, program: p.clone(), indirect_ptrs: Mutex::new([Vec::new(), Vec::new()]), source };
     Ok(handles::into_handle(handles::new_object(obj)).cast())
 }
 
@@ -84,9 +103,17 @@ pub(crate) unsafe extern "C" fn clCloneKernel(source_kernel: cl_kernel, errcode_
         object("clCloneKernel", errcode_ret, || {
             let k = handles::get::<KernelObj>(source_kernel.cast())?;
             let indirect_ptrs = Mutex::new(sync::lock(&k.inner.indirect_ptrs).clone());
+            let source = match &k.inner.source {
+                Some(s) => Some(Arc::new(s.clone_kernel(&*k.inner.program.inner.executable()?)?)),
+                None => None,
+            };
             k.inner.program.inner.kernels.fetch_add(1, Ordering::AcqRel);
-            let obj =
-                KernelObj { kernel: k.inner.kernel.clone_kernel(), program: k.inner.program.clone(), indirect_ptrs };
+            let obj = KernelObj {
+                kernel: k.inner.kernel.clone_kernel(),
+                program: k.inner.program.clone(),
+                indirect_ptrs,
+                source,
+            };
             Ok(handles::into_handle(handles::new_object(obj)).cast())
         })
     }
@@ -107,7 +134,8 @@ pub(crate) unsafe extern "C" fn clCreateKernel(
                 return Err(CL_INVALID_VALUE);
             }
             let name = CStr::from_ptr(kernel_name).to_bytes();
-            let known = p.inner.kernel_names()?.iter().find(|n| n.as_bytes() == name).ok_or(CL_INVALID_KERNEL_NAME)?;
+            let names = p.inner.kernel_names()?;
+            let known = names.iter().find(|n| n.as_bytes() == name).ok_or(CL_INVALID_KERNEL_NAME)?;
             new_kernel(&p, known)
         })
     }
@@ -128,7 +156,7 @@ pub(crate) unsafe extern "C" fn clCreateKernelsInProgram(
                 return Err(CL_INVALID_VALUE);
             }
             let mut made = Vec::with_capacity(names.len());
-            for name in names {
+            for name in &names {
                 match new_kernel(&p, name) {
                     Ok(k) => made.push(k),
                     Err(code) => {
@@ -173,6 +201,10 @@ pub(crate) unsafe extern "C" fn clSetKernelArg(
 ) -> cl_int {
     status("clSetKernelArg", || {
         let k = self::kernel(kernel)?;
+        if let Some(s) = &k.inner.source {
+            // SAFETY: the C contract of `arg_value`.
+            return unsafe { s.set_arg(arg_index, arg_size, arg_value, |h| Ok(mem(h)?.inner.buffer.clone())) };
+        }
         let k = &k.inner.kernel;
         match k.arg_kinds().get(arg_index as usize) {
             None => Err(CL_INVALID_ARG_INDEX),
@@ -216,7 +248,11 @@ pub(crate) unsafe extern "C" fn clSetKernelArgSVMPointer(
     arg_value: *const c_void,
 ) -> cl_int {
     status("clSetKernelArgSVMPointer", || {
-        self::kernel(kernel)?.inner.kernel.set_arg_mem_pointer(arg_index, arg_value.cast()).cl()
+        let k = self::kernel(kernel)?;
+        if let Some(s) = &k.inner.source {
+            return s.set_arg_pointer(arg_index, arg_value.cast());
+        }
+        k.inner.kernel.set_arg_mem_pointer(arg_index, arg_value.cast()).cl()
     })
 }
 
@@ -227,7 +263,11 @@ pub(crate) unsafe extern "C" fn clSetKernelArgMemPointerINTEL(
     arg_value: *const c_void,
 ) -> cl_int {
     status("clSetKernelArgMemPointerINTEL", || {
-        self::kernel(kernel)?.inner.kernel.set_arg_mem_pointer(arg_index, arg_value.cast()).cl()
+        let k = self::kernel(kernel)?;
+        if let Some(s) = &k.inner.source {
+            return s.set_arg_pointer(arg_index, arg_value.cast());
+        }
+        k.inner.kernel.set_arg_mem_pointer(arg_index, arg_value.cast()).cl()
     })
 }
 
@@ -297,6 +337,12 @@ pub(crate) unsafe extern "C" fn clGetKernelInfo(
                 kernel_param::REFERENCE_COUNT => crate::info::reference_count(&k),
                 // The program is the ICD's object: its handle, pointer-sized.
                 kernel_param::PROGRAM => InfoValue::Usize(handles::handle_of(&k.inner.program) as usize),
+                CL_KERNEL_FUNCTION_NAME if k.inner.source.is_some() => {
+                    InfoValue::Str(k.inner.source.as_ref().map(|s| s.pocl.name.clone()).unwrap_or_default())
+                }
+                CL_KERNEL_NUM_ARGS if k.inner.source.is_some() => {
+                    InfoValue::U32(k.inner.source.as_ref().map_or(0, |s| s.num_args()))
+                }
                 _ => info::kernel_info(&k.inner.kernel, param_name).cl()?,
             };
             Ok((value, Handles::of_context(&k.inner.program.inner.context)))
@@ -315,38 +361,64 @@ pub(crate) unsafe extern "C" fn clGetKernelWorkGroupInfo(
     param_value: *mut c_void,
     param_value_size_ret: *mut usize,
 ) -> cl_int {
+    if let Ok(Some(s)) = self::kernel(kernel).map(|k| k.inner.source.clone()) {
+        return status("clGetKernelWorkGroupInfo", || {
+            let k = self::kernel(kernel)?;
+            check_work_group_device(&k.inner, device)?;
+            let p = crate::pocl::get().ok_or(CL_INVALID_KERNEL)?;
+            let bytes = s.pocl.work_group_info(p, param_name)?;
+            // SAFETY: the C contract of the `param_value` arguments.
+            unsafe { crate::entry::info_bytes(&bytes, param_value_size, param_value, param_value_size_ret) }
+        });
+    }
     // SAFETY: the C contract of the `param_value` arguments.
     unsafe {
         get_info("clGetKernelWorkGroupInfo", param_value_size, param_value, param_value_size_ret, || {
             let k = self::kernel(kernel)?;
-            let devices = &k.inner.program.inner.devices;
-            if device.is_null() {
-                if devices.len() != 1 {
-                    return Err(CL_INVALID_DEVICE);
-                }
-            } else {
-                let d = handles::get::<DeviceObj>(device.cast())?;
-                if !devices.iter().any(|pd| Arc::ptr_eq(pd, &d.inner.device)) {
-                    return Err(CL_INVALID_DEVICE);
-                }
-            }
+            check_work_group_device(&k.inner, device)?;
             Ok((info::kernel_work_group_info(param_name).cl()?, Handles::default()))
         })
     }
 }
 
-/// `clGetKernelArgInfo`: built-ins keep no argument information
-/// (`CL_KERNEL_ARG_INFO_NOT_AVAILABLE` for a valid index).
+/// The device rule of `clGetKernelWorkGroupInfo`: NULL only when the
+/// kernel's program has one device, else one of its devices.
+fn check_work_group_device(k: &KernelObj, device: cl_device_id) -> ClRes<()> {
+    let devices = &k.program.inner.devices;
+    if device.is_null() {
+        if devices.len() != 1 {
+            return Err(CL_INVALID_DEVICE);
+        }
+    } else {
+        let d = handles::get::<DeviceObj>(device.cast())?;
+        if !devices.iter().any(|pd| Arc::ptr_eq(pd, &d.inner.device)) {
+            return Err(CL_INVALID_DEVICE);
+        }
+    }
+    Ok(())
+}
+
+/// `clGetKernelArgInfo`: a kernel from source answers PoCL's information;
+/// built-ins keep none (`CL_KERNEL_ARG_INFO_NOT_AVAILABLE` for a valid index).
 pub(crate) unsafe extern "C" fn clGetKernelArgInfo(
     kernel: cl_kernel,
     arg_index: cl_uint,
-    _param_name: cl_kernel_arg_info,
-    _param_value_size: usize,
-    _param_value: *mut c_void,
-    _param_value_size_ret: *mut usize,
+    param_name: cl_kernel_arg_info,
+    param_value_size: usize,
+    param_value: *mut c_void,
+    param_value_size_ret: *mut usize,
 ) -> cl_int {
     status("clGetKernelArgInfo", || {
-        if arg_index >= self::kernel(kernel)?.inner.kernel.num_args() {
+        let k = self::kernel(kernel)?;
+        if let (Some(s), Some(p)) = (&k.inner.source, crate::pocl::get()) {
+            if arg_index >= s.num_args() {
+                return Err(CL_INVALID_ARG_INDEX);
+            }
+            let bytes = s.pocl.arg_info(p, arg_index, param_name)?;
+            // SAFETY: the C contract of the `param_value` arguments.
+            return unsafe { crate::entry::info_bytes(&bytes, param_value_size, param_value, param_value_size_ret) };
+        }
+        if arg_index >= k.inner.kernel.num_args() {
             return Err(CL_INVALID_ARG_INDEX);
         }
         Err(CL_KERNEL_ARG_INFO_NOT_AVAILABLE)
@@ -395,7 +467,10 @@ pub(crate) unsafe extern "C" fn clEnqueueNDRangeKernel(
         // the command completes (the OpenCL rule for USM and SVM memory).
         unsafe {
             let wait = wait_list(num_events_in_wait_list, event_wait_list)?;
-            let ev = kernel::enqueue_range(&q.inner.queue, &k.inner.kernel, &range, &wait).cl()?;
+            let ev = match &k.inner.source {
+                Some(s) => s.enqueue(&q.inner.queue, &k.inner.kernel, &range, &wait)?,
+                None => kernel::enqueue_range(&q.inner.queue, &k.inner.kernel, &range, &wait).cl()?,
+            };
             return_event(&q, ev, event)
         }
     })
@@ -415,7 +490,12 @@ pub(crate) unsafe extern "C" fn clEnqueueTask(
         // SAFETY: as in `clEnqueueNDRangeKernel`.
         unsafe {
             let wait = wait_list(num_events_in_wait_list, event_wait_list)?;
-            let ev = kernel::enqueue_task(&q.inner.queue, &k.inner.kernel, &wait).cl()?;
+            let ev = match &k.inner.source {
+                Some(s) => {
+                    s.enqueue(&q.inner.queue, &k.inner.kernel, &NdRange::new(&[1], None, Some(&[1])).cl()?, &wait)?
+                }
+                None => kernel::enqueue_task(&q.inner.queue, &k.inner.kernel, &wait).cl()?,
+            };
             return_event(&q, ev, event)
         }
     })

@@ -14,5 +14,7 @@ pub mod memobj;
 pub mod platform;
 pub mod program;
 pub mod queue;
+pub mod source;
+pub mod source_kernel;
 pub mod svm;
 pub mod usm;

@@ -1,7 +1,7 @@
-//! Program entry points. There is no OpenCL C compiler: a program holds
-//! either built-in kernels of its devices (`runtime::kernel`'s list, always
-//! built) or source text, which can be created and queried but whose
-//! build, compile and link answer that no compiler (linker) is available.
+//! Program entry points. A program holds either built-in kernels of its
+//! devices (`runtime::kernel`'s list, always built) or OpenCL C source,
+//! which PoCL compiles for the CPU device (`api::source`, `crate::pocl`);
+//! without PoCL a build answers that no compiler (linker) is available.
 
 use std::ffi::{c_char, c_void, CStr};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -13,9 +13,11 @@ use dmabridge::runtime::kernel::builtin_kernel_names;
 use opencl_sys::*;
 
 use super::context::ContextObj;
+use super::source::{self, Mode};
 use crate::entry::{object, slice, status, ClRes};
 use crate::handles::{self, DeviceObj, Kind, Obj, Tag};
 use crate::info::{get_info, Handles};
+use crate::pocl::program::PoclProgram;
 use dmabridge::sync;
 
 /// What a program was created from.
@@ -26,14 +28,20 @@ pub enum Contents {
     BuiltIn(Vec<&'static str>),
     /// OpenCL C source (`clCreateProgramWithSource`), concatenated.
     Source(String),
+    /// The output of `clLinkProgram` over compiled source programs.
+    Linked,
 }
 
 /// The state of the last build, per program (all its devices alike).
 #[derive(Debug)]
-struct Build {
-    status: cl_build_status,
-    options: String,
-    log: String,
+pub(crate) struct Build {
+    pub(crate) status: cl_build_status,
+    pub(crate) options: String,
+    pub(crate) log: String,
+    /// `CL_PROGRAM_BINARY_TYPE`.
+    pub(crate) binary_type: cl_program_binary_type,
+    /// PoCL's program once compiled or built (source programs).
+    pub(crate) pocl: Option<Arc<PoclProgram>>,
 }
 
 /// A program.
@@ -45,7 +53,7 @@ pub struct ProgramObj {
     pub devices: Vec<Arc<Device>>,
     /// Built-in kernels or source.
     pub contents: Contents,
-    build: Mutex<Build>,
+    pub(crate) build: Mutex<Build>,
     /// Kernel objects created from it and not released yet.
     pub(crate) kernels: AtomicUsize,
 }
@@ -60,12 +68,28 @@ impl Kind for ProgramObj {
 }
 
 impl ProgramObj {
-    /// The built-in kernel names, or `CL_INVALID_PROGRAM_EXECUTABLE` for a
-    /// program from source (never built).
-    pub(crate) fn kernel_names(&self) -> ClRes<&[&'static str]> {
+    /// The kernel names: the built-ins, or those of the built executable
+    /// (`CL_INVALID_PROGRAM_EXECUTABLE` for a program from source that has
+    /// none).
+    pub(crate) fn kernel_names(&self) -> ClRes<Vec<String>> {
         match &self.contents {
-            Contents::BuiltIn(names) => Ok(names),
-            Contents::Source(_) => Err(CL_INVALID_PROGRAM_EXECUTABLE),
+            Contents::BuiltIn(names) => Ok(names.iter().map(|n| n.to_string()).collect()),
+            Contents::Source(_) | Contents::Linked => {
+                let p = crate::pocl::get().ok_or(CL_INVALID_PROGRAM_EXECUTABLE)?;
+                self.executable()?.kernel_names(p)
+            }
+        }
+    }
+
+    /// PoCL's program of a successfully built executable
+    /// (`CL_INVALID_PROGRAM_EXECUTABLE` otherwise).
+    pub(crate) fn executable(&self) -> ClRes<Arc<PoclProgram>> {
+        let b = sync::lock(&self.build);
+        match &b.pocl {
+            Some(p) if b.binary_type == CL_PROGRAM_BINARY_TYPE_EXECUTABLE && b.status == CL_BUILD_SUCCESS => {
+                Ok(p.clone())
+            }
+            _ => Err(CL_INVALID_PROGRAM_EXECUTABLE),
         }
     }
 }
@@ -75,9 +99,11 @@ pub(crate) fn program(handle: cl_program) -> ClRes<Arc<Obj<ProgramObj>>> {
     handles::get::<ProgramObj>(handle.cast())
 }
 
-fn new_program(context: Arc<Obj<ContextObj>>, devices: Vec<Arc<Device>>, contents: Contents) -> cl_program {
-    let status = if matches!(contents, Contents::BuiltIn(_)) { CL_BUILD_SUCCESS } else { CL_BUILD_NONE };
-    let build = Mutex::new(Build { status, options: String::new(), log: String::new() });
+pub(crate) fn new_program(context: Arc<Obj<ContextObj>>, devices: Vec<Arc<Device>>, contents: Contents) -> cl_program {
+    let built = matches!(contents, Contents::BuiltIn(_));
+    let status = if built { CL_BUILD_SUCCESS } else { CL_BUILD_NONE };
+    let binary_type = if built { CL_PROGRAM_BINARY_TYPE_EXECUTABLE } else { CL_PROGRAM_BINARY_TYPE_NONE };
+    let build = Mutex::new(Build { status, options: String::new(), log: String::new(), binary_type, pocl: None });
     let obj = ProgramObj { context, devices, contents, build, kernels: AtomicUsize::new(0) };
     handles::into_handle(handles::new_object(obj)).cast()
 }
@@ -172,7 +198,8 @@ pub(crate) unsafe extern "C" fn clCreateProgramWithBinary(
 }
 
 /// `clCreateProgramWithSource`: the program is created (for all the
-/// context's devices) and keeps its source; it cannot be built.
+/// context's devices) and keeps its source; PoCL builds it for the CPU
+/// device (`api::source`).
 pub(crate) unsafe extern "C" fn clCreateProgramWithSource(
     context: cl_context,
     count: cl_uint,
@@ -232,6 +259,7 @@ type BuildNotify = Option<unsafe extern "C" fn(cl_program, *mut c_void)>;
 /// `options` NULL or NUL-terminated.
 unsafe fn check_build(
     p: &ProgramObj,
+    mode: Mode,
     num_devices: cl_uint,
     device_list: *const cl_device_id,
     options: *const c_char,
@@ -241,13 +269,16 @@ unsafe fn check_build(
     if (num_devices == 0) != device_list.is_null() || (pfn_notify.is_none() && !user_data.is_null()) {
         return Err(CL_INVALID_VALUE);
     }
-    if num_devices > 0 {
+    let devices = if num_devices > 0 {
         // SAFETY: the caller's contract.
         let devices = unsafe { handles::device_list(num_devices, device_list) }?;
         if devices.iter().any(|d| !p.devices.iter().any(|pd| Arc::ptr_eq(pd, d))) {
             return Err(CL_INVALID_DEVICE);
         }
-    }
+        devices
+    } else {
+        p.devices.clone()
+    };
     if p.kernels.load(Ordering::Acquire) > 0 {
         return Err(CL_INVALID_OPERATION);
     }
@@ -257,14 +288,12 @@ unsafe fn check_build(
         // SAFETY: the caller's contract: a non-NULL `options` is a C string.
         unsafe { CStr::from_ptr(options) }.to_string_lossy().into_owned()
     };
-    let mut build = sync::lock(&p.build);
-    build.options = options;
-    if let Contents::Source(_) = p.contents {
-        build.status = CL_BUILD_ERROR;
-        build.log = "dmabridge has no OpenCL C compiler: only built-in and native kernels run".into();
-        return Err(CL_COMPILER_NOT_AVAILABLE);
+    sync::lock(&p.build).options = options.clone();
+    match &p.contents {
+        Contents::Source(src) => source::build(p, &devices, src, &options, mode),
+        // A linked program is an executable already; built-ins are built.
+        Contents::Linked | Contents::BuiltIn(_) => Ok(()),
     }
-    Ok(())
 }
 
 /// Calls the build callback (after the build: with no lock held).
@@ -289,9 +318,12 @@ pub(crate) unsafe extern "C" fn clBuildProgram(
     status("clBuildProgram", || {
         let p = self::program(program)?;
         // SAFETY: the C contract of `device_list` and `options`.
-        unsafe { check_build(&p.inner, num_devices, device_list, options, pfn_notify, user_data) }?;
-        notify(pfn_notify, program, user_data);
-        Ok(())
+        let r = unsafe { check_build(&p.inner, Mode::Build, num_devices, device_list, options, pfn_notify, user_data) };
+        if !matches!(r, Err(CL_INVALID_VALUE | CL_INVALID_DEVICE | CL_INVALID_OPERATION)) {
+            // The callback runs once the build ends, also when it failed.
+            notify(pfn_notify, program, user_data);
+        }
+        r
     })
 }
 
@@ -315,14 +347,27 @@ pub(crate) unsafe extern "C" fn clCompileProgram(
         {
             return Err(CL_INVALID_VALUE);
         }
-        // SAFETY: the C contract: `num_input_headers` readable handles.
-        for &h in unsafe { slice(input_headers, num_input_headers as usize) } {
-            self::program(h)?;
+        let mut headers = Vec::new();
+        // SAFETY: the C contract: `num_input_headers` readable handles and names.
+        let names = unsafe { slice(header_include_names.cast_const(), num_input_headers as usize) };
+        // SAFETY: as above.
+        for (i, &h) in unsafe { slice(input_headers, num_input_headers as usize) }.iter().enumerate() {
+            let hp = self::program(h)?;
+            if names[i].is_null() {
+                return Err(CL_INVALID_VALUE);
+            }
+            // SAFETY: the C contract: each include name is a C string.
+            let name = unsafe { CStr::from_ptr(names[i]) }.to_string_lossy().into_owned();
+            headers.push((hp, name));
         }
         // SAFETY: the C contract of `device_list` and `options`.
-        unsafe { check_build(&p.inner, num_devices, device_list, options, pfn_notify, user_data) }?;
-        notify(pfn_notify, program, user_data);
-        Ok(())
+        let r = unsafe {
+            check_build(&p.inner, Mode::Compile(&headers), num_devices, device_list, options, pfn_notify, user_data)
+        };
+        if !matches!(r, Err(CL_INVALID_VALUE | CL_INVALID_DEVICE | CL_INVALID_OPERATION)) {
+            notify(pfn_notify, program, user_data);
+        }
+        r
     })
 }
 
@@ -359,11 +404,24 @@ pub(crate) unsafe extern "C" fn clLinkProgram(
                 devices_in(&ctx.inner, num_devices, device_list)?
             };
             let mut names: Vec<&'static str> = Vec::new();
-            for &h in slice(input_programs, num_input_programs as usize) {
-                let p = self::program(h)?;
-                if !Arc::ptr_eq(&p.inner.context, &ctx) {
-                    return Err(CL_INVALID_CONTEXT);
-                }
+            let inputs = slice(input_programs, num_input_programs as usize)
+                .iter()
+                .map(|&h| self::program(h))
+                .collect::<ClRes<Vec<_>>>()?;
+            if inputs.iter().any(|p| !Arc::ptr_eq(&p.inner.context, &ctx)) {
+                return Err(CL_INVALID_CONTEXT);
+            }
+            if inputs.iter().any(|p| !matches!(p.inner.contents, Contents::BuiltIn(_))) {
+                let options = if _options.is_null() {
+                    String::new()
+                } else {
+                    CStr::from_ptr(_options).to_string_lossy().into_owned()
+                };
+                let linked = source::link(ctx, devices, &inputs, &options)?;
+                notify(pfn_notify, linked, user_data);
+                return Ok(linked);
+            }
+            for p in &inputs {
                 let Contents::BuiltIn(ns) = &p.inner.contents else { return Err(CL_LINKER_NOT_AVAILABLE) };
                 names.extend(ns.iter().filter(|n| !names.contains(n)).copied().collect::<Vec<_>>());
             }
@@ -411,7 +469,7 @@ pub(crate) unsafe extern "C" fn clGetProgramInfo(
                 CL_PROGRAM_NUM_DEVICES => InfoValue::U32(pi.devices.len() as cl_uint),
                 CL_PROGRAM_SOURCE => InfoValue::Str(match &pi.contents {
                     Contents::Source(s) => s.clone(),
-                    Contents::BuiltIn(_) => String::new(),
+                    Contents::BuiltIn(_) | Contents::Linked => String::new(),
                 }),
                 CL_PROGRAM_BINARY_SIZES => InfoValue::Sizes(vec![0; pi.devices.len()]),
                 CL_PROGRAM_NUM_KERNELS => InfoValue::Usize(pi.kernel_names()?.len()),
@@ -451,10 +509,7 @@ pub(crate) unsafe extern "C" fn clGetProgramBuildInfo(
                     CL_PROGRAM_BUILD_STATUS => InfoValue::I32(build.status),
                     CL_PROGRAM_BUILD_OPTIONS => InfoValue::Str(build.options.clone()),
                     CL_PROGRAM_BUILD_LOG => InfoValue::Str(build.log.clone()),
-                    CL_PROGRAM_BINARY_TYPE => InfoValue::U32(match p.inner.contents {
-                        Contents::BuiltIn(_) => CL_PROGRAM_BINARY_TYPE_EXECUTABLE,
-                        Contents::Source(_) => CL_PROGRAM_BINARY_TYPE_NONE,
-                    }),
+                    CL_PROGRAM_BINARY_TYPE => InfoValue::U32(build.binary_type),
                     CL_PROGRAM_BUILD_GLOBAL_VARIABLE_TOTAL_SIZE => InfoValue::Usize(0),
                     _ => return Err(CL_INVALID_VALUE),
                 }

@@ -40,6 +40,21 @@ pub(crate) unsafe fn properties(props: *const cl_mem_properties_intel) -> Vec<(u
     out
 }
 
+/// Runs `f` on the property list `props` ([`properties`]), with no list
+/// built for the common NULL.
+///
+/// # Safety
+/// `props` is NULL or a zero-terminated list of pairs.
+#[inline(always)]
+unsafe fn with_properties<R>(props: *const cl_mem_properties_intel, f: impl FnOnce(&[(u64, u64)]) -> R) -> R {
+    if props.is_null() {
+        f(&[])
+    } else {
+        // SAFETY: the caller's contract.
+        f(&unsafe { properties(props) })
+    }
+}
+
 /// `clHostMemAllocINTEL`.
 pub(crate) unsafe extern "C" fn clHostMemAllocINTEL(
     context: cl_context,
@@ -51,7 +66,7 @@ pub(crate) unsafe extern "C" fn clHostMemAllocINTEL(
     // SAFETY: the C contract of `errcode_ret` and `props`.
     unsafe {
         object_with::<ContextObj, _>("clHostMemAllocINTEL", errcode_ret, context.cast(), |ctx| {
-            let p = usm::host_mem_alloc(&ctx.ctx, &properties(props), size, alignment).cl()?;
+            let p = with_properties(props, |props| usm::host_mem_alloc(&ctx.ctx, props, size, alignment)).cl()?;
             Ok(p.as_ptr().cast())
         })
     }
@@ -70,7 +85,9 @@ pub(crate) unsafe extern "C" fn clDeviceMemAllocINTEL(
     unsafe {
         object_with::<ContextObj, _>("clDeviceMemAllocINTEL", errcode_ret, context.cast(), |ctx| {
             let dev = handles::device(device.cast())?;
-            let p = usm::device_mem_alloc(&ctx.ctx, &dev.inner.device, &properties(props), size, alignment).cl()?;
+            let device = &dev.inner.device;
+            let p =
+                with_properties(props, |props| usm::device_mem_alloc(&ctx.ctx, device, props, size, alignment)).cl()?;
             Ok(p.as_ptr().cast())
         })
     }
@@ -90,7 +107,8 @@ pub(crate) unsafe extern "C" fn clSharedMemAllocINTEL(
         object_with::<ContextObj, _>("clSharedMemAllocINTEL", errcode_ret, context.cast(), |ctx| {
             let dev = if device.is_null() { None } else { Some(handles::device(device.cast())?) };
             let dev = dev.as_ref().map(|d| &d.inner.device);
-            let p = usm::shared_mem_alloc(&ctx.ctx, dev, &properties(props), size, alignment).cl()?;
+            let p =
+                with_properties(props, |props| usm::shared_mem_alloc(&ctx.ctx, dev, props, size, alignment)).cl()?;
             Ok(p.as_ptr().cast())
         })
     }

@@ -277,7 +277,46 @@ pub fn with<T: Kind, R>(handle: *const c_void, f: impl FnOnce(&T) -> ClRes<R>) -
 
 /// [`with`] on this thread's state `state` (which the entry point found
 /// once for the whole call; `None` while the thread is exiting).
+///
+/// Inlined into the hot entry points: the common case, the thread's cached
+/// lookup of the handle, is a handful of instructions; the rest (a first
+/// lookup in the registry, a nested call, a kind that is not borrowed) is
+/// [`with_uncached`], out of line.
+#[inline(always)]
 pub(crate) fn with_in<T: Kind, R>(
+    state: Option<&PerThread>,
+    handle: *const c_void,
+    f: impl FnOnce(&T) -> ClRes<R>,
+) -> ClRes<R> {
+    if let (true, Some(t)) = (T::TAG.borrowable(), state) {
+        // (A NULL handle is never cached: headers are not at address 0.)
+        if let Some((_protected, data)) = cached::<T, _>(t, handle, |e| Some((e.protect(t)?, e.data))) {
+            // SAFETY: as in `with_uncached`: `data` is the `Inner` allocation of a live `Obj<T>`, protected.
+            return f(unsafe { borrowed(t, data) });
+        }
+    }
+    with_uncached(state, handle, f)
+}
+
+/// The object `T` at `data`, borrowed, its context's notifier noted on `t`.
+///
+/// # Safety
+/// `data` is the `Inner` allocation of an `Obj<T>` whose strong count was
+/// above 0 after this thread protected `data`, still protected for `'a`.
+#[inline(always)]
+unsafe fn borrowed<'a, T: Kind>(t: &PerThread, data: *const ()) -> &'a T {
+    // SAFETY: the caller's contract: `Obj::drop` waits until the protection drops before it frees the allocation,
+    // and writes none of it before (the `&mut` of the drop covers the `Obj`, not this).
+    let obj = unsafe { &*(data as *const T) };
+    crate::notify::note_context_in(t, obj.notifier());
+    obj
+}
+
+/// [`with_in`] without the thread's cached lookup: from the registry
+/// (remembered in the cache), or as a counted reference.
+#[cold]
+#[inline(never)]
+fn with_uncached<T: Kind, R>(
     state: Option<&PerThread>,
     handle: *const c_void,
     f: impl FnOnce(&T) -> ClRes<R>,
@@ -286,7 +325,8 @@ pub(crate) fn with_in<T: Kind, R>(
         return Err(T::INVALID);
     }
     if let (true, Some(t)) = (T::TAG.borrowable(), state) {
-        let borrowed = cached::<T, _>(t, handle, |e| Some((e.protect(t)?, e.data))).or_else(|| {
+        // (`with_in` found no borrowable cached entry.)
+        let from_registry = (|| {
             let registry = sync::lock(registry());
             let (header, entry) = registry.find(handle).filter(|(_, e)| e.is::<T>())?;
             let protected = entry.protect(t)?;
@@ -294,14 +334,11 @@ pub(crate) fn with_in<T: Kind, R>(
             drop(registry);
             remember::<T>(t, header, entry);
             Some((protected, data))
-        });
-        if let Some((_protected, data)) = borrowed {
+        })();
+        if let Some((_protected, data)) = from_registry {
             // SAFETY: `data` is the `Inner` allocation of an `Obj<T>` (the entry's `TypeId`) whose strong count was
-            // above 0 after `data` was protected: `Obj::drop` waits until `_protected` drops (after `f`) before it
-            // frees the allocation, and writes none of it before (the `&mut` of the drop covers the `Obj`, not this).
-            let obj = unsafe { &*(data as *const T) };
-            crate::notify::note_context_in(t, obj.notifier());
-            return f(obj);
+            // above 0 after `data` was protected; `_protected` drops after `f`.
+            return f(unsafe { borrowed(t, data) });
         }
     }
     f(&get::<T>(handle)?.inner)

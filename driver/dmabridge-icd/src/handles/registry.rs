@@ -56,6 +56,7 @@ impl Entry {
 
     /// `data` protected for the thread of `t` (the caller's), if the object
     /// is alive (after the protection, so it stays so until the result drops).
+    #[inline(always)]
     pub(super) fn protect<'t>(&self, t: &'t PerThread) -> Option<hazard::Protected<'t>> {
         let protected = hazard::protect(&t.hazard, self.data as usize)?;
         (self.weak.strong_count() > 0).then_some(protected)
@@ -128,6 +129,7 @@ impl HandleCache {
 
 /// Runs `f` on this thread's cached entry of `handle` as an `Obj<T>`, if
 /// it is the entry of the header's current generation.
+#[inline(always)]
 pub(super) fn cached<T: Kind, R>(
     t: &PerThread,
     handle: *const c_void,

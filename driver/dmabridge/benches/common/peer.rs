@@ -54,12 +54,37 @@ pub struct PeerFigures {
     pub libc_malloc_free_64_2t_ns: Option<f64>,
     /// `spread NAME BEST WORST` lines: the best and worst timed run of a figure.
     pub spreads: Vec<(String, f64, f64)>,
+    /// `both_cores NAME ROUNDS BOTH MIN MEDIAN MAX` lines: of the two-thread rows' rounds, how many had a
+    /// core for every thread, and the two-thread / one-thread throughput of those rounds.
+    pub both_cores: Vec<BothCores>,
+}
+
+/// A two-thread row over the rounds in which every thread had a core of its own (see `icd_bench.c`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct BothCores {
+    /// The row, e.g. `cl_usm_device_alloc_free_4k`.
+    pub name: String,
+    /// Rounds run.
+    pub rounds: usize,
+    /// Rounds in which every thread had a core.
+    pub both: usize,
+    /// Two threads' throughput over one thread's in those rounds: least, median, most (0 if none).
+    pub min: f64,
+    /// See `min`.
+    pub median: f64,
+    /// See `min`.
+    pub max: f64,
 }
 
 impl PeerFigures {
     /// The best and worst timed run of figure `name`, if the peer printed them.
     pub fn spread(&self, name: &str) -> Option<(f64, f64)> {
         self.spreads.iter().find(|(n, _, _)| n == name).map(|&(_, best, worst)| (best, worst))
+    }
+
+    /// The `both_cores` line of row `name`, if the peer printed one.
+    pub fn both_cores(&self, name: &str) -> Option<&BothCores> {
+        self.both_cores.iter().find(|b| b.name == name)
     }
 
     /// Every figure as (name printed by the peer, value, unit), in the peer's output order.
@@ -342,6 +367,7 @@ fn parse(stdout: &str) -> Result<PeerFigures, String> {
     let mut usm_device = [None; 2];
     let mut reference = [None; 2];
     let mut spreads = Vec::new();
+    let mut both_cores = Vec::new();
     let mut about = Vec::new();
     for (lineno, line) in stdout.lines().enumerate() {
         if let Some(note) = line.strip_prefix("# ") {
@@ -360,6 +386,14 @@ fn parse(stdout: &str) -> Result<PeerFigures, String> {
         }
         if let Some(i) = REFERENCE_NAMES.iter().position(|n| *n == name) {
             reference[i] = value.parse::<f64>().ok().filter(|v| v.is_finite());
+            continue;
+        }
+        if name == "both_cores" {
+            let nums: Vec<f64> = it.filter_map(|v| v.parse().ok()).collect();
+            if let [rounds, both, min, median, max] = nums[..] {
+                let (rounds, both) = (rounds as usize, both as usize);
+                both_cores.push(BothCores { name: value.to_string(), rounds, both, min, median, max });
+            }
             continue;
         }
         if name == "spread" {
@@ -401,6 +435,7 @@ fn parse(stdout: &str) -> Result<PeerFigures, String> {
         libc_malloc_free_64_ns: reference[0],
         libc_malloc_free_64_2t_ns: reference[1],
         spreads,
+        both_cores,
     })
 }
 

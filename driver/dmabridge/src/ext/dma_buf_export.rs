@@ -25,6 +25,7 @@ use crate::memory::heap::{AllocInfo, ExportError};
 use crate::runtime::buffer::{mem_flags, Buffer};
 use crate::runtime::context::Context;
 use crate::runtime::info::{Extension, InfoValue, Requires, EXTENSIONS};
+use crate::sys::addr::HostAddr;
 use crate::sys::dma_buf::DmaBuf;
 use crate::sys::udmabuf::Udmabuf;
 
@@ -123,10 +124,10 @@ fn page_span(info: &AllocInfo) -> (usize, usize) {
 /// `ptr` is in no USM/SVM allocation of `ctx`, `CL_INVALID_OPERATION` if it
 /// is one in a device's local memory (a BAR: not memfd pages).
 fn heap_allocation(ctx: &Context, ptr: usize) -> ClResult<AllocInfo> {
-    if let Some(info) = ctx.heap().lookup(ptr) {
+    if let Some(info) = ctx.heap().lookup(HostAddr(ptr)) {
         return Ok(info);
     }
-    match ctx.lookup(ptr) {
+    match ctx.lookup(HostAddr(ptr)) {
         Some(_) => {
             cl_err!(InvalidOperation, "{ptr:#x} is in a device's local memory, which cannot be exported as a dma-buf")
         }
@@ -215,7 +216,7 @@ pub fn export_mem_alloc(ctx: &Context, ptr: *const u8, properties: &[(u64, u64)]
     let info = heap_allocation(ctx, ptr)?;
     let u = udmabuf()?;
     let (first, _) = page_span(&info);
-    let dmabuf = ctx.heap().export_dmabuf(u, ptr).map_err(|e| match e {
+    let dmabuf = ctx.heap().export_dmabuf(u, HostAddr(ptr)).map_err(|e| match e {
         ExportError::Unknown(_) => {
             ClError::new(ClErrorKind::InvalidValue, format!("{ptr:#x} was freed while being exported"))
         }

@@ -5,6 +5,7 @@
 //! the reason as a [`crate::error::ClError`] (the C face turns any
 //! error into NULL).
 
+use crate::sys::addr::HostAddr;
 use std::ptr::NonNull;
 use std::sync::Arc;
 
@@ -128,8 +129,10 @@ pub fn svm_free(ctx: &Arc<Context>, ptr: *mut u8) -> bool {
         return false;
     }
     let p = ptr as usize;
-    match ctx.heap().lookup(p) {
-        Some(i) if i.base == p && i.meta.kind == AllocKind::Svm => ctx.free_heap_with(p, || ctx.heap().free(p)).is_ok(),
+    match ctx.heap().lookup(HostAddr(p)) {
+        Some(i) if i.base == p && i.meta.kind == AllocKind::Svm => {
+            ctx.free_heap_with(HostAddr(p), || ctx.heap().free(HostAddr(p))).is_ok()
+        }
         _ => false,
     }
 }
@@ -153,7 +156,7 @@ pub fn svm_free(ctx: &Arc<Context>, ptr: *mut u8) -> bool {
 /// # Ok::<(), dmabridge::error::ClError>(())
 /// ```
 pub fn svm_flags(ctx: &Arc<Context>, ptr: *const u8) -> Option<u64> {
-    ctx.heap().lookup(ptr as usize).filter(|i| i.meta.kind == AllocKind::Svm).map(|i| unpack(i.meta.flags))
+    ctx.heap().lookup(HostAddr::of(ptr)).filter(|i| i.meta.kind == AllocKind::Svm).map(|i| unpack(i.meta.flags))
 }
 
 /// The rule `clCreateBuffer` applies to `CL_MEM_USE_HOST_PTR` over SVM: a

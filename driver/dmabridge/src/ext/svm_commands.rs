@@ -5,6 +5,7 @@
 //! alike: map and unmap only order the host's access with the queue (their
 //! events), and migration faults pages in or drops them as USM's does.
 
+use crate::sys::addr::HostAddr;
 use std::sync::Arc;
 
 use crate::cl_err;
@@ -274,7 +275,7 @@ pub fn enqueue_svm_migrate_mem(
         if p.is_null() {
             return cl_err!(InvalidValue, "svm_pointers[{i}] is NULL");
         }
-        let info = ctx.heap().lookup(p as usize).filter(|a| a.meta.kind == AllocKind::Svm);
+        let info = ctx.heap().lookup(HostAddr::of(p)).filter(|a| a.meta.kind == AllocKind::Svm);
         let Some(info) = info else {
             return cl_err!(InvalidValue, "svm_pointers[{i}] ({p:?}) is not inside an SVM allocation of the context");
         };
@@ -282,7 +283,7 @@ pub fn enqueue_svm_migrate_mem(
         let (start, len) = if size == 0 { (info.base, info.size) } else { (p as usize, size) };
         // Claimed (checked again under the claim lock), so that a free
         // before the command runs keeps it off the pages.
-        let claim = ctx.claim_range(start, len).filter(|c| c.info.meta.kind == AllocKind::Svm && c.in_heap);
+        let claim = ctx.claim_range(HostAddr(start), len).filter(|c| c.info.meta.kind == AllocKind::Svm && c.in_heap);
         let Some(claim) = claim else {
             return cl_err!(
                 InvalidValue,

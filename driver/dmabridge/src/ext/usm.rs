@@ -19,7 +19,7 @@ use crate::runtime::context::{Context, Freed};
 use crate::runtime::device::{Device, UsmCaps};
 use crate::runtime::info::{Extension, InfoValue, Requires, EXTENSIONS};
 use crate::runtime::platform::Platform;
-use crate::sys::addr::HostAddr;
+use crate::sys::addr::{BusAddr, HostAddr};
 
 /// The extension's string.
 pub const EXTENSION: &str = "cl_intel_unified_shared_memory";
@@ -238,7 +238,7 @@ fn allocate_resident(
             Ok(p)
         }
         Err(e) => {
-            let _ = ctx.heap().free(p.as_ptr() as usize);
+            let _ = ctx.heap().free(HostAddr::of(p.as_ptr()));
             cl_err!(OutOfResources, "making the {size}-byte device allocation resident for {:?}: {e}", device.name)
         }
     }
@@ -261,19 +261,19 @@ fn allocate_resident(
 /// for d in ctx.devices() {
 ///     let p = usm::device_mem_alloc(&ctx, d, &[], 4096, 0)?.as_ptr();
 ///     match usm::device_address(d, p) {
-///         Some(iova) => println!("{}: {p:?} at bus address {iova:#x}", d.name),
+///         Some(bus) => println!("{}: {p:?} at bus address {bus}", d.name),
 ///         None => assert!(d.dma_domain().is_none()),
 ///     }
 ///     usm::mem_free(&ctx, p)?;
 /// }
 /// # Ok::<(), dmabridge::error::ClError>(())
 /// ```
-pub fn device_address(device: &Device, ptr: *const u8) -> Option<u64> {
+pub fn device_address(device: &Device, ptr: *const u8) -> Option<BusAddr> {
     if let Some(local) = device.local_memory().filter(|m| m.contains(ptr)) {
         // A BAR device's own memory: its bus address when an engine reaches it.
         return local.bus_address(ptr);
     }
-    device.dma_domain()?.resident_iova(HostAddr::of(ptr), 1).map(|iova| iova.0)
+    device.dma_domain()?.resident_iova(HostAddr::of(ptr), 1).map(BusAddr::from)
 }
 
 /// `clSharedMemAllocINTEL`: a shared allocation, associated with `device`
@@ -353,15 +353,15 @@ pub fn mem_free(ctx: &Arc<Context>, ptr: *mut u8) -> ClResult<()> {
         return Ok(());
     }
     let p = ptr as usize;
-    let freed = ctx.free_usm_with(p, || {
-        let info = ctx.heap().lookup(p).filter(|i| i.base == p);
+    let freed = ctx.free_usm_with(HostAddr(p), || {
+        let info = ctx.heap().lookup(HostAddr(p)).filter(|i| i.base == p);
         if info.is_some_and(|i| i.meta.kind == AllocKind::Svm) {
             return Err(None);
         }
         if let Some(info) = info {
             evict(&info);
         }
-        ctx.heap().free(p).map_err(Some)
+        ctx.heap().free(HostAddr(p)).map_err(Some)
     });
     let err = match freed {
         // In a device's local memory (a BAR device's device allocation).
@@ -469,7 +469,7 @@ impl From<MemAllocInfo> for InfoValue {
 /// # Ok::<(), dmabridge::error::ClError>(())
 /// ```
 pub fn get_mem_alloc_info(ctx: &Arc<Context>, ptr: *const u8, param: u32) -> ClResult<MemAllocInfo> {
-    let info = ctx.lookup(ptr as usize);
+    let info = ctx.lookup(HostAddr::of(ptr));
     let device = |i: u16| Platform::get().devices().get(i as usize).cloned();
     Ok(match param {
         mem_info::ALLOC_TYPE => MemAllocInfo::Type(match info.map(|i| i.meta.kind) {

@@ -279,7 +279,7 @@ pub fn enqueue_migrate_mem(
     }
     let ctx = queue.context().clone();
     let p = ptr as usize;
-    let Some(claim) = ctx.claim_range(p, size) else {
+    let Some(claim) = ctx.claim_range(HostAddr(p), size) else {
         return not_inside("clEnqueueMigrateMemINTEL", ptr, size);
     };
     let drop_content = flags & migration::CONTENT_UNDEFINED != 0;
@@ -394,7 +394,7 @@ pub fn enqueue_mem_advise(
 ) -> ClResult<Event> {
     queue::check_wait_list(queue.context(), wait_list)?;
     let p = ptr as usize;
-    if !queue.context().lookup(p).is_some_and(|info| range_inside(&info, p, size)) {
+    if !queue.context().lookup(HostAddr(p)).is_some_and(|info| range_inside(&info, p, size)) {
         return not_inside("clEnqueueMemAdviseINTEL", ptr, size);
     }
     if advice != 0 {
@@ -440,11 +440,11 @@ pub fn mem_blocking_free(ctx: &Arc<Context>, ptr: *mut u8) -> ClResult<()> {
     if ptr.is_null() {
         return Ok(());
     }
-    let usm = ctx.lookup(ptr as usize).filter(|i| i.base == ptr as usize && i.meta.kind != AllocKind::Svm);
+    let usm = ctx.lookup(HostAddr::of(ptr)).filter(|i| i.base == ptr as usize && i.meta.kind != AllocKind::Svm);
     let Some(info) = usm else {
         // Not a USM allocation of the context: refused, without waiting.
         return usm::mem_free(ctx, ptr);
     };
-    queue::wait_for_context_commands_using(ctx, |u| u.touches_alloc(info.base, info.size, info.meta.kind));
+    queue::wait_for_context_commands_using(ctx, |u| u.touches_alloc(HostAddr(info.base), info.size, info.meta.kind));
     usm::mem_free(ctx, ptr)
 }

@@ -14,6 +14,7 @@ use std::ptr::NonNull;
 use rustix::fs::FallocateFlags;
 use rustix::mm::{MapFlags, ProtFlags};
 
+use crate::sys::addr::HostAddr;
 use crate::sys::memfd::{Memfd, Seals};
 use crate::sys::{OsError, OsResult};
 
@@ -188,16 +189,17 @@ impl VaSpace {
     ///
     /// ```
     /// use dmabridge::memory::vaspace::{VaSpace, GRANULE};
+    /// use dmabridge::sys::addr::HostAddr;
     /// let va = VaSpace::reserve(2)?;
-    /// assert_eq!(va.granule_of(va.base()), Some(0));
-    /// assert_eq!(va.granule_of(va.base() + GRANULE + 5), Some(1));
-    /// assert_eq!(va.granule_of(va.base() + 2 * GRANULE), None);
-    /// assert_eq!(va.granule_of(va.base() - 1), None);
+    /// assert_eq!(va.granule_of(HostAddr(va.base())), Some(0));
+    /// assert_eq!(va.granule_of(HostAddr(va.base() + GRANULE + 5)), Some(1));
+    /// assert_eq!(va.granule_of(HostAddr(va.base() + 2 * GRANULE)), None);
+    /// assert_eq!(va.granule_of(HostAddr(va.base() - 1)), None);
     /// # Ok::<(), dmabridge::memory::vaspace::ReserveError>(())
     /// ```
     #[inline]
-    pub fn granule_of(&self, addr: usize) -> Option<usize> {
-        let off = addr.wrapping_sub(self.base());
+    pub fn granule_of(&self, addr: HostAddr) -> Option<usize> {
+        let off = addr.0.wrapping_sub(self.base());
         (off < self.len).then_some(off / GRANULE)
     }
 
@@ -209,13 +211,13 @@ impl VaSpace {
     /// ```
     /// use dmabridge::memory::vaspace::{VaSpace, GRANULE};
     /// let va = VaSpace::reserve(2)?;
-    /// assert_eq!(va.granule_addr(1), va.base() + GRANULE);
+    /// assert_eq!(va.granule_addr(1).0, va.base() + GRANULE);
     /// assert_eq!(va.granule_of(va.granule_addr(1)), Some(1));
     /// # Ok::<(), dmabridge::memory::vaspace::ReserveError>(())
     /// ```
     #[inline]
-    pub fn granule_addr(&self, g: usize) -> usize {
-        self.base() + g * GRANULE
+    pub fn granule_addr(&self, g: usize) -> HostAddr {
+        HostAddr(self.base() + g * GRANULE)
     }
 
     /// The memfd behind the range: byte `x` of the range is byte

@@ -9,6 +9,7 @@ use crate::cl_err;
 use crate::error::{ClError, ClErrorKind, ClResult};
 use crate::memory::heap::{AllocInfo, AllocKind, AllocMeta, Heap};
 use crate::sync;
+use crate::sys::addr::HostAddr;
 
 use super::device::Device;
 use super::free_gate::FreeGate;
@@ -172,11 +173,12 @@ impl Context {
     /// `clSharedMemAllocINTEL` and `clSVMAlloc`.
     ///
     /// ```
+    /// use dmabridge::sys::addr::HostAddr;
     /// use dmabridge::ext::usm;
     /// use dmabridge::runtime::{context::Context, platform::Platform};
     /// let ctx = Context::new(Platform::get().devices())?;
     /// let p = usm::host_mem_alloc(&ctx, &[], 100, 0)?;
-    /// assert!(ctx.heap().lookup(p.as_ptr() as usize + 50).is_some());
+    /// assert!(ctx.heap().lookup(HostAddr(p.as_ptr() as usize + 50)).is_some());
     /// usm::mem_free(&ctx, p.as_ptr())?;
     /// # Ok::<(), dmabridge::error::ClError>(())
     /// ```
@@ -274,14 +276,15 @@ impl Context {
     /// `clDeviceMemAllocINTEL` on a device that is not host-unified (seed 000).
     ///
     /// ```
+    /// use dmabridge::sys::addr::HostAddr;
     /// use dmabridge::runtime::{context::Context, platform::Platform};
     /// let ctx = Context::new(Platform::get().devices())?;
     /// for d in ctx.devices() {
     ///     match d.local_memory() {
     ///         Some(_) => {
     ///             let p = ctx.local_alloc(d, 100, 0, 0)?;
-    ///             assert_eq!(ctx.lookup(p.as_ptr() as usize + 99).unwrap().base, p.as_ptr() as usize);
-    ///             assert_eq!(ctx.local_free(p.as_ptr() as usize), Some(Ok(100)));
+    ///             assert_eq!(ctx.lookup(HostAddr(p.as_ptr() as usize + 99)).unwrap().base, p.as_ptr() as usize);
+    ///             assert_eq!(ctx.local_free(HostAddr(p.as_ptr() as usize)), Some(Ok(100)));
     ///         }
     ///         None => assert!(ctx.local_alloc(d, 100, 0, 0).is_err()),
     ///     }
@@ -307,14 +310,15 @@ impl Context {
     /// `clMemFreeINTEL` of a device allocation of a BAR device (seed 000).
     ///
     /// ```
+    /// use dmabridge::sys::addr::HostAddr;
     /// use dmabridge::runtime::{context::Context, platform::Platform};
     /// let ctx = Context::new(Platform::get().devices())?;
     /// let v = vec![0u8; 16];
-    /// assert_eq!(ctx.local_free(v.as_ptr() as usize), None, "host memory");
+    /// assert_eq!(ctx.local_free(HostAddr(v.as_ptr() as usize)), None, "host memory");
     /// # Ok::<(), dmabridge::error::ClError>(())
     /// ```
-    pub fn local_free(&self, ptr: usize) -> Option<ClResult<usize>> {
-        self.local_free_in(&mut self.owned_write(), ptr)
+    pub fn local_free(&self, ptr: HostAddr) -> Option<ClResult<usize>> {
+        self.local_free_in(&mut self.owned_write(), ptr.0)
     }
 
     /// [`Context::local_free`], with the lock held.
@@ -354,21 +358,22 @@ impl Context {
     /// `clGetMemAllocInfoINTEL` and `clMemBlockingFreeINTEL` (seed 000).
     ///
     /// ```
+    /// use dmabridge::sys::addr::HostAddr;
     /// use dmabridge::ext::usm;
     /// use dmabridge::memory::heap::AllocKind;
     /// use dmabridge::runtime::{context::Context, platform::Platform};
     /// let ctx = Context::new(Platform::get().devices())?;
     /// let p = usm::host_mem_alloc(&ctx, &[], 100, 0)?;
-    /// let info = ctx.lookup(p.as_ptr() as usize + 50).unwrap();
+    /// let info = ctx.lookup(HostAddr(p.as_ptr() as usize + 50)).unwrap();
     /// assert_eq!((info.base, info.size, info.meta.kind), (p.as_ptr() as usize, 100, AllocKind::Host));
     /// usm::mem_free(&ctx, p.as_ptr())?;
     /// # Ok::<(), dmabridge::error::ClError>(())
     /// ```
-    pub fn lookup(&self, ptr: usize) -> Option<AllocInfo> {
+    pub fn lookup(&self, ptr: HostAddr) -> Option<AllocInfo> {
         if let Some(info) = self.heap.lookup(ptr) {
             return Some(info);
         }
-        lookup_local(&self.owned_read(), ptr)
+        lookup_local(&self.owned_read(), ptr.0)
     }
 
     /// Number of this context's USM allocations in devices' local memory.
@@ -428,10 +433,11 @@ impl Context {
     /// allocation of the context (see [`Context::lookup`]); an empty range
     /// must start inside one. `None` otherwise, including for ranges that
     /// would run past the end of the address space.
-    pub(crate) fn claim_range(self: &Arc<Self>, start: usize, len: usize) -> Option<RangeClaim> {
+    pub(crate) fn claim_range(self: &Arc<Self>, start: HostAddr, len: usize) -> Option<RangeClaim> {
         let _closed = self.gate.close();
         let mut owned = self.owned_write();
         let in_heap = self.heap.lookup(start);
+        let start = start.0;
         let info = in_heap.or_else(|| lookup_local(&owned, start)).filter(|i| range_inside(i, start, len))?;
         let id = owned.next_claim;
         owned.next_claim += 1;
@@ -448,14 +454,15 @@ impl Context {
     /// nothing. Every free of a USM allocation goes through here.
     pub(crate) fn free_usm_with<T, E>(
         &self,
-        ptr: usize,
+        ptr: HostAddr,
         heap_free: impl FnOnce() -> Result<T, E>,
     ) -> Freed<Result<T, E>> {
+        let ptr = ptr.0;
         // Local memory is the devices' own address ranges: no lock needed
         // to tell it from the heap's.
         let local = self.devices.iter().any(|d| d.local_memory().is_some_and(|m| m.contains(ptr as *const u8)));
         if !local {
-            return Freed::Heap(self.free_heap_with(ptr, heap_free));
+            return Freed::Heap(self.free_heap_with(HostAddr(ptr), heap_free));
         }
         let mut owned = self.owned_write();
         if let Some(r) = self.local_free_in(&mut owned, ptr) {
@@ -472,8 +479,9 @@ impl Context {
     /// Runs `heap_free` and, if it freed the allocation at `ptr`, cancels
     /// the claims on it, inside the free gate: no claim is made or run
     /// between the free and its cancellation.
-    pub(crate) fn free_heap_with<T, E>(&self, ptr: usize, heap_free: impl FnOnce() -> Result<T, E>) -> Result<T, E> {
+    pub(crate) fn free_heap_with<T, E>(&self, ptr: HostAddr, heap_free: impl FnOnce() -> Result<T, E>) -> Result<T, E> {
         let _freeing = self.gate.free(self.heap.shard_of(ptr));
+        let ptr = ptr.0;
         let freed = heap_free();
         // Claims are only added with the gate closed: 0 seen here stays 0
         // until `_freeing` drops.
@@ -592,7 +600,7 @@ mod tests {
     }
 
     fn free(ctx: &Context, p: usize) {
-        match ctx.free_usm_with(p, || ctx.heap().free(p)) {
+        match ctx.free_usm_with(HostAddr(p), || ctx.heap().free(HostAddr(p))) {
             Freed::Heap(r) => drop(r.unwrap()),
             Freed::Local(_) => panic!("{p:#x} is not in the heap"),
         }
@@ -623,7 +631,7 @@ mod tests {
         let ctx = Context::new(std::slice::from_ref(cpu)).unwrap();
         let a = alloc(&ctx, AllocMeta::HOST);
         let b = alloc(&ctx, AllocMeta::HOST);
-        let (ca, cb) = (ctx.claim_range(a, 4096).unwrap(), ctx.claim_range(b + 8, 8).unwrap());
+        let (ca, cb) = (ctx.claim_range(HostAddr(a), 4096).unwrap(), ctx.claim_range(HostAddr(b + 8), 8).unwrap());
         assert_eq!(ctx.claims.load(Ordering::Relaxed), 2);
         // From another thread (another shard of the gate): still cancelled.
         assert!(finishes_on_another_shard((), || free(&ctx, a)));

@@ -458,7 +458,8 @@ pub(crate) fn create(ctx: &Arc<Context>, flags: u64, size: usize, at: BusAddress
         no_sub_buffers: Some(super::NO_SUB_BUFFERS),
         no_write: None,
     };
-    let store = Arc::new(Store::new_remote(ctx, size, surface, Box::new(remote)).with_restrictions(restrictions));
+    let store =
+        Arc::new(Store::new_remote(ctx, size, HostAddr(surface), Box::new(remote)).with_restrictions(restrictions));
     let host = if flags & mem_flags::HOST_ACCESS == 0 { mem_flags::HOST_WRITE_ONLY } else { 0 };
     let flags = flags | mem_flags::WRITE_ONLY | host;
     let bus = Arc::new(Bus::External(External { surface, signal, last: Mutex::new(None) }));

@@ -304,7 +304,7 @@ pub unsafe fn create_buffer(ctx: &Arc<Context>, flags: u64, size: usize, host_pt
         // The surface is the store's: it goes with the store, after
         // any device's residency of it.
         if let Ok(heap) = ctx2.buffer_heap() {
-            if let Err(e) = heap.free(a.marker) {
+            if let Err(e) = heap.free(HostAddr(a.marker)) {
                 log::error!("freeing a bus-addressable buffer's signal page: {e}");
             }
         }

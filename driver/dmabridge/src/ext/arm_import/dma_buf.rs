@@ -3,6 +3,7 @@
 //! (`memory::exports`), so that importing one of them finds its memfd pages.
 
 use super::*;
+use crate::sys::addr::HostAddr;
 
 /// The number of dmabridge's exports an import can recognise.
 ///
@@ -143,7 +144,7 @@ pub fn import_dma_buf(ctx: &Arc<Context>, flags: u64, fd: BorrowedFd<'_>, size: 
     drop(dma_buf); // the lazy map keeps its own fd
     let imported = Imported::new(Some(map), Box::new(keep));
     let flags = if read_only { read_only_flags(flags) } else { flags };
-    let store = Store::new_imported(ctx, size, base, imported, ctx.devices())
+    let store = Store::new_imported(ctx, size, HostAddr(base), imported, ctx.devices())
         .with_restrictions(Restrictions { no_write: read_only.then_some(READ_ONLY_DMA_BUF), ..Default::default() });
     Ok(Buffer::imported(ctx, flags, size, store))
 }

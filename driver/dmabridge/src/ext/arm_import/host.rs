@@ -2,6 +2,7 @@
 //! imports, the pages they pin, and the page-sharing rule between them.
 
 use super::*;
+use crate::sys::addr::HostAddr;
 
 /// A live host import's page span and flags.
 #[derive(Debug, Clone, Copy)]
@@ -266,7 +267,7 @@ pub unsafe fn import_host(ctx: &Arc<Context>, flags: u64, ptr: *mut u8, size: us
     unsafe { make_resident(ctx, addr, size, addr, !read_only, &what) }?;
     let imported = Imported::new(None, Box::new(pin));
     let flags = if read_only { read_only_flags(flags) } else { flags };
-    let store = Store::new_imported(ctx, size, addr, imported, ctx.devices())
+    let store = Store::new_imported(ctx, size, HostAddr(addr), imported, ctx.devices())
         .with_restrictions(Restrictions { no_write: read_only.then_some(READ_ONLY_HOST_MEMORY), ..Default::default() });
     Ok(Buffer::imported(ctx, flags, size, store))
 }

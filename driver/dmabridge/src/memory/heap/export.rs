@@ -21,25 +21,26 @@ impl Heap {
     /// dma-buf (zero-copy).
     ///
     /// ```
+    /// use dmabridge::sys::addr::HostAddr;
     /// use dmabridge::memory::heap::{AllocMeta, ExportError, Heap};
     /// use dmabridge::sys::udmabuf::Udmabuf;
     /// let heap = Heap::with_granules(4)?;
     /// let p = heap.alloc(3 << 20, 0, AllocMeta::HOST)?.as_ptr() as usize;
     /// // Only where /dev/udmabuf exists.
     /// if let Ok(udmabuf) = Udmabuf::open() {
-    ///     let dmabuf = heap.export_dmabuf(&udmabuf, p + 1)?;
+    ///     let dmabuf = heap.export_dmabuf(&udmabuf, HostAddr(p + 1))?;
     ///     assert_eq!(dmabuf.size()?, 3 << 20, "the pages it spans");
-    ///     assert!(matches!(heap.export_dmabuf(&udmabuf, 8), Err(ExportError::Unknown(8))));
+    ///     assert!(matches!(heap.export_dmabuf(&udmabuf, HostAddr(8)), Err(ExportError::Unknown(8))));
     ///     // SAFETY: a live 3 MiB allocation that only this example uses.
     ///     unsafe { (p as *mut u8).write(7) };
-    ///     heap.free(p)?;
+    ///     heap.free(HostAddr(p))?;
     ///     let q = heap.alloc(3 << 20, 0, AllocMeta::HOST)?.as_ptr();
     ///     // SAFETY: as above.
     ///     assert_eq!(unsafe { q.read() }, 0, "fresh pages, not the dma-buf's");
     /// }
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn export_dmabuf(&self, udmabuf: &Udmabuf, ptr: usize) -> Result<DmaBuf, ExportError> {
+    pub fn export_dmabuf(&self, udmabuf: &Udmabuf, ptr: HostAddr) -> Result<DmaBuf, ExportError> {
         self.export_with(ptr, |memfd, offset, len| {
             let dmabuf = udmabuf.create(memfd, offset, len)?;
             // Imports of it (clImportMemoryARM) pin these memfd pages.
@@ -54,12 +55,12 @@ impl Heap {
     /// exported only if it succeeds.
     pub(super) fn export_with<T>(
         &self,
-        ptr: usize,
+        ptr: HostAddr,
         create: impl FnOnce(BorrowedFd<'_>, u64, u64) -> Result<T, ExportError>,
     ) -> Result<T, ExportError> {
-        let unknown = || ExportError::Unknown(ptr);
+        let unknown = || ExportError::Unknown(ptr.0);
         let info = self.lookup(ptr).ok_or_else(unknown)?;
-        let g = self.va.granule_of(info.base).ok_or_else(unknown)?;
+        let g = self.va.granule_of(HostAddr(info.base)).ok_or_else(unknown)?;
         let start = self.table.start_of(g).ok_or_else(unknown)?;
         let rec = self.table.record(start).ok_or_else(unknown)?;
         let page = self.page;

@@ -36,6 +36,7 @@ use std::sync::Mutex;
 use super::table::{slot_meta, slot_size, slot_word, Record, Table, CHUNK, FREE, LARGE};
 use super::vaspace::{ReserveError, VaSpace, GRANULE};
 use crate::sync;
+use crate::sys::addr::HostAddr;
 use crate::sys::dma_buf::DmaBuf;
 use crate::sys::udmabuf::{Udmabuf, UdmabufError};
 use crate::sys::{page_size, OsError};
@@ -142,13 +143,14 @@ impl AllocInfo {
     /// names it.
     ///
     /// ```
+    /// use dmabridge::sys::addr::HostAddr;
     /// use dmabridge::memory::heap::{AllocInfo, AllocMeta};
     /// let a = AllocInfo { base: 0x1000, size: 100, meta: AllocMeta::HOST };
-    /// assert!(a.contains(0x1000) && a.contains(0x1000 + 99));
-    /// assert!(!a.contains(0x1000 + 100) && !a.contains(0xfff));
+    /// assert!(a.contains(HostAddr(0x1000)) && a.contains(HostAddr(0x1000 + 99)));
+    /// assert!(!a.contains(HostAddr(0x1000 + 100)) && !a.contains(HostAddr(0xfff)));
     /// ```
-    pub fn contains(&self, ptr: usize) -> bool {
-        ptr.wrapping_sub(self.base) < self.size
+    pub fn contains(&self, ptr: HostAddr) -> bool {
+        ptr.0.wrapping_sub(self.base) < self.size
     }
 }
 
@@ -231,7 +233,7 @@ pub struct Heap {
 }
 
 /// Called with the heap's reservation (start, length) when the heap drops.
-pub type DropHook = Box<dyn FnOnce(usize, usize) + Send + Sync>;
+pub type DropHook = Box<dyn FnOnce(HostAddr, usize) + Send + Sync>;
 
 impl std::fmt::Debug for Heap {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -249,12 +251,13 @@ impl Heap {
     /// (`clCreateContext`), and its USM and SVM allocations live in it.
     ///
     /// ```
+    /// use dmabridge::sys::addr::HostAddr;
     /// use dmabridge::memory::heap::{AllocMeta, Heap, DEFAULT_GRANULES};
     /// use dmabridge::memory::vaspace::GRANULE;
     /// let heap = Heap::new()?;
     /// assert_eq!(heap.stats().live, 0);
     /// let p = heap.alloc(64, 0, AllocMeta::HOST)?.as_ptr() as usize;
-    /// assert!(heap.owns_range(p));
+    /// assert!(heap.owns_range(HostAddr(p)));
     /// assert_eq!(DEFAULT_GRANULES * GRANULE, 64 << 30);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -349,7 +352,7 @@ impl Heap {
             let cls = sync::lock(&cls.0);
             for chunk in cls.chunks.iter().flatten() {
                 let Some(rec) = self.table.record(chunk.start) else { continue };
-                let base = self.va.granule_addr(chunk.start);
+                let base = self.va.granule_addr(chunk.start).0;
                 for (slot, word) in self.table.slots(rec).iter().take(chunk.bump as usize).enumerate() {
                     let word = word.load(Ordering::Acquire);
                     if slot_size(word) != 0 {
@@ -366,7 +369,7 @@ impl Heap {
         for &start in large.keys() {
             if let Some(rec) = self.table.record(start) {
                 f(&AllocInfo {
-                    base: self.va.granule_addr(start),
+                    base: self.va.granule_addr(start).0,
                     size: rec.size.load(Ordering::Acquire),
                     meta: AllocMeta::unpack(rec.meta.load(Ordering::Acquire)),
                 });
@@ -381,17 +384,18 @@ impl Heap {
     /// lookup.
     ///
     /// ```
+    /// use dmabridge::sys::addr::HostAddr;
     /// use dmabridge::memory::heap::{AllocMeta, Heap};
     /// let heap = Heap::with_granules(4)?;
     /// let p = heap.alloc(100, 0, AllocMeta::HOST).unwrap().as_ptr() as usize;
-    /// assert!(heap.owns_range(p));
-    /// heap.free(p).unwrap();
-    /// assert!(heap.owns_range(p), "freed, but still the heap's address");
+    /// assert!(heap.owns_range(HostAddr(p)));
+    /// heap.free(HostAddr(p)).unwrap();
+    /// assert!(heap.owns_range(HostAddr(p)), "freed, but still the heap's address");
     /// let mine = [0u8; 8];
-    /// assert!(!heap.owns_range(mine.as_ptr() as usize));
+    /// assert!(!heap.owns_range(HostAddr(mine.as_ptr() as usize)));
     /// # Ok::<(), dmabridge::memory::vaspace::ReserveError>(())
     /// ```
-    pub fn owns_range(&self, ptr: usize) -> bool {
+    pub fn owns_range(&self, ptr: HostAddr) -> bool {
         self.va.granule_of(ptr).is_some()
     }
 
@@ -436,23 +440,24 @@ impl Heap {
     /// command that takes a pointer into an allocation.
     ///
     /// ```
+    /// use dmabridge::sys::addr::HostAddr;
     /// use dmabridge::memory::heap::{AllocInfo, AllocMeta, Heap};
     /// let heap = Heap::with_granules(4)?;
     /// let p = heap.alloc(1000, 0, AllocMeta::HOST)?.as_ptr() as usize;
-    /// assert_eq!(heap.lookup(p + 999), Some(AllocInfo { base: p, size: 1000, meta: AllocMeta::HOST }));
-    /// assert_eq!(heap.lookup(p + 1000), None, "past its end");
+    /// assert_eq!(heap.lookup(HostAddr(p + 999)), Some(AllocInfo { base: p, size: 1000, meta: AllocMeta::HOST }));
+    /// assert_eq!(heap.lookup(HostAddr(p + 1000)), None, "past its end");
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     #[inline]
-    pub fn lookup(&self, ptr: usize) -> Option<AllocInfo> {
+    pub fn lookup(&self, ptr: HostAddr) -> Option<AllocInfo> {
         let g = self.va.granule_of(ptr)?;
         let start = self.table.start_of(g)?;
         let rec = self.table.record(start)?;
-        let base = self.va.granule_addr(start);
+        let base = self.va.granule_addr(start).0;
         match rec.kind.load(Ordering::Acquire) {
             CHUNK => {
                 let csize = class_size(rec.class.load(Ordering::Acquire) as usize);
-                let slot = (ptr - base) / csize;
+                let slot = (ptr.0 - base) / csize;
                 let word = self.table.slots(rec).get(slot)?.load(Ordering::Acquire);
                 let info = AllocInfo {
                     base: base + slot * csize,
@@ -481,21 +486,24 @@ impl Heap {
     /// `clSVMFree` (seed 001).
     ///
     /// ```
+    /// use dmabridge::sys::addr::HostAddr;
     /// use dmabridge::memory::heap::{AllocMeta, FreeError, Heap};
     /// let heap = Heap::with_granules(4)?;
     /// let p = heap.alloc(1000, 0, AllocMeta::HOST)?.as_ptr() as usize;
-    /// assert_eq!(heap.free(p + 8), Err(FreeError::Interior { ptr: p + 8, base: p }));
-    /// assert_eq!(heap.free(p)?.size, 1000);
-    /// assert!(heap.free(p).is_err(), "double free");
-    /// assert_eq!(heap.lookup(p), None);
+    /// assert_eq!(heap.free(HostAddr(p + 8)), Err(FreeError::Interior { ptr: p + 8, base: p }));
+    /// assert_eq!(heap.free(HostAddr(p))?.size, 1000);
+    /// assert!(heap.free(HostAddr(p)).is_err(), "double free");
+    /// assert_eq!(heap.lookup(HostAddr(p)), None);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn free(&self, ptr: usize) -> Result<AllocInfo, FreeError> {
-        let info = self.lookup(ptr).ok_or(FreeError::Unknown(ptr))?;
+    pub fn free(&self, ptr: HostAddr) -> Result<AllocInfo, FreeError> {
+        let g = self.va.granule_of(ptr);
+        let ptr = ptr.0;
+        let info = self.lookup(HostAddr(ptr)).ok_or(FreeError::Unknown(ptr))?;
         if info.base != ptr {
             return Err(FreeError::Interior { ptr, base: info.base });
         }
-        let g = self.va.granule_of(ptr).ok_or(FreeError::Unknown(ptr))?;
+        let g = g.ok_or(FreeError::Unknown(ptr))?;
         let start = self.table.start_of(g).ok_or(FreeError::Unknown(ptr))?;
         let rec = self.table.record(start).ok_or(FreeError::Unknown(ptr))?;
         if rec.kind.load(Ordering::Acquire) == CHUNK {
@@ -510,14 +518,14 @@ impl Heap {
     /// pointer that is none of this heap's, one taken from the address.
     /// Lock-free, and reads no thread-local: what spreads the frees of a
     /// context over its free gate.
-    pub(crate) fn shard_of(&self, ptr: usize) -> usize {
+    pub(crate) fn shard_of(&self, ptr: HostAddr) -> usize {
         let g = self.va.granule_of(ptr);
         let rec = g.and_then(|g| self.table.start_of(g)).and_then(|start| self.table.record(start));
         match rec {
             Some(rec) if rec.kind.load(Ordering::Acquire) == CHUNK => {
                 rec.shard.load(Ordering::Relaxed) as usize % SHARDS
             }
-            _ => ptr / GRANULE % SHARDS,
+            _ => ptr.0 / GRANULE % SHARDS,
         }
     }
 
@@ -527,10 +535,11 @@ impl Heap {
     /// reuse (e.g. when the application frees everything).
     ///
     /// ```
+    /// use dmabridge::sys::addr::HostAddr;
     /// use dmabridge::memory::heap::{AllocMeta, Heap};
     /// let heap = Heap::with_granules(4)?;
     /// let p = heap.alloc(100, 0, AllocMeta::HOST)?.as_ptr() as usize;
-    /// heap.free(p)?;
+    /// heap.free(HostAddr(p))?;
     /// assert_eq!(heap.stats().chunks, 1, "the last chunk of a class is kept");
     /// heap.trim();
     /// assert_eq!(heap.stats().chunks, 0);
@@ -587,7 +596,7 @@ impl Heap {
 
 impl Drop for Heap {
     fn drop(&mut self) {
-        let (start, len) = (self.va.base(), self.va.len());
+        let (start, len) = (HostAddr(self.va.base()), self.va.len());
         for (_, hook) in std::mem::take(sync::get_mut(&mut self.drop_hooks)) {
             hook(start, len);
         }

@@ -144,7 +144,7 @@ impl Heap {
         }
         let rec = self.table.record(start).expect("chunk records exist");
         self.table.slots(rec)[slot as usize].store(slot_word(size, meta.pack()), Ordering::Release);
-        Ok(self.va.granule_addr(start) + slot as usize * csize)
+        Ok(self.va.granule_addr(start).0 + slot as usize * csize)
     }
 
     pub(super) fn new_chunk(&self, c: usize, s: usize, cls: &mut Class, size: usize) -> Result<usize, AllocError> {
@@ -189,7 +189,7 @@ impl Heap {
         rec.meta.store(meta.pack(), Ordering::Relaxed);
         rec.kind.store(LARGE, Ordering::Release);
         self.table.cover(start, n);
-        Ok(self.va.granule_addr(start))
+        Ok(self.va.granule_addr(start).0)
     }
 
     /// True if `rec` is a chunk of the pool of class `c` in shard `s`
@@ -210,7 +210,7 @@ impl Heap {
             return Err(FreeError::Unknown(ptr));
         }
         let csize = class_size(c);
-        let base = self.va.granule_addr(start);
+        let base = self.va.granule_addr(start).0;
         let slot = (ptr - base) / csize;
         let word = self.table.slots(rec)[slot].swap(0, Ordering::AcqRel);
         if slot_size(word) == 0 {

@@ -2,6 +2,7 @@
 //! context's tests share).
 
 use super::*;
+use crate::sys::addr::HostAddr;
 
 #[test]
 fn lookups_find_every_interior_pointer_and_nothing_else() {
@@ -11,10 +12,10 @@ fn lookups_find_every_interior_pointer_and_nothing_else() {
     for (&p, &s) in ptrs.iter().zip(&sizes) {
         assert_eq!(p % MIN_CLASS, 0);
         let want = AllocInfo { base: p, size: s, meta: AllocMeta::HOST };
-        assert_eq!(h.lookup(p), Some(want));
-        assert_eq!(h.lookup(p + s / 2), Some(want));
-        assert_eq!(h.lookup(p + s - 1), Some(want));
-        assert_ne!(h.lookup(p + s).map(|i| i.base), Some(p), "one past the end is not inside");
+        assert_eq!(h.lookup(HostAddr(p)), Some(want));
+        assert_eq!(h.lookup(HostAddr(p + s / 2)), Some(want));
+        assert_eq!(h.lookup(HostAddr(p + s - 1)), Some(want));
+        assert_ne!(h.lookup(HostAddr(p + s)).map(|i| i.base), Some(p), "one past the end is not inside");
         // The memory is there and private to the allocation.
         // SAFETY: p..p+s is a live allocation of this test.
         unsafe { std::ptr::write_bytes(p as *mut u8, s as u8, s) };
@@ -24,11 +25,11 @@ fn lookups_find_every_interior_pointer_and_nothing_else() {
         let bytes = unsafe { std::slice::from_raw_parts(p as *const u8, s) };
         assert!(bytes.iter().all(|&b| b == s as u8), "allocation of {s} bytes was overwritten");
     }
-    assert_eq!(h.lookup(0), None);
-    assert_eq!(h.lookup(&h as *const _ as usize), None);
+    assert_eq!(h.lookup(HostAddr(0)), None);
+    assert_eq!(h.lookup(HostAddr(&h as *const _ as usize)), None);
     assert_eq!(h.stats().live, sizes.len());
     for p in ptrs {
-        h.free(p).unwrap();
+        h.free(HostAddr(p)).unwrap();
     }
     assert_eq!(h.stats().live, 0);
 }
@@ -38,18 +39,18 @@ fn bad_frees_change_nothing() {
     let h = Heap::with_granules(8).unwrap();
     let p = h.alloc(100, 0, AllocMeta::HOST).unwrap().as_ptr() as usize;
     let big = h.alloc(3 << 20, 0, AllocMeta::HOST).unwrap().as_ptr() as usize;
-    assert_eq!(h.free(p + 8), Err(FreeError::Interior { ptr: p + 8, base: p }));
-    assert_eq!(h.free(big + 4096), Err(FreeError::Interior { ptr: big + 4096, base: big }));
-    assert_eq!(h.free(12345), Err(FreeError::Unknown(12345)));
+    assert_eq!(h.free(HostAddr(p + 8)), Err(FreeError::Interior { ptr: p + 8, base: p }));
+    assert_eq!(h.free(HostAddr(big + 4096)), Err(FreeError::Interior { ptr: big + 4096, base: big }));
+    assert_eq!(h.free(HostAddr(12345)), Err(FreeError::Unknown(12345)));
     let other = Heap::with_granules(8).unwrap();
     let q = other.alloc(100, 0, AllocMeta::HOST).unwrap().as_ptr() as usize;
-    assert_eq!(h.free(q), Err(FreeError::Unknown(q)), "another heap's pointer");
-    assert_eq!(h.lookup(p).unwrap().size, 100);
-    assert_eq!(h.free(p).unwrap().size, 100);
-    assert_eq!(h.free(p), Err(FreeError::Unknown(p)), "double free");
-    assert_eq!(h.free(big).unwrap().size, 3 << 20);
-    assert_eq!(h.free(big), Err(FreeError::Unknown(big)));
-    assert_eq!(other.lookup(q).unwrap().size, 100);
+    assert_eq!(h.free(HostAddr(q)), Err(FreeError::Unknown(q)), "another heap's pointer");
+    assert_eq!(h.lookup(HostAddr(p)).unwrap().size, 100);
+    assert_eq!(h.free(HostAddr(p)).unwrap().size, 100);
+    assert_eq!(h.free(HostAddr(p)), Err(FreeError::Unknown(p)), "double free");
+    assert_eq!(h.free(HostAddr(big)).unwrap().size, 3 << 20);
+    assert_eq!(h.free(HostAddr(big)), Err(FreeError::Unknown(big)));
+    assert_eq!(other.lookup(HostAddr(q)).unwrap().size, 100);
 }
 
 #[test]
@@ -59,8 +60,8 @@ fn alignment_and_meta_are_kept() {
     for align in [1usize, 64, 256, 4096, 1 << 16, 1 << 21, 1 << 22] {
         let p = h.alloc(10, align, meta).unwrap().as_ptr() as usize;
         assert_eq!(p % align, 0, "align {align}");
-        assert_eq!(h.lookup(p + 9).unwrap().meta, meta);
-        h.free(p).unwrap();
+        assert_eq!(h.lookup(HostAddr(p + 9)).unwrap().meta, meta);
+        h.free(HostAddr(p)).unwrap();
     }
     assert_eq!(h.alloc(0, 0, meta), Err(AllocError::ZeroSize));
     assert_eq!(h.alloc(8, 24, meta), Err(AllocError::BadAlignment(24)));
@@ -82,7 +83,7 @@ fn empty_chunks_go_back_to_the_system() {
     }
     assert_eq!(h.stats().resident_bytes, 5 * MIB);
     for p in &ps {
-        h.free(*p).unwrap();
+        h.free(HostAddr(*p)).unwrap();
     }
     assert_eq!(h.stats().chunks, 1, "one empty chunk stays warm");
     assert_eq!(h.stats().resident_bytes, MIB, "freed chunks' pages went back");
@@ -94,11 +95,11 @@ fn empty_chunks_go_back_to_the_system() {
     // SAFETY: a live 5 MiB allocation.
     unsafe { std::ptr::write_bytes(big as *mut u8, 1, 5 << 20) };
     assert_eq!(h.stats().resident_bytes, 5 * MIB);
-    h.free(big).unwrap();
+    h.free(HostAddr(big)).unwrap();
     assert_eq!(h.stats().resident_bytes, 0);
     // The address space is reusable.
     let p = h.alloc(1 << 20, 0, AllocMeta::HOST).unwrap().as_ptr() as usize;
-    assert!(h.lookup(p).is_some());
+    assert!(h.lookup(HostAddr(p)).is_some());
 }
 
 #[test]
@@ -117,14 +118,14 @@ fn threads_allocate_look_up_and_free_at_once() {
                     live.push((p, size));
                     if i % 3 == 0 {
                         let (q, qs) = live.swap_remove(i % live.len());
-                        assert_eq!(h.lookup(q + qs - 1).unwrap().base, q);
+                        assert_eq!(h.lookup(HostAddr(q + qs - 1)).unwrap().base, q);
                         // SAFETY: still live.
                         assert_eq!(unsafe { *(q as *const u8) }, t as u8);
-                        h.free(q).unwrap();
+                        h.free(HostAddr(q)).unwrap();
                     }
                 }
                 for (p, _) in live {
-                    h.free(p).unwrap();
+                    h.free(HostAddr(p)).unwrap();
                 }
             });
         }
@@ -173,12 +174,12 @@ fn threads_of_different_shards_allocate_and_free_without_a_shared_lock() {
     let done = finishes_on_another_shard(held, || {
         for _ in 0..1000 {
             let q = h.alloc(4096, 0, AllocMeta::HOST).unwrap().as_ptr() as usize;
-            h.free(q).unwrap();
+            h.free(HostAddr(q)).unwrap();
         }
     });
     assert!(done, "another shard's thread waited for this thread's pool lock");
     // A free from another thread goes back to the allocating shard's pool.
-    assert!(finishes_on_another_shard((), || assert_eq!(h.free(p).unwrap().size, 4096)));
+    assert!(finishes_on_another_shard((), || assert_eq!(h.free(HostAddr(p)).unwrap().size, 4096)));
     assert_eq!(h.stats().live, 0);
 }
 
@@ -189,10 +190,10 @@ fn the_shard_of_an_allocation_is_its_allocating_threads_from_any_thread() {
     let large = h.alloc(3 * GRANULE, 0, AllocMeta::HOST).unwrap().as_ptr() as usize;
     let mine = shard();
     std::thread::spawn(move || {
-        assert_eq!(h.shard_of(small), mine, "the pool the allocation came from");
-        assert!(h.shard_of(large) < SHARDS && h.shard_of(usize::MAX) < SHARDS);
-        h.free(small).unwrap();
-        h.free(large).unwrap();
+        assert_eq!(h.shard_of(HostAddr(small)), mine, "the pool the allocation came from");
+        assert!(h.shard_of(HostAddr(large)) < SHARDS && h.shard_of(HostAddr(usize::MAX)) < SHARDS);
+        h.free(HostAddr(small)).unwrap();
+        h.free(HostAddr(large)).unwrap();
     })
     .join()
     .unwrap();
@@ -202,7 +203,7 @@ fn the_shard_of_an_allocation_is_its_allocating_threads_from_any_thread() {
 /// udmabuf made the dma-buf (udmabuf exists only in the guest; the guest
 /// tests check the dma-buf side). Returns the exported byte range.
 fn mark_exported(h: &Heap, p: usize) -> (usize, usize) {
-    h.export_with(p, |_, offset, len| Ok((h.va.base() + offset as usize, len as usize))).unwrap()
+    h.export_with(HostAddr(p), |_, offset, len| Ok((h.va.base() + offset as usize, len as usize))).unwrap()
 }
 
 /// The `n` bytes at `p`.
@@ -225,19 +226,19 @@ fn a_sub_page_export_closes_its_page_until_it_empties() {
     assert_eq!(n / page * page, first, "the neighbour shares the exported page");
     // SAFETY: `a` and `n` are live 100-byte allocations of this test.
     unsafe { (a as *mut u8).write_bytes(0xa1, 100) };
-    h.free(a).unwrap();
+    h.free(HostAddr(a)).unwrap();
     let later: Vec<usize> = (0..100).map(|_| h.alloc(100, 0, AllocMeta::HOST).unwrap().as_ptr() as usize).collect();
     assert!(later.iter().all(|&p| p / page * page != first), "no new allocation in a closed page");
     // SAFETY: the freed slot lies in the heap's mapping.
     assert_eq!(unsafe { bytes(a, 100) }, [0xa1; 100], "not handed back while the neighbour lives");
     assert_eq!(h.stats().live, 101);
-    h.free(n).unwrap();
+    h.free(HostAddr(n)).unwrap();
     // SAFETY: as above.
     assert_eq!(unsafe { bytes(a, 100) }, [0; 100], "emptied: handed back (fresh pages)");
     let again: Vec<usize> = (0..64).map(|_| h.alloc(100, 0, AllocMeta::HOST).unwrap().as_ptr() as usize).collect();
     assert!(again.iter().any(|&p| p / page * page == first), "the page is open again");
     for p in later.into_iter().chain(again) {
-        h.free(p).unwrap();
+        h.free(HostAddr(p)).unwrap();
     }
     assert_eq!(h.stats().live, 0);
     h.trim();
@@ -255,12 +256,12 @@ fn freed_exported_slots_and_large_allocations_get_fresh_pages() {
         unsafe { (p as *mut u8).write_bytes(0x11, size) };
         let (first, len) = mark_exported(&h, p);
         assert_eq!((first, len), (p, size.next_multiple_of(page_size())));
-        h.free(p).unwrap();
+        h.free(HostAddr(p)).unwrap();
         // SAFETY: the freed range lies in the heap's mapping.
         assert!(unsafe { bytes(p, size) }.iter().all(|&b| b == 0), "{size}: handed back on free");
         let q = h.alloc(size, 0, AllocMeta::HOST).unwrap().as_ptr() as usize;
         assert_eq!(q, p, "{size}: the slot is free again at once");
-        h.free(q).unwrap();
+        h.free(HostAddr(q)).unwrap();
     }
     assert_eq!(h.stats().live, 0);
     h.trim();
@@ -285,10 +286,10 @@ fn a_chunk_of_closed_pages_is_released_when_it_empties() {
     assert_eq!(h.stats().chunks, 2);
     assert_ne!(other / GRANULE, live[0] / GRANULE);
     for p in live {
-        h.free(p).unwrap();
+        h.free(HostAddr(p)).unwrap();
     }
     // Emptied, and another chunk of the class has room: released.
     assert_eq!(h.stats().chunks, 1);
-    h.free(other).unwrap();
+    h.free(HostAddr(other)).unwrap();
     assert_eq!(h.stats().live, 0);
 }

@@ -29,7 +29,7 @@ use crate::error::{ClError, ClErrorKind, ClResult};
 use crate::memory::local::{LocalAllocator, LocalError};
 use crate::runtime::transfer;
 use crate::sync;
-use crate::sys::addr::{HostAddr, Iova};
+use crate::sys::addr::{BusAddr, HostAddr, Iova};
 use crate::sys::bytes::{Bytes, BytesError};
 use crate::sys::mmap::Mapping;
 use crate::sys::pci::{PciAddress, PciFunction};
@@ -164,8 +164,8 @@ impl LocalMemory for BarMemory {
         self.offset_of(ptr).is_some()
     }
 
-    fn bus_address(&self, ptr: *const u8) -> Option<u64> {
-        Some((self.iova? + self.offset_of(ptr)? as u64).0)
+    fn bus_address(&self, ptr: *const u8) -> Option<BusAddr> {
+        Some(BusAddr::from(self.iova? + self.offset_of(ptr)? as u64))
     }
 }
 

@@ -18,6 +18,7 @@ use std::ptr::NonNull;
 use std::sync::Arc;
 
 use crate::error::ClResult;
+use crate::sys::addr::BusAddr;
 use crate::sys::pci::PciAddress;
 
 use super::device::Device;
@@ -116,7 +117,7 @@ pub trait LocalMemory: Send + Sync + std::fmt::Debug {
 
     /// The bus address (IOVA in the platform's DMA domain) of `ptr`, if the
     /// memory is mapped for peer-to-peer DMA and `ptr` lies in it.
-    fn bus_address(&self, ptr: *const u8) -> Option<u64>;
+    fn bus_address(&self, ptr: *const u8) -> Option<BusAddr>;
 }
 
 /// Copies `size` bytes from `src` to `dst` on `device`: by its backend's DMA

@@ -440,8 +440,8 @@ impl DmaDomain {
 /// heap goes (a context released with live allocations).
 pub(crate) fn evict_on_heap_drop(ctx: &Context, domain: &Arc<DmaDomain>) {
     let d = domain.clone();
-    let evict = move |start, len| {
-        d.evict_within(HostAddr(start), len);
+    let evict = move |start: HostAddr, len| {
+        d.evict_within(start, len);
     };
     ctx.heap().on_drop(Arc::as_ptr(domain) as usize, Box::new(evict));
 }

@@ -9,6 +9,7 @@
 //! the bytes move by the device's engine: memcpy on the CPU device, DMA on
 //! a device with a backend ([`device_copy`]).
 
+use crate::sys::addr::HostAddr;
 use std::sync::Arc;
 
 use crate::cl_err;
@@ -82,7 +83,7 @@ pub(crate) fn check_user_ptr(queue: &Queue, ptr: *const u8, name: &str) -> ClRes
     if ptr.is_null() {
         return cl_err!(InvalidValue, "{name} is NULL");
     }
-    if let Some(a) = queue.context().lookup(ptr as usize) {
+    if let Some(a) = queue.context().lookup(HostAddr::of(ptr)) {
         match a.meta.kind {
             AllocKind::Shared => {
                 return cl_err!(
@@ -179,8 +180,8 @@ impl Target {
     }
 
     /// The address of byte `offset` of the buffer object at this location.
-    pub(crate) fn addr(&self, offset: usize) -> usize {
-        self.placed.base + self.buffer.origin() + offset
+    pub(crate) fn addr(&self, offset: usize) -> HostAddr {
+        HostAddr(self.placed.base + self.buffer.origin() + offset)
     }
 
     /// True if `[offset, offset + size)` of the buffer object is the whole
@@ -277,7 +278,8 @@ fn host_transfer(
 ///
 /// # Safety
 /// As [`device_copy`], except that the ranges may be the same or overlap.
-pub(crate) unsafe fn engine_copy(device: &Device, dst: usize, src: usize, size: usize) -> Result<(), i32> {
+pub(crate) unsafe fn engine_copy(device: &Device, dst: HostAddr, src: HostAddr, size: usize) -> Result<(), i32> {
+    let (dst, src) = (dst.0, src.0);
     // OpenCL lets a read or write name the buffer's own memory (a
     // USE_HOST_PTR buffer's `host_ptr + offset` on a host-unified device):
     // nothing to move. Overlapping ranges (buffers over overlapping host
@@ -348,7 +350,7 @@ pub unsafe fn enqueue_read_buffer(
         // SAFETY: the allocation holds the buffer's `size` bytes at
         // `offset` (checked at enqueue); the caller keeps `dst` valid and
         // unshared; the store's lock keeps other commands of the buffer out.
-        unsafe { engine_copy(&device, dst, t.addr(offset), size) }
+        unsafe { engine_copy(&device, HostAddr(dst), t.addr(offset), size) }
     });
     queue
         .enqueue_with_use(command_type::READ_BUFFER, wait_list, blocking, CommandUse::Range(dst, size), work)
@@ -397,7 +399,7 @@ pub unsafe fn enqueue_write_buffer(
         t.store().make_current(&mut st, t.loc, t.covers_store(offset, size))?;
         let _sync = t.cpu_sync(Access::Write)?;
         // SAFETY: as in `enqueue_read_buffer`, the other way.
-        let r = unsafe { engine_copy(&device, t.addr(offset), src, size) };
+        let r = unsafe { engine_copy(&device, t.addr(offset), HostAddr(src), size) };
         // Even a failed copy may have landed bytes: this location alone is
         // current, so every device sees the same (undefined) contents.
         t.store().wrote(&mut st, t.loc);
@@ -518,7 +520,7 @@ pub fn enqueue_fill_buffer(
             transfer::MAX_PATTERN
         );
     }
-    if let Some(a) = queue.context().lookup(pattern.as_ptr() as usize) {
+    if let Some(a) = queue.context().lookup(HostAddr::of(pattern.as_ptr())) {
         if matches!(a.meta.kind, AllocKind::Device | AllocKind::Shared) {
             return cl_err!(
                 InvalidHostPtr,
@@ -541,16 +543,16 @@ pub fn enqueue_fill_buffer(
         t.store().make_current(&mut st, t.loc, t.covers_store(offset, size))?;
         let _sync = t.cpu_sync(Access::Write)?;
         let dst = t.addr(offset);
-        let r = if device.device_type == DeviceType::Cpu && t.placed.local_device.is_none() && dst % p == 0 {
+        let r = if device.device_type == DeviceType::Cpu && t.placed.local_device.is_none() && dst.0 % p == 0 {
             // SAFETY: the range lies in the host pages (checked at enqueue),
             // aligned to the pattern; the lock keeps other commands out.
-            unsafe { transfer::fill(dst as *mut u8, &pattern, size) };
+            unsafe { transfer::fill(dst.as_ptr(), &pattern, size) };
             Ok(())
         } else {
             // A device engine copies: stage the pattern in host memory.
             let staged: Vec<u8> = pattern.iter().copied().cycle().take(size).collect();
             // SAFETY: `staged` is ours; the destination as above.
-            unsafe { engine_copy(&device, dst, staged.as_ptr() as usize, size) }
+            unsafe { engine_copy(&device, dst, HostAddr::of(staged.as_ptr()), size) }
         };
         t.store().wrote(&mut st, t.loc);
         r

@@ -15,6 +15,7 @@ pub mod rect;
 pub(crate) mod restrictions;
 pub mod store;
 
+use crate::sys::addr::HostAddr;
 use std::any::Any;
 use std::sync::{Arc, Mutex};
 
@@ -158,7 +159,7 @@ pub(crate) fn check_exclusive(flags: u64) -> ClResult<()> {
 /// buffer's own rules (`Ok`). (`dmabridge::ext::svm::check_use_host_ptr`
 /// is this rule under its extension's name.)
 pub(crate) fn check_inside_svm(ctx: &Context, ptr: *const u8, size: usize) -> ClResult<()> {
-    match ctx.heap().lookup(ptr as usize).filter(|i| i.meta.kind == AllocKind::Svm) {
+    match ctx.heap().lookup(HostAddr::of(ptr)).filter(|i| i.meta.kind == AllocKind::Svm) {
         Some(i) if (ptr as usize - i.base).checked_add(size).is_none_or(|end| end > i.size) => cl_err!(
             InvalidBufferSize,
             "a {size}-byte buffer at {ptr:?} runs past the end of its {}-byte SVM allocation at {:#x}",
@@ -246,7 +247,7 @@ impl Buffer {
         }
         let mut uses_svm = false;
         if !host_ptr.is_null() {
-            if let Some(a) = ctx.lookup(host_ptr as usize) {
+            if let Some(a) = ctx.lookup(HostAddr::of(host_ptr)) {
                 match a.meta.kind {
                     AllocKind::Svm => {
                         check_inside_svm(ctx, host_ptr, size)?;
@@ -454,6 +455,31 @@ impl Buffer {
         self.flags
     }
 
+    /// Whether a kernel the runtime does not know (the ICD's kernels from
+    /// source) may access the buffer: with `write`, as the creator's
+    /// restrictions allow writing (an imported read-only dma-buf's mapping is
+    /// read-only: a write would fault), else reading (an external physical
+    /// buffer is write-only). `CL_INVALID_OPERATION` with the creator's
+    /// reason otherwise; `what` names the argument.
+    ///
+    /// ```
+    /// use dmabridge::runtime::buffer::Buffer;
+    /// use dmabridge::runtime::{context::Context, platform::Platform};
+    /// let ctx = Context::new(std::slice::from_ref(Platform::get().cpu()))?;
+    /// // SAFETY: no host pointer.
+    /// let b = unsafe { Buffer::create(&ctx, 0, 4096, std::ptr::null_mut()) }?;
+    /// b.check_kernel_access(true, "argument 0")?;
+    /// b.check_kernel_access(false, "argument 1")?;
+    /// # Ok::<(), dmabridge::error::ClError>(())
+    /// ```
+    pub fn check_kernel_access(&self, write: bool, what: &str) -> ClResult<()> {
+        if write {
+            commands::check_writable(self, what)
+        } else {
+            commands::check_readable(self, what)
+        }
+    }
+
     /// Its size in bytes (`CL_MEM_SIZE`).
     ///
     /// ```
@@ -629,7 +655,7 @@ impl Buffer {
         }
         let (base, fresh) = self.store.host_alloc()?;
         let exported = self.store.make_host_current().and_then(|()| {
-            self.context.buffer_heap()?.export_dmabuf(udmabuf, base).map_err(|e| {
+            self.context.buffer_heap()?.export_dmabuf(udmabuf, HostAddr(base)).map_err(|e| {
                 ClError::new(ClErrorKind::OutOfResources, format!("exporting a buffer's host pages as a dma-buf: {e}"))
             })
         });

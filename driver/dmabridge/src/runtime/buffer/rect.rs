@@ -5,6 +5,7 @@
 //! device, through the same allocation and transfer rules as the linear
 //! commands.
 
+use crate::sys::addr::HostAddr;
 use std::sync::Arc;
 
 use crate::cl_err;
@@ -210,7 +211,7 @@ pub unsafe fn enqueue_read_buffer_rect(
         for (bo, ho) in b.rows(region).zip(h.rows(region)) {
             // SAFETY: every row lies in the buffer (checked at enqueue) and
             // in the caller's host rectangle.
-            unsafe { engine_copy(&device, base + ho, t.addr(bo), region[0]) }?;
+            unsafe { engine_copy(&device, HostAddr(base + ho), t.addr(bo), region[0]) }?;
         }
         Ok(())
     });
@@ -263,7 +264,7 @@ pub unsafe fn enqueue_write_buffer_rect(
         let _sync = t.cpu_sync(Access::Write)?;
         let r = b.rows(region).zip(h.rows(region)).try_for_each(|(bo, ho)| {
             // SAFETY: as in `enqueue_read_buffer_rect`, the other way.
-            unsafe { engine_copy(&device, t.addr(bo), base + ho, region[0]) }
+            unsafe { engine_copy(&device, t.addr(bo), HostAddr(base + ho), region[0]) }
         });
         // Rows may have landed before a failure: this location alone is current.
         t.buffer.store().wrote(&mut st, t.loc);

@@ -8,6 +8,7 @@
 //! run on the queue's worker alone. The threads end with the command, so the
 //! queue's accounting (event status, blocking free) stays exact.
 
+use crate::sys::addr::HostAddr;
 use std::sync::Arc;
 
 use crate::cl_err;
@@ -178,6 +179,46 @@ pub unsafe fn enqueue_range(
     launch(queue, kernel, range.work_items(), kernel_command_type::NDRANGE_KERNEL, wait_list)
 }
 
+/// A native kernel as the command of an NDRange launch
+/// (`CL_COMMAND_NDRANGE_KERNEL`): for a face whose native kernel runs an
+/// NDRange on another executor (the ICD's OpenCL C kernels, which PoCL
+/// runs), so that `CL_EVENT_COMMAND_TYPE` is the application's command.
+/// Otherwise as [`enqueue_task`]: the body runs once, with the arguments
+/// captured now, buffers made current on the CPU and imported dma-bufs
+/// synchronised for the CPU while it runs.
+///
+/// Errors as [`enqueue_task`]; `CL_INVALID_KERNEL` for a kernel that is not native.
+///
+/// # Safety
+/// As [`enqueue_task`].
+///
+/// ```
+/// use std::sync::Arc;
+/// use dmabridge::runtime::event::{command_type, Event};
+/// use dmabridge::runtime::kernel::{self, Kernel};
+/// use dmabridge::runtime::{context::Context, platform::Platform};
+/// use dmabridge::runtime::queue::{Queue, QueueProps};
+/// let cpu = Platform::get().cpu();
+/// let ctx = Context::new(std::slice::from_ref(cpu))?;
+/// let queue = Queue::new(&ctx, cpu, QueueProps::default())?;
+/// let k = Kernel::native(&ctx, Arc::new(|_: &[_]| Ok(())), Vec::new())?;
+/// // SAFETY: the kernel reaches no memory.
+/// let ev = unsafe { kernel::enqueue_native_nd_range(&queue, &k, &[])? };
+/// Event::wait(std::slice::from_ref(&ev))?;
+/// assert_eq!(ev.command_type(), command_type::NDRANGE_KERNEL);
+/// # Ok::<(), dmabridge::error::ClError>(())
+/// ```
+pub unsafe fn enqueue_native_nd_range(
+    queue: &Arc<Queue>,
+    kernel: &Arc<Kernel>,
+    wait_list: &[Event],
+) -> ClResult<Event> {
+    if !kernel.is_native() {
+        return cl_err!(InvalidKernel, "kernel {:?} is not a native kernel", kernel.name());
+    }
+    launch(queue, kernel, 1, kernel_command_type::NDRANGE_KERNEL, wait_list)
+}
+
 fn launch(queue: &Arc<Queue>, kernel: &Arc<Kernel>, global: usize, ty: u32, wait_list: &[Event]) -> ClResult<Event> {
     let ctx = queue.context();
     if !Arc::ptr_eq(ctx, kernel.context()) {
@@ -205,7 +246,7 @@ fn launch(queue: &Arc<Queue>, kernel: &Arc<Kernel>, global: usize, ty: u32, wait
             .and_then(|()| Target::new(queue, &buffer))
         {
             Ok(t) => {
-                args[i] = KernelArgValue::Pointer(t.addr(0));
+                args[i] = KernelArgValue::Pointer(t.addr(0).0);
                 targets.push((i, t));
             }
             Err(e) => {
@@ -250,7 +291,7 @@ fn launch_args(
             );
         }
     }
-    let whole = |p: usize, len: usize| ctx.heap().lookup(p).map_or((p, len), |i| (i.base, i.size));
+    let whole = |p: usize, len: usize| ctx.heap().lookup(HostAddr(p)).map_or((p, len), |i| (i.base, i.size));
     let mut ranges: Vec<(usize, usize)> = Vec::new();
     for (i, a) in args.iter().enumerate() {
         if let Some(p) = a.as_ptr().filter(|p| !p.is_null()) {
@@ -403,7 +444,7 @@ impl Reach {
     /// reason logged as a `log::warn!` record).
     fn make_resident(&self) -> Result<(), i32> {
         let heap = self.ctx.heap();
-        let mut infos: Vec<AllocInfo> = self.ranges.iter().filter_map(|&(p, _)| heap.lookup(p)).collect();
+        let mut infos: Vec<AllocInfo> = self.ranges.iter().filter_map(|&(p, _)| heap.lookup(HostAddr(p))).collect();
         let [host, device, shared] = self.indirect;
         if host || device || shared {
             heap.for_each_allocation(|i| {
@@ -453,7 +494,7 @@ fn check_builtin(ctx: &Context, b: &Builtin, args: &[KernelArgValue]) -> ClResul
         if p.checked_add(len).is_none() {
             return cl_err!(InvalidKernelArgs, "{}: argument {i} ({p:#x}) + {len} bytes overflows", b.name);
         }
-        if let Some(info) = ctx.heap().lookup(p) {
+        if let Some(info) = ctx.heap().lookup(HostAddr(p)) {
             if p + len > info.base + info.size {
                 return cl_err!(
                     InvalidKernelArgs,

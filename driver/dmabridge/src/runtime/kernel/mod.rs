@@ -23,7 +23,7 @@ use super::device::{Device, DeviceType};
 use builtin::{Builtin, CPU_BUILTINS, DMA_BUILTINS};
 
 pub use builtin::{adler32, yuv_to_rgb};
-pub use launch::{enqueue_nd_range, enqueue_range, enqueue_task};
+pub use launch::{enqueue_native_nd_range, enqueue_nd_range, enqueue_range, enqueue_task};
 pub use range::NdRange;
 
 /// `cl_kernel_exec_info` values of `cl_intel_unified_shared_memory`.
@@ -267,6 +267,33 @@ impl Kernel {
             return cl_err!(InvalidArgSize, "argument {i} is a scalar of 0 bytes");
         }
         Ok(Kernel::with(ctx, "", Body::Native(f), arg_kinds))
+    }
+
+    /// A native kernel as [`Kernel::native`] that starts with this
+    /// kernel's execution info (`USM_PTRS` and the indirect-access flags):
+    /// a face that runs kernels of another executor (the ICD's OpenCL C
+    /// kernels) keeps their execution info on one kernel and makes a
+    /// native kernel for each launch. Errors as [`Kernel::native`].
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use dmabridge::runtime::kernel::{exec_info, ArgKind, Kernel};
+    /// use dmabridge::runtime::{context::Context, platform::Platform};
+    /// let ctx = Context::new(Platform::get().devices())?;
+    /// let holder = Kernel::native(&ctx, Arc::new(|_: &[_]| Ok(())), Vec::new())?;
+    /// holder.set_exec_info_indirect_access(exec_info::INDIRECT_HOST_ACCESS, true)?;
+    /// let launch = holder.native_with_exec_info(Arc::new(|_: &[_]| Ok(())), vec![ArgKind::Pointer])?;
+    /// assert_eq!(launch.num_args(), 1);
+    /// # Ok::<(), dmabridge::error::ClError>(())
+    /// ```
+    pub fn native_with_exec_info(&self, f: NativeFn, arg_kinds: Vec<ArgKind>) -> ClResult<Arc<Kernel>> {
+        let k = Kernel::native(&self.context, f, arg_kinds)?;
+        let from = self.snapshot();
+        let mut to = k.state();
+        to.usm_ptrs = from.usm_ptrs;
+        to.indirect = from.indirect;
+        drop(to);
+        Ok(k)
     }
 
     fn with(ctx: &Arc<Context>, name: &'static str, body: Body, kinds: Vec<ArgKind>) -> Arc<Kernel> {

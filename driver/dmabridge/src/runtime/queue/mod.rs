@@ -373,7 +373,7 @@ impl Queue {
     /// let addr = buf.as_ptr() as usize;
     /// let usage = CommandUse::Range(addr, 64);
     /// queue.enqueue_with_use(command_type::NATIVE_KERNEL, &[], false, usage, Box::new(|| Ok(())))?;
-    /// queue.wait_for_commands_using(|u| u.touches(addr, 64));
+    /// queue.wait_for_commands_using(|u| u.touches(dmabridge::sys::addr::HostAddr(addr), 64));
     /// # Ok::<(), dmabridge::error::ClError>(())
     /// ```
     pub fn wait_for_commands_using(&self, pred: impl Fn(&CommandUse) -> bool) {

@@ -50,7 +50,7 @@ pub fn queues_of(context: &Arc<Context>) -> Vec<Arc<Queue>> {
 /// let addr = buf.as_ptr() as usize;
 /// queue.enqueue_with_use(command_type::NATIVE_KERNEL, &[], false, CommandUse::Range(addr, 64), Box::new(|| Ok(())))?;
 /// // Returns once no command of any queue of `ctx` may still use `buf`.
-/// queue::wait_for_context_commands_using(&ctx, |u| u.touches(addr, buf.len()));
+/// queue::wait_for_context_commands_using(&ctx, |u| u.touches(dmabridge::sys::addr::HostAddr(addr), buf.len()));
 /// # Ok::<(), dmabridge::error::ClError>(())
 /// ```
 pub fn wait_for_context_commands_using(context: &Arc<Context>, pred: impl Fn(&CommandUse) -> bool) {

@@ -2,6 +2,8 @@
 //! overlap tests `clMemBlockingFreeINTEL` waits on. A plain value type, apart
 //! from the scheduler that stores it with each live command.
 
+use crate::sys::addr::HostAddr;
+
 /// The memory a command may access, so that freeing an allocation can wait
 /// for the commands that use it (`clMemBlockingFreeINTEL`). Ranges are
 /// `(start address, length in bytes)`.
@@ -41,14 +43,16 @@ impl CommandUse {
     ///
     /// ```
     /// use dmabridge::runtime::queue::CommandUse;
+    /// use dmabridge::sys::addr::HostAddr;
     /// let copy = CommandUse::Pair([(0x1000, 16), (0x2000, 16)]);
-    /// assert!(copy.touches(0x100f, 1));
-    /// assert!(!copy.touches(0x1010, 0x100));
-    /// assert!(!CommandUse::Nothing.touches(0x1000, 16));
-    /// assert!(CommandUse::All.touches(0, 1));
+    /// assert!(copy.touches(HostAddr(0x100f), 1));
+    /// assert!(!copy.touches(HostAddr(0x1010), 0x100));
+    /// assert!(!CommandUse::Nothing.touches(HostAddr(0x1000), 16));
+    /// assert!(CommandUse::All.touches(HostAddr(0), 1));
     /// # Ok::<(), dmabridge::error::ClError>(())
     /// ```
-    pub fn touches(&self, start: usize, len: usize) -> bool {
+    pub fn touches(&self, start: HostAddr, len: usize) -> bool {
+        let start = start.0;
         let end = start.saturating_add(len.max(1));
         let hit = |&(s, l): &(usize, usize)| s < end && start < s.saturating_add(l.max(1));
         match self {
@@ -72,14 +76,15 @@ impl CommandUse {
     /// ```
     /// use dmabridge::memory::heap::AllocKind;
     /// use dmabridge::runtime::queue::CommandUse;
+    /// use dmabridge::sys::addr::HostAddr;
     /// let k = CommandUse::Kinds { host: true, device: false, shared: false, ranges: vec![(0x9000, 8)] };
-    /// assert!(k.touches_alloc(0x1000, 64, AllocKind::Host));
-    /// assert!(!k.touches_alloc(0x1000, 64, AllocKind::Device));
-    /// assert!(k.touches_alloc(0x9000, 64, AllocKind::Device), "an explicit range");
-    /// assert!(CommandUse::Range(0x1000, 1).touches_alloc(0x1000, 64, AllocKind::Svm));
+    /// assert!(k.touches_alloc(HostAddr(0x1000), 64, AllocKind::Host));
+    /// assert!(!k.touches_alloc(HostAddr(0x1000), 64, AllocKind::Device));
+    /// assert!(k.touches_alloc(HostAddr(0x9000), 64, AllocKind::Device), "an explicit range");
+    /// assert!(CommandUse::Range(0x1000, 1).touches_alloc(HostAddr(0x1000), 64, AllocKind::Svm));
     /// # Ok::<(), dmabridge::error::ClError>(())
     /// ```
-    pub fn touches_alloc(&self, start: usize, len: usize, kind: crate::memory::heap::AllocKind) -> bool {
+    pub fn touches_alloc(&self, start: HostAddr, len: usize, kind: crate::memory::heap::AllocKind) -> bool {
         use crate::memory::heap::AllocKind;
         match self {
             CommandUse::Kinds { host, device, shared, ranges } => {

@@ -3,6 +3,7 @@
 //! (another device's BAR) kept alive by its keeper.
 
 use super::*;
+use crate::sys::addr::HostAddr;
 
 /// Memory imported by `clImportMemoryARM` (seed 004): what keeps it
 /// mapped (and pinned) for the store's life.
@@ -109,8 +110,8 @@ impl Store {
     /// allocation is linked to it (see the module). `keep` keeps the memory
     /// mapped (and what else must outlive the devices' use of it); it is
     /// dropped after every device's residency of `base` is evicted.
-    pub fn new_remote(context: &Arc<Context>, size: usize, base: usize, keep: Box<dyn RemoteKeep>) -> Store {
-        let mut store = Store::new(context, size, Some(base));
+    pub fn new_remote(context: &Arc<Context>, size: usize, base: HostAddr, keep: Box<dyn RemoteKeep>) -> Store {
+        let mut store = Store::new(context, size, Some(base.0));
         store.remote = Some(keep);
         store
     }
@@ -122,10 +123,11 @@ impl Store {
     pub fn new_imported(
         context: &Arc<Context>,
         size: usize,
-        base: usize,
+        base: HostAddr,
         imported: Imported,
         devices: &[Arc<Device>],
     ) -> Store {
+        let base = base.0;
         let mut state = State { defined: true, pages_current: true, ..State::default() };
         state.pages = Some((base, PagesOwner::User));
         for d in devices {

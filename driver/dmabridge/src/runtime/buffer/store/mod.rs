@@ -355,7 +355,7 @@ impl Store {
         match st.pages {
             Some((p, PagesOwner::Heap)) => {
                 if let Ok(heap) = self.context.buffer_heap() {
-                    if let Err(e) = heap.free(p) {
+                    if let Err(e) = heap.free(HostAddr(p)) {
                         log::error!("freeing a buffer's host pages: {e}");
                     }
                 }
@@ -391,7 +391,7 @@ impl Drop for Store {
         }
         if let Some((p, PagesOwner::Heap)) = st.pages.take() {
             if let Ok(heap) = self.context.buffer_heap() {
-                if let Err(e) = heap.free(p) {
+                if let Err(e) = heap.free(HostAddr(p)) {
                     log::error!("freeing a buffer's host pages: {e}");
                 }
             }

@@ -11,6 +11,7 @@ use crate::runtime::device::{DeviceType, UsmCaps};
 use crate::runtime::event::tests::{context, exclusive_lock, shared_lock};
 use crate::runtime::event::{exec_status, now_ns, profiling_info, EventStatus};
 use crate::runtime::platform::Platform;
+use crate::sys::addr::HostAddr;
 use std::sync::atomic::{AtomicBool, AtomicUsize};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -138,13 +139,15 @@ fn queue_properties_from_and_to_bits() {
 #[test]
 fn command_use_ranges_overlap() {
     let u = CommandUse::Pair([(0x1000, 0x100), (0x3000, 0x10)]);
-    assert!(u.touches(0x10ff, 1) && u.touches(0xf00, 0x101) && u.touches(0x3008, 0));
-    assert!(!u.touches(0x1100, 0x100) && !u.touches(0xf00, 0x100) && !u.touches(0x3010, 4));
-    assert!(CommandUse::Range(0x10, 0).touches(0x10, 1));
-    assert!(CommandUse::Ranges(vec![(1, 1), (50, 10)]).touches(59, 100));
-    assert!(!CommandUse::Ranges(vec![]).touches(0, usize::MAX));
-    assert!(CommandUse::All.touches(12345, 1) && !CommandUse::Nothing.touches(0, usize::MAX));
-    assert!(CommandUse::Range(usize::MAX - 1, 100).touches(usize::MAX - 1, 1));
+    assert!(u.touches(HostAddr(0x10ff), 1) && u.touches(HostAddr(0xf00), 0x101) && u.touches(HostAddr(0x3008), 0));
+    assert!(
+        !u.touches(HostAddr(0x1100), 0x100) && !u.touches(HostAddr(0xf00), 0x100) && !u.touches(HostAddr(0x3010), 4)
+    );
+    assert!(CommandUse::Range(0x10, 0).touches(HostAddr(0x10), 1));
+    assert!(CommandUse::Ranges(vec![(1, 1), (50, 10)]).touches(HostAddr(59), 100));
+    assert!(!CommandUse::Ranges(vec![]).touches(HostAddr(0), usize::MAX));
+    assert!(CommandUse::All.touches(HostAddr(12345), 1) && !CommandUse::Nothing.touches(HostAddr(0), usize::MAX));
+    assert!(CommandUse::Range(usize::MAX - 1, 100).touches(HostAddr(usize::MAX - 1), 1));
 }
 
 #[test]

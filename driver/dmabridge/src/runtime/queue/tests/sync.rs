@@ -2,6 +2,7 @@
 //! use memory.
 
 use super::*;
+use crate::sys::addr::HostAddr;
 
 #[test]
 fn finish_waits_for_every_command() {
@@ -121,8 +122,8 @@ fn waiting_for_the_commands_that_use_memory() {
     let b = q_in.enqueue_with_use(command_type::MEMCPY_INTEL, w, false, pair, ok()).unwrap();
     let q2 = q.clone();
     within("waiting for commands that use nothing pending", move || {
-        q2.wait_for_commands_using(|u| u.touches(0x9000, 16));
-        q2.wait_for_commands_using(|u| u.touches(0x1100, 16));
+        q2.wait_for_commands_using(|u| u.touches(HostAddr(0x9000), 16));
+        q2.wait_for_commands_using(|u| u.touches(HostAddr(0x1100), 16));
     });
     assert_eq!(a.status(), EventStatus::Queued);
     let mut found = queues_of(&ctx);
@@ -139,11 +140,11 @@ fn waiting_for_the_commands_that_use_memory() {
     };
     let ctx2 = ctx.clone();
     within("waiting for the commands that use a range", move || {
-        wait_for_context_commands_using(&ctx2, |u| u.touches(0x6008, 1))
+        wait_for_context_commands_using(&ctx2, |u| u.touches(HostAddr(0x6008), 1))
     });
     assert_eq!(b.status(), EventStatus::Complete);
     setter.join().unwrap();
-    q.wait_for_commands_using(|u| u.touches(0x1000, 1));
+    q.wait_for_commands_using(|u| u.touches(HostAddr(0x1000), 1));
     assert_eq!(a.status(), EventStatus::Complete);
     // Plain `enqueue` may use anything.
     let gate = Event::user(&ctx);
@@ -151,7 +152,7 @@ fn waiting_for_the_commands_that_use_memory() {
     let (tx, rx) = mpsc::channel();
     let q2 = q.clone();
     let waiter = thread::spawn(move || {
-        q2.wait_for_commands_using(|u| u.touches(0xdead_0000, 1));
+        q2.wait_for_commands_using(|u| u.touches(HostAddr(0xdead_0000), 1));
         tx.send(()).unwrap();
     });
     assert!(rx.recv_timeout(SETTLE).is_err(), "did not wait for a command that may use anything");

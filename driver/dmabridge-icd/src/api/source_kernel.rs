@@ -1,0 +1,270 @@
+//! Kernels from source (PoCL's, `crate::pocl::kernel`) behind dmabridge's
+//! kernel handles: their arguments as dmabridge keeps them, and a launch as
+//! a dmabridge command.
+//!
+//! A launch is a native kernel of the core made for it
+//! (`Kernel::native_with_exec_info`, enqueued by
+//! `kernel::enqueue_native_nd_range`): the core captures the arguments,
+//! makes each buffer argument current on the CPU device and passes its
+//! address (its pages themselves), brackets imported dma-bufs with
+//! `DMA_BUF_IOCTL_SYNC`, declares the USM memory the launch uses (blocking
+//! frees wait for it) and orders the command with its events; the body then
+//! runs PoCL's kernel on those addresses.
+
+use std::sync::{Arc, Mutex};
+
+use dmabridge::ext::amd_bus::EXTERNAL_PHYSICAL;
+use dmabridge::runtime::buffer::Buffer;
+use dmabridge::runtime::event::Event;
+use dmabridge::runtime::kernel::{self, ArgKind, Kernel, KernelArgValue, NdRange};
+use dmabridge::runtime::queue::Queue;
+use dmabridge::sync;
+use opencl_sys::*;
+
+use crate::entry::{Cl, ClRes};
+use crate::notify::note_error;
+use crate::pocl::kernel::{ArgClass, PoclKernel, RunArg};
+use crate::pocl::{self, program::PoclProgram};
+
+/// An argument as the application set it.
+#[derive(Debug, Clone)]
+enum SourceArg {
+    Buffer(Arc<Buffer>),
+    Pointer(usize),
+    Value(Vec<u8>),
+    Local(usize),
+}
+
+/// A kernel from source: PoCL's kernel and the arguments set so far.
+#[derive(Debug)]
+pub struct SourceKernel {
+    pub(crate) pocl: Arc<PoclKernel>,
+    args: Mutex<Vec<Option<SourceArg>>>,
+}
+
+fn fail<T>(code: cl_int, message: String) -> ClRes<T> {
+    note_error(code, message);
+    Err(code)
+}
+
+impl SourceKernel {
+    /// Kernel `name` of a built program (`CL_INVALID_KERNEL_NAME` if it has none).
+    pub(crate) fn new(program: &PoclProgram, name: &str) -> ClRes<SourceKernel> {
+        let p = pocl::get().ok_or(CL_INVALID_PROGRAM_EXECUTABLE)?;
+        let k = PoclKernel::new(p, program, name)?;
+        let args = Mutex::new(vec![None; k.classes.len()]);
+        Ok(SourceKernel { pocl: Arc::new(k), args })
+    }
+
+    /// `clCloneKernel`: a new PoCL kernel with a copy of the arguments.
+    pub(crate) fn clone_kernel(&self, program: &PoclProgram) -> ClRes<SourceKernel> {
+        let k = SourceKernel::new(program, &self.pocl.name)?;
+        *sync::lock(&k.args) = sync::lock(&self.args).clone();
+        Ok(k)
+    }
+
+    /// `CL_KERNEL_NUM_ARGS`.
+    pub(crate) fn num_args(&self) -> cl_uint {
+        self.pocl.classes.len() as cl_uint
+    }
+
+    fn class(&self, index: cl_uint) -> ClRes<ArgClass> {
+        match self.pocl.classes.get(index as usize) {
+            Some(c) => Ok(*c),
+            None => fail(
+                CL_INVALID_ARG_INDEX,
+                format!("arg_index {index}: kernel {:?} has {} arguments", self.pocl.name, self.num_args()),
+            ),
+        }
+    }
+
+    fn set(&self, index: cl_uint, arg: SourceArg) {
+        sync::lock(&self.args)[index as usize] = Some(arg);
+    }
+
+    /// `clSetKernelArg`. `arg_value` is the C pointer: a `cl_mem` (or NULL)
+    /// for a `__global`/`__constant` pointer, NULL for `__local` (its size
+    /// is `arg_size`), the value's bytes otherwise.
+    ///
+    /// # Safety
+    /// `arg_value` is NULL or readable for `arg_size` bytes.
+    pub(crate) unsafe fn set_arg(
+        &self,
+        index: cl_uint,
+        arg_size: usize,
+        arg_value: *const std::ffi::c_void,
+        mem: impl Fn(cl_mem) -> ClRes<Arc<Buffer>>,
+    ) -> ClRes<()> {
+        match self.class(index)? {
+            ArgClass::Global => {
+                if arg_size != std::mem::size_of::<cl_mem>() {
+                    return fail(
+                        CL_INVALID_ARG_SIZE,
+                        format!("argument {index} is a pointer: arg_size must be sizeof(cl_mem), not {arg_size}"),
+                    );
+                }
+                // SAFETY: the caller's contract: a `cl_mem`'s bytes.
+                let h = if arg_value.is_null() {
+                    std::ptr::null_mut()
+                } else {
+                    unsafe { arg_value.cast::<cl_mem>().read_unaligned() }
+                };
+                let arg = if h.is_null() { SourceArg::Pointer(0) } else { SourceArg::Buffer(mem(h)?) };
+                self.set(index, arg);
+            }
+            ArgClass::Local => {
+                if !arg_value.is_null() {
+                    return fail(CL_INVALID_ARG_VALUE, format!("argument {index} is __local: arg_value must be NULL"));
+                }
+                if arg_size == 0 {
+                    return fail(
+                        CL_INVALID_ARG_SIZE,
+                        format!("argument {index} is __local: arg_size must be its size, not 0"),
+                    );
+                }
+                self.set(index, SourceArg::Local(arg_size));
+            }
+            ArgClass::Value => {
+                if arg_value.is_null() {
+                    return fail(
+                        CL_INVALID_ARG_VALUE,
+                        format!("argument {index} is passed by value: arg_value is NULL"),
+                    );
+                }
+                if arg_size > isize::MAX as usize {
+                    return Err(CL_INVALID_ARG_SIZE);
+                }
+                // SAFETY: the caller's contract.
+                let bytes = unsafe { std::slice::from_raw_parts(arg_value.cast::<u8>(), arg_size) }.to_vec();
+                let p = pocl::get().ok_or(CL_INVALID_KERNEL)?;
+                if let Err(code) = self.pocl.check_value(p, index, &bytes) {
+                    return fail(code, format!("argument {index}: PoCL refused a value of {arg_size} bytes ({code})"));
+                }
+                self.set(index, SourceArg::Value(bytes));
+            }
+        }
+        Ok(())
+    }
+
+    /// `clSetKernelArgSVMPointer` and `clSetKernelArgMemPointerINTEL`.
+    pub(crate) fn set_arg_pointer(&self, index: cl_uint, ptr: *const u8) -> ClRes<()> {
+        if self.class(index)? != ArgClass::Global {
+            return fail(CL_INVALID_ARG_VALUE, format!("argument {index} is not a __global or __constant pointer"));
+        }
+        self.set(index, SourceArg::Pointer(ptr as usize));
+        Ok(())
+    }
+
+    /// `clEnqueueNDRangeKernel` (and `clEnqueueTask`, a range of one):
+    /// `holder` is the kernel object's core kernel (its context and
+    /// execution info).
+    ///
+    /// # Safety
+    /// As `kernel::enqueue_task`: the pointers the arguments and execution
+    /// info name stay valid until the command completes.
+    pub(crate) unsafe fn enqueue(
+        self: &Arc<Self>,
+        queue: &Arc<Queue>,
+        holder: &Kernel,
+        range: &NdRange,
+        wait: &[Event],
+    ) -> ClRes<Event> {
+        let p = pocl::get().ok_or(CL_INVALID_PROGRAM_EXECUTABLE)?;
+        if queue.device().backend().is_some() {
+            return fail(
+                CL_INVALID_PROGRAM_EXECUTABLE,
+                format!("kernels from source run on the CPU device only, not on {:?}", queue.device().name),
+            );
+        }
+        let args: Vec<SourceArg> = {
+            let args = sync::lock(&self.args);
+            let unset: Vec<usize> = args.iter().enumerate().filter(|(_, a)| a.is_none()).map(|(i, _)| i).collect();
+            if !unset.is_empty() {
+                return fail(
+                    CL_INVALID_KERNEL_ARGS,
+                    format!("kernel {:?}: arguments {unset:?} are not set", self.pocl.name),
+                );
+            }
+            args.iter().flatten().cloned().collect()
+        };
+        for (i, a) in args.iter().enumerate() {
+            if let SourceArg::Buffer(b) = a {
+                if b.flags() & EXTERNAL_PHYSICAL != 0 {
+                    return fail(
+                        CL_INVALID_OPERATION,
+                        format!("argument {i}: a CL_MEM_EXTERNAL_PHYSICAL_AMD buffer is I/O memory, which kernels from source cannot access"),
+                    );
+                }
+                // A read-only import's mapping is read-only: a kernel that
+                // may write it (a non-const __global pointer) is refused.
+                let write = self.pocl.writes.get(i).copied().unwrap_or(true);
+                let what = format!("kernel {:?}: argument {i}", self.pocl.name);
+                b.check_kernel_access(write, &what).cl()?;
+            }
+        }
+        if let Some(local) = range.local() {
+            let max = self.pocl.work_group_info(p, CL_KERNEL_WORK_GROUP_SIZE).cl_usize();
+            let n: usize = local.iter().product();
+            if max.is_some_and(|m| n > m) {
+                return fail(
+                    CL_INVALID_WORK_GROUP_SIZE,
+                    format!("a work-group of {n} work-items is more than the kernel's {max:?}"),
+                );
+            }
+        }
+        let kinds: Vec<ArgKind> = args
+            .iter()
+            .map(|a| match a {
+                SourceArg::Buffer(_) | SourceArg::Pointer(_) => ArgKind::Pointer,
+                SourceArg::Value(b) => ArgKind::Scalar(b.len().max(1)),
+                SourceArg::Local(_) => ArgKind::Scalar(8),
+            })
+            .collect();
+        let classes = self.pocl.classes.clone();
+        let (global, offset, local) =
+            (range.global().to_vec(), range.offset().to_vec(), range.local().map(<[usize]>::to_vec));
+        let k = self.pocl.clone();
+        let body = Arc::new(move |values: &[KernelArgValue]| {
+            let run: Vec<RunArg> = values
+                .iter()
+                .zip(&classes)
+                .map(|(v, c)| match (v, c) {
+                    (KernelArgValue::Scalar(b), ArgClass::Local) => {
+                        RunArg::Local(b.get(..8).and_then(|s| s.try_into().ok()).map_or(0, u64::from_ne_bytes) as usize)
+                    }
+                    (KernelArgValue::Scalar(b), _) => RunArg::Value(b.clone()),
+                    (v, _) => RunArg::Pointer(v.as_ptr().map_or(0, |p| p as usize)),
+                })
+                .collect();
+            let p = pocl::get().ok_or(CL_INVALID_PROGRAM_EXECUTABLE)?;
+            k.run(p, &run, &global, &offset, local.as_deref()).inspect_err(|code| {
+                log::warn!("kernel {:?}: PoCL's launch failed ({code})", k.name);
+            })
+        });
+        let launch = holder.native_with_exec_info(body, kinds).cl()?;
+        for (i, a) in args.iter().enumerate() {
+            let i = i as u32;
+            match a {
+                SourceArg::Buffer(b) => launch.set_arg_buffer(i, b),
+                SourceArg::Pointer(ptr) => launch.set_arg_mem_pointer(i, *ptr as *const u8),
+                SourceArg::Value(b) if b.is_empty() => launch.set_arg_scalar(i, &[0]),
+                SourceArg::Value(b) => launch.set_arg_scalar(i, b),
+                SourceArg::Local(n) => launch.set_arg_scalar(i, &(*n as u64).to_ne_bytes()),
+            }
+            .cl()?;
+        }
+        // SAFETY: forwarded to the caller.
+        unsafe { kernel::enqueue_native_nd_range(queue, &launch, wait) }.cl()
+    }
+}
+
+/// A `size_t` answer of PoCL's.
+trait UsizeAnswer {
+    fn cl_usize(self) -> Option<usize>;
+}
+
+impl UsizeAnswer for Result<Vec<u8>, cl_int> {
+    fn cl_usize(self) -> Option<usize> {
+        self.ok()?.get(..std::mem::size_of::<usize>())?.try_into().ok().map(usize::from_ne_bytes)
+    }
+}
