@@ -66,8 +66,21 @@ fn noise(n: usize, seed: u64) -> Vec<u8> {
 #[test]
 fn the_cpu_device_lists_its_builtins() {
     let cpu = Platform::get().cpu();
-    assert_eq!(builtin_kernel_names(cpu), ["checksum_adler32", "fill_pattern_u32", "yuyv_to_rgba", "copy_bytes"]);
-    assert_eq!(builtin_kernels_string(cpu), "checksum_adler32;fill_pattern_u32;yuyv_to_rgba;copy_bytes");
+    assert_eq!(
+        builtin_kernel_names(cpu),
+        [
+            "checksum_adler32",
+            "fill_pattern_u32",
+            "yuyv_to_rgba",
+            "yuyv_to_rgba_strided",
+            "yuyv_to_bgrx_strided",
+            "copy_bytes"
+        ]
+    );
+    assert_eq!(
+        builtin_kernels_string(cpu),
+        "checksum_adler32;fill_pattern_u32;yuyv_to_rgba;yuyv_to_rgba_strided;yuyv_to_bgrx_strided;copy_bytes"
+    );
     let (ctx, _) = setup();
     for name in builtin_kernel_names(cpu) {
         assert_eq!(builtin(&ctx, name).name(), name);
@@ -232,6 +245,55 @@ fn yuyv_to_rgba_gives_hand_computed_pixels() {
     assert_eq!(unsafe { kernel::enqueue_task(&q, &k, &[]) }.unwrap_err().kind, InvalidKernelArgs);
     usm::mem_free(&ctx, src).unwrap();
     usm::mem_free(&ctx, dst).unwrap();
+}
+
+/// The strided conversions against [`kernel::yuv_to_rgb`] per pixel, at odd
+/// widths and heights and padded strides, in both byte orders; the bytes of
+/// the padding are left alone, and strides shorter than a line are refused.
+#[test]
+fn strided_yuyv_conversions_honour_strides_odd_widths_and_heights() {
+    let (ctx, q) = setup();
+    for (name, order) in [("yuyv_to_rgba_strided", [0, 1, 2]), ("yuyv_to_bgrx_strided", [2, 1, 0])] {
+        for (w, h, pad_s, pad_d) in [(18usize, 7usize, 4usize, 12usize), (7, 3, 0, 0), (1, 1, 4, 4), (322, 11, 60, 8)] {
+            let (ss, ds) = (w.div_ceil(2) * 4 + pad_s, w * 4 + pad_d);
+            let (src, dst) = (host(&ctx, ss * h), host(&ctx, ds * h));
+            let data = noise(ss * h, w as u64);
+            // SAFETY: sizes as allocated.
+            unsafe {
+                std::ptr::copy_nonoverlapping(data.as_ptr(), src, data.len());
+                std::ptr::write_bytes(dst, 0xa5, ds * h);
+            }
+            let k = builtin(&ctx, name);
+            k.set_arg_mem_pointer(0, src).unwrap();
+            k.set_arg_mem_pointer(1, dst).unwrap();
+            for (i, v) in [w, h, ss, ds].into_iter().enumerate() {
+                k.set_arg_scalar(2 + i as u32, &(v as u32).to_ne_bytes()).unwrap();
+            }
+            run_nd(&q, &k, 3);
+            // SAFETY: complete.
+            let out = unsafe { std::slice::from_raw_parts(dst, ds * h) };
+            for r in 0..h {
+                for x in 0..w {
+                    let pair = &data[r * ss + x / 2 * 4..][..4];
+                    let rgb = kernel::yuv_to_rgb(pair[2 * (x % 2)], pair[1], pair[3]);
+                    let want = [rgb[order[0]], rgb[order[1]], rgb[order[2]], 255];
+                    assert_eq!(out[r * ds + x * 4..][..4], want, "{name} {w}x{h}: pixel {x} of line {r}");
+                }
+                assert!(
+                    out[r * ds + w * 4..(r + 1) * ds].iter().all(|&b| b == 0xa5),
+                    "{name}: padding of line {r} written"
+                );
+            }
+            // A destination stride shorter than a line is refused.
+            k.set_arg_scalar(5, &(w as u32 * 4 - 1).to_ne_bytes()).unwrap();
+            // SAFETY: refused before anything is enqueued.
+            let err = unsafe { kernel::enqueue_task(&q, &k, &[]) }.unwrap_err();
+            assert_eq!(err.kind, InvalidKernelArgs, "{err}");
+            assert!(err.to_string().contains("destination stride"), "{err}");
+            usm::mem_free(&ctx, src).unwrap();
+            usm::mem_free(&ctx, dst).unwrap();
+        }
+    }
 }
 
 #[test]

@@ -8,6 +8,8 @@ use std::process::{Command, Output};
 
 use dmabridge_tests::{dmabridge_bin, repo_root};
 
+mod doc_selection;
+
 fn rig(args: &[&str]) -> Output {
     Command::new(repo_root().join("qemu/run-in-guest")).args(args).output().expect("qemu/run-in-guest runs")
 }

@@ -92,6 +92,30 @@ pub(crate) static CPU_BUILTINS: &[Builtin] = &[
         engine: false,
     },
     Builtin {
+        name: "yuyv_to_rgba_strided",
+        args: &[P, P, U32, U32, U32, U32],
+        extents: strided_extents,
+        disjoint: &[(0, 1)],
+        units: |a| a[3].as_u32().unwrap_or(0) as usize,
+        run: |a, rows| {
+            // SAFETY: forwarded (Builtin::run's contract).
+            unsafe { strided_units(a, rows, Order::Rgba) }
+        },
+        engine: false,
+    },
+    Builtin {
+        name: "yuyv_to_bgrx_strided",
+        args: &[P, P, U32, U32, U32, U32],
+        extents: strided_extents,
+        disjoint: &[(0, 1)],
+        units: |a| a[3].as_u32().unwrap_or(0) as usize,
+        run: |a, rows| {
+            // SAFETY: forwarded (Builtin::run's contract).
+            unsafe { strided_units(a, rows, Order::Bgrx) }
+        },
+        engine: false,
+    },
+    Builtin {
         name: "copy_bytes",
         args: &[P, P, U64],
         extents: |a| {
@@ -257,15 +281,82 @@ unsafe fn yuyv_units(a: &[KernelArgValue], rows: Range<usize>) {
         // not overlap; other threads write other rows.
         unsafe {
             with_input(src.add(r * w * 2), w * 2, |s| {
-                with_output(dst.add(r * w * 4), w * 4, |d| {
-                    for (pair, out) in s.chunks_exact(4).zip(d.chunks_exact_mut(8)) {
-                        let [y0, u, y1, v] = [pair[0], pair[1], pair[2], pair[3]];
-                        let [r0, g0, b0] = yuv_to_rgb(y0, u, v);
-                        let [r1, g1, b1] = yuv_to_rgb(y1, u, v);
-                        out.copy_from_slice(&[r0, g0, b0, 255, r1, g1, b1, 255]);
-                    }
-                })
+                with_output(dst.add(r * w * 4), w * 4, |d| convert_line(s, d, Order::Rgba))
             })
         };
+    }
+}
+
+/// The byte order of a converted pixel.
+#[derive(Clone, Copy)]
+enum Order {
+    /// R, G, B, 255.
+    Rgba,
+    /// B, G, R, 255 (the X byte written as 255 too, so the image is also valid BGRA).
+    Bgrx,
+}
+
+/// `(width, height, source stride, destination stride)` of the strided
+/// conversions: lines of video frames are padded (GStreamer rounds YUY2 lines
+/// to 4 bytes, pools add alignment), so each image has its own stride.
+fn strided_dims(a: &[KernelArgValue]) -> [usize; 4] {
+    [2, 3, 4, 5].map(|i| a[i].as_u32().unwrap_or(0) as usize)
+}
+
+/// Extents of `yuyv_to_{rgba,bgrx}_strided(src, dst, width, height,
+/// src_stride, dst_stride)`: an odd width is allowed (its last pair gives one
+/// pixel), the strides must hold a line, and the last line needs only its
+/// own bytes (not a whole stride).
+fn strided_extents(a: &[KernelArgValue]) -> Result<Extents, String> {
+    let [w, h, ss, ds] = strided_dims(a);
+    let (src_line, dst_line) = (w.div_ceil(2) * 4, w.checked_mul(4).ok_or("width * 4 overflows")?);
+    if ss < src_line {
+        return Err(format!("source stride {ss} is shorter than a YUYV line of {w} pixels ({src_line} bytes)"));
+    }
+    if ds < dst_line {
+        return Err(format!("destination stride {ds} is shorter than a line of {w} 4-byte pixels ({dst_line} bytes)"));
+    }
+    let extent = |stride: usize, line: usize| match h {
+        0 => Some(0),
+        _ => (h - 1).checked_mul(stride)?.checked_add(line),
+    };
+    Ok(vec![
+        (0, extent(ss, src_line).ok_or("height * source stride overflows")?),
+        (1, extent(ds, dst_line).ok_or("height * destination stride overflows")?),
+    ])
+}
+
+/// Converts the lines `rows` of a strided YUYV image (BT.601 limited range,
+/// [`yuv_to_rgb`]) into 4-byte pixels in `order`.
+///
+/// # Safety
+/// As [`Builtin::run`]: the extents of [`strided_extents`] are valid, do not
+/// overlap, and nothing else writes the lines of `rows`.
+unsafe fn strided_units(a: &[KernelArgValue], rows: Range<usize>, order: Order) {
+    let (src, dst) = (ptr(a, 0) as *const u8, ptr(a, 1) as *mut u8);
+    let [w, _, ss, ds] = strided_dims(a);
+    for r in rows {
+        // SAFETY: line `r` lies inside both extents (checked against the
+        // strides at launch); other threads convert other lines.
+        unsafe {
+            with_input(src.add(r * ss), w.div_ceil(2) * 4, |s| {
+                with_output(dst.add(r * ds), w * 4, |d| convert_line(s, d, order))
+            })
+        };
+    }
+}
+
+/// One line: `s` holds the YUYV pairs, `d` the 4-byte pixels (an odd last
+/// pixel takes the first half of its pair).
+fn convert_line(s: &[u8], d: &mut [u8], order: Order) {
+    for (pair, out) in s.chunks_exact(4).zip(d.chunks_mut(8)) {
+        let [y0, u, y1, v] = [pair[0], pair[1], pair[2], pair[3]];
+        for (y, px) in [y0, y1].into_iter().zip(out.chunks_exact_mut(4)) {
+            let [r, g, b] = yuv_to_rgb(y, u, v);
+            px.copy_from_slice(&match order {
+                Order::Rgba => [r, g, b, 255],
+                Order::Bgrx => [b, g, r, 255],
+            });
+        }
     }
 }

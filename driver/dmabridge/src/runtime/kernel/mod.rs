@@ -181,7 +181,9 @@ impl std::fmt::Debug for Kernel {
 
 /// The built-in kernels of `device` (`CL_DEVICE_BUILT_IN_KERNELS`, as a list).
 /// The CPU device offers `checksum_adler32`, `fill_pattern_u32`,
-/// `yuyv_to_rgba` and `copy_bytes`; a device with a DMA engine (edu)
+/// `yuyv_to_rgba`, `yuyv_to_rgba_strided`, `yuyv_to_bgrx_strided` (`src`,
+/// `dst`, then `width`, `height`, `src_stride`, `dst_stride` as uints: padded
+/// lines, odd widths and heights) and `copy_bytes`; a device with a DMA engine (edu)
 /// offers `dma_copy(dst pointer, src pointer, size ulong)`, which copies by
 /// DMA; other devices none.
 ///

@@ -196,9 +196,12 @@ fn execute(job: Job) {
 }
 
 /// Run `work` (or skip it when the wait list failed) and finish `event`:
-/// what a worker and the inline path both do with a command.
+/// what a worker and the inline path both do with a command. `work` and
+/// what it holds (buffers, an import's locked pages) are released before
+/// the event finishes: whoever waited for it may then unmap the memory.
 pub(super) fn run_and_complete(event: &Event, work: Option<Work>, wait_list_failed: bool) {
     let result = if wait_list_failed {
+        drop(work);
         Err(code::EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST)
     } else {
         event.mark_submitted();

@@ -410,3 +410,48 @@ fn profiling_times_are_monotonic_and_only_with_profiling() {
     let e = q.enqueue(command_type::USER, &[], true, ok()).unwrap();
     assert_eq!(e.profiling_times().unwrap_err().kind, ClErrorKind::ProfilingInfoNotAvailable);
 }
+
+/// What a command's work holds (its buffers, and so an import's locked
+/// pages) is released before its event finishes, whether the work ran or
+/// its wait list failed: an application that waited for the event may then
+/// unmap the memory behind it.
+#[test]
+fn a_commands_work_is_released_before_its_event_finishes() {
+    let _g = shared_lock();
+    let ctx = context();
+    struct Held(Arc<AtomicBool>);
+    impl Drop for Held {
+        fn drop(&mut self) {
+            // Slow on purpose: a release that starts after the event
+            // finished is still under way when the waiter looks.
+            thread::sleep(SETTLE);
+            self.0.store(true, std::sync::atomic::Ordering::Release);
+        }
+    }
+    let holding = |released: &Arc<AtomicBool>| -> Work {
+        let held = Held(released.clone());
+        Box::new(move || {
+            let _held = &held;
+            Ok(())
+        })
+    };
+    for props in [IN_ORDER, OUT_OF_ORDER] {
+        let q = queue(&ctx, props);
+        for (gate_status, what) in
+            [(exec_status::COMPLETE, "ran"), (code::OUT_OF_RESOURCES, "was skipped (its wait list failed)")]
+        {
+            let released = Arc::new(AtomicBool::new(false));
+            let gate = Event::user(&ctx);
+            let e = q.enqueue(command_type::USER, std::slice::from_ref(&gate), false, holding(&released)).unwrap();
+            gate.set_user_status(gate_status).unwrap();
+            within("the command", {
+                let e = e.clone();
+                move || e.wait_done()
+            });
+            assert!(
+                released.load(std::sync::atomic::Ordering::Acquire),
+                "the work of a command that {what} was still held when its event finished ({props:?})"
+            );
+        }
+    }
+}
