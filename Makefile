@@ -13,6 +13,7 @@ RIG        := qemu/run-in-guest
 GUEST_RIG  := --edu 2 --bind 0000:00:10.0 --bind 0000:00:08.0 --module vgem --module vivid
 LOGS       := target/test-logs
 
+.PHONY: check-offline check-msrv deb test-deb build-install
 .PHONY: all build deps guest demo test test-host test-icd icd install build-gst build-gst-tests test-gst test-gst-guest install-gst test-guest test-guest-icd test-guest-doc test-nonroot test-removal test-rig lint bench fuzz fuzz-icd clean-guest
 .PHONY: deps-arm64 build-arm64 build-arm64-doc test-arm64 test-arm64-run test-doc test-arm64-guest test-arm64-icd test-arm64-doc test-arm64-nonroot test-arm64-removal
 
@@ -205,20 +206,149 @@ icd:
 	@echo "$(CURDIR)/target/$(ICD_PROFILE)/libdmabridge_icd.so" > target/$(ICD_PROFILE)/dmabridge.icd
 	@echo "wrote target/$(ICD_PROFILE)/dmabridge.icd: OCL_ICD_VENDORS=$(CURDIR)/target/$(ICD_PROFILE)/dmabridge.icd"
 
-# Installs the ICD library, registers it with the loaders
-# (/etc/OpenCL/vendors/dmabridge.icd names the installed library) and installs
+# `make install`: everything a board needs, from a release build, into
+# $(DESTDIR): the dmabridge command and its man page; the ICD library, its
+# registration with the loaders (/etc/OpenCL/vendors/dmabridge.icd naming the
+# installed library, libdmabridge_icd.so.1 after its SONAME: ICD_NAME, an
+# absolute path by default, the bare file name in the Debian packages, whose
+# library lies in the dynamic loader's search path) and
 # the headers of dmabridge's own extension (include/CL/cl_dmabridge.h) and of
-# cl_amd_bus_addressable_memory (include/CL/cl_amd_bus.h).
+# cl_amd_bus_addressable_memory (include/CL/cl_amd_bus.h); the udev rules and
+# a sysusers.d line for the group they grant; kmod-helpers (dmabridge-kmod,
+# in sbin: it binds drivers and raises limits, a root's tool); the docs.
+# ARCH=arm64 installs the aarch64 build (toolchain/cargo-aarch64); the man
+# pages come from the host build's --help either way (help2man), the text is
+# the same. With DESTDIR empty and as root, the group is created and a running
+# udevd reloads the rules (the packages' maintainer scripts do it otherwise).
 PREFIX     ?= /usr/local
 DESTDIR    ?=
+BINDIR     ?= $(PREFIX)/bin
+SBINDIR    ?= $(PREFIX)/sbin
 LIBDIR     ?= $(PREFIX)/lib
-install: icd
-	install -D -m 0755 target/$(ICD_PROFILE)/libdmabridge_icd.so $(DESTDIR)$(LIBDIR)/libdmabridge_icd.so
-	install -d $(DESTDIR)/etc/OpenCL/vendors
-	echo "$(LIBDIR)/libdmabridge_icd.so" > $(DESTDIR)/etc/OpenCL/vendors/dmabridge.icd
-	install -D -m 0644 include/CL/cl_dmabridge.h $(DESTDIR)$(PREFIX)/include/CL/cl_dmabridge.h
-	install -D -m 0644 include/CL/cl_amd_bus.h $(DESTDIR)$(PREFIX)/include/CL/cl_amd_bus.h
-	@$(MAKE) --no-print-directory install-gst
+INCLUDEDIR ?= $(PREFIX)/include
+DATADIR    ?= $(PREFIX)/share
+DOCDIR     ?= $(DATADIR)/doc/dmabridge
+MANDIR     ?= $(DATADIR)/man
+# The loaders (ocl-icd, Khronos) read /etc/OpenCL/vendors whatever PREFIX is.
+ICD_VENDORS_DIR ?= /etc/OpenCL/vendors
+# udev and systemd-sysusers read /usr/lib/... and /etc/..., never /usr/local.
+UDEVRULESDIR ?= $(if $(filter /usr,$(PREFIX)),/usr/lib/udev/rules.d,/etc/udev/rules.d)
+SYSUSERSDIR  ?= $(if $(filter /usr,$(PREFIX)),/usr/lib/sysusers.d,/etc/sysusers.d)
+# The ICD's file name is its SONAME (driver/dmabridge-icd/build.rs).
+ICD_SONAME := libdmabridge_icd.so.1
+ICD_NAME   ?= $(LIBDIR)/$(ICD_SONAME)
+VERSION    := $(shell sed -n '/^version = /{s/.*"\(.*\)"/\1/p;q}' Cargo.toml)
+ifeq ($(ARCH),arm64)
+INSTALL_CARGO := toolchain/cargo-aarch64
+INSTALL_BIN   := target/aarch64/aarch64-unknown-linux-gnu/release
+else
+INSTALL_CARGO := $(CARGO)
+INSTALL_BIN   := target/release
+endif
+# The GStreamer plugin (install-gst, below): on by default for the host
+# build; INSTALL_GST=0 leaves it out (ARCH=arm64: no arm64 GStreamer to link
+# here; the Debian packages do not carry it yet).
+INSTALL_GST   ?= $(if $(filter arm64,$(ARCH)),0,1)
+build-install:
+	@command -v help2man >/dev/null || { echo "make install: no help2man (it writes the man pages from --help): apt-get install help2man"; exit 1; }
+	$(INSTALL_CARGO) build --release --locked -p dmabridge-cli -p dmabridge-icd
+	$(CARGO) build --release --locked -p dmabridge-cli --quiet  # the man page's --help
+	@mkdir -p target/man
+	help2man --no-info --no-discard-stderr --section 1 --output target/man/dmabridge.1 \
+	    --name "zero-copy memory for Linux pipelines (info, proof, capture, remote-dma)" target/release/dmabridge
+	help2man --no-info --no-discard-stderr --section 8 --version-string "$(VERSION)" --output target/man/dmabridge-kmod.8 \
+	    --name "put a machine in the state dmabridge needs (modules, vfio-pci, memlock)" kmod-helpers/dmabridge-kmod
+
+install: build-install
+	install -D -m 0755 $(INSTALL_BIN)/dmabridge $(DESTDIR)$(BINDIR)/dmabridge
+	install -D -m 0755 kmod-helpers/dmabridge-kmod $(DESTDIR)$(SBINDIR)/dmabridge-kmod
+	install -D -m 0644 $(INSTALL_BIN)/libdmabridge_icd.so $(DESTDIR)$(LIBDIR)/$(ICD_SONAME)
+	install -d $(DESTDIR)$(ICD_VENDORS_DIR)
+	echo "$(ICD_NAME)" > $(DESTDIR)$(ICD_VENDORS_DIR)/dmabridge.icd
+	install -D -m 0644 include/CL/cl_dmabridge.h $(DESTDIR)$(INCLUDEDIR)/CL/cl_dmabridge.h
+	install -D -m 0644 include/CL/cl_amd_bus.h $(DESTDIR)$(INCLUDEDIR)/CL/cl_amd_bus.h
+	install -D -m 0644 udev/70-dmabridge.rules $(DESTDIR)$(UDEVRULESDIR)/70-dmabridge.rules
+	install -d $(DESTDIR)$(SYSUSERSDIR)
+	echo "g dmabridge - -" > $(DESTDIR)$(SYSUSERSDIR)/dmabridge.conf
+	install -D -m 0644 target/man/dmabridge.1 $(DESTDIR)$(MANDIR)/man1/dmabridge.1
+	install -D -m 0644 target/man/dmabridge-kmod.8 $(DESTDIR)$(MANDIR)/man8/dmabridge-kmod.8
+	install -D -m 0644 README.md $(DESTDIR)$(DOCDIR)/README.md
+	install -D -m 0644 udev/README.md $(DESTDIR)$(DOCDIR)/udev.md
+	install -D -m 0644 docs/ARCHITECTURE.md $(DESTDIR)$(DOCDIR)/ARCHITECTURE.md
+	install -D -m 0644 examples/c/usm_dmabuf.c $(DESTDIR)$(DOCDIR)/examples/usm_dmabuf.c
+	$(if $(filter 1,$(INSTALL_GST)),@$(MAKE) --no-print-directory install-gst,@echo "make install: the GStreamer plugin left out (INSTALL_GST=0)")
+	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ]; then \
+	    getent group dmabridge >/dev/null || groupadd --system dmabridge; \
+	    if udevadm control --reload 2>/dev/null; then \
+	        udevadm trigger --action=add --subsystem-match=misc --subsystem-match=dma_heap --subsystem-match=vfio; fi; \
+	    echo "make install: group dmabridge ready; add users with: usermod -aG dmabridge USER"; \
+	fi
+
+# Offline builds as Yocto and Buildroot make them: the crates vendored
+# (`cargo vendor`, into $(VENDOR)), then `cargo build --offline --locked` of
+# every crate of the workspace with the vendored tree as crates.io and an
+# empty CARGO_HOME, so nothing from ~/.cargo or the network is used.
+# OFFLINE_CARGO picks the cargo (check-msrv: the oldest promised one),
+# OFFLINE_TARGET the target folder. CI runs it as part of check-msrv.
+VENDOR         := target/vendor
+OFFLINE_CARGO  ?= $(CARGO)
+OFFLINE_TARGET ?= target/offline
+check-offline:
+	@echo "== offline build: cargo vendor, then $(OFFLINE_CARGO) build --offline --locked (every crate, $(OFFLINE_TARGET))"
+	@$(CARGO) vendor --locked --versioned-dirs --quiet $(VENDOR) >/dev/null
+	@rm -rf $(OFFLINE_TARGET)/cargo-home && mkdir -p $(OFFLINE_TARGET)/cargo-home
+	@CARGO_HOME=$(CURDIR)/$(OFFLINE_TARGET)/cargo-home CARGO_TARGET_DIR=$(CURDIR)/$(OFFLINE_TARGET) \
+	    $(OFFLINE_CARGO) build --offline --locked --workspace --all-targets --keep-going --quiet \
+	    --config 'source.crates-io.replace-with="vendored-sources"' \
+	    --config 'source.vendored-sources.directory="$(CURDIR)/$(VENDOR)"'
+	@echo "check-offline: every crate built offline from $(VENDOR) with $$($(OFFLINE_CARGO) --version)"
+
+# The oldest Rust the README promises (rust-version in Cargo.toml): Debian
+# bookworm's rustc-web and cargo-web 1.85, pinned in toolchain/msrv.lock
+# (toolchain/fetch-msrv), build every crate and target, offline from the
+# vendored tree (check-offline), as a Yocto or Buildroot release with that
+# Rust would.
+check-msrv:
+	@msrv=$$(toolchain/fetch-msrv | tail -n 1) && \
+	$(MAKE) --no-print-directory check-offline OFFLINE_CARGO=$$msrv/bin/cargo OFFLINE_TARGET=target/msrv
+
+# Debian packages for amd64 and arm64 (packaging/deb/build: from `make
+# install` into a staging DESTDIR, dpkg-deb; why not cargo-deb is said
+# there), in target/deb, then checked with lintian (errors fail; an initial
+# upload closing no bug is no concern outside Debian's archive) and for
+# Multi-Arch co-installation (packaging/deb/check-coinstall).
+DEB_ARCHES ?= amd64 arm64
+deb: $(if $(filter arm64,$(DEB_ARCHES)),deps-arm64)
+	@tests/apt-deps deb help2man lintian
+	@rm -f target/deb/*.deb
+	@for a in $(DEB_ARCHES); do packaging/deb/build --arch $$a || exit 1; done
+	@echo "== lintian"
+	@lintian --fail-on error --suppress-tags initial-upload-closes-no-bugs target/deb/*.deb 2>&1 \
+	    | grep -v '^running with root privileges'; test $${PIPESTATUS[0]} -eq 0
+	@$(if $(filter amd64,$(DEB_ARCHES)),$(if $(filter arm64,$(DEB_ARCHES)),packaging/deb/check-coinstall target/deb))
+
+# The amd64 packages as a board gets them (tests/deb/guest-run), in a guest
+# whose root is writable and where the checkout and ~/.cargo are hidden
+# (run-in-guest --clean-root), with a plain systemd-udevd (--udevd): dpkg -i
+# of an older version ($(DEB_OLD), the same build relabelled: what changes
+# between versions here is dpkg's and the maintainer scripts' part), then as
+# a member of the group dmabridge info, proof, capture and a C program through
+# the installed ICD, then the upgrade, remove and purge.
+DEB_OLD  := 0.0.1-1
+DEB_TEST := target/deb-test
+test-deb: guest
+	@mkdir -p $(LOGS)
+	@echo "== the Debian packages, installed with dpkg -i in the QEMU guest with the source tree hidden"
+	@tests/icd-deps
+	@tests/apt-deps test-deb help2man
+	@rm -rf $(DEB_TEST)
+	@packaging/deb/build --arch amd64 --out $(DEB_TEST) >/dev/null
+	@packaging/deb/build --arch amd64 --out $(DEB_TEST) --version $(DEB_OLD) >/dev/null
+	@new=$$(sed -n '/^version = /{s/.*"\(.*\)"/\1/p;q}' Cargo.toml)-1; \
+	set -o pipefail; $(RIG) --clean-root --udevd $(GUEST_RIG) \
+	    $$(for f in $(DEB_TEST)/*.deb examples/c/usm_dmabuf.c; do printf -- '--file %s ' "$$f"; done) \
+	    --env DMABRIDGE_DEB_OLD=$(DEB_OLD) --env DMABRIDGE_DEB_NEW=$$new --env DMABRIDGE_DEB_REPO=$(CURDIR) \
+	    -- tests/deb/guest-run 2>&1 | tee $(LOGS)/deb.log
 
 # The GStreamer plugin, in GStreamer's plugin folder under PREFIX: for
 # PREFIX=/usr the system one gst-inspect-1.0 scans (Debian's multiarch

@@ -918,19 +918,14 @@ impl World {
         let t = self.target(buf);
         let mut offset = offset.at(t.size);
         let mut size = size.at(t.size.saturating_sub(offset));
-        if !seed.is_multiple_of(8) && pl.is_power_of_two() && pl <= 128 {
+        if seed % 8 != 0 && pl.is_power_of_two() && pl <= 128 {
             // Mostly the shape the rules ask for, so that fills run.
             offset -= offset % pl;
             size -= size % pl;
         }
         let pattern = bytes(seed, pl);
         let mut e = World::start(&t, g, false);
-        if pl == 0
-            || !pl.is_power_of_two()
-            || pl > 128
-            || !offset.is_multiple_of(pl.max(1))
-            || !size.is_multiple_of(pl.max(1))
-        {
+        if pl == 0 || !pl.is_power_of_two() || pl > 128 || offset % pl.max(1) != 0 || size % pl.max(1) != 0 {
             e.fail(InvalidValue);
         }
         if size == 0 {

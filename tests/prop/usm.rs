@@ -297,7 +297,7 @@ impl World {
         let p = match kind {
             Kind::Host => usm::host_mem_alloc(ctx, &[], size, align),
             Kind::Device => usm::device_mem_alloc(ctx, cpu, &[], size, align),
-            Kind::Shared => usm::shared_mem_alloc(ctx, self.seq.is_multiple_of(2).then_some(cpu), &[], size, align),
+            Kind::Shared => usm::shared_mem_alloc(ctx, (self.seq % 2 == 0).then_some(cpu), &[], size, align),
             Kind::Svm => svm::svm_alloc(ctx, svm_flags::READ_WRITE, size, align),
             Kind::SvmFine => svm::svm_alloc(ctx, svm_flags::READ_WRITE | svm_flags::FINE_GRAIN_BUFFER, size, align),
         }?;
@@ -324,7 +324,7 @@ impl World {
     /// often; odd indices pick any allocation, live or freed, of either.
     fn addr_for(&self, w: Where, svm: bool) -> usize {
         let family: Vec<&Alloc> = self.allocs.iter().filter(|a| a.live && a.kind.is_svm() == svm).collect();
-        let pick = |i: u8| match (i.is_multiple_of(2) && !family.is_empty(), self.pick(i)) {
+        let pick = |i: u8| match (i % 2 == 0 && !family.is_empty(), self.pick(i)) {
             (true, _) => Some(family[i as usize / 2 % family.len()]),
             (false, a) => a,
         };
@@ -492,7 +492,7 @@ impl World {
     fn op_fill(&mut self, svm: bool, dst: Where, p: usize, size: Num, seed: u64, g: Gate) -> Result<(), TestCaseError> {
         let mut d = self.addr_for(dst, svm);
         let mut size = size.at(self.room(d));
-        if !seed.is_multiple_of(8) && p.is_power_of_two() && p <= 128 {
+        if seed % 8 != 0 && p.is_power_of_two() && p <= 128 {
             // Mostly the shape the rules ask for, so that fills run: the
             // destination and size rounded down to the pattern's multiple
             // (allocation bases and the arena are aligned to 128 bytes).
@@ -501,7 +501,7 @@ impl World {
         }
         let pattern = bytes(seed, p);
         let mut e = g.expect(false);
-        let shape_ok = p != 0 && p.is_power_of_two() && p <= 128 && d.is_multiple_of(p) && size.is_multiple_of(p);
+        let shape_ok = p != 0 && p.is_power_of_two() && p <= 128 && d % p == 0 && size % p == 0;
         if d == 0 || !shape_ok {
             e.fail(InvalidValue);
         }
