@@ -103,10 +103,12 @@ impl SourceKernel {
                         format!("argument {index} is a pointer: arg_size must be sizeof(cl_mem), not {arg_size}"),
                     );
                 }
-                // SAFETY: the caller's contract: a `cl_mem`'s bytes.
                 let h = if arg_value.is_null() {
                     std::ptr::null_mut()
                 } else {
+                    // SAFETY: clSetKernelArg's contract: a non-NULL `arg_value` points to `arg_size`
+                    // readable bytes, and `arg_size` was just checked to be `sizeof(cl_mem)`;
+                    // `read_unaligned` makes no demand on the pointer's alignment.
                     unsafe { arg_value.cast::<cl_mem>().read_unaligned() }
                 };
                 let arg = if h.is_null() { SourceArg::Pointer(0) } else { SourceArg::Buffer(mem(h)?) };
