@@ -695,6 +695,54 @@ static void test_images_are_not_buffers(void) {
     release2(img, b);
 }
 
+/* 2D images from buffers (core in OpenCL 2.0, cl_khr_image2d_from_buffer
+ * in 3.0; run where CL_DEVICE_IMAGE_PITCH_ALIGNMENT is not 0): the image's
+ * pixels are the buffer's bytes at the row pitch, the row pitch must be a
+ * multiple of the pitch alignment (in pixels) or
+ * CL_INVALID_IMAGE_FORMAT_DESCRIPTOR (v3.0.18: "if a 2D image is created
+ * from a buffer and the row pitch and base address alignment does not
+ * follow the rules"), and the image reports its buffer. */
+static void test_image2d_from_buffer(void) {
+    cl_uint align = dev_uint(CL_DEVICE_IMAGE_PITCH_ALIGNMENT);
+    cl_image_format f = {CL_RGBA, CL_UNSIGNED_INT8};
+    size_t es = 4, rp = ((W + align - 1) / align) * align * es;
+    cl_int err;
+    cl_mem b = clCreateBuffer(ctx, CL_MEM_READ_WRITE, rp * H, NULL, &err);
+    unsigned char *bytes = malloc(rp * H);
+    if (!b || !bytes) {
+        CHECK(b && bytes);
+        free(bytes);
+        release2(b, NULL);
+        return;
+    }
+    pattern(bytes, rp * H, 60);
+    CHECK_ERR(clEnqueueWriteBuffer(queue, b, CL_TRUE, 0, rp * H, bytes, 0, NULL, NULL), CL_SUCCESS);
+    cl_image_desc d = make_desc(CL_MEM_OBJECT_IMAGE2D, b);
+    d.image_row_pitch = rp;
+    cl_mem m = clCreateImage(ctx, 0, &f, &d, NULL, &err);
+    CHECK(m != NULL && err == CL_SUCCESS);
+    if (m) {
+        unsigned char out[W * H * 4];
+        CHECK_ERR(read_all(m, CL_MEM_OBJECT_IMAGE2D, out), CL_SUCCESS);
+        size_t wrong = 0;
+        for (size_t y = 0; y < H; y++) wrong += memcmp(out + y * W * es, bytes + y * rp, W * es) != 0;
+        CHECK(wrong == 0);
+        CHECK(img_size(m, CL_IMAGE_ROW_PITCH) == rp);
+        cl_mem assoc = NULL;
+        CHECK_ERR(clGetMemObjectInfo(m, CL_MEM_ASSOCIATED_MEMOBJECT, sizeof assoc, &assoc, NULL), CL_SUCCESS);
+        CHECK(assoc == b);
+        release2(m, NULL);
+    }
+    if (align > 1) {
+        d.image_row_pitch = rp + es;
+        cl_mem bad = clCreateImage(ctx, 0, &f, &d, NULL, &err);
+        CHECK(bad == NULL && err == CL_INVALID_IMAGE_FORMAT_DESCRIPTOR);
+        release2(bad, NULL);
+    }
+    free(bytes);
+    release2(b, NULL);
+}
+
 /* An accelerator of the platform that reports no image support, or NULL. */
 static cl_device_id no_image_device(void) {
     cl_device_id devs[16];
@@ -777,6 +825,10 @@ int main(void) {
         {"images_accept::images_are_not_buffers", test_images_are_not_buffers},
     };
     RUN_TESTS(tests, ready);
+    if (ready && dev_uint(CL_DEVICE_IMAGE_PITCH_ALIGNMENT) != 0)
+        run_test("images_accept::image2d_from_buffer", test_image2d_from_buffer, 1);
+    else
+        ignore_test("images_accept::image2d_from_buffer", "CL_DEVICE_IMAGE_PITCH_ALIGNMENT is 0: no 2D images from buffers");
     if (ready && no_image_device())
         run_test("images_accept::device_without_images", test_device_without_images, 1);
     else
