@@ -73,14 +73,18 @@ fn srgb_encode(c: f32) -> f32 {
     }
 }
 
-/// Which of (r, g, b, a) each stored channel is.
+/// Which of (r, g, b, a) each stored channel is; 4 is the ignored channel
+/// of the `x` orders (stored as 0).
 fn channel_map(o: u32) -> ClResult<&'static [usize]> {
     Ok(match o {
-        order::R | order::RX | order::DEPTH | order::INTENSITY | order::LUMINANCE => &[0],
+        order::R | order::DEPTH | order::INTENSITY | order::LUMINANCE => &[0],
+        order::RX => &[0, 4],
         order::A => &[3],
-        order::RG | order::RGX => &[0, 1],
+        order::RG => &[0, 1],
+        order::RGX => &[0, 1, 4],
         order::RA => &[0, 3],
-        order::RGB | order::RGBX | order::SRGB | order::SRGBX => &[0, 1, 2],
+        order::RGB | order::SRGB => &[0, 1, 2],
+        order::RGBX | order::SRGBX => &[0, 1, 2, 4],
         order::RGBA | order::SRGBA => &[0, 1, 2, 3],
         order::BGRA | order::SBGRA => &[2, 1, 0, 3],
         order::ARGB => &[3, 0, 1, 2],
@@ -117,7 +121,7 @@ pub fn pixel_bytes(format: ImageFormat, color: FillColor) -> ClResult<Vec<u8>> {
     let srgb = matches!(format.order, order::SRGB | order::SRGBX | order::SRGBA | order::SBGRA);
     let mut out = Vec::with_capacity(16);
     for (i, &c) in map.iter().enumerate() {
-        let w = color[c];
+        let w = color.get(c).copied().unwrap_or(0);
         let f = f32::from_bits(w);
         // The alpha channel of sRGB formats is linear.
         let f = if srgb && c != 3 { srgb_encode(f) } else { f };

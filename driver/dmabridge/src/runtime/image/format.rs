@@ -138,13 +138,16 @@ impl ImageFormat {
     }
 
     /// The number of channels of the order (`None` for an unknown order).
+    /// The `x` orders store their ignored channel ("CL_Rx: a two channel
+    /// image format ... the second channel is ignored", CL_RGx three,
+    /// CL_RGBx and CL_sRGBx four).
     pub fn channels(&self) -> Option<usize> {
         use order::*;
         Some(match self.order {
-            R | A | INTENSITY | LUMINANCE | RX | DEPTH => 1,
-            RG | RA | RGX => 2,
-            RGB | RGBX | SRGB | SRGBX => 3,
-            RGBA | BGRA | ARGB | ABGR | SRGBA | SBGRA => 4,
+            R | A | INTENSITY | LUMINANCE | DEPTH => 1,
+            RG | RA | RX => 2,
+            RGB | SRGB | RGX => 3,
+            RGBA | BGRA | ARGB | ABGR | SRGBA | SBGRA | RGBX | SRGBX => 4,
             // A packed pixel (Y and one chroma sample), a luma/chroma byte.
             YUYV_INTEL => 2,
             NV12_INTEL => 1,
@@ -212,7 +215,19 @@ impl ImageFormat {
                     self.order
                 )
             }
-            (None, Some(bytes)) => bytes * channels,
+            // "The number of bits per element determined by the
+            // image_channel_data_type and image_channel_order must be a
+            // power of two" (CL_RGB of 8-bit channels is not a format).
+            (None, Some(bytes)) if (bytes * channels).is_power_of_two() => bytes * channels,
+            (None, Some(bytes)) => {
+                return cl_err!(
+                    InvalidImageFormatDescriptor,
+                    "channel order {:#x} with data type {:#x} makes {}-bit elements: OpenCL needs a power of two",
+                    self.order,
+                    self.data_type,
+                    bytes * channels * 8
+                )
+            }
             (None, None) => {
                 return cl_err!(
                     InvalidImageFormatDescriptor,

@@ -257,7 +257,7 @@ impl Image {
     /// assert_eq!((img.row_pitch(), img.slice_pitch()), (64, 0));
     /// // SAFETY: no host pointer.
     /// let bad = unsafe { Image::create(&ctx, 0, rgba, &ImageDesc::new(mem_object::IMAGE2D, [16, 0, 1]), std::ptr::null_mut()) };
-    /// assert_eq!(bad.unwrap_err().code(), -65); // CL_INVALID_IMAGE_DESCRIPTOR
+    /// assert_eq!(bad.unwrap_err().code(), -40); // CL_INVALID_IMAGE_SIZE
     /// # Ok::<(), dmabridge::error::ClError>(())
     /// ```
     pub unsafe fn create(

@@ -69,11 +69,13 @@ pub(super) fn inherit_flags(flags: u64, buffer_flags: u64) -> ClResult<u64> {
 }
 
 /// The dimensions that must not be 0 for the type, and the limits check.
+/// A dimension of 0 is `CL_INVALID_IMAGE_SIZE` ("if the image dimensions
+/// specified in image_desc are not valid", the rule of dimensions; the
+/// 1.x entry points name it for a width or height of 0 outright).
 fn check_dims(desc: &ImageDesc, l: &ImageLimits) -> ClResult<bool> {
     let d = desc;
-    let zero = |what: &str| {
-        cl_err!(InvalidImageDescriptor, "{what} is 0: a {} image needs at least 1", type_name(d.image_type))
-    };
+    let zero =
+        |what: &str| cl_err!(InvalidImageSize, "{what} is 0: a {} image needs at least 1", type_name(d.image_type));
     if d.width == 0 {
         return zero("image_width");
     }
