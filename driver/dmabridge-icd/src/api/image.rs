@@ -189,7 +189,18 @@ pub(crate) unsafe extern "C" fn clCreateImage3D(
     (desc.image_row_pitch, desc.image_slice_pitch) = (image_row_pitch, image_slice_pitch);
     // SAFETY: the C contract of every pointer; `desc` is ours.
     unsafe {
-        object("clCreateImage3D", errcode_ret, || new_image(context, Vec::new(), flags, image_format, &desc, host_ptr))
+        object("clCreateImage3D", errcode_ret, || {
+            // "CL_INVALID_IMAGE_SIZE if ... image_depth <= 1" (a 3D image of
+            // one slice is a 2D image: clCreateImage2D).
+            if image_depth <= 1 {
+                return dmabridge::cl_err!(
+                    InvalidImageSize,
+                    "clCreateImage3D: image_depth {image_depth} must be above 1 (one slice is a 2D image)"
+                )
+                .cl();
+            }
+            new_image(context, Vec::new(), flags, image_format, &desc, host_ptr)
+        })
     }
 }
 

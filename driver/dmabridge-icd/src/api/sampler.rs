@@ -3,7 +3,7 @@
 use std::ffi::c_void;
 use std::sync::Arc;
 
-use dmabridge::runtime::image::sampler::{sampler_info, Sampler};
+use dmabridge::runtime::image::sampler::{addressing, filter, sampler_info, Sampler};
 use opencl_sys::*;
 
 use super::context::ContextObj;
@@ -87,7 +87,16 @@ pub(crate) unsafe extern "C" fn clCreateSamplerWithProperties(
                     i += 2;
                 }
             }
-            let s = Sampler::with_properties(&ctx.inner.ctx, &pairs).cl()?;
+            // A NULL list is the defaults with no properties to report
+            // ("CL_SAMPLER_PROPERTIES ... if the properties argument ... was
+            // NULL, ... param_value_size_ret equal to 0"); an empty list is
+            // reported as given (its terminator).
+            let s = if sampler_properties.is_null() {
+                Sampler::create(&ctx.inner.ctx, true, addressing::CLAMP, filter::NEAREST)
+            } else {
+                Sampler::with_properties(&ctx.inner.ctx, &pairs)
+            }
+            .cl()?;
             Ok(sampler_handle(s, ctx))
         })
     }

@@ -71,8 +71,18 @@ struct Side {
 
 /// The region rule and the pitch rules of one side: `CL_INVALID_VALUE` for
 /// an empty region, a row pitch below the row, a slice pitch below a
-/// slice's rows or not a multiple of the row pitch.
-fn resolve(origin: [usize; 3], region: [usize; 3], row_pitch: usize, slice_pitch: usize, name: &str) -> ClResult<Side> {
+/// slice's rows or (`multiple`) not a multiple of the row pitch — a rule of
+/// the buffer rectangle commands only: the host slice pitch of
+/// `clEnqueueRead/WriteImage` need only be "greater than or equal to
+/// row_pitch x height".
+fn resolve(
+    origin: [usize; 3],
+    region: [usize; 3],
+    row_pitch: usize,
+    slice_pitch: usize,
+    name: &str,
+    multiple: bool,
+) -> ClResult<Side> {
     if region.contains(&0) {
         return cl_err!(InvalidValue, "region {region:?} has a zero extent");
     }
@@ -82,7 +92,7 @@ fn resolve(origin: [usize; 3], region: [usize; 3], row_pitch: usize, slice_pitch
     }
     let min_slice = region[1].checked_mul(row_pitch);
     let slice_pitch = if slice_pitch == 0 { min_slice.unwrap_or(usize::MAX) } else { slice_pitch };
-    if min_slice.is_none_or(|m| slice_pitch < m) || slice_pitch % row_pitch != 0 {
+    if min_slice.is_none_or(|m| slice_pitch < m) || (multiple && slice_pitch % row_pitch != 0) {
         return cl_err!(
             InvalidValue,
             "{name}_slice_pitch {slice_pitch} must be at least region[1] x {name}_row_pitch ({} x {row_pitch}) and a \
@@ -143,13 +153,14 @@ fn host_rect(
     buffer: &Arc<Buffer>,
     rect: &HostRect,
     ptr: *const u8,
-    read: bool,
+    (read, cmd): (bool, u32),
     wait_list: &[Event],
 ) -> ClResult<(Side, Side, usize, Target)> {
     check_target(queue, buffer, "buffer")?;
     check_wait_list(queue.context(), wait_list)?;
-    let b = resolve(rect.buffer_origin, rect.region, rect.buffer_row_pitch, rect.buffer_slice_pitch, "buffer")?;
-    let h = resolve(rect.host_origin, rect.region, rect.host_row_pitch, rect.host_slice_pitch, "host")?;
+    let b = resolve(rect.buffer_origin, rect.region, rect.buffer_row_pitch, rect.buffer_slice_pitch, "buffer", true)?;
+    let image = matches!(cmd, command_type::READ_IMAGE | command_type::WRITE_IMAGE);
+    let h = resolve(rect.host_origin, rect.region, rect.host_row_pitch, rect.host_slice_pitch, "host", !image)?;
     b.check_inside(rect.region, buffer.size(), "buffer")?;
     check_user_ptr(queue, ptr, "ptr")?;
     let what = if read { "clEnqueueReadBufferRect" } else { "clEnqueueWriteBufferRect" };
@@ -219,7 +230,7 @@ pub(crate) unsafe fn read_rect(
     wait_list: &[Event],
     cmd: u32,
 ) -> ClResult<Event> {
-    let (b, h, host_end, t) = host_rect(queue, buffer, rect, ptr, true, wait_list)?;
+    let (b, h, host_end, t) = host_rect(queue, buffer, rect, ptr, (true, cmd), wait_list)?;
     let undo = [t.undo()];
     let (device, base, region) = (queue.device().clone(), ptr as usize, rect.region);
     let work = Box::new(move || {
@@ -289,7 +300,7 @@ pub(crate) unsafe fn write_rect(
     wait_list: &[Event],
     cmd: u32,
 ) -> ClResult<Event> {
-    let (b, h, host_end, t) = host_rect(queue, buffer, rect, ptr, false, wait_list)?;
+    let (b, h, host_end, t) = host_rect(queue, buffer, rect, ptr, (false, cmd), wait_list)?;
     let undo = [t.undo()];
     let (device, base, region) = (queue.device().clone(), ptr as usize, rect.region);
     let work = Box::new(move || {
@@ -356,8 +367,8 @@ pub(crate) fn copy_rect(
     check_target(queue, dst, "dst_buffer")?;
     check_readable(src, "clEnqueueCopyBufferRect from src_buffer")?;
     check_wait_list(queue.context(), wait_list)?;
-    let s = resolve(rect.src_origin, rect.region, rect.src_row_pitch, rect.src_slice_pitch, "src")?;
-    let d = resolve(rect.dst_origin, rect.region, rect.dst_row_pitch, rect.dst_slice_pitch, "dst")?;
+    let s = resolve(rect.src_origin, rect.region, rect.src_row_pitch, rect.src_slice_pitch, "src", true)?;
+    let d = resolve(rect.dst_origin, rect.region, rect.dst_row_pitch, rect.dst_slice_pitch, "dst", true)?;
     s.check_inside(rect.region, src.size(), "src_buffer")?;
     d.check_inside(rect.region, dst.size(), "dst_buffer")?;
     check_writable(dst, "clEnqueueCopyBufferRect into dst_buffer")?;
@@ -414,7 +425,7 @@ pub(crate) fn fill_rect(
 ) -> ClResult<Event> {
     check_target(queue, buffer, "image")?;
     check_wait_list(queue.context(), wait_list)?;
-    let b = resolve(origin, region, pitches.0, pitches.1, "image")?;
+    let b = resolve(origin, region, pitches.0, pitches.1, "image", true)?;
     b.check_inside(region, buffer.size(), "image")?;
     check_writable(buffer, "clEnqueueFillImage")?;
     let t = Target::new(queue, buffer)?;
@@ -445,14 +456,15 @@ mod tests {
 
     #[test]
     fn pitches_default_to_packed_and_are_checked() {
-        let s = resolve([1, 2, 3], [4, 5, 6], 0, 0, "buffer").unwrap();
+        let s = resolve([1, 2, 3], [4, 5, 6], 0, 0, "buffer", true).unwrap();
         assert_eq!((s.row_pitch, s.slice_pitch), (4, 20));
         assert_eq!(s.start, 3 * 20 + 2 * 4 + 1);
         assert_eq!(s.end([4, 5, 6]), Some(s.start + 5 * 20 + 4 * 4 + 4));
-        assert!(resolve([0; 3], [4, 1, 1], 3, 0, "b").is_err(), "row pitch below the row");
-        assert!(resolve([0; 3], [4, 2, 1], 4, 6, "b").is_err(), "slice pitch below two rows");
-        assert!(resolve([0; 3], [4, 2, 1], 4, 10, "b").is_err(), "slice pitch not a multiple of the row pitch");
-        assert!(resolve([0; 3], [0, 1, 1], 0, 0, "b").is_err(), "empty region");
+        assert!(resolve([0; 3], [4, 1, 1], 3, 0, "b", true).is_err(), "row pitch below the row");
+        assert!(resolve([0; 3], [4, 2, 1], 4, 6, "b", true).is_err(), "slice pitch below two rows");
+        assert!(resolve([0; 3], [4, 2, 1], 4, 10, "b", true).is_err(), "slice pitch not a multiple of the row pitch");
+        assert!(resolve([0; 3], [4, 2, 1], 4, 10, "b", false).is_ok(), "images: any slice pitch of at least two rows");
+        assert!(resolve([0; 3], [0, 1, 1], 0, 0, "b", true).is_err(), "empty region");
     }
 
     #[test]

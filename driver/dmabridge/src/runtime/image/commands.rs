@@ -400,6 +400,7 @@ pub fn enqueue_copy_image_to_buffer(
     wait_list: &[Event],
 ) -> ClResult<Event> {
     check_queue(queue, src, "src_image")?;
+    check_not_own_buffer(src, dst)?;
     let (so, br) = byte_rect(src, src_origin, region, "src_image")?;
     let (srp, ssp) = src.rect_pitches();
     let r = CopyRect {
@@ -412,6 +413,18 @@ pub fn enqueue_copy_image_to_buffer(
         dst_slice_pitch: br[0] * br[1],
     };
     rect::copy_rect(queue, src.storage(), dst, &r, wait_list, command_type::COPY_IMAGE_TO_BUFFER)
+}
+
+/// `CL_INVALID_MEM_OBJECT` "if src_image is a 1D image buffer object
+/// created from dst_buffer" (and the same for `clEnqueueCopyBufferToImage`).
+fn check_not_own_buffer(image: &Image, buffer: &Arc<Buffer>) -> ClResult<()> {
+    if image.image_type() == IMAGE1D_BUFFER && image.desc().buffer.as_ref().is_some_and(|b| Arc::ptr_eq(b, buffer)) {
+        return cl_err!(
+            InvalidMemObject,
+            "the 1D image buffer was created from this very buffer: copy with clEnqueueCopyBuffer instead"
+        );
+    }
+    Ok(())
 }
 
 /// `clEnqueueCopyBufferToImage`: packed pixels of `src` at `src_offset`
@@ -445,6 +458,7 @@ pub fn enqueue_copy_buffer_to_image(
     wait_list: &[Event],
 ) -> ClResult<Event> {
     check_queue(queue, dst, "dst_image")?;
+    check_not_own_buffer(dst, src)?;
     let (dof, br) = byte_rect(dst, dst_origin, region, "dst_image")?;
     let (drp, dsp) = dst.rect_pitches();
     let r = CopyRect {

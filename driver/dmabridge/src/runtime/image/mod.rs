@@ -274,6 +274,16 @@ impl Image {
                     "a CL_MEM_OBJECT_IMAGE1D_BUFFER image needs its buffer in image_desc->mem_object"
                 );
             };
+            // The host pointer flags are CL_INVALID_VALUE for an image from
+            // another memory object (checked first: with them a host_ptr is
+            // no CL_INVALID_HOST_PTR case), a host_ptr without them is
+            // CL_INVALID_HOST_PTR.
+            if flags & mem_flags::HOST_PTR != 0 {
+                return cl_err!(
+                    InvalidValue,
+                    "flags {flags:#x}: an image from a buffer takes no CL_MEM_USE/ALLOC/COPY_HOST_PTR (it has the buffer's)"
+                );
+            }
             if !host_ptr.is_null() {
                 return cl_err!(
                     InvalidHostPtr,

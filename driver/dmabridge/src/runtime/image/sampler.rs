@@ -66,7 +66,8 @@ pub struct Sampler {
 impl Sampler {
     /// `clCreateSampler`.
     ///
-    /// Errors: `CL_INVALID_VALUE` for an unknown addressing or filter mode;
+    /// Errors: `CL_INVALID_VALUE` for an unknown addressing or filter mode,
+    /// or a repeat mode with unnormalized coordinates;
     /// `CL_INVALID_OPERATION` if no device of the context supports images.
     ///
     /// ```
@@ -146,6 +147,14 @@ impl Sampler {
         }
         if filt != filter::NEAREST && filt != filter::LINEAR {
             return cl_err!(InvalidValue, "filter mode {filt:#x} is not CL_FILTER_NEAREST or CL_FILTER_LINEAR");
+        }
+        // "a combination of these arguments are not valid": OpenCL C allows
+        // the repeat modes with normalized coordinates only.
+        if !normalized && matches!(addr, addressing::REPEAT | addressing::MIRRORED_REPEAT) {
+            return cl_err!(
+                InvalidValue,
+                "addressing mode {addr:#x} (CL_ADDRESS_REPEAT / MIRRORED_REPEAT) needs normalized coordinates"
+            );
         }
         if !ctx.devices().iter().any(|d| image_limits(d).is_some()) {
             return cl_err!(InvalidOperation, "no device of the context supports images, so none takes samplers");
