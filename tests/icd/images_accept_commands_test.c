@@ -752,6 +752,44 @@ static void test_map_image(void) {
     release2(hn, NULL);
 }
 
+/* "CL_INVALID_OPERATION if mapping would lead to overlapping regions being
+ * mapped for writing"; apart regions and read maps may coexist. */
+static void test_overlapping_write_maps(void) {
+    cl_int err;
+    cl_image_format f = {CL_RGBA, CL_UNORM_INT8};
+    cl_mem m = make_image(CL_MEM_OBJECT_IMAGE2D, f, 0, NULL, &err);
+    if (!m) {
+        CHECK(m != NULL);
+        return;
+    }
+    size_t o[3] = {0, 0, 0}, r[3] = {3, 3, 1}, rp;
+    void *a = clEnqueueMapImage(queue, m, CL_TRUE, CL_MAP_WRITE, o, r, &rp, NULL, 0, NULL, NULL, &err);
+    CHECK(a != NULL && err == CL_SUCCESS);
+    /* Overlaps a (at (2, 2)): refused for writing. */
+    err = 1;
+    void *b = clEnqueueMapImage(queue, m, CL_TRUE, CL_MAP_WRITE, (size_t[3]){2, 2, 0}, r, &rp, NULL, 0, NULL, NULL,
+                                &err);
+    CHECK(b == NULL && err == CL_INVALID_OPERATION);
+    if (b) clEnqueueUnmapMemObject(queue, m, b, 0, NULL, NULL);
+    /* Apart from a: allowed. */
+    void *c = clEnqueueMapImage(queue, m, CL_TRUE, CL_MAP_WRITE, (size_t[3]){4, 3, 0}, (size_t[3]){3, 2, 1}, &rp,
+                                NULL, 0, NULL, NULL, &err);
+    CHECK(c != NULL && err == CL_SUCCESS);
+    if (a) CHECK_ERR(clEnqueueUnmapMemObject(queue, m, a, 0, NULL, NULL), CL_SUCCESS);
+    if (c) CHECK_ERR(clEnqueueUnmapMemObject(queue, m, c, 0, NULL, NULL), CL_SUCCESS);
+    /* Two read maps of the same region. */
+    void *d = clEnqueueMapImage(queue, m, CL_TRUE, CL_MAP_READ, o, r, &rp, NULL, 0, NULL, NULL, &err);
+    void *e = clEnqueueMapImage(queue, m, CL_TRUE, CL_MAP_READ, o, r, &rp, NULL, 0, NULL, NULL, &err);
+    CHECK(d != NULL && e != NULL);
+    cl_uint maps = 0;
+    CHECK_ERR(clGetMemObjectInfo(m, CL_MEM_MAP_COUNT, sizeof maps, &maps, NULL), CL_SUCCESS);
+    CHECK(maps == 2);
+    if (d) clEnqueueUnmapMemObject(queue, m, d, 0, NULL, NULL);
+    if (e) clEnqueueUnmapMemObject(queue, m, e, 0, NULL, NULL);
+    clFinish(queue);
+    release2(m, NULL);
+}
+
 /* CL_MEM_USE_HOST_PTR: the image's pixels are the host memory at the given
  * pitches (the map returns a pointer derived from host_ptr with the image's
  * pitches, and host_ptr holds the latest bits once mapped); COPY_HOST_PTR
@@ -869,6 +907,7 @@ int main(void) {
         {"images_accept::copy_image", test_copy_image},
         {"images_accept::copy_image_buffer", test_copy_image_buffer},
         {"images_accept::map_image", test_map_image},
+        {"images_accept::overlapping_write_maps", test_overlapping_write_maps},
         {"images_accept::host_pointer_images", test_host_pointer_images},
     };
     RUN_TESTS(tests, ready);

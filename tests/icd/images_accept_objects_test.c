@@ -743,6 +743,45 @@ static void test_image2d_from_buffer(void) {
     release2(b, NULL);
 }
 
+/* A 2D image from another 2D image: the same pixels viewed with a
+ * compatible channel order (the "Compatible Image Channel Orders" table:
+ * RGBA <-> sRGBA, BGRA <-> sBGRA, ...); the data type and descriptor must
+ * match, else CL_INVALID_IMAGE_FORMAT_DESCRIPTOR ("if a 2D image is created
+ * from a 2D image object and the rules described above are not followed").
+ * Run where the context supports CL_sRGBA with CL_UNORM_INT8. */
+static void test_image_from_image(void) {
+    cl_int err;
+    cl_image_format rgba = {CL_RGBA, CL_UNORM_INT8}, srgba = {CL_sRGBA, CL_UNORM_INT8};
+    cl_mem src = make_image(CL_MEM_OBJECT_IMAGE2D, rgba, 0, NULL, &err);
+    CHECK(src != NULL);
+    if (!src) return;
+    unsigned char in[W * H * 4], out[W * H * 4];
+    pattern(in, sizeof in, 70);
+    CHECK_ERR(write_all(src, CL_MEM_OBJECT_IMAGE2D, in), CL_SUCCESS);
+    cl_image_desc d = make_desc(CL_MEM_OBJECT_IMAGE2D, src);
+    cl_mem view = clCreateImage(ctx, 0, &srgba, &d, NULL, &err);
+    CHECK(view != NULL && err == CL_SUCCESS);
+    if (view) {
+        /* The bytes are shared, not converted. */
+        CHECK_ERR(read_all(view, CL_MEM_OBJECT_IMAGE2D, out), CL_SUCCESS);
+        CHECK(memcmp(in, out, sizeof in) == 0);
+        cl_mem assoc = NULL;
+        CHECK_ERR(clGetMemObjectInfo(view, CL_MEM_ASSOCIATED_MEMOBJECT, sizeof assoc, &assoc, NULL), CL_SUCCESS);
+        CHECK(assoc == src);
+        cl_image_format got = {0, 0};
+        CHECK_ERR(clGetImageInfo(view, CL_IMAGE_FORMAT, sizeof got, &got, NULL), CL_SUCCESS);
+        CHECK(got.image_channel_order == CL_sRGBA);
+        release2(view, NULL);
+    }
+    /* Not a compatible order, another data type, another size. */
+    cl_image_format bgra = {CL_BGRA, CL_UNORM_INT8}, rgba16 = {CL_RGBA, CL_UNORM_INT16};
+    CHECK(clCreateImage(ctx, 0, &bgra, &d, NULL, &err) == NULL && err == CL_INVALID_IMAGE_FORMAT_DESCRIPTOR);
+    CHECK(clCreateImage(ctx, 0, &rgba16, &d, NULL, &err) == NULL && err == CL_INVALID_IMAGE_FORMAT_DESCRIPTOR);
+    d.image_width = W - 1;
+    CHECK(clCreateImage(ctx, 0, &srgba, &d, NULL, &err) == NULL && err == CL_INVALID_IMAGE_FORMAT_DESCRIPTOR);
+    release2(src, NULL);
+}
+
 /* An accelerator of the platform that reports no image support, or NULL. */
 static cl_device_id no_image_device(void) {
     cl_device_id devs[16];
@@ -829,6 +868,13 @@ int main(void) {
         run_test("images_accept::image2d_from_buffer", test_image2d_from_buffer, 1);
     else
         ignore_test("images_accept::image2d_from_buffer", "CL_DEVICE_IMAGE_PITCH_ALIGNMENT is 0: no 2D images from buffers");
+    cl_uint nf = 0;
+    cl_image_format *fl = ready ? supported(ctx, CL_MEM_READ_WRITE, CL_MEM_OBJECT_IMAGE2D, &nf) : NULL;
+    if (fl && has_format(fl, nf, (cl_image_format){CL_sRGBA, CL_UNORM_INT8}))
+        run_test("images_accept::image_from_image", test_image_from_image, 1);
+    else
+        ignore_test("images_accept::image_from_image", "no CL_sRGBA / CL_UNORM_INT8 2D images");
+    free(fl);
     if (ready && no_image_device())
         run_test("images_accept::device_without_images", test_device_without_images, 1);
     else

@@ -82,9 +82,14 @@ unsafe fn new_image(
     let parent = if handle.is_null() {
         None
     } else {
-        // A buffer for a 1D image buffer (or a 2D image from a buffer); an
-        // invalid handle there is a descriptor error.
-        Some(mem(handle).map_err(|_| CL_INVALID_IMAGE_DESCRIPTOR)?)
+        // A buffer for a 1D image buffer (or a 2D image from a buffer), an
+        // image for a 2D image from an image; an invalid handle there is a
+        // descriptor error.
+        let p = mem_object(handle).map_err(|_| CL_INVALID_IMAGE_DESCRIPTOR)?;
+        if p.inner.image.is_some() && d.image_type != mem_object::IMAGE2D {
+            return Err(CL_INVALID_IMAGE_DESCRIPTOR);
+        }
+        Some(p)
     };
     let desc = ImageDesc {
         image_type: d.image_type,
@@ -98,6 +103,15 @@ unsafe fn new_image(
         num_samples: d.num_samples,
         buffer: parent.as_ref().map(|p| p.inner.buffer.clone()),
     };
+    // A 2D image from a 2D image views its pixels.
+    if let Some(of) = parent.as_ref().and_then(|p| p.inner.image.clone()) {
+        let image = Image::view(&ctx.inner.ctx, flags, format, &ImageDesc { buffer: None, ..desc }, &of).cl()?;
+        // (The flags that take a host pointer were CL_INVALID_VALUE above.)
+        if !host_ptr.is_null() {
+            return Err(CL_INVALID_HOST_PTR);
+        }
+        return Ok(image_handle(image, ctx, parent, properties));
+    }
     // SAFETY: `clCreateImage`'s contract of `host_ptr`, for the bytes the
     // descriptor's pitches span.
     let image = unsafe { Image::create(&ctx.inner.ctx, flags, format, &desc, host_ptr.cast()) }.cl()?;

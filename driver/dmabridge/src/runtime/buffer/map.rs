@@ -36,10 +36,76 @@ pub mod map_flags {
     pub const WRITE_INVALIDATE_REGION: u64 = 1 << 2;
 }
 
+/// The bytes a map covers: `rows` x `slices` rows of `width` bytes from
+/// `offset`, at `row_pitch` and `slice_pitch` (a buffer map is one row; an
+/// image map the rows of its region).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct MapArea {
+    pub offset: usize,
+    pub width: usize,
+    pub rows: usize,
+    pub slices: usize,
+    pub row_pitch: usize,
+    pub slice_pitch: usize,
+}
+
+impl MapArea {
+    /// `size` bytes at `offset`.
+    pub(crate) fn bytes(offset: usize, size: usize) -> MapArea {
+        MapArea { offset, width: size, rows: 1, slices: 1, row_pitch: size, slice_pitch: size }
+    }
+
+    /// From the first byte to one past the last (the caller checked that
+    /// the area lies in the buffer: nothing overflows).
+    fn span(&self) -> usize {
+        (self.slices - 1) * self.slice_pitch + (self.rows - 1) * self.row_pitch + self.width
+    }
+
+    /// Each row as (start, end), with the area's first byte at `base`.
+    fn row_ranges(self, base: usize) -> impl Iterator<Item = (usize, usize)> {
+        (0..self.slices).flat_map(move |z| {
+            (0..self.rows).map(move |y| {
+                let s = base + z * self.slice_pitch + y * self.row_pitch;
+                (s, s + self.width)
+            })
+        })
+    }
+}
+
+/// Rows compared one by one at most; past that, whole spans are compared
+/// (which may refuse maps whose rows only interleave).
+const MAX_ROWS_COMPARED: usize = 1 << 16;
+
+/// True if a row of `a` (first byte at `pa`) overlaps a row of `b` (at `pb`).
+fn areas_overlap(a: MapArea, pa: usize, b: MapArea, pb: usize) -> bool {
+    let (ea, eb) = (pa + a.span(), pb + b.span());
+    if pa >= eb || pb >= ea {
+        return false;
+    }
+    if a.rows * a.slices + b.rows * b.slices > MAX_ROWS_COMPARED {
+        return true;
+    }
+    let mut all: Vec<(usize, usize, bool)> =
+        a.row_ranges(pa).map(|(s, e)| (s, e, false)).chain(b.row_ranges(pb).map(|(s, e)| (s, e, true))).collect();
+    all.sort_unstable();
+    // Sorted by start: a row overlaps an earlier row of the other side iff
+    // it starts before the furthest end that side reached.
+    let mut reach = [0usize; 2];
+    all.iter().any(|&(s, e, side)| {
+        let hit = s < reach[usize::from(!side)];
+        reach[usize::from(side)] = reach[usize::from(side)].max(e);
+        hit
+    })
+}
+
 /// An outstanding map of a buffer object.
 #[derive(Debug, Clone)]
 pub(crate) struct MapRecord {
     ptr: usize,
+    /// The bytes mapped, from `ptr`, and whether for writing (the map
+    /// flags said so), for the overlap rule.
+    area: MapArea,
+    for_writing: bool,
     writes: bool,
     /// The host's access, for an imported dma-buf's `DMA_BUF_IOCTL_SYNC`
     /// (begun when the map runs, ended when the unmap runs).
@@ -149,22 +215,21 @@ pub fn enqueue_map_buffer_after(
     size: usize,
     wait_list: &[Event],
 ) -> ClResult<(NonNull<u8>, Event)> {
-    map_as(queue, buffer, blocking, map_flags, offset, size, wait_list, command_type::MAP_BUFFER)
+    map_as(queue, buffer, blocking, map_flags, MapArea::bytes(offset, size), wait_list, command_type::MAP_BUFFER)
 }
 
 /// [`enqueue_map_buffer_after`] as the command `cmd` (image maps).
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn map_as(
     queue: &Arc<Queue>,
     buffer: &Arc<Buffer>,
     blocking: bool,
     map_flags: u64,
-    offset: usize,
-    size: usize,
+    area: MapArea,
     wait_list: &[Event],
     cmd: u32,
 ) -> ClResult<(NonNull<u8>, Event)> {
     use map_flags::*;
+    let (offset, size) = (area.offset, area.span());
     check_target(queue, buffer, "buffer")?;
     check_readable(buffer, "clEnqueueMapBuffer")?;
     check_wait_list(queue.context(), wait_list)?;
@@ -196,10 +261,23 @@ pub(crate) fn map_as(
         (false, true) => Access::Write,
         _ => Access::Read,
     };
+    let for_writing = map_flags & (WRITE | WRITE_INVALIDATE_REGION) != 0;
     let store = buffer.store().clone();
     let store_for_undo = store.clone();
     let (base, fresh) = store.host_alloc()?;
     let ptr = base + buffer.origin() + offset;
+    // "CL_INVALID_OPERATION if mapping would lead to overlapping regions
+    // being mapped for writing".
+    let clash = sync::lock(&buffer.maps)
+        .iter()
+        .any(|m| for_writing && m.for_writing && areas_overlap(area, ptr, m.area, m.ptr));
+    if clash {
+        store.undo_host_alloc(fresh);
+        return cl_err!(
+            InvalidOperation,
+            "this map for writing overlaps a region already mapped for writing: unmap that first"
+        );
+    }
     let discard = invalidate && buffer.origin() + offset == 0 && size == store.size();
     let keep = buffer.clone();
     let begun = Arc::new(AtomicBool::new(false));
@@ -216,7 +294,7 @@ pub(crate) fn map_as(
     let undo = store_for_undo.clone();
     let event =
         queue.enqueue_with_use(cmd, wait_list, blocking, usage, work).inspect_err(|_| undo.undo_host_alloc(fresh))?;
-    sync::lock(&buffer.maps).push(MapRecord { ptr, writes, dir, begun });
+    sync::lock(&buffer.maps).push(MapRecord { ptr, area, for_writing, writes, dir, begun });
     Ok((NonNull::new(ptr as *mut u8).expect("host pages are not at address 0"), event))
 }
 

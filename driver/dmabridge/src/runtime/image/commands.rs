@@ -352,17 +352,9 @@ pub fn enqueue_map_image(
     let (rp, sp) = image.rect_pitches();
     // Inside the image: no product or sum overflows its byte size.
     let start = bo[2] * sp + bo[1] * rp + bo[0];
-    let end = (bo[2] + br[2] - 1) * sp + (bo[1] + br[1] - 1) * rp + bo[0] + br[0];
-    let (ptr, event) = map::map_as(
-        queue,
-        image.storage(),
-        blocking,
-        map_flags,
-        start,
-        end - start,
-        wait_list,
-        command_type::MAP_IMAGE,
-    )?;
+    let area = map::MapArea { offset: start, width: br[0], rows: br[1], slices: br[2], row_pitch: rp, slice_pitch: sp };
+    let (ptr, event) =
+        map::map_as(queue, image.storage(), blocking, map_flags, area, wait_list, command_type::MAP_IMAGE)?;
     Ok(MappedImage { ptr, row_pitch: image.row_pitch(), slice_pitch: image.slice_pitch(), event })
 }
 

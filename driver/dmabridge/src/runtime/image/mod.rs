@@ -204,6 +204,8 @@ pub struct Image {
     storage: Arc<Buffer>,
     /// `CL_MEM_HOST_PTR`.
     host_ptr: Option<usize>,
+    /// The image this one views (a 2D image made from a 2D image).
+    view_of: Option<Arc<Image>>,
     destructors: Mutex<Vec<Box<dyn FnOnce() + Send>>>,
 }
 
@@ -355,6 +357,34 @@ impl Image {
         Ok(Image::wrap(ctx, flags, format, v.desc, v.element_size, buffer, host_ptr))
     }
 
+    /// A 2D image made from the 2D image `of`: the same pixels (shared
+    /// storage, same pitches) seen with another, compatible channel order
+    /// (OpenCL 3.0, images from images: the descriptor and the data type
+    /// must match `of`'s, the order must be one of the "Compatible Image
+    /// Channel Orders", e.g. `CL_sRGBA` over `CL_RGBA`; otherwise
+    /// `CL_INVALID_IMAGE_FORMAT_DESCRIPTOR`). Flags left out are `of`'s.
+    pub fn view(
+        ctx: &Arc<Context>,
+        flags: u64,
+        format: ImageFormat,
+        desc: &ImageDesc,
+        of: &Arc<Image>,
+    ) -> ClResult<Arc<Image>> {
+        if !Arc::ptr_eq(of.context(), ctx) {
+            return cl_err!(InvalidContext, "the image viewed belongs to another context");
+        }
+        let flags = validate::inherit_flags(flags, of.flags)?;
+        validate::check_view(format, desc, of)?;
+        let base = ImageDesc { buffer: None, ..of.desc.clone() };
+        let mut v = validate::check(ctx, flags, format, &base, true, None)?;
+        v.desc.buffer = None;
+        let mut image = Image::wrap(ctx, flags, format, v.desc, v.element_size, of.storage.clone(), of.host_ptr);
+        if let Some(img) = Arc::get_mut(&mut image) {
+            img.view_of = Some(of.clone());
+        }
+        Ok(image)
+    }
+
     fn wrap(
         ctx: &Arc<Context>,
         flags: u64,
@@ -372,6 +402,7 @@ impl Image {
             element_size,
             storage,
             host_ptr,
+            view_of: None,
             destructors: Mutex::new(Vec::new()),
         })
     }
@@ -519,7 +550,9 @@ impl Image {
             mem_info::HOST_PTR => InfoValue::Usize(self.host_ptr.unwrap_or(0)),
             mem_info::MAP_COUNT => InfoValue::U32(self.storage.map_count() as u32),
             mem_info::REFERENCE_COUNT => InfoValue::U32(Arc::strong_count(self) as u32),
-            mem_info::ASSOCIATED_MEMOBJECT => InfoValue::Mem(self.desc.buffer.clone()),
+            mem_info::ASSOCIATED_MEMOBJECT => {
+                InfoValue::Mem(self.desc.buffer.clone().or_else(|| self.view_of.as_ref().map(|p| p.storage.clone())))
+            }
             mem_info::OFFSET => InfoValue::Usize(0),
             mem_info::CONTEXT | mem_info::USES_SVM_POINTER | mem_info::PROPERTIES => self.storage.info(param)?,
             _ => return cl_err!(InvalidValue, "{param:#x} is not a cl_mem_info (0x1100..=0x110A)"),

@@ -8,7 +8,7 @@ use crate::runtime::buffer::{check_exclusive, mem_flags, Buffer};
 use crate::runtime::context::Context;
 
 use super::format::{order, supported_formats, ImageFormat};
-use super::{image_limits, mem_object::*, ImageDesc, ImageLimits, KERNEL_READ_AND_WRITE};
+use super::{image_limits, mem_object::*, Image, ImageDesc, ImageLimits, KERNEL_READ_AND_WRITE};
 
 /// A checked descriptor: pitches filled in, the element size and the bytes
 /// the storage needs.
@@ -261,4 +261,46 @@ pub(super) fn check(
         }
     }
     Ok(Checked { desc: out, element_size, size })
+}
+
+/// The rules of a 2D image made from the 2D image `of` (OpenCL 3.0: every
+/// value of `desc` but `mem_object` matches `of`'s, the data type is
+/// `of`'s, the order is compatible with `of`'s), each broken one
+/// `CL_INVALID_IMAGE_FORMAT_DESCRIPTOR` ("if a 2D image is created from a
+/// 2D image object and the rules described above are not followed").
+pub(super) fn check_view(format: ImageFormat, desc: &ImageDesc, of: &Image) -> ClResult<()> {
+    let (o, d) = (of.format(), of.desc());
+    let same_desc = desc.image_type == IMAGE2D
+        && d.image_type == IMAGE2D
+        && (desc.width, desc.height) == (d.width, d.height)
+        && (desc.row_pitch == 0 || desc.row_pitch == d.row_pitch)
+        && desc.slice_pitch == 0
+        && (desc.depth, desc.array_size, desc.num_mip_levels, desc.num_samples) == (0, 0, 0, 0);
+    // The "Compatible Image Channel Orders" table, both ways, and CL_DEPTH
+    // over CL_R.
+    let pairs = [(order::SBGRA, order::BGRA), (order::SRGBA, order::RGBA), (order::SRGB, order::RGB)];
+    let pairs_x = [(order::SRGBX, order::RGBX)];
+    let compatible = format.order == o.order
+        || pairs
+            .iter()
+            .chain(&pairs_x)
+            .any(|&(a, b)| (format.order, o.order) == (a, b) || (format.order, o.order) == (b, a))
+        || (format.order == order::DEPTH && o.order == order::R);
+    if !same_desc || format.data_type != o.data_type || !compatible {
+        return cl_err!(
+            InvalidImageFormatDescriptor,
+            "a 2D image from a 2D image takes its descriptor ({}x{}, row pitch {}) and data type ({:#x}) and an order \
+             compatible with {:#x} (e.g. CL_sRGBA over CL_RGBA): got {}x{} {:#x}/{:#x}",
+            d.width,
+            d.height,
+            d.row_pitch,
+            o.data_type,
+            o.order,
+            desc.width,
+            desc.height,
+            format.order,
+            format.data_type
+        );
+    }
+    Ok(())
 }
