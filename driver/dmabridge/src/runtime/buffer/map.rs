@@ -368,3 +368,26 @@ pub fn enqueue_unmap_mem_object(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rect(offset: usize, width: usize, rows: usize) -> MapArea {
+        MapArea { offset, width, rows, slices: 1, row_pitch: 28, slice_pitch: 28 * 5 }
+    }
+
+    #[test]
+    fn image_areas_overlap_by_rows_not_spans() {
+        // 3x3 pixels of 4 bytes at (0, 0) and 3x2 at (4, 3) in a 7-pixel row:
+        // their spans cross, their rows do not.
+        let a = rect(0, 12, 3);
+        let b = rect(3 * 28 + 16, 12, 2);
+        assert!(!areas_overlap(a, 1000, b, 1000 + b.offset));
+        // 3x3 at (2, 2) shares pixel (2, 2).
+        let c = rect(2 * 28 + 8, 12, 3);
+        assert!(areas_overlap(a, 1000, c, 1000 + c.offset));
+        assert!(areas_overlap(MapArea::bytes(0, 8), 0, MapArea::bytes(0, 8), 7));
+        assert!(!areas_overlap(MapArea::bytes(0, 8), 0, MapArea::bytes(0, 8), 8));
+    }
+}
