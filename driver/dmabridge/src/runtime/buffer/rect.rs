@@ -156,6 +156,7 @@ fn rows_overlap(a: impl Iterator<Item = usize>, b: impl Iterator<Item = usize>, 
 /// The checks of a rectangular read (`read`) or write between `buffer` and
 /// the application's memory at `ptr`: both sides resolved, the host
 /// rectangle's extent, and the buffer's allocation at the queue's device.
+/// `cmd` names the entry point in messages (an image's read or write).
 fn host_rect(
     queue: &Queue,
     buffer: &Arc<Buffer>,
@@ -163,6 +164,7 @@ fn host_rect(
     ptr: *const u8,
     read: bool,
     wait_list: &[Event],
+    cmd: u32,
 ) -> ClResult<(Side, Side, usize, Target)> {
     check_target(queue, buffer, "buffer")?;
     check_wait_list(queue.context(), wait_list)?;
@@ -170,7 +172,12 @@ fn host_rect(
     let h = resolve(rect.host_origin, rect.region, rect.host_row_pitch, rect.host_slice_pitch, "host")?;
     b.check_inside(rect.region, buffer.size(), "buffer")?;
     check_user_ptr(queue, ptr, "ptr")?;
-    let what = if read { "clEnqueueReadBufferRect" } else { "clEnqueueWriteBufferRect" };
+    let what = match cmd {
+        command_type::READ_BUFFER_RECT => "clEnqueueReadBufferRect",
+        command_type::WRITE_BUFFER_RECT => "clEnqueueWriteBufferRect",
+        command_type::READ_IMAGE => "clEnqueueReadImage",
+        _ => "clEnqueueWriteImage",
+    };
     check_host_access(buffer, read, what)?;
     if !read {
         check_writable(buffer, what)?;
@@ -237,7 +244,7 @@ pub(crate) unsafe fn read_rect(
     wait_list: &[Event],
     cmd: u32,
 ) -> ClResult<Event> {
-    let (b, h, host_end, t) = host_rect(queue, buffer, rect, ptr, true, wait_list)?;
+    let (b, h, host_end, t) = host_rect(queue, buffer, rect, ptr, true, wait_list, cmd)?;
     let undo = [t.undo()];
     let (device, base, region) = (queue.device().clone(), ptr as usize, merged(rect.region, &[b, h]));
     let work = Box::new(move || {
@@ -307,7 +314,7 @@ pub(crate) unsafe fn write_rect(
     wait_list: &[Event],
     cmd: u32,
 ) -> ClResult<Event> {
-    let (b, h, host_end, t) = host_rect(queue, buffer, rect, ptr, false, wait_list)?;
+    let (b, h, host_end, t) = host_rect(queue, buffer, rect, ptr, false, wait_list, cmd)?;
     let undo = [t.undo()];
     let (device, base, region) = (queue.device().clone(), ptr as usize, merged(rect.region, &[b, h]));
     let work = Box::new(move || {

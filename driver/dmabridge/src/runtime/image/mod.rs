@@ -416,6 +416,18 @@ impl Image {
     /// The size in pixels (x, y, z) as commands address it: y is the 1D
     /// array index or the row (an NV12 image has `height * 3 / 2` rows),
     /// z the 2D array layer or the 3D slice; unused dimensions are 1.
+    ///
+    /// ```
+    /// use dmabridge::runtime::image::{format::{data_type, order, ImageFormat}, mem_object, Image, ImageDesc};
+    /// use dmabridge::runtime::{context::Context, platform::Platform};
+    /// let ctx = Context::new(std::slice::from_ref(Platform::get().cpu()))?;
+    /// let nv12 = ImageFormat::new(order::NV12_INTEL, data_type::UNORM_INT8);
+    /// // SAFETY: no host pointer.
+    /// let frame = unsafe { Image::create(&ctx, 0, nv12, &ImageDesc::new(mem_object::IMAGE2D, [640, 480, 1]), std::ptr::null_mut()) }?;
+    /// assert_eq!(frame.extent(), [640, 720, 1]); // Y rows, then CbCr rows
+    /// assert_eq!((frame.row_pitch(), frame.byte_size(), frame.storage().size()), (640, 640 * 720, 640 * 720));
+    /// # Ok::<(), dmabridge::error::ClError>(())
+    /// ```
     pub fn extent(&self) -> [usize; 3] {
         use mem_object::*;
         let d = &self.desc;
@@ -499,6 +511,20 @@ impl Image {
     /// the buffer of an image made from one.
     ///
     /// Errors: `CL_INVALID_VALUE` for an unknown `param`.
+    ///
+    /// ```
+    /// use dmabridge::runtime::buffer::mem_info;
+    /// use dmabridge::runtime::image::{format::{data_type, order, ImageFormat}, mem_object, Image, ImageDesc};
+    /// use dmabridge::runtime::info::InfoValue;
+    /// use dmabridge::runtime::{context::Context, platform::Platform};
+    /// let ctx = Context::new(std::slice::from_ref(Platform::get().cpu()))?;
+    /// let f = ImageFormat::new(order::R, data_type::FLOAT);
+    /// // SAFETY: no host pointer.
+    /// let img = unsafe { Image::create(&ctx, 0, f, &ImageDesc::new(mem_object::IMAGE1D_ARRAY, [16, 3, 1]), std::ptr::null_mut()) }?;
+    /// assert_eq!(img.mem_info(mem_info::TYPE)?, InfoValue::U32(mem_object::IMAGE1D_ARRAY));
+    /// assert_eq!(img.mem_info(mem_info::SIZE)?, InfoValue::Usize(16 * 4 * 3));
+    /// # Ok::<(), dmabridge::error::ClError>(())
+    /// ```
     pub fn mem_info(self: &Arc<Self>, param: u32) -> ClResult<InfoValue> {
         Ok(match param {
             mem_info::TYPE => InfoValue::U32(self.desc.image_type),
