@@ -51,7 +51,7 @@ use crate::cl_err;
 use crate::error::ClResult;
 use crate::sync;
 
-use super::buffer::{mem_flags, mem_info, Buffer};
+use super::buffer::{mem_info, Buffer};
 use super::context::Context;
 use super::device::{Device, DeviceType};
 use super::info::InfoValue;
@@ -200,10 +200,10 @@ pub struct Image {
     /// The descriptor as created, with the pitches of the storage.
     desc: ImageDesc,
     element_size: usize,
-    /// The pixels, from offset 0 (see the module's documentation).
+    /// The pixels, from offset 0 (see the module's documentation); its
+    /// `CL_MEM_HOST_PTR` is the image's (a `USE_HOST_PTR` image's, or that
+    /// of the buffer an image was made from).
     storage: Arc<Buffer>,
-    /// `CL_MEM_HOST_PTR`.
-    host_ptr: Option<usize>,
     destructors: Mutex<Vec<Box<dyn FnOnce() + Send>>>,
 }
 
@@ -286,16 +286,8 @@ impl Image {
         let buffer_flags = flags & !KERNEL_READ_AND_WRITE;
         // SAFETY: the caller's contract, for the `v.size` bytes the pitches span.
         let storage = unsafe { Buffer::create(ctx, buffer_flags, v.size, host_ptr) }?;
-        let host_ptr = (flags & mem_flags::USE_HOST_PTR != 0).then_some(host_ptr as usize);
-        Ok(Image::wrap(
-            ctx,
-            storage.flags() | (flags & KERNEL_READ_AND_WRITE),
-            format,
-            v.desc,
-            v.element_size,
-            storage,
-            host_ptr,
-        ))
+        let flags = storage.flags() | (flags & KERNEL_READ_AND_WRITE);
+        Ok(Image::wrap(ctx, flags, format, v.desc, v.element_size, storage))
     }
 
     /// An image whose storage is `buffer`, from offset 0 — the way to make
@@ -341,8 +333,7 @@ impl Image {
         // Pitches over existing memory are the memory's: allowed without a
         // host pointer.
         let v = validate::check(ctx, flags, format, desc, true, Some(&buffer))?;
-        let host_ptr = None;
-        Ok(Image::wrap(ctx, flags, format, v.desc, v.element_size, buffer, host_ptr))
+        Ok(Image::wrap(ctx, flags, format, v.desc, v.element_size, buffer))
     }
 
     fn wrap(
@@ -352,7 +343,6 @@ impl Image {
         desc: ImageDesc,
         element_size: usize,
         storage: Arc<Buffer>,
-        host_ptr: Option<usize>,
     ) -> Arc<Image> {
         Arc::new(Image {
             context: ctx.clone(),
@@ -361,7 +351,6 @@ impl Image {
             desc,
             element_size,
             storage,
-            host_ptr,
             destructors: Mutex::new(Vec::new()),
         })
     }
@@ -532,12 +521,13 @@ impl Image {
             mem_info::SIZE => {
                 InfoValue::Usize(if self.desc.buffer.is_some() { self.byte_size() } else { self.storage.size() })
             }
-            mem_info::HOST_PTR => InfoValue::Usize(self.host_ptr.unwrap_or(0)),
             mem_info::MAP_COUNT => InfoValue::U32(self.storage.map_count() as u32),
             mem_info::REFERENCE_COUNT => InfoValue::U32(Arc::strong_count(self) as u32),
             mem_info::ASSOCIATED_MEMOBJECT => InfoValue::Mem(self.desc.buffer.clone()),
             mem_info::OFFSET => InfoValue::Usize(0),
-            mem_info::CONTEXT | mem_info::USES_SVM_POINTER | mem_info::PROPERTIES => self.storage.info(param)?,
+            mem_info::HOST_PTR | mem_info::CONTEXT | mem_info::USES_SVM_POINTER | mem_info::PROPERTIES => {
+                self.storage.info(param)?
+            }
             _ => return cl_err!(InvalidValue, "{param:#x} is not a cl_mem_info (0x1100..=0x110A)"),
         })
     }
