@@ -51,7 +51,7 @@ use crate::cl_err;
 use crate::error::ClResult;
 use crate::sync;
 
-use super::buffer::{mem_info, Buffer};
+use super::buffer::{mem_flags, mem_info, Buffer};
 use super::context::Context;
 use super::device::{Device, DeviceType};
 use super::info::InfoValue;
