@@ -22,6 +22,7 @@ use dmabridge::runtime::context::Context;
 use dmabridge::runtime::device::Device;
 use dmabridge::runtime::event::{Event, EventStatus};
 use dmabridge::runtime::info::{device_info, device_param, InfoValue};
+use dmabridge::runtime::kernel::{self, Kernel};
 use dmabridge::runtime::platform::Platform;
 use dmabridge::runtime::queue::{Queue, QueueProps};
 use dmabridge::sys::addr::BusAddr;
@@ -348,6 +349,13 @@ fn ivshmem_removed_under_a_resident_external_buffer() {
     // SAFETY: `local` holds 4096 bytes; waited for below.
     let fill = unsafe { usm_commands::enqueue_mem_fill(&cq, local, &[7u8; 4], 4096, &[]) }.unwrap();
     assert_eq!(end_status(&fill), EventStatus::Error(code::DEVICE_NOT_AVAILABLE), "a USM fill of it");
+    let k = Kernel::builtin(&ctx, p.cpu(), "fill_pattern_u32").unwrap();
+    k.set_arg_mem_pointer(0, local).unwrap();
+    k.set_arg_scalar(1, &1024u64.to_ne_bytes()).unwrap();
+    k.set_arg_scalar(2, &7u32.to_ne_bytes()).unwrap();
+    // SAFETY: the kernel writes 1024 u32s at `local`, which holds 4096 bytes.
+    let launch = unsafe { kernel::enqueue_task(&cq, &k, &[]) }.unwrap();
+    assert_eq!(end_status(&launch), EventStatus::Error(code::DEVICE_NOT_AVAILABLE), "a kernel writing it");
     // The device's memory can be touched and freed without a SIGBUS.
     // SAFETY: `local` is a live 4096-byte allocation; nothing else uses it.
     unsafe { local.write_volatile(1) };
