@@ -441,7 +441,8 @@ test-nonroot: guest
 # so each runs alone in a guest of its own (25-50 s each here, boot included),
 # the test and the new process it starts after the rescan. The device loss
 # an engine finds itself (tests/guest/engine_loss.rs: a missed completion, a
-# register reading all ones) breaks both edus: a guest of its own too (~20 s).
+# register reading all ones) breaks both edus: a guest of its own too (21 s on
+# x86_64, 33 s on arm64, boot included: most of it is one 10 s edu timeout).
 # REMOVAL_RUN: the rig and the guest-test executable, set by the caller.
 REMOVAL_RIG   := --edu 2 --bind 0000:00:10.0 --bind 0000:00:11.0 --bind 0000:00:08.0
 REMOVAL_TESTS := removal::edu_removed_while_its_queue_copies removal::ivshmem_removed_under_a_resident_external_buffer \
