@@ -15,6 +15,7 @@ use dmabridge::error::ClErrorKind;
 use dmabridge::ext::arm_import::import_dma_buf;
 use dmabridge::ext::khr_external::memory::{self, MemProperties};
 use dmabridge::ext::khr_external::semaphore::{self, SemaphoreProperties, SEMAPHORE_TYPE_BINARY_KHR};
+use dmabridge::runtime::buffer::map::{self, map_flags};
 use dmabridge::runtime::buffer::store::Location;
 use dmabridge::runtime::buffer::{commands, Buffer};
 use dmabridge::runtime::context::Context;
@@ -29,7 +30,7 @@ use dmabridge::sys::memfd::{Memfd, Seals};
 use dmabridge::sys::udmabuf::Udmabuf;
 use dmabridge_tests::err_kind;
 
-use super::buffer::{pattern, queue, read};
+use super::buffer::{edu, pattern, queue, read};
 
 /// How long a command must stay held to show the fence holds it (well
 /// under vgem's ~10 s expiry).
@@ -114,7 +115,9 @@ fn udmabuf_and_heap_dma_bufs_import_zero_copy() {
         let mut seen = vec![0u8; N];
         dma_buf.map(Access::Read).unwrap().read_bytes(0, &mut seen);
         assert_eq!(seen, data, "{name}: the dma-buf's own pages hold what the buffer wrote");
+        memory::enqueue_acquire(&q, std::slice::from_ref(&b), &[]).unwrap();
         assert_eq!(read(&q, &b), data);
+        memory::enqueue_release(&q, std::slice::from_ref(&b), &[]).unwrap();
         no_bytes_moved(&b);
         // The bracket's sync calls: one start and one end, read-write.
         let syncs = b.cpu_syncs();
@@ -145,8 +148,8 @@ fn acquire_waits_for_a_vgem_fence() {
     waits_in_io_uring();
     dev.vgem_signal(fence).unwrap();
     Event::wait(&[filled]).unwrap();
-    memory::enqueue_release(&q, std::slice::from_ref(&b), &[]).unwrap();
     assert_eq!(read(&q, &b), vec![0x5a; n]);
+    memory::enqueue_release(&q, std::slice::from_ref(&b), &[]).unwrap();
 }
 
 /// The ARM import path waits the same way: a command's CPU access to the
@@ -233,4 +236,61 @@ fn pending_waits_add_no_threads() {
         dev.vgem_signal(f).unwrap();
     }
     Event::wait(&[last]).unwrap();
+}
+
+/// A udmabuf imported the Khronos way: every command that uses it before
+/// the acquire or after the release is refused when enqueued
+/// (`CL_INVALID_OPERATION`), a map too; inside the bracket it works.
+#[test]
+fn commands_outside_the_bracket_are_refused() {
+    let (ctx, q) = cpu();
+    const N: usize = 4096;
+    let memfd = Memfd::create(c"khr-bracket", N as u64).unwrap();
+    memfd.add_seals(Seals::SHRINK).unwrap();
+    let dma_buf = Udmabuf::open().unwrap().create(memfd.as_fd(), 0, N as u64).unwrap();
+    let b = import(&ctx, &dma_buf, N);
+    let fill_code = |b: &Arc<Buffer>| commands::enqueue_fill_buffer(&q, b, &[1], 0, N, &[]).map(|_| ());
+    assert_eq!(err_kind(fill_code(&b)), ClErrorKind::InvalidOperation, "a fill before the acquire");
+    let map = map::enqueue_map_buffer(&q, &b, true, map_flags::READ, 0, N);
+    assert_eq!(err_kind(map), ClErrorKind::InvalidOperation, "a map before the acquire");
+    memory::enqueue_acquire(&q, std::slice::from_ref(&b), &[]).unwrap();
+    Event::wait(&[fill(&q, &b, 0x33)]).unwrap();
+    assert_eq!(read(&q, &b), vec![0x33; N]);
+    Event::wait(&[memory::enqueue_release(&q, std::slice::from_ref(&b), &[]).unwrap()]).unwrap();
+    assert_eq!(err_kind(fill_code(&b)), ClErrorKind::InvalidOperation, "a fill after the release");
+}
+
+/// `CL_MEM_DEVICE_HANDLE_LIST_KHR` narrows the reachability check to the
+/// listed devices: in a context with edu, a udmabuf (whose PFN-mapped pages
+/// VFIO cannot pin) is refused for all devices, accepted for the CPU device
+/// alone; edu's queue then may not use it (`CL_INVALID_COMMAND_QUEUE`),
+/// nothing of it is resident in edu's domain, and the CPU's queue works.
+#[test]
+fn the_device_list_narrows_reachability() {
+    let p = Platform::get();
+    let (cpu, edu) = (p.cpu().clone(), edu(p));
+    let residents = edu.dma_domain().expect("edu sits in a DMA domain").residents().len();
+    let ctx = Context::new(&[cpu.clone(), edu.clone()]).unwrap();
+    let (qc, qe) = (queue(&ctx, &cpu), queue(&ctx, &edu));
+    const N: usize = 4096;
+    let memfd = Memfd::create(c"khr-devices", N as u64).unwrap();
+    memfd.add_seals(Seals::SHRINK).unwrap();
+    let dma_buf = Udmabuf::open().unwrap().create(memfd.as_fd(), 0, N as u64).unwrap();
+    let create = |devices| {
+        let props = MemProperties { dma_buf: Some(dma_buf.as_fd()), devices };
+        // SAFETY: no host pointer.
+        unsafe { memory::create_buffer_with_properties(&ctx, &props, 0, N, null_mut()) }
+    };
+    assert_eq!(err_kind(create(None)), ClErrorKind::InvalidOperation, "edu cannot reach a udmabuf");
+    assert_eq!(err_kind(create(Some(vec![edu.clone()]))), ClErrorKind::InvalidOperation);
+    let b = create(Some(vec![cpu.clone()])).expect("listed for the CPU device alone");
+    assert_eq!(memory::devices(&b), Some(vec![cpu.clone()]));
+    assert_eq!(edu.dma_domain().unwrap().residents().len(), residents, "nothing made resident for edu");
+    assert_eq!(err_kind(memory::enqueue_acquire(&qe, std::slice::from_ref(&b), &[])), ClErrorKind::InvalidCommandQueue);
+    memory::enqueue_acquire(&qc, std::slice::from_ref(&b), &[]).unwrap();
+    let on_edu = commands::enqueue_fill_buffer(&qe, &b, &[1], 0, N, &[]);
+    assert_eq!(err_kind(on_edu), ClErrorKind::InvalidCommandQueue);
+    Event::wait(&[fill(&qc, &b, 0x44)]).unwrap();
+    assert_eq!(read(&qc, &b), vec![0x44; N]);
+    Event::wait(&[memory::enqueue_release(&qc, std::slice::from_ref(&b), &[]).unwrap()]).unwrap();
 }

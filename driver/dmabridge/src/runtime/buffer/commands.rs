@@ -28,10 +28,16 @@ use super::{mem_flags, Buffer};
 /// The checks every buffer command makes of its queue and buffer:
 /// `CL_INVALID_CONTEXT` if they belong to different contexts,
 /// `CL_MISALIGNED_SUB_BUFFER_OFFSET` if a sub-buffer's origin is not aligned
-/// to the queue's device's `CL_DEVICE_MEM_BASE_ADDR_ALIGN`.
+/// to the queue's device's `CL_DEVICE_MEM_BASE_ADDR_ALIGN`; for memory
+/// imported from an external handle, `CL_INVALID_COMMAND_QUEUE` on a device
+/// it was not made for and `CL_INVALID_OPERATION` outside the
+/// acquire/release bracket ([`Bracket`](super::bracket::Bracket)).
 pub(crate) fn check_target(queue: &Queue, buffer: &Buffer, name: &str) -> ClResult<()> {
     if !Arc::ptr_eq(queue.context(), buffer.context()) {
         return cl_err!(InvalidContext, "{name} and the command queue belong to different contexts");
+    }
+    if let Some(bracket) = buffer.store().bracket() {
+        bracket.check_use(queue.device(), name)?;
     }
     let align = queue.device().max_alignment;
     if buffer.origin() as u64 % align != 0 {

@@ -8,6 +8,7 @@
 //! The buffer is held by `Arc`: clone to retain (`clRetainMemObject`), drop
 //! to release; a sub-buffer holds its parent.
 
+pub(crate) mod bracket;
 mod bus;
 pub mod commands;
 pub mod map;

@@ -218,7 +218,7 @@ impl Queue {
         blocking: bool,
         work: Box<dyn FnOnce() -> Result<(), i32> + Send>,
     ) -> ClResult<Event> {
-        self.submit(command_type, wait_list, blocking, Some(work), CommandUse::All, Kind::Command)
+        self.submit(command_type, wait_list, &[], blocking, Some(work), CommandUse::All, Kind::Command)
     }
 
     /// Enqueue a command of `command_type` that runs `work` once every event
@@ -261,7 +261,7 @@ impl Queue {
         usage: CommandUse,
         work: Box<dyn FnOnce() -> Result<(), i32> + Send>,
     ) -> ClResult<Event> {
-        self.submit(command_type, wait_list, blocking, Some(work), usage, Kind::Command)
+        self.submit(command_type, wait_list, &[], blocking, Some(work), usage, Kind::Command)
     }
 
     /// `clEnqueueMarkerWithWaitList`: an event that completes once
@@ -285,7 +285,7 @@ impl Queue {
     /// # Ok::<(), dmabridge::error::ClError>(())
     /// ```
     pub fn enqueue_marker(self: &Arc<Self>, wait_list: &[Event]) -> ClResult<Event> {
-        self.submit(command_type::MARKER, wait_list, false, None, CommandUse::Nothing, Kind::Marker)
+        self.submit(command_type::MARKER, wait_list, &[], false, None, CommandUse::Nothing, Kind::Marker)
     }
 
     /// `clEnqueueBarrierWithWaitList`: like a marker, and every command
@@ -308,7 +308,41 @@ impl Queue {
     /// # Ok::<(), dmabridge::error::ClError>(())
     /// ```
     pub fn enqueue_barrier(self: &Arc<Self>, wait_list: &[Event]) -> ClResult<Event> {
-        self.submit(command_type::BARRIER, wait_list, false, None, CommandUse::Nothing, Kind::Barrier)
+        self.submit(command_type::BARRIER, wait_list, &[], false, None, CommandUse::Nothing, Kind::Barrier)
+    }
+
+    /// A command of `command_type` ordered like a barrier on any queue: it
+    /// runs `work` once `wait_list` finished — or, for an empty list, once
+    /// every command enqueued before it finished — and once `also` finished
+    /// (events the command itself needs, which do not count as its wait
+    /// list), and every command enqueued after it waits for it. The order
+    /// `cl_khr_semaphore` gives its wait and signal commands: on an
+    /// out-of-order queue a plain command would run as soon as its own wait
+    /// list allowed.
+    ///
+    /// ```
+    /// use dmabridge::runtime::{context::Context, event::{command_type, Event}, platform::Platform};
+    /// use dmabridge::runtime::queue::{properties, Queue, QueueProps};
+    /// let cpu = Platform::get().cpu();
+    /// let ctx = Context::new(std::slice::from_ref(cpu))?;
+    /// let queue = Queue::new(&ctx, cpu, QueueProps::from_bits(properties::OUT_OF_ORDER_EXEC_MODE_ENABLE)?)?;
+    /// let gate = Event::user(&ctx);
+    /// queue.enqueue(command_type::NATIVE_KERNEL, &[gate.clone()], false, Box::new(|| Ok(())))?;
+    /// let ordered = queue.enqueue_ordered(command_type::NATIVE_KERNEL, &[], &[], Box::new(|| Ok(())))?;
+    /// // Waits for the command before it, even on an out-of-order queue.
+    /// assert!(!ordered.status().is_terminal());
+    /// gate.set_user_status(0)?;
+    /// Event::wait(&[ordered])?;
+    /// # Ok::<(), dmabridge::error::ClError>(())
+    /// ```
+    pub fn enqueue_ordered(
+        self: &Arc<Self>,
+        command_type: u32,
+        wait_list: &[Event],
+        also: &[Event],
+        work: Box<dyn FnOnce() -> Result<(), i32> + Send>,
+    ) -> ClResult<Event> {
+        self.submit(command_type, wait_list, also, false, Some(work), CommandUse::Nothing, Kind::Barrier)
     }
 
     /// `clFlush`: commands are submitted as they are enqueued, so only a check.

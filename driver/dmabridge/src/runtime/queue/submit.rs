@@ -21,10 +21,14 @@ pub(super) enum Kind {
 }
 
 impl Queue {
+    /// `also`: events the command needs besides its wait list, which do
+    /// not make a marker or barrier's wait list non-empty.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn submit(
         self: &Arc<Self>,
         command_type: u32,
         wait_list: &[Event],
+        also: &[Event],
         blocking: bool,
         work: Option<Work>,
         usage: CommandUse,
@@ -96,7 +100,7 @@ impl Queue {
             Arc::new(Deps { seq, event: event.clone(), pending: AtomicUsize::new(1), failed: AtomicBool::new(false) });
         st.live.push_back(Live { seq, event: event.clone(), usage, work, deps: Some(deps.clone()), started: false });
         drop(st);
-        for e in wait_list {
+        for e in wait_list.iter().chain(also) {
             deps.add(e, true, shared);
         }
         for e in &after {

@@ -151,6 +151,7 @@ impl Store {
             imported: Some(imported),
             remote: None,
             restrictions: Restrictions::default(),
+            bracket: None,
         }
     }
 
@@ -164,6 +165,19 @@ impl Store {
     /// What its creator forbids on the store's memory.
     pub fn restrictions(&self) -> &Restrictions {
         &self.restrictions
+    }
+
+    /// The store with `bracket`: its memory is used only between an acquire
+    /// and a release, on the bracket's devices (see [`Bracket`]).
+    pub fn with_bracket(mut self, bracket: Bracket) -> Store {
+        self.bracket = Some(bracket);
+        self
+    }
+
+    /// The acquire/release bracket of memory imported from an external
+    /// handle, `None` for other memory.
+    pub fn bracket(&self) -> Option<&Bracket> {
+        self.bracket.as_ref()
     }
 
     /// True if the store is imported memory (`clImportMemoryARM`).

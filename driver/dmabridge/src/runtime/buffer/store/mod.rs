@@ -91,6 +91,7 @@ use crate::sys::access::Access;
 use crate::sys::addr::HostAddr;
 use crate::sys::dma_buf::LazyMap;
 
+use super::bracket::Bracket;
 use super::restrictions::Restrictions;
 pub use imported::CpuSyncs;
 pub(crate) use imported::{CpuSync, Imported, RemoteKeep};
@@ -198,6 +199,8 @@ pub(crate) struct Store {
     remote: Option<Box<dyn RemoteKeep>>,
     /// What its creator forbids on the memory.
     restrictions: Restrictions,
+    /// Memory used only between an acquire and a release, on some devices.
+    bracket: Option<Bracket>,
 }
 
 /// The memory a command works on at its location.
@@ -221,6 +224,7 @@ impl Store {
             imported: None,
             remote: None,
             restrictions: Restrictions::default(),
+            bracket: None,
         }
     }
 
