@@ -294,3 +294,46 @@ fn the_device_list_narrows_reachability() {
     assert_eq!(read(&qc, &b), vec![0x44; N]);
     Event::wait(&[memory::enqueue_release(&qc, std::slice::from_ref(&b), &[]).unwrap()]).unwrap();
 }
+
+/// The CPU maps only the chunks of an imported dma-buf a command touches,
+/// at their own offsets (both import paths): a 16-byte read in the second
+/// chunk maps that chunk alone and reads the bytes the exporter holds
+/// there, not the buffer's start; an acquire maps nothing; a fill of the
+/// whole buffer maps the rest.
+#[test]
+fn a_first_access_maps_only_the_chunks_it_touches() {
+    use dmabridge::sys::dma_buf::CHUNK;
+    let (ctx, q) = cpu();
+    let n = 3 * CHUNK + 4096;
+    let memfd = Memfd::create(c"khr-chunks", n as u64).unwrap();
+    memfd.add_seals(Seals::SHRINK).unwrap();
+    let data = pattern(n, 41);
+    memfd.map(0, n, Access::Write).unwrap().write_bytes(0, &data);
+    let dma_buf = Udmabuf::open().unwrap().create(memfd.as_fd(), 0, n as u64).unwrap();
+    let read_at = |b: &Arc<Buffer>, offset: usize| {
+        let mut out = [0u8; 16];
+        // SAFETY: a blocking read of 16 bytes into `out`.
+        unsafe { commands::enqueue_read_buffer(&q, b, true, offset, 16, out.as_mut_ptr(), &[]) }.unwrap();
+        out
+    };
+    // clImportMemoryARM.
+    let arm = import_dma_buf(&ctx, 0, dma_buf.as_fd(), n).unwrap();
+    assert_eq!(arm.cpu_mapped_bytes(), 0);
+    assert_eq!(read_at(&arm, CHUNK + 5), data[CHUNK + 5..CHUNK + 21], "the bytes at their own offset");
+    assert_eq!(arm.cpu_mapped_bytes(), CHUNK, "one chunk mapped for a 16-byte read");
+    assert_eq!(read_at(&arm, n - 16), data[n - 16..], "the last bytes");
+    assert_eq!(arm.cpu_mapped_bytes(), CHUNK + 4096, "and the short last chunk");
+    // The Khronos way: the acquire maps nothing.
+    let khr = import(&ctx, &dma_buf, n);
+    let one = std::slice::from_ref(&khr);
+    Event::wait(&[memory::enqueue_acquire(&q, one, &[]).unwrap()]).unwrap();
+    assert_eq!(khr.cpu_mapped_bytes(), 0, "an acquire maps nothing");
+    assert_eq!(read_at(&khr, 2 * CHUNK + 7), data[2 * CHUNK + 7..2 * CHUNK + 23]);
+    assert_eq!(khr.cpu_mapped_bytes(), CHUNK);
+    Event::wait(&[fill(&q, &khr, 0x77)]).unwrap();
+    assert_eq!(khr.cpu_mapped_bytes(), n, "a fill of all of it maps all of it");
+    memory::enqueue_release(&q, one, &[]).unwrap();
+    let mut seen = vec![0u8; n];
+    memfd.map(0, n, Access::Read).unwrap().read_bytes(0, &mut seen);
+    assert!(seen.iter().all(|b| *b == 0x77), "the fill reached every page of the exporter");
+}

@@ -271,7 +271,8 @@ pub fn enqueue_acquire(queue: &Arc<Queue>, buffers: &[Arc<Buffer>], wait_list: &
         false,
         Box::new(move || {
             for (i, (b, e)) in work.iter().enumerate() {
-                if let Err(code) = b.store().begin_cpu(e.dir) {
+                // A bracket only: each command maps what it touches.
+                if let Err(code) = b.store().begin_cpu(e.dir, None) {
                     // Keep the bracket whole: end what began.
                     for (b, e) in &work[..i] {
                         b.store().end_cpu(e.dir);

@@ -193,7 +193,7 @@ pub fn enqueue_map_buffer_after(
         let _alive = &keep;
         let mut st = store.lock();
         store.make_current(&mut st, Location::Host, discard)?;
-        store.begin_cpu(dir)?;
+        store.begin_cpu(dir, Some((ptr - base, size)))?;
         began.store(true, Ordering::Release);
         Ok(())
     });

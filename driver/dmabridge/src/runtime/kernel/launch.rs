@@ -383,7 +383,7 @@ fn with_buffers(targets: Vec<(usize, Target)>, cpu_runs: bool, work: Work) -> Wo
         // reading and writing (read-only ones for reading) while it runs.
         let mut syncs = Vec::new();
         for (s, _) in stores.iter().filter(|_| cpu_runs) {
-            syncs.extend(s.cpu_sync(Access::ReadWrite)?);
+            syncs.extend(s.cpu_sync(Access::ReadWrite, Some((0, s.size())))?);
         }
         // Even a failed kernel may have written: its device alone is current.
         let r = work();
