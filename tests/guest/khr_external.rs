@@ -17,7 +17,7 @@ use dmabridge::ext::khr_external::memory::{self, MemProperties};
 use dmabridge::ext::khr_external::semaphore::{self, SemaphoreProperties, SEMAPHORE_TYPE_BINARY_KHR};
 use dmabridge::runtime::buffer::map::{self, map_flags};
 use dmabridge::runtime::buffer::store::Location;
-use dmabridge::runtime::buffer::{commands, Buffer};
+use dmabridge::runtime::buffer::{commands, mem_flags, Buffer};
 use dmabridge::runtime::context::Context;
 use dmabridge::runtime::event::{Event, EventStatus};
 use dmabridge::runtime::platform::Platform;
@@ -25,7 +25,7 @@ use dmabridge::runtime::queue::Queue;
 use dmabridge::sys::access::Access;
 use dmabridge::sys::dma_buf::DmaBuf;
 use dmabridge::sys::dma_heap::DmaHeap;
-use dmabridge::sys::drm::{DrmDevice, PrimeFlags};
+use dmabridge::sys::drm::{DrmDevice, PrimeFlags, VgemFence};
 use dmabridge::sys::memfd::{Memfd, Seals};
 use dmabridge::sys::udmabuf::Udmabuf;
 use dmabridge_tests::err_kind;
@@ -163,12 +163,8 @@ fn arm_import_access_waits_for_a_vgem_fence() {
     let dma_buf = dev.export(&dumb, PrimeFlags::CLOEXEC | PrimeFlags::RDWR).unwrap();
     let b = import_dma_buf(&ctx, 0, dma_buf.as_fd(), n).unwrap();
     let fence = dev.vgem_attach_fence(&dumb, true).unwrap();
-    let filled = fill(&q, &b, 0xa5);
-    still_held(&filled);
-    waits_in_io_uring();
-    dev.vgem_signal(fence).unwrap();
-    Event::wait(&[filled]).unwrap();
-    assert_eq!(read(&q, &b), vec![0xa5; n]);
+    fill_waits_for(&q, &b, &dev, fence, 0xa5);
+    assert_eq!(b.size(), n);
 }
 
 /// A semaphore imported from a real sync_file (vgem's fence exported from
@@ -336,4 +332,32 @@ fn a_first_access_maps_only_the_chunks_it_touches() {
     let mut seen = vec![0u8; n];
     memfd.map(0, n, Access::Read).unwrap().read_bytes(0, &mut seen);
     assert!(seen.iter().all(|b| *b == 0x77), "the fill reached every page of the exporter");
+}
+
+/// Another driver's fence on a dma-buf dmabridge exported: vgem imports a
+/// buffer's export and attaches a write fence (as a GPU writing it would);
+/// a fill of the buffer on the CPU device waits for it, asleep in the
+/// queue's io_uring, and runs once the test signals it.
+#[test]
+fn a_cpu_access_to_an_exported_buffer_waits_for_a_foreign_fence() {
+    let (ctx, q) = cpu();
+    let dev = DrmDevice::open_vgem().expect("the guest suite loads vgem");
+    const N: usize = 4096;
+    // SAFETY: no host pointer.
+    let b = unsafe { Buffer::create(&ctx, mem_flags::ALLOC_HOST_PTR, N, null_mut()) }.unwrap();
+    let dma_buf = b.export_dmabuf(&Udmabuf::open().unwrap()).unwrap();
+    let gem = dev.import(&dma_buf).unwrap();
+    let fence = dev.vgem_attach_fence_to_import(&gem, true).unwrap();
+    fill_waits_for(&q, &b, &dev, fence, 0x21);
+}
+
+/// A fill of all of `b` is held by vgem's `fence` (its worker asleep in
+/// io_uring) until the test signals it, and then writes `byte` everywhere.
+fn fill_waits_for(q: &Arc<Queue>, b: &Arc<Buffer>, dev: &DrmDevice, fence: VgemFence, byte: u8) {
+    let filled = fill(q, b, byte);
+    still_held(&filled);
+    waits_in_io_uring();
+    dev.vgem_signal(fence).unwrap();
+    Event::wait(&[filled]).unwrap();
+    assert_eq!(read(q, b), vec![byte; b.size()]);
 }

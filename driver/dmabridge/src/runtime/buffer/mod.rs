@@ -663,7 +663,8 @@ impl Buffer {
         if exported.is_err() {
             self.store.undo_host_alloc(fresh);
         }
-        exported
+        // Other drivers' fences on it are waited for before CPU accesses.
+        exported.and_then(|d| self.store.note_export(&d).map(|()| d))
     }
 
     /// `clSetMemObjectDestructorCallback`: `f` runs when the buffer object is

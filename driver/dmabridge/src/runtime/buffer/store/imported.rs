@@ -156,6 +156,7 @@ impl Store {
             remote: None,
             restrictions: Restrictions::default(),
             bracket: None,
+            exports: Mutex::default(),
         }
     }
 
@@ -230,6 +231,7 @@ impl Store {
     /// `DMA_BUF_IOCTL_SYNC` start (nothing for other memory), ended when the
     /// guard drops. The error is a command status.
     pub fn cpu_sync(&self, dir: Access, touch: Option<(usize, usize)>) -> Result<Option<CpuSync<'_>>, i32> {
+        self.wait_export_fences(dir)?;
         let Some((imported, lazy)) = self.imported.as_ref().and_then(|i| Some((i, i.dma_buf.as_ref()?))) else {
             return Ok(None);
         };
