@@ -20,7 +20,7 @@ use crate::runtime::buffer::store::{Location, Store};
 use crate::runtime::buffer::Buffer;
 use crate::runtime::context::Context;
 use crate::runtime::event::Event;
-use crate::runtime::queue::{CommandUse, Queue};
+use crate::runtime::queue::{CommandUse, Completion, Queue};
 use crate::sys::access::Access;
 
 use super::builtin::Builtin;
@@ -278,7 +278,7 @@ fn launch_args(
     let ctx = queue.context();
     let extents = match &kernel.body {
         Body::Builtin(b) => check_builtin(ctx, b, &args)?,
-        Body::Native(_) => Vec::new(),
+        Body::Native(_) | Body::NativeAsync(_) => Vec::new(),
     };
     for (i, t) in &targets {
         let len = extents.iter().find(|e| e.0 as usize == *i).map_or(0, |e| e.1);
@@ -316,6 +316,26 @@ fn launch_args(
         CommandUse::Ranges(ranges)
     };
     let work: Work = match &kernel.body {
+        // Nothing to hold while it runs: started here or by a worker, and
+        // ended by its executor (no thread waits for it).
+        Body::NativeAsync(f) if targets.is_empty() && reach.is_none() => {
+            let f = f.clone();
+            return queue.enqueue_async_with_use(ty, wait_list, usage, Box::new(move |done| f(&args, done)));
+        }
+        // Buffer locks and residency are held by the worker until it ended.
+        Body::NativeAsync(f) => {
+            let f = f.clone();
+            Box::new(move || {
+                let (tx, rx) = std::sync::mpsc::sync_channel(1);
+                f(
+                    &args,
+                    Completion::new(move |r| {
+                        let _ = tx.send(r);
+                    }),
+                );
+                rx.recv().unwrap_or(Err(code::OUT_OF_RESOURCES))
+            })
+        }
         Body::Native(f) => {
             let f = f.clone();
             Box::new(move || f(&args))
@@ -348,7 +368,7 @@ fn launch_args(
         }
     };
     // A native kernel is the CPU's code whatever the queue's device.
-    let cpu_runs = matches!(kernel.body, Body::Native(_)) || queue.device().backend().is_none();
+    let cpu_runs = kernel.is_native() || queue.device().backend().is_none();
     let work = with_buffers(targets, cpu_runs, work);
     let work = match reach {
         None => work,
