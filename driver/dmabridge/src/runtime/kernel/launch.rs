@@ -1,7 +1,8 @@
 //! Kernel launches: `clEnqueueTask`, `clEnqueueNDRangeKernel` (1 to 3
 //! dimensions, [`NdRange`]) and `clEnqueueNativeKernel`.
 //!
-//! A built-in's launch is split across up to `CL_DEVICE_MAX_COMPUTE_UNITS`
+//! A built-in's launch (but the YUYV conversions', see `Builtin::split`) is
+//! split across up to `CL_DEVICE_MAX_COMPUTE_UNITS`
 //! threads with [`std::thread::scope`] inside the command, one contiguous
 //! block of work-items each, but only when it moves at least 1 MiB per
 //! thread: below that, spawning costs more than it saves, so small launches
@@ -357,7 +358,8 @@ fn launch_args(
         Body::Builtin(b) => {
             let b: &'static Builtin = b;
             let bytes: usize = extents.iter().map(|e| e.1).fold(0, usize::saturating_add);
-            let threads = (queue.device().compute_units as usize).min(global).min(bytes / BYTES_PER_THREAD).max(1);
+            let cores = if b.split { queue.device().compute_units as usize } else { 1 };
+            let threads = cores.min(global).min(bytes / BYTES_PER_THREAD).max(1);
             Box::new(move || {
                 // SAFETY: the caller of the enqueue keeps every pointer valid
                 // for its extent until the event completes; check_builtin

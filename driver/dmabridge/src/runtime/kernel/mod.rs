@@ -9,6 +9,8 @@
 mod builtin;
 pub mod launch;
 mod range;
+/// One YUYV line to 4-byte pixels, in 16-bit SIMD lanes.
+mod yuyv;
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
