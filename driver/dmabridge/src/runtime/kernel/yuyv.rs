@@ -20,8 +20,8 @@
 //! On x86_64 (SSE2 is part of the baseline: no detection needed) 8 pairs
 //! (16 pixels) go through SSE2 intrinsics at a time: 0.73 ms per 1080p
 //! frame on this project's host, against 2.1 ms for the portable loop below
-//! and 1.0 ms for that loop compiled for AVX2 (measured once; the loop in
-//! `i32`, as before, took over 50 times as long). Elsewhere the portable
+//! and 1.0 ms for that loop compiled for AVX2, 16-32 ms for the former
+//! per-pixel loop in `i32` (docs/BENCHMARKS.md, `gst`). Elsewhere the portable
 //! loop, written in fixed chunks of 16 pairs that the compiler vectorises
 //! (NEON on aarch64, where `ld4`/`st4` de- and re-interleave). The pairs left
 //! over, and an odd last pixel, take the reference.
