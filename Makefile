@@ -245,10 +245,9 @@ else
 INSTALL_CARGO := $(CARGO)
 INSTALL_BIN   := target/release
 endif
-# The GStreamer plugin (install-gst, below): on by default for the host
-# build; INSTALL_GST=0 leaves it out (ARCH=arm64: no arm64 GStreamer to link
-# here; the Debian packages do not carry it yet).
-INSTALL_GST   ?= $(if $(filter arm64,$(ARCH)),0,1)
+# The GStreamer plugin (install-gst, below): on by default; INSTALL_GST=0
+# leaves it out.
+INSTALL_GST   ?= 1
 build-install:
 	@command -v help2man >/dev/null || { echo "make install: no help2man (it writes the man pages from --help): apt-get install help2man"; exit 1; }
 	$(INSTALL_CARGO) build --release --locked -p dmabridge-cli -p dmabridge-icd
@@ -362,12 +361,24 @@ test-deb: guest
 # The GStreamer plugin, in GStreamer's plugin folder under PREFIX: for
 # PREFIX=/usr the system one gst-inspect-1.0 scans (Debian's multiarch
 # /usr/lib/<triplet>/gstreamer-1.0), else $(LIBDIR)/gstreamer-1.0, which
-# GST_PLUGIN_PATH must name.
-GST_PLUGINDIR ?= $(if $(filter /usr,$(PREFIX)),$(shell pkg-config --variable=pluginsdir gstreamer-1.0 2>/dev/null || echo $(LIBDIR)/gstreamer-1.0),$(LIBDIR)/gstreamer-1.0)
+# GST_PLUGIN_PATH must name. ARCH=arm64 cross-builds it with the pinned
+# toolchain against the arm64 GStreamer libraries of toolchain/fetch-gst-arm64,
+# into target/gst-aarch64.
+ifeq ($(ARCH),arm64)
+GST_SYSTEM_DIR    := /usr/lib/aarch64-linux-gnu/gstreamer-1.0
+GST_INSTALL_SO    := target/gst-aarch64/aarch64-unknown-linux-gnu/release/libgstdmabridge.so
+GST_INSTALL_BUILD  = set -a && . "$$(toolchain/fetch-gst-arm64 | tail -n 1)" && set +a && cd $(GST_DIR) && \
+    CARGO_TARGET_DIR_AARCH64=$(CURDIR)/target/gst-aarch64 ../../toolchain/cargo-aarch64 build --release --lib --quiet
+else
+GST_SYSTEM_DIR     = $(shell pkg-config --variable=pluginsdir gstreamer-1.0 2>/dev/null || echo $(LIBDIR)/gstreamer-1.0)
+GST_INSTALL_SO    := $(GST_TARGET)/release/libgstdmabridge.so
+GST_INSTALL_BUILD  = cd $(GST_DIR) && $(GST_CARGO) build --release --quiet
+endif
+GST_PLUGINDIR ?= $(if $(filter /usr,$(PREFIX)),$(GST_SYSTEM_DIR),$(LIBDIR)/gstreamer-1.0)
 install-gst:
 	@tests/gst-deps
-	@cd $(GST_DIR) && $(GST_CARGO) build --release --quiet
-	install -D -m 0755 $(GST_TARGET)/release/libgstdmabridge.so $(DESTDIR)$(GST_PLUGINDIR)/libgstdmabridge.so
+	@$(GST_INSTALL_BUILD)
+	install -D -m 0644 $(GST_INSTALL_SO) $(DESTDIR)$(GST_PLUGINDIR)/libgstdmabridge.so
 
 # The guest suites run under tests/guest-runner: one process per test, each
 # killed and reported by name when it gives no result within its timeout
