@@ -12,6 +12,8 @@ mod dma_buf;
 mod dma_heaps;
 mod drm;
 mod edu_device;
+mod engine_loss;
+mod images;
 mod info_command;
 mod khr_external;
 mod kmod;

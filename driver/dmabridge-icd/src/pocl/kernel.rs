@@ -6,14 +6,18 @@
 //! launch's values itself (captured when the application enqueues it on a
 //! dmabridge queue) and, when the command runs, sets all of them on PoCL's
 //! kernel and enqueues it there under the kernel's lock, so launches of one
-//! kernel from several queues never see each other's arguments.
+//! kernel from several queues never see each other's arguments. PoCL's
+//! thread that ends the launch ends the dmabridge command (an event
+//! callback): nobody waits on PoCL's queue.
 
+use std::ffi::c_void;
 use std::sync::Mutex;
 
 use opencl_sys::*;
 
 use super::program::PoclProgram;
 use super::{call, check, create, Pocl};
+use dmabridge::runtime::queue::Completion;
 use dmabridge::sync;
 
 /// What an argument of a kernel from source is, by address space.
@@ -154,79 +158,98 @@ impl PoclKernel {
         check(unsafe { call!(p, clSetKernelArg(self.handle, index, bytes.len(), bytes.as_ptr().cast())) })
     }
 
-    /// Runs the kernel once on PoCL's queue over the range (`dims` entries
-    /// each; `local` may be absent) with `args`, and waits for it. `Err` is
-    /// the launch's status (a negative CL code).
-    pub fn run(
+    /// Starts the kernel once on PoCL's queue over the range (`dims`
+    /// entries each; `local` may be absent) with `args`, without waiting:
+    /// PoCL's thread that ends it calls `done` (through `on_complete`) with
+    /// its status. No `clFinish` on PoCL's queue and no thread of ours
+    /// waiting for PoCL: the launch costs the thread hand-offs of PoCL's own.
+    pub fn start(
         &self,
         p: &Pocl,
         args: &[RunArg],
         global: &[usize],
         offset: &[usize],
         local: Option<&[usize]>,
-    ) -> Result<(), cl_int> {
+        done: Completion,
+    ) {
+        let event = match self.enqueue(p, args, global, offset, local) {
+            Ok(e) => e,
+            Err(code) => return done.complete(Err(code)),
+        };
+        let data = Box::into_raw(Box::new(done));
+        // SAFETY: PoCL's event, of which `on_complete` releases our
+        // reference; `data` is a leaked Box<Completion> it takes back.
+        let set = check(unsafe {
+            call!(p, clSetEventCallback(event, CL_COMPLETE as cl_int, Some(on_complete), data.cast()))
+        });
+        if let Err(code) = set {
+            // SAFETY: the callback was not registered: the Box is ours again.
+            let done = unsafe { Box::from_raw(data) };
+            // SAFETY: our reference to the event, not used after.
+            unsafe { call!(p, clReleaseEvent(event)) };
+            done.complete(Err(code));
+        }
+    }
+
+    /// Sets `args` and enqueues the kernel on PoCL's queue under the
+    /// kernel's lock; PoCL's event of the launch.
+    fn enqueue(
+        &self,
+        p: &Pocl,
+        args: &[RunArg],
+        global: &[usize],
+        offset: &[usize],
+        local: Option<&[usize]>,
+    ) -> Result<cl_event, cl_int> {
         let mut event: cl_event = std::ptr::null_mut();
-        {
-            let _g = sync::lock(&self.lock);
-            for (i, a) in args.iter().enumerate() {
-                let i = i as cl_uint;
-                // SAFETY: our kernel; each value is readable for its length,
-                // a pointer argument is an address the launch keeps valid
-                // (the enqueue's contract) and PoCL uses in place.
-                check(unsafe {
-                    match a {
-                        RunArg::Pointer(ptr) => call!(p, clSetKernelArgSVMPointer(self.handle, i, *ptr as *const _)),
-                        RunArg::Value(b) => call!(p, clSetKernelArg(self.handle, i, b.len(), b.as_ptr().cast())),
-                        RunArg::Local(n) => call!(p, clSetKernelArg(self.handle, i, *n, std::ptr::null())),
-                    }
-                })?;
-            }
-            let lp = local.map_or(std::ptr::null(), <[usize]>::as_ptr);
-            // SAFETY: PoCL's queue and our kernel; the arrays hold `dims` entries.
+        let _g = sync::lock(&self.lock);
+        for (i, a) in args.iter().enumerate() {
+            let i = i as cl_uint;
+            // SAFETY: our kernel; each value is readable for its length,
+            // a pointer argument is an address the launch keeps valid
+            // (the enqueue's contract) and PoCL uses in place.
             check(unsafe {
-                call!(
-                    p,
-                    clEnqueueNDRangeKernel(
-                        p.queue,
-                        self.handle,
-                        global.len() as cl_uint,
-                        offset.as_ptr(),
-                        global.as_ptr(),
-                        lp,
-                        0,
-                        std::ptr::null(),
-                        &mut event
-                    )
-                )
+                match a {
+                    RunArg::Pointer(ptr) => call!(p, clSetKernelArgSVMPointer(self.handle, i, *ptr as *const _)),
+                    RunArg::Value(b) => call!(p, clSetKernelArg(self.handle, i, b.len(), b.as_ptr().cast())),
+                    RunArg::Local(n) => call!(p, clSetKernelArg(self.handle, i, *n, std::ptr::null())),
+                }
             })?;
         }
-        // PoCL's queue is in order: its clFinish ends with this launch (and
-        // with launches of other dmabridge queues enqueued before, which
-        // PoCL runs in order anyway); the event's status says how it ended.
-        // SAFETY: PoCL's queue.
-        let waited = check(unsafe { call!(p, clFinish(p.queue)) });
-        let mut status: cl_int = CL_COMPLETE;
-        // SAFETY: the event; one cl_int answer.
-        let queried = check(unsafe {
+        let lp = local.map_or(std::ptr::null(), <[usize]>::as_ptr);
+        // SAFETY: PoCL's queue and our kernel; the arrays hold `dims` entries.
+        check(unsafe {
             call!(
                 p,
-                clGetEventInfo(
-                    event,
-                    CL_EVENT_COMMAND_EXECUTION_STATUS,
-                    std::mem::size_of::<cl_int>(),
-                    (&mut status as *mut cl_int).cast(),
-                    std::ptr::null_mut()
+                clEnqueueNDRangeKernel(
+                    p.queue,
+                    self.handle,
+                    global.len() as cl_uint,
+                    offset.as_ptr(),
+                    global.as_ptr(),
+                    lp,
+                    0,
+                    std::ptr::null(),
+                    &mut event
                 )
             )
-        });
-        // SAFETY: our reference to the event.
-        unsafe { call!(p, clReleaseEvent(event)) };
-        // A failed launch's own status first: the wait then only says
-        // that an event of its list failed.
-        queried?;
-        if status < 0 {
-            return Err(status);
-        }
-        waited
+        })?;
+        Ok(event)
     }
+}
+
+/// PoCL's `CL_COMPLETE` callback of a launch: ends the dmabridge command
+/// with the launch's status (negative when it failed) and releases the
+/// event. Runs on PoCL's thread; no panic leaves it.
+extern "C" fn on_complete(event: cl_event, status: cl_int, data: *mut c_void) {
+    let _ = std::panic::catch_unwind(|| {
+        // SAFETY: `data` is the Box<Completion> `start` leaked for this
+        // callback, which PoCL calls once.
+        let done = unsafe { Box::from_raw(data.cast::<Completion>()) };
+        if let Some(p) = super::get() {
+            // SAFETY: the reference `start` left for this callback.
+            unsafe { call!(p, clReleaseEvent(event)) };
+        }
+        done.complete(if status < 0 { Err(status) } else { Ok(()) });
+    });
 }

@@ -33,8 +33,17 @@
 //! (on an out-of-order queue: when no barrier is pending): no thread
 //! handoff, one allocation (the event), two round trips of the queue's lock
 //! and three of the event's, and the clock read only when profiling.
+//!
+//! **Asynchronous commands** ([`Queue::enqueue_async_with_use`], module
+//! `completion`): the work only starts the command on another executor and
+//! hands it a [`Completion`], which that executor's thread calls when the
+//! command ended. It counts as running until then. One that can start at
+//! once starts on the enqueuing thread (as the inline path, but without
+//! blocking), so a launch costs no hand-off to a worker and none back.
 
 // This file: the `Queue` type and its public API.
+/// Asynchronous commands: `AsyncWork` starts them, a `Completion` ends them.
+mod completion;
 /// The wait-list state of a queued command and the hooks on its events.
 mod deps;
 /// `CL_QUEUE_PROPERTIES`: the bits and `QueueProps`.
@@ -62,12 +71,13 @@ use super::context::Context;
 use super::device::Device;
 use super::event::{command_type, Event};
 
+pub use completion::{AsyncWork, Completion};
 pub use props::{properties, QueueProps};
 pub use registry::{check_wait_list, queues_of, wait_for_context_commands_using};
 pub use usage::CommandUse;
 
 use registry::NEXT_ID;
-use scheduler::{Shared, State};
+use scheduler::{Run, Shared, State};
 use submit::Kind;
 
 /// The work of a command: runs once, on a worker or the enqueuing thread.
@@ -218,7 +228,7 @@ impl Queue {
         blocking: bool,
         work: Box<dyn FnOnce() -> Result<(), i32> + Send>,
     ) -> ClResult<Event> {
-        self.submit(command_type, wait_list, blocking, Some(work), CommandUse::All, Kind::Command)
+        self.submit(command_type, wait_list, blocking, Some(Run::Sync(work)), CommandUse::All, Kind::Command)
     }
 
     /// Enqueue a command of `command_type` that runs `work` once every event
@@ -261,7 +271,41 @@ impl Queue {
         usage: CommandUse,
         work: Box<dyn FnOnce() -> Result<(), i32> + Send>,
     ) -> ClResult<Event> {
-        self.submit(command_type, wait_list, blocking, Some(work), usage, Kind::Command)
+        self.submit(command_type, wait_list, blocking, Some(Run::Sync(work)), usage, Kind::Command)
+    }
+
+    /// Enqueue an asynchronous command (non-blocking): `work` starts it
+    /// without blocking and hands the [`Completion`] to whatever runs it,
+    /// which calls it once the command ended, from any thread. Ordered,
+    /// waited for and accounted like a command of
+    /// [`Queue::enqueue_with_use`], and running until the completion is
+    /// called: an in-order queue starts nothing after it before then. When
+    /// it can start at once (its wait list finished and, in order, nothing
+    /// else is pending), `work` runs on the calling thread before this
+    /// returns, so that no worker thread is woken.
+    ///
+    /// ```
+    /// use dmabridge::runtime::event::{command_type, Event};
+    /// use dmabridge::runtime::queue::{CommandUse, Queue, QueueProps};
+    /// use dmabridge::runtime::{context::Context, platform::Platform};
+    /// let cpu = Platform::get().cpu();
+    /// let ctx = Context::new(std::slice::from_ref(cpu))?;
+    /// let queue = Queue::new(&ctx, cpu, QueueProps::default())?;
+    /// // The executor: a thread that ends the command later.
+    /// let ev = queue.enqueue_async_with_use(command_type::NDRANGE_KERNEL, &[], CommandUse::Nothing, Box::new(|done| {
+    ///     std::thread::spawn(move || done.complete(Ok(())));
+    /// }))?;
+    /// Event::wait(&[ev])?;
+    /// # Ok::<(), dmabridge::error::ClError>(())
+    /// ```
+    pub fn enqueue_async_with_use(
+        self: &Arc<Self>,
+        command_type: u32,
+        wait_list: &[Event],
+        usage: CommandUse,
+        work: AsyncWork,
+    ) -> ClResult<Event> {
+        self.submit(command_type, wait_list, false, Some(Run::Async(work)), usage, Kind::Command)
     }
 
     /// `clEnqueueMarkerWithWaitList`: an event that completes once
