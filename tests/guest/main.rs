@@ -12,6 +12,7 @@ mod dma_buf;
 mod dma_heaps;
 mod drm;
 mod edu_device;
+mod images;
 mod info_command;
 mod khr_external;
 mod kmod;

@@ -12,8 +12,10 @@ use std::sync::Mutex;
 
 use opencl_sys::*;
 
+use super::image::{PoclImage, PoclSampler};
 use super::program::PoclProgram;
 use super::{call, check, create, Pocl};
+use dmabridge::runtime::kernel::ImageAt;
 use dmabridge::sync;
 
 /// What an argument of a kernel from source is, by address space.
@@ -25,6 +27,34 @@ pub enum ArgClass {
     Local,
     /// By value (a scalar, a vector or a struct): its bytes.
     Value,
+    /// An image (`image1d_t` .. `image3d_t`, `image1d_buffer_t`, the
+    /// arrays): PoCL reports these `__global`, but it takes a `cl_mem` of
+    /// its own, never a pointer; which one is [`ImageArg`].
+    Image(ImageArg),
+    /// A `sampler_t`: PoCL takes a `cl_sampler` of its own.
+    Sampler,
+}
+
+/// The declared type of an image argument (`CL_KERNEL_ARG_TYPE_NAME`), as
+/// the `cl_mem_object_type` an image must have to be passed there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ImageArg {
+    /// `CL_MEM_OBJECT_IMAGE2D` etc.
+    pub object_type: cl_mem_object_type,
+}
+
+/// The image type an argument's type name declares (`None`: not an image).
+pub fn image_type(type_name: &str) -> Option<cl_mem_object_type> {
+    // PoCL answers the name as written, access qualifier apart.
+    Some(match type_name.trim_end_matches('\0').trim() {
+        "image1d_t" => CL_MEM_OBJECT_IMAGE1D,
+        "image1d_buffer_t" => CL_MEM_OBJECT_IMAGE1D_BUFFER,
+        "image1d_array_t" => CL_MEM_OBJECT_IMAGE1D_ARRAY,
+        "image2d_t" => CL_MEM_OBJECT_IMAGE2D,
+        "image2d_array_t" => CL_MEM_OBJECT_IMAGE2D_ARRAY,
+        "image3d_t" => CL_MEM_OBJECT_IMAGE3D,
+        _ => return None,
+    })
 }
 
 /// One argument of a launch, as PoCL gets it.
@@ -36,6 +66,12 @@ pub enum RunArg {
     Value(Vec<u8>),
     /// A `__local` allocation of this many bytes.
     Local(usize),
+    /// An image where the launch placed it: PoCL gets an image of its own
+    /// over those pixels ([`PoclImage`]).
+    Image(ImageAt),
+    /// A sampler: (normalized coordinates, addressing mode, filter mode);
+    /// PoCL gets a sampler of its own.
+    Sampler(bool, u32, u32),
 }
 
 /// PoCL's kernel, released when dropped.
@@ -111,12 +147,26 @@ impl PoclKernel {
             // read whatever size PoCL answers.
             let tq = k.arg_info(p, i, CL_KERNEL_ARG_TYPE_QUALIFIER)?;
             let tq = tq.iter().take(8).rev().fold(0u64, |acc, &b| acc << 8 | u64::from(b));
-            k.writes.push(q == CL_KERNEL_ARG_ADDRESS_GLOBAL && tq & u64::from(CL_KERNEL_ARG_TYPE_CONST) == 0);
-            k.classes.push(match q {
-                CL_KERNEL_ARG_ADDRESS_GLOBAL | CL_KERNEL_ARG_ADDRESS_CONSTANT => ArgClass::Global,
-                CL_KERNEL_ARG_ADDRESS_LOCAL => ArgClass::Local,
+            let type_name = String::from_utf8_lossy(&k.arg_info(p, i, CL_KERNEL_ARG_TYPE_NAME)?).into_owned();
+            let class = match (q, image_type(&type_name)) {
+                (_, Some(object_type)) => ArgClass::Image(ImageArg { object_type }),
+                _ if type_name.trim_end_matches('\0') == "sampler_t" => ArgClass::Sampler,
+                (CL_KERNEL_ARG_ADDRESS_GLOBAL | CL_KERNEL_ARG_ADDRESS_CONSTANT, _) => ArgClass::Global,
+                (CL_KERNEL_ARG_ADDRESS_LOCAL, _) => ArgClass::Local,
                 _ => ArgClass::Value,
-            });
+            };
+            // An image is written unless declared read_only (write_only and
+            // read_write images are).
+            let writes = match class {
+                ArgClass::Image(_) => {
+                    let a = k.arg_info(p, i, CL_KERNEL_ARG_ACCESS_QUALIFIER)?;
+                    let a = a.get(..4).and_then(|b| b.try_into().ok()).map_or(0, u32::from_ne_bytes);
+                    a != CL_KERNEL_ARG_ACCESS_READ_ONLY
+                }
+                _ => q == CL_KERNEL_ARG_ADDRESS_GLOBAL && tq & u64::from(CL_KERNEL_ARG_TYPE_CONST) == 0,
+            };
+            k.writes.push(writes);
+            k.classes.push(class);
         }
         Ok(k)
     }
@@ -166,18 +216,44 @@ impl PoclKernel {
         local: Option<&[usize]>,
     ) -> Result<(), cl_int> {
         let mut event: cl_event = std::ptr::null_mut();
+        // PoCL's images and samplers for this launch, released after it.
+        let mut images: Vec<PoclImage> = Vec::new();
+        let mut samplers: Vec<PoclSampler> = Vec::new();
+        for a in args {
+            match a {
+                // SAFETY: the launch keeps the image's pixels where it placed
+                // them until it completes (the enqueue's contract).
+                RunArg::Image(at) => images.push(unsafe { PoclImage::over(p, at) }?),
+                RunArg::Sampler(n, am, fm) => samplers.push(PoclSampler::new(p, *n, *am, *fm)?),
+                _ => {}
+            }
+        }
+        let (mut next_image, mut next_sampler) = (images.iter(), samplers.iter());
         {
             let _g = sync::lock(&self.lock);
             for (i, a) in args.iter().enumerate() {
                 let i = i as cl_uint;
+                let object: *const std::ffi::c_void = match a {
+                    RunArg::Image(_) => next_image.next().map_or(std::ptr::null(), |m| (&m.mem as *const cl_mem).cast()),
+                    RunArg::Sampler(..) => {
+                        next_sampler.next().map_or(std::ptr::null(), |s| (&s.0 as *const cl_sampler).cast())
+                    }
+                    _ => std::ptr::null(),
+                };
                 // SAFETY: our kernel; each value is readable for its length,
                 // a pointer argument is an address the launch keeps valid
-                // (the enqueue's contract) and PoCL uses in place.
+                // (the enqueue's contract) and PoCL uses in place; an image
+                // or sampler argument is the address of PoCL's handle, alive
+                // in `images`/`samplers` until the launch ends.
                 check(unsafe {
                     match a {
                         RunArg::Pointer(ptr) => call!(p, clSetKernelArgSVMPointer(self.handle, i, *ptr as *const _)),
                         RunArg::Value(b) => call!(p, clSetKernelArg(self.handle, i, b.len(), b.as_ptr().cast())),
                         RunArg::Local(n) => call!(p, clSetKernelArg(self.handle, i, *n, std::ptr::null())),
+                        RunArg::Image(_) => call!(p, clSetKernelArg(self.handle, i, std::mem::size_of::<cl_mem>(), object)),
+                        RunArg::Sampler(..) => {
+                            call!(p, clSetKernelArg(self.handle, i, std::mem::size_of::<cl_sampler>(), object))
+                        }
                     }
                 })?;
             }
