@@ -15,6 +15,8 @@ pub mod code {
     pub const OUT_OF_HOST_MEMORY: i32 = -6;
     pub const PROFILING_INFO_NOT_AVAILABLE: i32 = -7;
     pub const MEM_COPY_OVERLAP: i32 = -8;
+    pub const IMAGE_FORMAT_MISMATCH: i32 = -9;
+    pub const IMAGE_FORMAT_NOT_SUPPORTED: i32 = -10;
     pub const MAP_FAILURE: i32 = -12;
     pub const MISALIGNED_SUB_BUFFER_OFFSET: i32 = -13;
     pub const EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST: i32 = -14;
@@ -27,6 +29,9 @@ pub mod code {
     pub const INVALID_COMMAND_QUEUE: i32 = -36;
     pub const INVALID_HOST_PTR: i32 = -37;
     pub const INVALID_MEM_OBJECT: i32 = -38;
+    pub const INVALID_IMAGE_FORMAT_DESCRIPTOR: i32 = -39;
+    pub const INVALID_IMAGE_SIZE: i32 = -40;
+    pub const INVALID_SAMPLER: i32 = -41;
     pub const INVALID_KERNEL_NAME: i32 = -46;
     pub const INVALID_KERNEL: i32 = -48;
     pub const INVALID_ARG_INDEX: i32 = -49;
@@ -43,6 +48,7 @@ pub mod code {
     pub const INVALID_BUFFER_SIZE: i32 = -61;
     pub const INVALID_GLOBAL_WORK_SIZE: i32 = -63;
     pub const INVALID_PROPERTY: i32 = -64;
+    pub const INVALID_IMAGE_DESCRIPTOR: i32 = -65;
     pub const INVALID_SEMAPHORE_KHR: i32 = -1142;
 }
 
@@ -106,6 +112,8 @@ kinds! {
     OutOfHostMemory = OUT_OF_HOST_MEMORY, "CL_OUT_OF_HOST_MEMORY";
     ProfilingInfoNotAvailable = PROFILING_INFO_NOT_AVAILABLE, "CL_PROFILING_INFO_NOT_AVAILABLE";
     MemCopyOverlap = MEM_COPY_OVERLAP, "CL_MEM_COPY_OVERLAP";
+    ImageFormatMismatch = IMAGE_FORMAT_MISMATCH, "CL_IMAGE_FORMAT_MISMATCH";
+    ImageFormatNotSupported = IMAGE_FORMAT_NOT_SUPPORTED, "CL_IMAGE_FORMAT_NOT_SUPPORTED";
     MapFailure = MAP_FAILURE, "CL_MAP_FAILURE";
     MisalignedSubBufferOffset = MISALIGNED_SUB_BUFFER_OFFSET, "CL_MISALIGNED_SUB_BUFFER_OFFSET";
     ExecStatusErrorForEventsInWaitList = EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST, "CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST";
@@ -118,6 +126,9 @@ kinds! {
     InvalidCommandQueue = INVALID_COMMAND_QUEUE, "CL_INVALID_COMMAND_QUEUE";
     InvalidHostPtr = INVALID_HOST_PTR, "CL_INVALID_HOST_PTR";
     InvalidMemObject = INVALID_MEM_OBJECT, "CL_INVALID_MEM_OBJECT";
+    InvalidImageFormatDescriptor = INVALID_IMAGE_FORMAT_DESCRIPTOR, "CL_INVALID_IMAGE_FORMAT_DESCRIPTOR";
+    InvalidImageSize = INVALID_IMAGE_SIZE, "CL_INVALID_IMAGE_SIZE";
+    InvalidSampler = INVALID_SAMPLER, "CL_INVALID_SAMPLER";
     InvalidKernelName = INVALID_KERNEL_NAME, "CL_INVALID_KERNEL_NAME";
     InvalidKernel = INVALID_KERNEL, "CL_INVALID_KERNEL";
     InvalidArgIndex = INVALID_ARG_INDEX, "CL_INVALID_ARG_INDEX";
@@ -134,6 +145,7 @@ kinds! {
     InvalidBufferSize = INVALID_BUFFER_SIZE, "CL_INVALID_BUFFER_SIZE";
     InvalidGlobalWorkSize = INVALID_GLOBAL_WORK_SIZE, "CL_INVALID_GLOBAL_WORK_SIZE";
     InvalidProperty = INVALID_PROPERTY, "CL_INVALID_PROPERTY";
+    InvalidImageDescriptor = INVALID_IMAGE_DESCRIPTOR, "CL_INVALID_IMAGE_DESCRIPTOR";
     InvalidSemaphoreKhr = INVALID_SEMAPHORE_KHR, "CL_INVALID_SEMAPHORE_KHR";
 }
 

@@ -8,6 +8,7 @@ pub mod device;
 pub mod event;
 pub mod fence;
 pub(crate) mod free_gate;
+pub mod image;
 pub mod info;
 pub mod kernel;
 pub mod platform;

@@ -149,6 +149,21 @@ pub fn enqueue_map_buffer_after(
     size: usize,
     wait_list: &[Event],
 ) -> ClResult<(NonNull<u8>, Event)> {
+    map_as(queue, buffer, blocking, map_flags, offset, size, wait_list, command_type::MAP_BUFFER)
+}
+
+/// [`enqueue_map_buffer_after`] as the command `cmd` (image maps).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn map_as(
+    queue: &Arc<Queue>,
+    buffer: &Arc<Buffer>,
+    blocking: bool,
+    map_flags: u64,
+    offset: usize,
+    size: usize,
+    wait_list: &[Event],
+    cmd: u32,
+) -> ClResult<(NonNull<u8>, Event)> {
     use map_flags::*;
     check_target(queue, buffer, "buffer")?;
     check_readable(buffer, "clEnqueueMapBuffer")?;
@@ -199,9 +214,8 @@ pub fn enqueue_map_buffer_after(
     });
     let usage = CommandUse::Range(ptr, size);
     let undo = store_for_undo.clone();
-    let event = queue
-        .enqueue_with_use(command_type::MAP_BUFFER, wait_list, blocking, usage, work)
-        .inspect_err(|_| undo.undo_host_alloc(fresh))?;
+    let event =
+        queue.enqueue_with_use(cmd, wait_list, blocking, usage, work).inspect_err(|_| undo.undo_host_alloc(fresh))?;
     sync::lock(&buffer.maps).push(MapRecord { ptr, writes, dir, begun });
     Ok((NonNull::new(ptr as *mut u8).expect("host pages are not at address 0"), event))
 }

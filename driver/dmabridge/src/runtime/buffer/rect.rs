@@ -201,6 +201,24 @@ pub unsafe fn enqueue_read_buffer_rect(
     ptr: *mut u8,
     wait_list: &[Event],
 ) -> ClResult<Event> {
+    // SAFETY: forwarded to the caller.
+    unsafe { read_rect(queue, buffer, blocking, rect, ptr, wait_list, command_type::READ_BUFFER_RECT) }
+}
+
+/// [`enqueue_read_buffer_rect`] as the command `cmd` (image reads).
+///
+/// # Safety
+/// As [`enqueue_read_buffer_rect`].
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn read_rect(
+    queue: &Arc<Queue>,
+    buffer: &Arc<Buffer>,
+    blocking: bool,
+    rect: &HostRect,
+    ptr: *mut u8,
+    wait_list: &[Event],
+    cmd: u32,
+) -> ClResult<Event> {
     let (b, h, host_end, t) = host_rect(queue, buffer, rect, ptr, true, wait_list)?;
     let undo = [t.undo()];
     let (device, base, region) = (queue.device().clone(), ptr as usize, rect.region);
@@ -216,9 +234,7 @@ pub unsafe fn enqueue_read_buffer_rect(
         Ok(())
     });
     let usage = CommandUse::Range(base, host_end);
-    queue
-        .enqueue_with_use(command_type::READ_BUFFER_RECT, wait_list, blocking, usage, work)
-        .inspect_err(|_| undo.iter().for_each(Undo::run))
+    queue.enqueue_with_use(cmd, wait_list, blocking, usage, work).inspect_err(|_| undo.iter().for_each(Undo::run))
 }
 
 /// `clEnqueueWriteBufferRect`: copies a rectangle of host memory at `ptr`
@@ -255,6 +271,24 @@ pub unsafe fn enqueue_write_buffer_rect(
     ptr: *const u8,
     wait_list: &[Event],
 ) -> ClResult<Event> {
+    // SAFETY: forwarded to the caller.
+    unsafe { write_rect(queue, buffer, blocking, rect, ptr, wait_list, command_type::WRITE_BUFFER_RECT) }
+}
+
+/// [`enqueue_write_buffer_rect`] as the command `cmd` (image writes).
+///
+/// # Safety
+/// As [`enqueue_write_buffer_rect`].
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn write_rect(
+    queue: &Arc<Queue>,
+    buffer: &Arc<Buffer>,
+    blocking: bool,
+    rect: &HostRect,
+    ptr: *const u8,
+    wait_list: &[Event],
+    cmd: u32,
+) -> ClResult<Event> {
     let (b, h, host_end, t) = host_rect(queue, buffer, rect, ptr, false, wait_list)?;
     let undo = [t.undo()];
     let (device, base, region) = (queue.device().clone(), ptr as usize, rect.region);
@@ -271,9 +305,7 @@ pub unsafe fn enqueue_write_buffer_rect(
         r
     });
     let usage = CommandUse::Range(base, host_end);
-    queue
-        .enqueue_with_use(command_type::WRITE_BUFFER_RECT, wait_list, blocking, usage, work)
-        .inspect_err(|_| undo.iter().for_each(Undo::run))
+    queue.enqueue_with_use(cmd, wait_list, blocking, usage, work).inspect_err(|_| undo.iter().for_each(Undo::run))
 }
 
 /// `clEnqueueCopyBufferRect`: copies a rectangle of `src` into `dst`.
@@ -307,6 +339,18 @@ pub fn enqueue_copy_buffer_rect(
     dst: &Arc<Buffer>,
     rect: &CopyRect,
     wait_list: &[Event],
+) -> ClResult<Event> {
+    copy_rect(queue, src, dst, rect, wait_list, command_type::COPY_BUFFER_RECT)
+}
+
+/// [`enqueue_copy_buffer_rect`] as the command `cmd` (image copies).
+pub(crate) fn copy_rect(
+    queue: &Arc<Queue>,
+    src: &Arc<Buffer>,
+    dst: &Arc<Buffer>,
+    rect: &CopyRect,
+    wait_list: &[Event],
+    cmd: u32,
 ) -> ClResult<Event> {
     check_target(queue, src, "src_buffer")?;
     check_target(queue, dst, "dst_buffer")?;
@@ -348,7 +392,50 @@ pub fn enqueue_copy_buffer_rect(
     });
 
     queue
-        .enqueue_with_use(command_type::COPY_BUFFER_RECT, wait_list, false, CommandUse::Nothing, work)
+        .enqueue_with_use(cmd, wait_list, false, CommandUse::Nothing, work)
+        .inspect_err(|_| undo.iter().for_each(Undo::run))
+}
+
+/// Fills a rectangle of `buffer` (`origin` in (byte, row, slice),
+/// `region` in (bytes, rows, slices), the buffer's pitches) with `pattern`
+/// repeated — `clEnqueueFillImage`'s work, as the command `cmd`. Each row
+/// starts with the pattern's first byte, so `region[0]` and the row
+/// starts must be multiples of the pattern's size (the caller's pixels).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn fill_rect(
+    queue: &Arc<Queue>,
+    buffer: &Arc<Buffer>,
+    pattern: &[u8],
+    origin: [usize; 3],
+    region: [usize; 3],
+    pitches: (usize, usize),
+    wait_list: &[Event],
+    cmd: u32,
+) -> ClResult<Event> {
+    check_target(queue, buffer, "image")?;
+    check_wait_list(queue.context(), wait_list)?;
+    let b = resolve(origin, region, pitches.0, pitches.1, "image")?;
+    b.check_inside(region, buffer.size(), "image")?;
+    check_writable(buffer, "clEnqueueFillImage")?;
+    let t = Target::new(queue, buffer)?;
+    let undo = [t.undo()];
+    let (device, pattern) = (queue.device().clone(), pattern.to_vec());
+    let work = Box::new(move || {
+        let mut st = t.store().lock();
+        t.store().make_current(&mut st, t.loc, false)?;
+        let _sync = t.cpu_sync(Access::Write)?;
+        // One row of the pattern, staged once: each row is a copy of it.
+        let row: Vec<u8> = pattern.iter().copied().cycle().take(region[0]).collect();
+        let r = b.rows(region).try_for_each(|ro| {
+            // SAFETY: every row lies in the buffer (checked at enqueue);
+            // `row` is ours; the store's lock keeps other commands out.
+            unsafe { engine_copy(&device, t.addr(ro), HostAddr::of(row.as_ptr()), region[0]) }
+        });
+        t.store().wrote(&mut st, t.loc);
+        r
+    });
+    queue
+        .enqueue_with_use(cmd, wait_list, false, CommandUse::Nothing, work)
         .inspect_err(|_| undo.iter().for_each(Undo::run))
 }
 

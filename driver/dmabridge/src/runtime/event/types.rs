@@ -68,6 +68,20 @@ pub mod command_type {
     pub const FILL_BUFFER: u32 = 0x1207;
     /// `CL_COMMAND_MIGRATE_MEM_OBJECTS`.
     pub const MIGRATE_MEM_OBJECTS: u32 = 0x1206;
+    /// `CL_COMMAND_READ_IMAGE`.
+    pub const READ_IMAGE: u32 = 0x11F6;
+    /// `CL_COMMAND_WRITE_IMAGE`.
+    pub const WRITE_IMAGE: u32 = 0x11F7;
+    /// `CL_COMMAND_COPY_IMAGE`.
+    pub const COPY_IMAGE: u32 = 0x11F8;
+    /// `CL_COMMAND_COPY_IMAGE_TO_BUFFER`.
+    pub const COPY_IMAGE_TO_BUFFER: u32 = 0x11F9;
+    /// `CL_COMMAND_COPY_BUFFER_TO_IMAGE`.
+    pub const COPY_BUFFER_TO_IMAGE: u32 = 0x11FA;
+    /// `CL_COMMAND_MAP_IMAGE`.
+    pub const MAP_IMAGE: u32 = 0x11FC;
+    /// `CL_COMMAND_FILL_IMAGE`.
+    pub const FILL_IMAGE: u32 = 0x1208;
 
     /// The constant's name without the `CL_` prefix, for error messages
     /// (`"command"` for a type this module does not list).
@@ -111,6 +125,13 @@ pub mod command_type {
             COPY_BUFFER_RECT => "COMMAND_COPY_BUFFER_RECT",
             FILL_BUFFER => "COMMAND_FILL_BUFFER",
             MIGRATE_MEM_OBJECTS => "COMMAND_MIGRATE_MEM_OBJECTS",
+            READ_IMAGE => "COMMAND_READ_IMAGE",
+            WRITE_IMAGE => "COMMAND_WRITE_IMAGE",
+            COPY_IMAGE => "COMMAND_COPY_IMAGE",
+            COPY_IMAGE_TO_BUFFER => "COMMAND_COPY_IMAGE_TO_BUFFER",
+            COPY_BUFFER_TO_IMAGE => "COMMAND_COPY_BUFFER_TO_IMAGE",
+            MAP_IMAGE => "COMMAND_MAP_IMAGE",
+            FILL_IMAGE => "COMMAND_FILL_IMAGE",
             _ => "command",
         }
     }

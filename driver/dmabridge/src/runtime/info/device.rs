@@ -78,7 +78,7 @@ fn cpu_cache() -> (u32, u64) {
 ///   `CL_DEVICE_MAX_WORK_ITEM_SIZES` three `size_t`s: 1-, 2- and 3-D ranges
 ///   run ([`NdRange`](crate::runtime::kernel::NdRange)).
 /// - No OpenCL C compiler: `EMBEDDED_PROFILE`, compiler and linker not
-///   available, no images, samplers, pipes, program-scope globals, IL,
+///   available, no pipes, program-scope globals, IL,
 ///   sub-groups, printf, on-device queues or generic address space (every
 ///   limit of those is 0), no double or half (their vector widths and
 ///   `*_FP_CONFIG` are 0).
@@ -118,6 +118,7 @@ fn cpu_cache() -> (u32, u64) {
 pub fn device_info(device: &Device, param: u32) -> ClResult<InfoValue> {
     use device_param::*;
     let cpu = device.device_type == DeviceType::Cpu;
+    let images = crate::runtime::image::image_limits(device);
     Ok(match param {
         TYPE => InfoValue::Bits(match device.device_type {
             DeviceType::Cpu => device_type::CPU,
@@ -146,14 +147,21 @@ pub fn device_info(device: &Device, param: u32) -> ClResult<InfoValue> {
         ADDRESS_BITS => InfoValue::U32(usize::BITS),
         MAX_MEM_ALLOC_SIZE => InfoValue::U64(device.max_mem_alloc_size),
         MAX_CLOCK_FREQUENCY => InfoValue::U32(if cpu { cpu_clock_mhz() } else { 0 }),
-        // No images, samplers or pipes: every limit is 0 (OpenCL 3.0).
-        MAX_READ_IMAGE_ARGS
-        | MAX_WRITE_IMAGE_ARGS
-        | MAX_READ_WRITE_IMAGE_ARGS
-        | MAX_SAMPLERS
-        | IMAGE_PITCH_ALIGNMENT
-        | IMAGE_BASE_ADDRESS_ALIGNMENT
-        | MAX_PIPE_ARGS
+        // Images (issue 22) on the devices `image_limits` names: the
+        // full-profile minimums of the kernel argument counts; pitches and
+        // base addresses need no alignment beyond a pixel (linear storage
+        // that the CPU reads row by row). Elsewhere every limit is 0.
+        MAX_READ_IMAGE_ARGS => InfoValue::U32(if images.is_some() { 128 } else { 0 }),
+        MAX_WRITE_IMAGE_ARGS | MAX_READ_WRITE_IMAGE_ARGS => InfoValue::U32(if images.is_some() { 64 } else { 0 }),
+        MAX_SAMPLERS => InfoValue::U32(if images.is_some() { 16 } else { 0 }),
+        IMAGE_PITCH_ALIGNMENT | IMAGE_BASE_ADDRESS_ALIGNMENT => InfoValue::U32(u32::from(images.is_some())),
+        IMAGE2D_MAX_WIDTH | IMAGE2D_MAX_HEIGHT => InfoValue::Usize(images.map_or(0, |l| l.max_2d)),
+        IMAGE3D_MAX_WIDTH | IMAGE3D_MAX_HEIGHT | IMAGE3D_MAX_DEPTH => InfoValue::Usize(images.map_or(0, |l| l.max_3d)),
+        IMAGE_MAX_BUFFER_SIZE => InfoValue::Usize(images.map_or(0, |l| l.max_buffer)),
+        IMAGE_MAX_ARRAY_SIZE => InfoValue::Usize(images.map_or(0, |l| l.max_array)),
+        IMAGE_SUPPORT => InfoValue::Bool(images.is_some()),
+        // No pipes: every limit is 0 (OpenCL 3.0).
+        MAX_PIPE_ARGS
         | PIPE_MAX_ACTIVE_RESERVATIONS
         | PIPE_MAX_PACKET_SIZE
         | MAX_NUM_SUB_GROUPS
@@ -161,18 +169,8 @@ pub fn device_info(device: &Device, param: u32) -> ClResult<InfoValue> {
         | QUEUE_ON_DEVICE_MAX_SIZE
         | MAX_ON_DEVICE_QUEUES
         | MAX_ON_DEVICE_EVENTS => InfoValue::U32(0),
-        IMAGE2D_MAX_WIDTH
-        | IMAGE2D_MAX_HEIGHT
-        | IMAGE3D_MAX_WIDTH
-        | IMAGE3D_MAX_HEIGHT
-        | IMAGE3D_MAX_DEPTH
-        | IMAGE_MAX_BUFFER_SIZE
-        | IMAGE_MAX_ARRAY_SIZE
-        | MAX_GLOBAL_VARIABLE_SIZE
-        | GLOBAL_VARIABLE_PREFERRED_TOTAL_SIZE
-        | PRINTF_BUFFER_SIZE => InfoValue::Usize(0),
-        IMAGE_SUPPORT
-        | ERROR_CORRECTION_SUPPORT
+        MAX_GLOBAL_VARIABLE_SIZE | GLOBAL_VARIABLE_PREFERRED_TOTAL_SIZE | PRINTF_BUFFER_SIZE => InfoValue::Usize(0),
+        ERROR_CORRECTION_SUPPORT
         | COMPILER_AVAILABLE
         | LINKER_AVAILABLE
         | PIPE_SUPPORT
