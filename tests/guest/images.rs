@@ -195,7 +195,11 @@ fn vivid_frames_as_images_convert_like_buffers() {
             let d = stream.dequeue(TIMEOUT).unwrap();
             let by_buffer = buffers.convert(&stream, d.index).unwrap().to_vec();
             let by_image = images.convert(&stream, d.index).unwrap();
-            assert!(by_image == by_buffer, "{memory:?} frame {}: the image path's bytes are the buffer path's", d.sequence);
+            assert!(
+                by_image == by_buffer,
+                "{memory:?} frame {}: the image path's bytes are the buffer path's",
+                d.sequence
+            );
             // The white bar's centre on line 240 (vivid's 75% bars).
             let o = (240 * f.width as usize + f.width as usize / 16) * 4;
             let [r, g, b] = yuv_to_rgb(179, 128, 128);

@@ -59,7 +59,8 @@ fn read(q: &Arc<Queue>, b: &Arc<Buffer>) -> Vec<u8> {
 
 /// A 2D image of `format` over `b` at `pitch`.
 fn image_over(ctx: &Arc<Context>, format: ImageFormat, b: &Arc<Buffer>, pitch: usize) -> Arc<Image> {
-    let desc = ImageDesc { row_pitch: pitch, buffer: Some(b.clone()), ..ImageDesc::new(mem_object::IMAGE2D, [W, H, 1]) };
+    let desc =
+        ImageDesc { row_pitch: pitch, buffer: Some(b.clone()), ..ImageDesc::new(mem_object::IMAGE2D, [W, H, 1]) };
     Image::over_buffer(ctx, 0, format, &desc, b.clone()).unwrap()
 }
 

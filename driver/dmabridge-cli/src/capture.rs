@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context as _};
 
 use dmabridge::pipeline::capture::{
-    find_capture_device, hdmi_output, Converter, ImageConverter, FrameMemory, Sink, Stream, StreamConfig,
+    find_capture_device, hdmi_output, Converter, FrameMemory, ImageConverter, Sink, Stream, StreamConfig,
 };
 use dmabridge::pipeline::sequence::SequenceCounter;
 use dmabridge::runtime::{context::Context, platform::Platform};
@@ -243,7 +243,9 @@ pub fn run(args: &Args) -> Outcome {
     };
     let mut converter = match (args.no_convert, args.images) {
         (true, _) => None,
-        (false, false) => Some(Convert::Buffers(Converter::new(&ctx, &stream.format()).context("setting up yuyv_to_rgba")?)),
+        (false, false) => {
+            Some(Convert::Buffers(Converter::new(&ctx, &stream.format()).context("setting up yuyv_to_rgba")?))
+        }
         (false, true) => {
             println!("images: each frame a CL_YUYV_INTEL image at its row pitch, converted by yuyv_to_rgba_image");
             Some(Convert::Images(ImageConverter::new(&ctx, &stream.format()).context("setting up yuyv_to_rgba_image")?))

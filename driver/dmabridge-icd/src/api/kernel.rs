@@ -224,6 +224,8 @@ pub(crate) unsafe extern "C" fn clSetKernelArg(
                 }
                 k.set_arg_buffer(arg_index, &mem(handle)?.inner.buffer).cl()
             }
+            // Image objects reach kernels once the ICD has them (issue 22).
+            Some(ArgKind::Image) => Err(CL_INVALID_MEM_OBJECT),
             Some(&ArgKind::Scalar(n)) => {
                 // The size first: `arg_size` is only the application's claim,
                 // and no slice of it may be formed unless it is the scalar's.

@@ -114,6 +114,9 @@ impl SourceKernel {
                 let arg = if h.is_null() { SourceArg::Pointer(0) } else { SourceArg::Buffer(mem(h)?) };
                 self.set(index, arg);
             }
+            // Image and sampler objects reach kernels once the ICD has them.
+            ArgClass::Image(_) => return fail(CL_INVALID_MEM_OBJECT, format!("argument {index} is an image")),
+            ArgClass::Sampler => return fail(CL_INVALID_SAMPLER, format!("argument {index} is a sampler")),
             ArgClass::Local => {
                 if !arg_value.is_null() {
                     return fail(CL_INVALID_ARG_VALUE, format!("argument {index} is __local: arg_value must be NULL"));

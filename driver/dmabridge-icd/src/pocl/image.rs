@@ -53,7 +53,17 @@ fn formats_of(p: &Pocl, image_type: cl_mem_object_type) -> Vec<ImageFormat> {
     let mut f = vec![cl_image_format { image_channel_order: 0, image_channel_data_type: 0 }; n as usize];
     // SAFETY: room for `n` formats.
     let listed = unsafe {
-        call!(p, clGetSupportedImageFormats(p.context, CL_MEM_READ_WRITE, image_type, n, f.as_mut_ptr(), std::ptr::null_mut()))
+        call!(
+            p,
+            clGetSupportedImageFormats(
+                p.context,
+                CL_MEM_READ_WRITE,
+                image_type,
+                n,
+                f.as_mut_ptr(),
+                std::ptr::null_mut()
+            )
+        )
     };
     if check(listed).is_err() {
         return Vec::new();

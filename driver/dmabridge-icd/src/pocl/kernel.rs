@@ -234,7 +234,9 @@ impl PoclKernel {
             for (i, a) in args.iter().enumerate() {
                 let i = i as cl_uint;
                 let object: *const std::ffi::c_void = match a {
-                    RunArg::Image(_) => next_image.next().map_or(std::ptr::null(), |m| (&m.mem as *const cl_mem).cast()),
+                    RunArg::Image(_) => {
+                        next_image.next().map_or(std::ptr::null(), |m| (&m.mem as *const cl_mem).cast())
+                    }
                     RunArg::Sampler(..) => {
                         next_sampler.next().map_or(std::ptr::null(), |s| (&s.0 as *const cl_sampler).cast())
                     }
@@ -250,7 +252,9 @@ impl PoclKernel {
                         RunArg::Pointer(ptr) => call!(p, clSetKernelArgSVMPointer(self.handle, i, *ptr as *const _)),
                         RunArg::Value(b) => call!(p, clSetKernelArg(self.handle, i, b.len(), b.as_ptr().cast())),
                         RunArg::Local(n) => call!(p, clSetKernelArg(self.handle, i, *n, std::ptr::null())),
-                        RunArg::Image(_) => call!(p, clSetKernelArg(self.handle, i, std::mem::size_of::<cl_mem>(), object)),
+                        RunArg::Image(_) => {
+                            call!(p, clSetKernelArg(self.handle, i, std::mem::size_of::<cl_mem>(), object))
+                        }
                         RunArg::Sampler(..) => {
                             call!(p, clSetKernelArg(self.handle, i, std::mem::size_of::<cl_sampler>(), object))
                         }

@@ -19,9 +19,9 @@ use crate::error::ClResult;
 use crate::sync;
 
 use super::buffer::Buffer;
-use super::image::Image;
 use super::context::Context;
 use super::device::{Device, DeviceType};
+use super::image::Image;
 
 use builtin::{Builtin, CPU_BUILTINS, DMA_BUILTINS};
 
@@ -89,7 +89,9 @@ impl PartialEq for KernelArgValue {
             (KernelArgValue::Scalar(a), KernelArgValue::Scalar(b)) => a == b,
             (KernelArgValue::Buffer(a), KernelArgValue::Buffer(b)) => Arc::ptr_eq(a, b),
             (KernelArgValue::Image(a), KernelArgValue::Image(b)) => Arc::ptr_eq(a, b),
-            (KernelArgValue::ImageAt(a), KernelArgValue::ImageAt(b)) => a.ptr == b.ptr && Arc::ptr_eq(&a.image, &b.image),
+            (KernelArgValue::ImageAt(a), KernelArgValue::ImageAt(b)) => {
+                a.ptr == b.ptr && Arc::ptr_eq(&a.image, &b.image)
+            }
             _ => false,
         }
     }
