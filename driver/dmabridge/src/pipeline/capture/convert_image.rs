@@ -24,7 +24,6 @@ use super::frame::Storage;
 use super::stream::Stream;
 use super::PipelineError;
 use crate::ext::khr_external::{image as khr_image, memory as khr_memory};
-use crate::ext::usm;
 use crate::runtime::buffer::mem_flags;
 use crate::runtime::context::Context;
 use crate::runtime::device::DeviceType;
@@ -40,8 +39,8 @@ use crate::sys::v4l2::{FourCc, PixFormat};
 /// RGBA image of its own.
 ///
 /// Fields drop in order: the queue is finished in `Drop`, then the kernel
-/// (which holds the images it was given), the images, and last the USM
-/// allocation under the RGBA image.
+/// (which holds the images it was given), the images, and last the memory
+/// under the RGBA image.
 pub struct ImageConverter {
     ctx: Arc<Context>,
     queue: Arc<Queue>,
@@ -49,22 +48,33 @@ pub struct ImageConverter {
     format: PixFormat,
     /// Each frame's image, by buffer index, once made.
     frames: Vec<Option<Arc<Image>>>,
-    /// The RGBA image, over `rgba_mem` (`CL_MEM_USE_HOST_PTR`).
+    /// The RGBA image, over `rgba_mem` (`CL_MEM_USE_HOST_PTR`: USM memory
+    /// cannot be a host pointer, so plain memory of the process).
     rgba: Arc<Image>,
-    rgba_mem: UsmBlock,
+    rgba_mem: HostBlock,
 }
 
-/// A USM host allocation, freed when dropped.
-struct UsmBlock {
-    ctx: Arc<Context>,
+/// Memory of the process under the RGBA image: written only by the kernel
+/// through the image, read only by [`ImageConverter::convert`] after the
+/// kernel finished; held as an address (not a `Box`, which would claim it
+/// unaliased while the kernel writes it) and freed when dropped.
+struct HostBlock {
     ptr: usize,
+    len: usize,
 }
 
-impl Drop for UsmBlock {
+impl HostBlock {
+    fn zeroed(len: usize) -> HostBlock {
+        HostBlock { ptr: Box::into_raw(vec![0u8; len].into_boxed_slice()) as *mut u8 as usize, len }
+    }
+}
+
+impl Drop for HostBlock {
     fn drop(&mut self) {
-        if let Err(e) = usm::mem_free(&self.ctx, self.ptr as *mut u8) {
-            log::warn!("freeing the RGBA image's memory: {e}");
-        }
+        let slice = std::ptr::slice_from_raw_parts_mut(self.ptr as *mut u8, self.len);
+        // SAFETY: made by `Box::into_raw` of a boxed slice of `len` bytes in
+        // `zeroed`, freed only here.
+        drop(unsafe { Box::from_raw(slice) });
     }
 }
 
@@ -103,11 +113,11 @@ impl ImageConverter {
         let (w, h) = (format.width as usize, format.height as usize);
         let desc = ImageDesc::new(mem_object::IMAGE2D, [w, h, 1]);
         let len = (w * h * 4).max(1);
-        let rgba_mem = UsmBlock { ctx: ctx.clone(), ptr: usm::host_mem_alloc(ctx, &[], len, 0)?.as_ptr() as usize };
+        let rgba_mem = HostBlock::zeroed(len);
         let rgba_fmt = ImageFormat::new(order::RGBA, data_type::UNORM_INT8);
         // SAFETY: `rgba_mem` holds the packed image (w * h * 4 bytes) and
         // outlives the image (the last field, dropped after the kernel and
-        // the image; on an error here, after the image was not made).
+        // the image).
         let rgba = unsafe { Image::create(ctx, mem_flags::USE_HOST_PTR, rgba_fmt, &desc, rgba_mem.ptr as *mut u8) }?;
         Ok(ImageConverter { ctx: ctx.clone(), queue, kernel, format: *format, frames: Vec::new(), rgba, rgba_mem })
     }
@@ -207,10 +217,10 @@ impl ImageConverter {
         Event::wait(&[event])?;
         cpu.end().map_err(device)?;
         let len = self.format.width as usize * self.format.height as usize * 4;
-        // SAFETY: the RGBA image's memory is this converter's USM allocation
-        // of `len` bytes (CL_MEM_USE_HOST_PTR, linked on the CPU device, so
-        // the finished kernel wrote there); `&self` borrowed for the slice's
-        // life keeps the next conversion from writing it.
+        // SAFETY: the RGBA image's memory is `rgba_mem`, at least `len`
+        // bytes (CL_MEM_USE_HOST_PTR, linked on the CPU device, so the
+        // finished kernel wrote there); `&self` borrowed for the slice's life
+        // keeps the next conversion from writing it.
         Ok(unsafe { std::slice::from_raw_parts(self.rgba_mem.ptr as *const u8, len) })
     }
 }
