@@ -89,6 +89,12 @@ typedef cl_uint cl_dma_buf_info_dmabridge;
 #define CL_DMA_BUF_SIZE_DMABRIDGE 0x4F11
 /* size_t: offset in that dma-buf of the byte ptr points to (0 for a buffer). */
 #define CL_DMA_BUF_OFFSET_DMABRIDGE 0x4F12
+/* size_t, images only: bytes from one row of pixels to the next in the
+ * dma-buf (CL_IMAGE_ROW_PITCH); CL_INVALID_MEM_OBJECT for a buffer. */
+#define CL_DMA_BUF_ROW_PITCH_DMABRIDGE 0x4F13
+/* size_t, images only: bytes from one slice (3D slice, array layer or 1D
+ * array element) to the next; 0 for 1D and 2D images. */
+#define CL_DMA_BUF_SLICE_PITCH_DMABRIDGE 0x4F14
 
 /* Exports the pages of the USM or SVM allocation of context that ptr points
  * into (any byte of it) as a dma-buf; *fd receives its descriptor. */

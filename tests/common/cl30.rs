@@ -154,6 +154,19 @@ pub fn violations(d: &Device) -> Vec<String> {
         for p in [dp::MAX_READ_IMAGE_ARGS, dp::MAX_WRITE_IMAGE_ARGS, dp::MAX_SAMPLERS, dp::IMAGE2D_MAX_WIDTH] {
             check(num(d, p) == 0, format!("{p:#x} is not 0 without images"));
         }
+    } else {
+        // The embedded profile's minimums (the full profile's are higher).
+        for (p, min) in [
+            (dp::MAX_READ_IMAGE_ARGS, 8),
+            (dp::MAX_WRITE_IMAGE_ARGS, 1),
+            (dp::MAX_SAMPLERS, 8),
+            (dp::IMAGE2D_MAX_WIDTH, 2048),
+            (dp::IMAGE2D_MAX_HEIGHT, 2048),
+            (dp::IMAGE_MAX_BUFFER_SIZE, 2048),
+            (dp::IMAGE_MAX_ARRAY_SIZE, 256),
+        ] {
+            check(num(d, p) >= min, format!("{p:#x} is below OpenCL 3.0's minimum {min} with images"));
+        }
     }
     if num(d, dp::PIPE_SUPPORT) == 0 {
         for p in [dp::MAX_PIPE_ARGS, dp::PIPE_MAX_ACTIVE_RESERVATIONS, dp::PIPE_MAX_PACKET_SIZE] {

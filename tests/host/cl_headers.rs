@@ -32,6 +32,8 @@ fn rust_values() -> BTreeMap<&'static str, Value> {
         ("CL_DMA_BUF_EXPORTABLE_DMABRIDGE", int(dma_buf_export::info_param::EXPORTABLE.into())),
         ("CL_DMA_BUF_SIZE_DMABRIDGE", int(dma_buf_export::info_param::SIZE.into())),
         ("CL_DMA_BUF_OFFSET_DMABRIDGE", int(dma_buf_export::info_param::OFFSET.into())),
+        ("CL_DMA_BUF_ROW_PITCH_DMABRIDGE", int(dma_buf_export::info_param::ROW_PITCH.into())),
+        ("CL_DMA_BUF_SLICE_PITCH_DMABRIDGE", int(dma_buf_export::info_param::SLICE_PITCH.into())),
     ])
 }
 

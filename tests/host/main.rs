@@ -10,6 +10,7 @@ mod buffer_commands;
 mod cl_headers;
 mod cli;
 mod cross_objects;
+mod images;
 mod images_ext;
 mod info_command;
 mod info_queries;

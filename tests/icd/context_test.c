@@ -94,28 +94,29 @@ static void test_destructor_callback_errors(void) {
     CHECK(seen.count == 1);
 }
 
-static void test_supported_image_formats_are_none(void) {
+static void test_supported_image_formats(void) {
     cl_int err = 1;
     cl_context ctx = clCreateContext(NULL, 1, &device, NULL, NULL, &err);
     CHECK(ctx != NULL && err == CL_SUCCESS);
     if (!ctx) return;
     cl_uint n = 99;
     CHECK_ERR(clGetSupportedImageFormats(ctx, CL_MEM_READ_WRITE, CL_MEM_OBJECT_IMAGE2D, 0, NULL, &n), CL_SUCCESS);
-    CHECK(n == 0);
+    CHECK(n == 42);
     cl_image_format formats[4];
     memset(formats, 0xab, sizeof formats);
     n = 99;
-    CHECK_ERR(clGetSupportedImageFormats(ctx, CL_MEM_READ_ONLY, CL_MEM_OBJECT_IMAGE3D, 4, formats, &n), CL_SUCCESS);
-    CHECK(n == 0);
-    CHECK(formats[0].image_channel_order == 0xabababab);
+    /* num_entries bounds what is written; the count is all of them. */
+    CHECK_ERR(clGetSupportedImageFormats(ctx, CL_MEM_READ_ONLY, CL_MEM_OBJECT_IMAGE3D, 2, formats, &n), CL_SUCCESS);
+    CHECK(n == 38);
+    CHECK(formats[0].image_channel_order == CL_R && formats[2].image_channel_order == 0xabababab);
     const cl_mem_object_type types[] = {CL_MEM_OBJECT_IMAGE1D, CL_MEM_OBJECT_IMAGE1D_ARRAY, CL_MEM_OBJECT_IMAGE1D_BUFFER,
                                         CL_MEM_OBJECT_IMAGE2D, CL_MEM_OBJECT_IMAGE2D_ARRAY, CL_MEM_OBJECT_IMAGE3D};
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
-        n = 99;
+        n = 0;
         CHECK_ERR(clGetSupportedImageFormats(ctx, CL_MEM_KERNEL_READ_AND_WRITE | CL_MEM_READ_WRITE, types[i], 0, NULL,
                                              &n),
                   CL_SUCCESS);
-        CHECK(n == 0);
+        CHECK(n >= 38);
     }
     /* NULL num_image_formats is allowed. */
     CHECK_ERR(clGetSupportedImageFormats(ctx, CL_MEM_WRITE_ONLY, CL_MEM_OBJECT_IMAGE2D, 0, NULL, NULL), CL_SUCCESS);
@@ -147,7 +148,7 @@ int main(void) {
         {"context::destructor_callbacks_run_in_reverse_order_when_the_last_reference_goes",
          test_destructor_callbacks_run_in_reverse_order_when_the_last_reference_goes},
         {"context::destructor_callback_errors", test_destructor_callback_errors},
-        {"context::supported_image_formats_are_none", test_supported_image_formats_are_none},
+        {"context::supported_image_formats", test_supported_image_formats},
     };
     int ready = platform && device;
     RUN_TESTS(tests, ready);

@@ -188,8 +188,8 @@ pub(crate) unsafe extern "C" fn clSetContextDestructorCallback(
     })
 }
 
-/// `clGetSupportedImageFormats`: no formats (dmabridge has no images), after
-/// the argument rules: `CL_INVALID_VALUE` for bad `flags` or `image_type`, or
+/// `clGetSupportedImageFormats`: the core's list (`runtime::image::format`),
+/// after the argument rules: `CL_INVALID_VALUE` for bad `flags` or `image_type`, or
 /// `num_entries` 0 with a non-NULL `image_formats`.
 pub(crate) unsafe extern "C" fn clGetSupportedImageFormats(
     context: cl_context,
@@ -206,8 +206,7 @@ pub(crate) unsafe extern "C" fn clGetSupportedImageFormats(
         }
         let formats = obj.inner.ctx.supported_image_formats(flags, image_type).cl()?;
         for (i, f) in formats.iter().take(num_entries as usize).enumerate() {
-            let format =
-                cl_image_format { image_channel_order: f.channel_order, image_channel_data_type: f.channel_data_type };
+            let format = cl_image_format { image_channel_order: f.order, image_channel_data_type: f.data_type };
             // SAFETY: the C contract: a non-NULL `image_formats` has room for
             // `num_entries` formats, and `i < num_entries`.
             unsafe { image_formats.add(i).write_unaligned(format) };

@@ -12,7 +12,7 @@ use dmabridge::ext::dma_buf_export::{self, Export};
 use opencl_sys::*;
 
 use super::context::ContextObj;
-use super::memobj::mem;
+use super::memobj::mem_object;
 use super::usm::properties;
 use crate::entry::{status, write_opt, Cl, ClRes};
 use crate::handles;
@@ -101,7 +101,8 @@ pub(crate) unsafe extern "C" fn clGetMemObjectDmaBufFdDMABRIDGE(
     fd: *mut c_int,
 ) -> cl_int {
     status("clGetMemObjectDmaBufFdDMABRIDGE", || {
-        let m = mem(memobj)?;
+        // An image's dma-buf is its storage's: the pixels from offset 0.
+        let m = mem_object(memobj)?;
         need_fd(fd)?;
         // SAFETY: the C contract: `props` is NULL or a zero-terminated list.
         let props = unsafe { properties(props) };
@@ -142,8 +143,11 @@ pub(crate) unsafe extern "C" fn clGetMemObjectDmaBufInfoDMABRIDGE(
     // SAFETY: the C contract of the `param_value` arguments.
     unsafe {
         get_info("clGetMemObjectDmaBufInfoDMABRIDGE", param_value_size, param_value, param_value_size_ret, || {
-            let m = mem(memobj)?;
-            let info = dma_buf_export::buffer_info(&m.inner.buffer, param_name).cl()?;
+            let m = mem_object(memobj)?;
+            let info = match &m.inner.image {
+                Some(image) => dma_buf_export::image_info(image, param_name).cl()?,
+                None => dma_buf_export::buffer_info(&m.inner.buffer, param_name).cl()?,
+            };
             Ok((info.into(), Handles::default()))
         })
     }

@@ -8,6 +8,7 @@ use dmabridge::ext;
 use dmabridge::runtime::buffer::rect::{self, CopyRect, HostRect};
 use dmabridge::runtime::buffer::{commands, map, mem_info, Buffer};
 use dmabridge::runtime::event::command_type;
+use dmabridge::runtime::image::Image;
 use opencl_sys::*;
 
 use super::context::ContextObj;
@@ -17,20 +18,23 @@ use crate::entry::{object, pattern_bytes, slice, status, wait_list, Cl, ClRes};
 use crate::handles::{self, Kind, Obj, Tag};
 use crate::info::{get_info, Handles};
 
-/// A buffer or sub-buffer, with the objects its info answers name (its
-/// context, a sub-buffer's parent: kept alive so those handles stay valid)
-/// and the properties it was created with.
+/// A buffer, sub-buffer or image, with the objects its info answers name
+/// (its context, a sub-buffer's parent, an image's buffer: kept alive so
+/// those handles stay valid) and the properties it was created with.
 #[derive(Debug)]
 pub struct MemObj {
-    /// The core buffer.
+    /// The core buffer; for an image, the storage holding its pixels.
     pub buffer: Arc<Buffer>,
+    /// The core image, for an image (`None` for buffers).
+    pub image: Option<Arc<Image>>,
     /// Its context's object.
     pub context: Arc<Obj<ContextObj>>,
-    /// A sub-buffer's parent object.
-    parent: Option<Arc<Obj<MemObj>>>,
+    /// A sub-buffer's parent object, or the buffer object an image was made
+    /// from.
+    pub(crate) parent: Option<Arc<Obj<MemObj>>>,
     /// `CL_MEM_PROPERTIES`: as given, with its 0 (empty for NULL and for
     /// `clCreateBuffer`).
-    properties: Vec<cl_mem_properties>,
+    pub(crate) properties: Vec<cl_mem_properties>,
 }
 
 impl Kind for MemObj {
@@ -42,8 +46,19 @@ impl Kind for MemObj {
     }
 }
 
-/// The memory object behind a handle.
+/// The buffer object behind a handle: an image is `CL_INVALID_MEM_OBJECT`
+/// where a buffer is asked for.
 pub(crate) fn mem(handle: cl_mem) -> ClRes<Arc<Obj<MemObj>>> {
+    let m = handles::get::<MemObj>(handle.cast())?;
+    if m.inner.image.is_some() {
+        return Err(CL_INVALID_MEM_OBJECT);
+    }
+    Ok(m)
+}
+
+/// The memory object behind a handle, buffer or image (the entry points
+/// of every `cl_mem`: info, destructor callbacks, unmap, migration).
+pub(crate) fn mem_object(handle: cl_mem) -> ClRes<Arc<Obj<MemObj>>> {
     handles::get::<MemObj>(handle.cast())
 }
 
@@ -76,7 +91,7 @@ pub(crate) fn buffer_handle(
     context: Arc<Obj<ContextObj>>,
     properties: Vec<cl_mem_properties>,
 ) -> cl_mem {
-    let obj = MemObj { buffer, context, parent: None, properties };
+    let obj = MemObj { buffer, image: None, context, parent: None, properties };
     handles::into_handle(handles::new_object(obj)).cast()
 }
 
@@ -116,6 +131,7 @@ pub(crate) unsafe extern "C" fn clCreateSubBuffer(
                     .cl()?;
             let obj = MemObj {
                 buffer: sub,
+                image: None,
                 context: parent.inner.context.clone(),
                 parent: Some(parent),
                 properties: Vec::new(),
@@ -148,11 +164,12 @@ pub(crate) unsafe extern "C" fn clGetMemObjectInfo(
     // SAFETY: the C contract of the `param_value` arguments.
     unsafe {
         get_info("clGetMemObjectInfo", param_value_size, param_value, param_value_size_ret, || {
-            let m = mem(memobj)?;
-            let value = match param_name {
-                mem_info::REFERENCE_COUNT => crate::info::reference_count(&m),
-                mem_info::PROPERTIES => crate::info::properties(&m.inner.properties),
-                _ => m.inner.buffer.info(param_name).cl()?,
+            let m = mem_object(memobj)?;
+            let value = match (param_name, &m.inner.image) {
+                (mem_info::REFERENCE_COUNT, _) => crate::info::reference_count(&m),
+                (mem_info::PROPERTIES, _) => crate::info::properties(&m.inner.properties),
+                (_, Some(image)) => image.mem_info(param_name).cl()?,
+                (_, None) => m.inner.buffer.info(param_name).cl()?,
             };
             Ok((value, Handles { mem: m.inner.parent.clone(), ..Handles::of_context(&m.inner.context) }))
         })
@@ -171,15 +188,19 @@ pub(crate) unsafe extern "C" fn clSetMemObjectDestructorCallback(
     user_data: *mut c_void,
 ) -> cl_int {
     status("clSetMemObjectDestructorCallback", || {
-        let m = mem(memobj)?;
+        let m = mem_object(memobj)?;
         let f = pfn_notify.ok_or(CL_INVALID_VALUE)?;
         let (handle, data) = (handles::handle_of(&m) as usize, UserData(user_data));
-        m.inner.buffer.set_destructor_callback(Box::new(move || {
+        let callback = Box::new(move || {
             let data = data;
             // SAFETY: the application's callback with the arguments OpenCL
             // defines; the handle is passed as a value, never dereferenced.
             unsafe { f(handle as cl_mem, data.0) };
-        }));
+        });
+        match &m.inner.image {
+            Some(image) => image.set_destructor_callback(callback),
+            None => m.inner.buffer.set_destructor_callback(callback),
+        }
         Ok(())
     })
 }
@@ -511,7 +532,7 @@ pub(crate) unsafe extern "C" fn clEnqueueUnmapMemObject(
 ) -> cl_int {
     status("clEnqueueUnmapMemObject", || {
         let q = queue(command_queue)?;
-        let m = mem(memobj)?;
+        let m = mem_object(memobj)?;
         // SAFETY: the C contract of the wait list and `event`.
         unsafe {
             let wait = wait_list(num_events_in_wait_list, event_wait_list)?;
@@ -543,7 +564,7 @@ pub(crate) unsafe extern "C" fn clEnqueueMigrateMemObjects(
         }
         // SAFETY: the C contract: `num_mem_objects` readable handles.
         for &m in unsafe { slice(mem_objects, num_mem_objects as usize) } {
-            if !Arc::ptr_eq(mem(m)?.inner.buffer.context(), q.inner.queue.context()) {
+            if !Arc::ptr_eq(mem_object(m)?.inner.buffer.context(), q.inner.queue.context()) {
                 return Err(CL_INVALID_CONTEXT);
             }
         }

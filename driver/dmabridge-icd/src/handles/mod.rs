@@ -83,10 +83,12 @@ pub enum Tag {
     Kernel,
     /// `cl_semaphore_khr`.
     Semaphore,
+    /// `cl_sampler`.
+    Sampler,
 }
 
 /// How many kinds there are (the per-thread cache has a line for each).
-const KINDS: usize = Tag::Semaphore as usize;
+const KINDS: usize = Tag::Sampler as usize;
 
 impl Tag {
     /// Whether objects of this kind may be borrowed by [`with`] (their

@@ -24,6 +24,7 @@ use crate::error::{ClError, ClErrorKind, ClResult};
 use crate::memory::heap::{AllocInfo, ExportError};
 use crate::runtime::buffer::{mem_flags, Buffer};
 use crate::runtime::context::Context;
+use crate::runtime::image::Image;
 use crate::runtime::info::{Extension, InfoValue, Requires, EXTENSIONS};
 use crate::sys::addr::HostAddr;
 use crate::sys::dma_buf::DmaBuf;
@@ -48,6 +49,14 @@ pub mod info_param {
     /// `CL_DMA_BUF_OFFSET_DMABRIDGE` (`size_t`): offset in that dma-buf of
     /// the byte the pointer points to (of byte 0 for a buffer).
     pub const OFFSET: u32 = 0x4F12;
+    /// `CL_DMA_BUF_ROW_PITCH_DMABRIDGE` (`size_t`): for an image, the bytes
+    /// from one row of pixels to the next in its dma-buf
+    /// (`CL_IMAGE_ROW_PITCH`); `CL_INVALID_MEM_OBJECT` for a buffer.
+    pub const ROW_PITCH: u32 = 0x4F13;
+    /// `CL_DMA_BUF_SLICE_PITCH_DMABRIDGE` (`size_t`): for an image, the
+    /// bytes from one slice (layer, 1D array element) to the next; 0 for 1D
+    /// and 2D images.
+    pub const SLICE_PITCH: u32 = 0x4F14;
 }
 
 /// The answer of a dma-buf info query.
@@ -59,6 +68,8 @@ pub enum Info {
     Size(usize),
     /// `CL_DMA_BUF_OFFSET_DMABRIDGE`.
     Offset(usize),
+    /// `CL_DMA_BUF_ROW_PITCH_DMABRIDGE` or `CL_DMA_BUF_SLICE_PITCH_DMABRIDGE`.
+    Pitch(usize),
 }
 
 /// The answer in the shape of every `clGet*Info` answer
@@ -74,7 +85,7 @@ impl From<Info> for InfoValue {
     fn from(info: Info) -> InfoValue {
         match info {
             Info::Exportable(b) => InfoValue::Bool(b),
-            Info::Size(n) | Info::Offset(n) => InfoValue::Usize(n),
+            Info::Size(n) | Info::Offset(n) | Info::Pitch(n) => InfoValue::Usize(n),
         }
     }
 }
@@ -265,8 +276,40 @@ pub fn buffer_info(buffer: &Buffer, param: u32) -> ClResult<Info> {
         }
         info_param::SIZE => Info::Size(len),
         info_param::OFFSET => Info::Offset(0),
+        info_param::ROW_PITCH | info_param::SLICE_PITCH => {
+            return cl_err!(
+                InvalidMemObject,
+                "param_name {param:#x} is a pitch: only images have one (a buffer's bytes are its own layout)"
+            )
+        }
         _ => return cl_err!(InvalidValue, "param_name {param:#x} is not a cl_dma_buf_info_dmabridge"),
     })
+}
+
+/// `clGetMemObjectDmaBufInfoDMABRIDGE` for an image: its storage's answers
+/// (the dma-buf holds the pixels from offset 0), and the pitches at which
+/// the pixels lie in it — what an importer (V4L2, DRM) needs besides the fd.
+///
+/// Errors: `CL_INVALID_VALUE` for an unknown `param`.
+///
+/// ```
+/// use dmabridge::ext::dma_buf_export::{self, info_param, Info};
+/// use dmabridge::runtime::image::{format::{data_type, order, ImageFormat}, mem_object, Image, ImageDesc};
+/// use dmabridge::runtime::{context::Context, platform::Platform};
+/// let ctx = Context::new(std::slice::from_ref(Platform::get().cpu()))?;
+/// let f = ImageFormat::new(order::BGRA, data_type::UNORM_INT8);
+/// // SAFETY: no host pointer.
+/// let img = unsafe { Image::create(&ctx, 0, f, &ImageDesc::new(mem_object::IMAGE2D, [640, 480, 1]), std::ptr::null_mut()) }?;
+/// assert_eq!(dma_buf_export::image_info(&img, info_param::ROW_PITCH)?, Info::Pitch(2560));
+/// assert_eq!(dma_buf_export::image_info(&img, info_param::OFFSET)?, Info::Offset(0));
+/// # Ok::<(), dmabridge::error::ClError>(())
+/// ```
+pub fn image_info(image: &Image, param: u32) -> ClResult<Info> {
+    match param {
+        info_param::ROW_PITCH => Ok(Info::Pitch(image.row_pitch())),
+        info_param::SLICE_PITCH => Ok(Info::Pitch(image.slice_pitch())),
+        _ => buffer_info(image.storage(), param),
+    }
 }
 
 /// `clGetMemObjectDmaBufFdDMABRIDGE`: `buffer`'s host pages as a dma-buf

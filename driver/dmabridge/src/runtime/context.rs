@@ -225,44 +225,38 @@ impl Context {
         sync::lock(&self.destructors.0).push(f);
     }
 
-    /// `clGetSupportedImageFormats`: dmabridge has no images
-    /// (`CL_DEVICE_IMAGE_SUPPORT` is `CL_FALSE`), so the list is empty for
-    /// every valid `flags` and `image_type`.
+    /// `clGetSupportedImageFormats`: the formats of
+    /// [`image::format::supported_formats`](super::image::format::supported_formats)
+    /// when a device of the context supports images, else none. The same
+    /// list for every access flag (`CL_MEM_KERNEL_READ_AND_WRITE` included):
+    /// the storage is linear memory the CPU reads and writes.
     ///
     /// Errors: `CL_INVALID_VALUE` when `flags` has a bit no memory object
     /// takes (`CL_MEM_KERNEL_READ_AND_WRITE` is allowed here) or combines
     /// exclusive access flags, or `image_type` is not an image type.
     ///
     /// ```
-    /// use dmabridge::runtime::{buffer::mem_flags, context::Context, platform::Platform};
+    /// use dmabridge::runtime::{buffer::mem_flags, context::Context, image::mem_object, platform::Platform};
     /// let ctx = Context::new(std::slice::from_ref(Platform::get().cpu()))?;
-    /// const CL_MEM_OBJECT_IMAGE2D: u32 = 0x10F1;
-    /// assert!(ctx.supported_image_formats(mem_flags::READ_WRITE, CL_MEM_OBJECT_IMAGE2D)?.is_empty());
+    /// assert!(!ctx.supported_image_formats(mem_flags::READ_WRITE, mem_object::IMAGE2D)?.is_empty());
     /// assert!(ctx.supported_image_formats(mem_flags::READ_WRITE, 0x10F0).is_err(), "a buffer is no image");
-    /// assert!(ctx.supported_image_formats(1 << 40, CL_MEM_OBJECT_IMAGE2D).is_err());
+    /// assert!(ctx.supported_image_formats(1 << 40, mem_object::IMAGE2D).is_err());
     /// # Ok::<(), dmabridge::error::ClError>(())
     /// ```
     pub fn supported_image_formats(&self, flags: u64, image_type: u32) -> ClResult<Vec<ImageFormat>> {
-        /// `CL_MEM_KERNEL_READ_AND_WRITE`.
-        const KERNEL_READ_AND_WRITE: u64 = 1 << 12;
-        /// `CL_MEM_OBJECT_IMAGE2D` .. `CL_MEM_OBJECT_IMAGE1D_BUFFER`.
-        const IMAGE_TYPES: std::ops::RangeInclusive<u32> = 0x10F1..=0x10F6;
+        use super::image::{format, image_limits, mem_object, KERNEL_READ_AND_WRITE};
         super::buffer::check_exclusive(flags & !KERNEL_READ_AND_WRITE)?;
-        if !IMAGE_TYPES.contains(&image_type) {
-            return cl_err!(InvalidValue, "image_type {image_type:#x} is not an image type");
+        if !mem_object::ALL.contains(&image_type) {
+            return cl_err!(InvalidValue, "image_type {image_type:#x} is not an image type (CL_MEM_OBJECT_IMAGE*)");
         }
-        Ok(Vec::new())
+        if !self.devices().iter().any(|d| image_limits(d).is_some()) {
+            return Ok(Vec::new());
+        }
+        Ok(format::supported_formats(image_type))
     }
 }
 
-/// A `cl_image_format`: channel order and channel data type.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ImageFormat {
-    /// `image_channel_order`.
-    pub channel_order: u32,
-    /// `image_channel_data_type`.
-    pub channel_data_type: u32,
-}
+pub use super::image::format::ImageFormat;
 
 /// USM allocations in devices' local memory (BAR devices), and lookups over
 /// every USM allocation of the context.
