@@ -13,6 +13,7 @@ mod dma_heaps;
 mod drm;
 mod edu_device;
 mod images;
+mod images_ext;
 mod info_command;
 mod khr_external;
 mod kmod;

@@ -2529,8 +2529,10 @@ static void ep_stubs(void) {
         logf_(" -> %d\n", e);
         if (e >= 0) fail("%s answered %d: it is not implemented and must refuse", cur_ep->name, e);
     }
-    /* Device-first and queue-property stubs. */
+    /* Device-first and queue-property stubs (with the queue of the original
+     * fault: the image cases above may have forged theirs). */
     f = f0;
+    qh = f ? bad_handle(K_QUEUE, f) : q->h;
     if (chance(30)) {
         cl_device_id d = f ? (cl_device_id)&forged : devices[0];
         cl_ulong t1, t2;

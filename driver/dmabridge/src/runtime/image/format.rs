@@ -42,7 +42,8 @@ pub mod order {
     pub const RGBX: u32 = 0x10BC;
     /// `CL_DEPTH`.
     pub const DEPTH: u32 = 0x10BD;
-    /// `CL_DEPTH_STENCIL`.
+    /// CL_DEPTH_STENCIL (`CL/cl.h`, for `cl_khr_gl_depth_images`;
+    /// opencl-sys does not define it). Valid, not supported.
     pub const DEPTH_STENCIL: u32 = 0x10BE;
     /// `CL_sRGB`.
     pub const SRGB: u32 = 0x10BF;
@@ -93,7 +94,8 @@ pub mod data_type {
     pub const HALF_FLOAT: u32 = 0x10DD;
     /// `CL_FLOAT`.
     pub const FLOAT: u32 = 0x10DE;
-    /// `CL_UNORM_INT24`.
+    /// CL_UNORM_INT24 (`CL/cl.h`, for `cl_khr_gl_depth_images`;
+    /// opencl-sys does not define it). Valid, not supported.
     pub const UNORM_INT24: u32 = 0x10DF;
     /// `CL_UNORM_INT_101010_2`.
     pub const UNORM_INT_101010_2: u32 = 0x10E0;

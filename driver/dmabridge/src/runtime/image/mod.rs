@@ -1,6 +1,6 @@
 //! Image objects (`cl_mem` of the `CL_MEM_OBJECT_IMAGE*` types): 1D, 1D
 //! buffer, 1D array, 2D, 2D array and 3D images, their formats
-//! ([`format`]), commands ([`commands`]) and fill colours ([`fill`]).
+//! ([`mod@format`]), commands ([`commands`]) and fill colours ([`fill`]).
 //!
 //! An image is dmabridge memory like a buffer: its pixels are linear, row
 //! after row at [`Image::row_pitch`] and slice after slice at
