@@ -201,7 +201,9 @@ impl std::fmt::Debug for Kernel {
 /// The CPU device offers `checksum_adler32`, `fill_pattern_u32`,
 /// `yuyv_to_rgba`, `yuyv_to_rgba_strided`, `yuyv_to_bgrx_strided` (`src`,
 /// `dst`, then `width`, `height`, `src_stride`, `dst_stride` as uints: padded
-/// lines, odd widths and heights) and `copy_bytes`; a device with a DMA engine (edu)
+/// lines, odd widths and heights), `yuyv_to_rgba_image` (a `CL_YUYV_INTEL`
+/// image in, a `CL_RGBA` image out, each at its own row pitch) and
+/// `copy_bytes`; a device with a DMA engine (edu)
 /// offers `dma_copy(dst pointer, src pointer, size ulong)`, which copies by
 /// DMA; other devices none.
 ///
