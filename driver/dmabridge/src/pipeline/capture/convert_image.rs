@@ -20,6 +20,7 @@
 use std::os::fd::AsFd;
 use std::sync::Arc;
 
+use super::convert::{frame_to_convert, run_bracketed};
 use super::frame::Storage;
 use super::stream::Stream;
 use super::PipelineError;
@@ -27,10 +28,9 @@ use crate::ext::khr_external::{image as khr_image, memory as khr_memory};
 use crate::runtime::buffer::mem_flags;
 use crate::runtime::context::Context;
 use crate::runtime::device::DeviceType;
-use crate::runtime::event::Event;
 use crate::runtime::image::format::{data_type, order, ImageFormat};
 use crate::runtime::image::{mem_object, Image, ImageDesc};
-use crate::runtime::kernel::{self, Kernel};
+use crate::runtime::kernel::Kernel;
 use crate::runtime::queue::{Queue, QueueProps};
 use crate::sys::access::Access;
 use crate::sys::v4l2::{FourCc, PixFormat};
@@ -174,47 +174,17 @@ impl ImageConverter {
     /// dma-buf is bracketed for CPU reads while the kernel runs (and between
     /// acquire and release for a Khronos import); no frame byte is copied.
     pub fn convert(&mut self, stream: &Stream, index: u32) -> Result<&[u8], PipelineError> {
-        if index as usize >= stream.frames.len() {
-            return Err(PipelineError::Unsupported(format!(
-                "no frame {index}: the stream has {}",
-                stream.frames.len()
-            )));
-        }
-        if stream.is_queued(index) {
-            return Err(PipelineError::Unsupported(format!("frame {index} is queued: the driver owns it")));
-        }
-        let f = stream.format;
-        if (f.width, f.height, f.bytes_per_line, f.fourcc)
-            != (self.format.width, self.format.height, self.format.bytes_per_line, FourCc::YUYV)
-            || !Arc::ptr_eq(&stream.ctx, &self.ctx)
-        {
-            return Err(PipelineError::Unsupported(format!(
-                "this converter takes {}x{} YUYV frames of its own context; the stream's are {}x{} {}",
-                self.format.width, self.format.height, f.width, f.height, f.fourcc
-            )));
-        }
+        let f = self.format;
+        let frame = frame_to_convert(stream, index, &self.ctx, (f.width, f.height, Some(f.bytes_per_line)))?;
         let img = self.frame_image(stream, index)?;
         self.kernel.set_arg_image(0, &img)?;
         self.kernel.set_arg_image(1, &self.rgba)?;
-        let frame = &stream.frames[index as usize];
         let device = |error| PipelineError::Device { path: stream.dev.path().to_owned(), error };
         let cpu = frame.dmabuf.cpu_access(Access::Read).map_err(device)?;
         let external = khr_memory::is_external(img.storage()).then(|| std::slice::from_ref(img.storage()));
-        if let Some(b) = external {
-            khr_memory::enqueue_acquire(&self.queue, b, &[])?;
-        }
         // SAFETY: images hold their memory; the frame is dequeued, so the
         // driver does not write it while the kernel reads it.
-        let launched = unsafe { kernel::enqueue_nd_range(&self.queue, &self.kernel, f.height as usize, &[]) };
-        let event = match external {
-            Some(b) => {
-                let released = khr_memory::enqueue_release(&self.queue, b, &[]);
-                launched?;
-                released?
-            }
-            None => launched?,
-        };
-        Event::wait(&[event])?;
+        unsafe { run_bracketed(&self.queue, &self.kernel, f.height as usize, external) }?;
         cpu.end().map_err(device)?;
         let len = self.format.width as usize * self.format.height as usize * 4;
         // SAFETY: the RGBA image's memory is `rgba_mem`, at least `len`
