@@ -206,12 +206,44 @@ fn khr_image_properties_rules() {
     assert_eq!(err_kind(r), InvalidImageDescriptor, "an imported image takes no mem_object");
 }
 
-/// `cl_khr_image2d_from_buffer`'s queries: a pixel (the CPU device reads
-/// rows at any pitch that is a whole number of pixels).
+/// `cl_khr_image2d_from_buffer`'s queries (a pixel: the CPU device reads
+/// rows at any pitch of whole pixels) and their rules, each
+/// `CL_INVALID_IMAGE_FORMAT_DESCRIPTOR`: a row pitch of whole pixels, and a
+/// `CL_MEM_USE_HOST_PTR` buffer's host pointer aligned to a pixel. An
+/// aligned one is zero copy: a fill of the image is in the host memory.
 #[test]
-fn image2d_from_buffer_alignment_queries() {
+fn image2d_from_buffer_alignment_rules() {
+    let (ctx, q) = cpu_context_and_queue();
     let cpu = cpu_device();
     for p in [device_param::IMAGE_PITCH_ALIGNMENT, device_param::IMAGE_BASE_ADDRESS_ALIGNMENT] {
         assert_eq!(device_info(&cpu, p).unwrap(), InfoValue::U32(1), "{p:#x}");
     }
+    let mut host = vec![0u32; 1024]; // 4-byte aligned
+    let base = host.as_mut_ptr() as *mut u8;
+    let over = |ptr: *mut u8, pitch: usize| {
+        // SAFETY: `host` holds 4096 bytes from `base`; every use is below it.
+        let b =
+            unsafe { Buffer::create(&ctx, dmabridge::runtime::buffer::mem_flags::USE_HOST_PTR, 2048, ptr) }.unwrap();
+        let desc =
+            ImageDesc { row_pitch: pitch, buffer: Some(b.clone()), ..ImageDesc::new(mem_object::IMAGE2D, [8, 8, 1]) };
+        Image::over_buffer(&ctx, 0, rgba(), &desc, b)
+    };
+    assert_eq!(err_kind(over(base.wrapping_add(2), 64)), InvalidImageFormatDescriptor, "host_ptr not on a pixel");
+    assert_eq!(err_kind(over(base, 66)), InvalidImageFormatDescriptor, "a pitch of 16.5 pixels");
+    let img = over(base.wrapping_add(4), 40).unwrap();
+    assert_eq!(img.row_pitch(), 40);
+    let ev = dmabridge::runtime::image::commands::enqueue_fill_image(
+        &q,
+        &img,
+        [1.0f32.to_bits(), 0, 0, 1.0f32.to_bits()],
+        [0, 0, 0],
+        [8, 8, 1],
+        &[],
+    );
+    Event::wait(&[ev.unwrap()]).unwrap();
+    drop(img);
+    let bytes: Vec<u8> = host.iter().flat_map(|w| w.to_ne_bytes()).collect();
+    assert_eq!(bytes[4..8], [255, 0, 0, 255], "pixel (0, 0) in the host memory");
+    assert_eq!(bytes[4 + 40..4 + 44], [255, 0, 0, 255], "pixel (0, 1), one pitch on");
+    assert_eq!(bytes[4 + 32..4 + 40], [0; 8], "the 8 bytes after a row's 8 pixels untouched");
 }
