@@ -100,9 +100,9 @@ unsafe fn new_image(
         num_samples: d.num_samples,
         buffer: parent.as_ref().map(|p| p.inner.buffer.clone()),
     };
+    // (Without a dma-buf in `ext`, `Image::create`.)
     // SAFETY: `clCreateImage`'s contract of `host_ptr`, for the bytes the
     // descriptor's pitches span.
-    // (Without a dma-buf in `ext`, `Image::create`.)
     let image =
         unsafe { create_image_with_properties(&ctx.inner.ctx, ext, flags, format, &desc, host_ptr.cast()) }.cl()?;
     Ok(image_handle(image, ctx, parent, properties))

@@ -242,11 +242,10 @@ impl PoclKernel {
                     }
                     _ => std::ptr::null(),
                 };
-                // SAFETY: our kernel; each value is readable for its length,
-                // a pointer argument is an address the launch keeps valid
-                // (the enqueue's contract) and PoCL uses in place; an image
-                // or sampler argument is the address of PoCL's handle, alive
-                // in `images`/`samplers` until the launch ends.
+                // Images and samplers: the address of PoCL's handle, alive in
+                // `images`/`samplers` until the launch ends.
+                // SAFETY: our kernel; values readable for their lengths; a pointer
+                // is valid until the launch ends (the enqueue's contract), used in place.
                 check(unsafe {
                     match a {
                         RunArg::Pointer(ptr) => call!(p, clSetKernelArgSVMPointer(self.handle, i, *ptr as *const _)),

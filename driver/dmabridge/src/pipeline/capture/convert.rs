@@ -104,10 +104,10 @@ impl Converter {
             Storage::Buffer(b) if khr_memory::is_external(b) => Some(std::slice::from_ref(b)),
             _ => None,
         };
-        // SAFETY: the frame is dequeued, so the driver does not write it,
-        // and `&mut self` keeps the RGBA image to this launch; both hold the
-        // extents the built-in checks (the frame's whole pages, width x
-        // height x 4) until the launch ends.
+        // Both hold the extents the built-in checks (the frame's whole
+        // pages, width x height x 4) until the launch ends.
+        // SAFETY: the frame is dequeued (the driver does not write it), and
+        // `&mut self` keeps the RGBA image to this launch.
         unsafe { run_bracketed(&self.queue, &self.kernel, self.height as usize, external) }?;
         cpu.end().map_err(|error| PipelineError::Device { path: stream.dev.path().to_owned(), error })?;
         let len = self.width as usize * self.height as usize * 4;

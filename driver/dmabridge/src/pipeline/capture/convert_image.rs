@@ -187,10 +187,10 @@ impl ImageConverter {
         unsafe { run_bracketed(&self.queue, &self.kernel, f.height as usize, external) }?;
         cpu.end().map_err(device)?;
         let len = self.format.width as usize * self.format.height as usize * 4;
-        // SAFETY: the RGBA image's memory is `rgba_mem`, at least `len`
-        // bytes (CL_MEM_USE_HOST_PTR, linked on the CPU device, so the
-        // finished kernel wrote there); `&self` borrowed for the slice's life
-        // keeps the next conversion from writing it.
+        // `&self` borrowed for the slice's life keeps the next conversion
+        // from writing it.
+        // SAFETY: the RGBA image's memory is `rgba_mem`, `len` bytes or more
+        // (CL_MEM_USE_HOST_PTR, linked: the finished kernel wrote there).
         Ok(unsafe { std::slice::from_raw_parts(self.rgba_mem.ptr as *const u8, len) })
     }
 }
