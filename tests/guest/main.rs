@@ -12,6 +12,7 @@ mod dma_buf;
 mod dma_heaps;
 mod drm;
 mod edu_device;
+mod engine_loss;
 mod images;
 mod images_ext;
 mod info_command;

@@ -22,6 +22,7 @@ use dmabridge::runtime::context::Context;
 use dmabridge::runtime::device::Device;
 use dmabridge::runtime::event::{Event, EventStatus};
 use dmabridge::runtime::info::{device_info, device_param, InfoValue};
+use dmabridge::runtime::kernel::{self, Kernel};
 use dmabridge::runtime::platform::Platform;
 use dmabridge::runtime::queue::{Queue, QueueProps};
 use dmabridge::sys::addr::BusAddr;
@@ -35,13 +36,13 @@ const REMOVE_BOUND: Duration = Duration::from_secs(5);
 /// How long the test waits for a removal before calling it blocked.
 const BLOCKED: Duration = Duration::from_secs(60);
 
-fn device_at(p: &Platform, bdf: &str) -> Arc<Device> {
+pub(crate) fn device_at(p: &Platform, bdf: &str) -> Arc<Device> {
     let d = p.devices().iter().find(|d| d.pci_address() == Some(addr(bdf)));
     d.unwrap_or_else(|| panic!("no device at {bdf}: {:?} (skipped: {:?})", p.devices(), p.skipped())).clone()
 }
 
 /// `CL_DEVICE_AVAILABLE` as `clGetDeviceInfo` answers it.
-fn cl_available(d: &Device) -> bool {
+pub(crate) fn cl_available(d: &Device) -> bool {
     match device_info(d, device_param::AVAILABLE).unwrap() {
         InfoValue::Bool(b) => b,
         v => panic!("CL_DEVICE_AVAILABLE is {v:?}"),
@@ -105,7 +106,7 @@ fn info_says_gone(bdf: &str) {
 }
 
 /// Waits until `e` runs (or already ended).
-fn wait_running(e: &Event) {
+pub(crate) fn wait_running(e: &Event) {
     let t = Instant::now();
     while matches!(e.status(), EventStatus::Queued | EventStatus::Submitted) {
         assert!(t.elapsed() < BLOCKED, "the first command never started");
@@ -114,14 +115,14 @@ fn wait_running(e: &Event) {
 }
 
 /// The status a command ended with.
-fn end_status(e: &Event) -> EventStatus {
+pub(crate) fn end_status(e: &Event) -> EventStatus {
     let _ = Event::wait(std::slice::from_ref(e));
     e.status()
 }
 
 /// A buffer of the CPU device holding `data`, and its queue: it must read
 /// back after another device is gone.
-fn cpu_buffer(data: &[u8]) -> (Arc<Queue>, Arc<Buffer>) {
+pub(crate) fn cpu_buffer(data: &[u8]) -> (Arc<Queue>, Arc<Buffer>) {
     let cpu = Platform::get().cpu().clone();
     let ctx = Context::new(std::slice::from_ref(&cpu)).unwrap();
     let q = Queue::new(&ctx, &cpu, QueueProps::default()).unwrap();
@@ -132,7 +133,7 @@ fn cpu_buffer(data: &[u8]) -> (Arc<Queue>, Arc<Buffer>) {
     (q, b)
 }
 
-fn reads_back(q: &Arc<Queue>, b: &Arc<Buffer>, data: &[u8]) {
+pub(crate) fn reads_back(q: &Arc<Queue>, b: &Arc<Buffer>, data: &[u8]) {
     let mut out = vec![0u8; data.len()];
     // SAFETY: blocking: `out` is written before the call returns.
     unsafe { commands::enqueue_read_buffer(q, b, true, 0, out.len(), out.as_mut_ptr(), &[]) }.unwrap();
@@ -140,7 +141,7 @@ fn reads_back(q: &Arc<Queue>, b: &Arc<Buffer>, data: &[u8]) {
 }
 
 /// Another device of the platform still copies.
-fn copies(d: &Device) {
+pub(crate) fn copies(d: &Device) {
     let src = pattern(5000, 7);
     let mut dst = vec![0u8; src.len()];
     // SAFETY: both vectors hold 5000 bytes, are distinct, and no reference
@@ -149,7 +150,7 @@ fn copies(d: &Device) {
     assert_eq!(dst, src, "{} still copies", d.name);
 }
 
-fn pattern(len: usize, seed: usize) -> Vec<u8> {
+pub(crate) fn pattern(len: usize, seed: usize) -> Vec<u8> {
     (0..len).map(|i| (i * 31 + seed) as u8).collect()
 }
 
@@ -330,6 +331,31 @@ fn ivshmem_removed_under_a_resident_external_buffer() {
     let signal = dmabridge::ext::amd_bus::enqueue_write_signal(&cq, &ext, 1, 0, &[]).unwrap();
     assert_eq!(end_status(&signal), EventStatus::Error(code::DEVICE_NOT_AVAILABLE), "a write-signal");
     info_says_gone(IVSHMEM);
+    // The lost device's own USM, on the CPU device's queue: its memory is
+    // inert now, so a copy into it or out of it and a fill fail, rather
+    // than land there (or read zeros) without a word.
+    let mut back = vec![0u8; 4096];
+    // SAFETY: `local` holds 4096 bytes, `bytes` and `back` outlive the
+    // blocking commands; no reference into `back` is used meanwhile.
+    let (into, out_of) = unsafe {
+        (
+            usm_commands::enqueue_memcpy(&cq, true, local, bytes.as_ptr(), 4096, &[]),
+            usm_commands::enqueue_memcpy(&cq, true, back.as_mut_ptr(), local, 4096, &[]),
+        )
+    };
+    for (what, r) in [("a USM memcpy into the lost device's USM", into), ("one out of it", out_of)] {
+        assert_eq!(r.map(|_| ()).unwrap_err().code(), code::DEVICE_NOT_AVAILABLE, "{what} on the CPU device");
+    }
+    // SAFETY: `local` holds 4096 bytes; waited for below.
+    let fill = unsafe { usm_commands::enqueue_mem_fill(&cq, local, &[7u8; 4], 4096, &[]) }.unwrap();
+    assert_eq!(end_status(&fill), EventStatus::Error(code::DEVICE_NOT_AVAILABLE), "a USM fill of it");
+    let k = Kernel::builtin(&ctx, p.cpu(), "fill_pattern_u32").unwrap();
+    k.set_arg_mem_pointer(0, local).unwrap();
+    k.set_arg_scalar(1, &1024u64.to_ne_bytes()).unwrap();
+    k.set_arg_scalar(2, &7u32.to_ne_bytes()).unwrap();
+    // SAFETY: the kernel writes 1024 u32s at `local`, which holds 4096 bytes.
+    let launch = unsafe { kernel::enqueue_task(&cq, &k, &[]) }.unwrap();
+    assert_eq!(end_status(&launch), EventStatus::Error(code::DEVICE_NOT_AVAILABLE), "a kernel writing it");
     // The device's memory can be touched and freed without a SIGBUS.
     // SAFETY: `local` is a live 4096-byte allocation; nothing else uses it.
     unsafe { local.write_volatile(1) };

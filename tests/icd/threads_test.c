@@ -241,12 +241,85 @@ static void test_context_released_under_running_calls(void) {
     CHECK(atomic_load(&racing_odd) == 0);
 }
 
+/* clMemBlockingFreeINTEL waits for the commands that use its pointer, which
+ * run on a queue's thread; that thread may drop the context's last
+ * reference meanwhile (here an event callback releases it, and the
+ * callback's hold on its event goes after it). The free must still end:
+ * it holds a counted reference for its call, not a borrow whose
+ * destruction the queue's thread would wait for while the free waits for
+ * that thread. (Releasing a context that another thread still uses is an
+ * application bug; it must not be a hang.) */
+static cl_context freeing_ctx;
+static void *freeing_ptr;
+static atomic_int freeing_done;
+static cl_int freeing_result;
+
+static atomic_int gate_released;
+
+/* Releases the context; the last reference goes when the callback's hold on
+ * its event does, right after it returns, on the queue's thread (the user
+ * event, which holds the context too, is released first). */
+static void CL_CALLBACK release_context_from_callback(cl_event ev, cl_int status, void *user) {
+    (void)ev;
+    (void)status;
+    clReleaseContext((cl_context)user);
+    struct timespec tick = {0, 1000000};
+    for (int i = 0; i < 2000 && !atomic_load(&gate_released); i++) nanosleep(&tick, NULL);
+}
+
+static void *blocking_freer(void *arg) {
+    (void)arg;
+    freeing_result = blocking_free(freeing_ctx, freeing_ptr);
+    atomic_store(&freeing_done, 1);
+    return NULL;
+}
+
+static void test_blocking_free_while_a_callback_releases_the_context(void) {
+    static char src[SIZE], other[SIZE];
+    cl_int err;
+    freeing_ctx = clCreateContext(NULL, 1, &device, NULL, NULL, &err);
+    CHECK_ERR(err, CL_SUCCESS);
+    cl_command_queue q = clCreateCommandQueueWithProperties(freeing_ctx, device, NULL, &err);
+    CHECK_ERR(err, CL_SUCCESS);
+    freeing_ptr = host_alloc(freeing_ctx, NULL, SIZE, 0, &err);
+    cl_event gate = clCreateUserEvent(freeing_ctx, &err);
+    CHECK(q && freeing_ptr && gate);
+    if (!q || !freeing_ptr || !gate) return;
+    /* In order: a copy held back by the gate, whose completion callback
+     * releases the context, then a copy into the pointer to free. */
+    cl_event first;
+    CHECK_ERR(mem_copy(q, CL_FALSE, other, src, SIZE, 1, &gate, &first), CL_SUCCESS);
+    CHECK_ERR(clSetEventCallback(first, CL_COMPLETE, release_context_from_callback, freeing_ctx), CL_SUCCESS);
+    CHECK_ERR(mem_copy(q, CL_FALSE, freeing_ptr, src, SIZE, 0, NULL, NULL), CL_SUCCESS);
+    clReleaseEvent(first);
+    clReleaseCommandQueue(q);
+    atomic_store(&freeing_done, 0);
+    atomic_store(&gate_released, 0);
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, blocking_freer, NULL) == 0);
+    struct timespec tick = {0, 1000000};
+    for (int i = 0; i < 100; i++) nanosleep(&tick, NULL); /* the free is waiting */
+    CHECK_ERR(clSetUserEventStatus(gate, CL_COMPLETE), CL_SUCCESS);
+    CHECK_ERR(clReleaseEvent(gate), CL_SUCCESS);
+    atomic_store(&gate_released, 1);
+    for (int i = 0; i < 10000 && !atomic_load(&freeing_done); i++) nanosleep(&tick, NULL);
+    if (!atomic_load(&freeing_done)) {
+        printf("    clMemBlockingFreeINTEL still waits after 10 s (for the queue's thread, which waits for it?)\n");
+        CHECK(0);
+        return; /* the thread stays blocked: leave it */
+    }
+    pthread_join(t, NULL);
+    CHECK_ERR(freeing_result, CL_SUCCESS);
+}
+
 int main(void) {
     setup();
     static const struct test_case tests[] = {
         {"threads::share_a_context_and_make_their_own", test_threads_share_a_context_and_make_their_own},
         {"threads::released_handles_from_other_threads", test_released_handles_from_other_threads},
         {"threads::context_released_under_running_calls", test_context_released_under_running_calls},
+        {"threads::blocking_free_while_a_callback_releases_the_context",
+         test_blocking_free_while_a_callback_releases_the_context},
     };
     int ready = platform && device && shared_ctx && shared_queue && host_alloc && shared_alloc && mem_fill && mem_copy &&
                 blocking_free && mem_free;

@@ -120,6 +120,18 @@ pub(crate) unsafe extern "C" fn clMemFreeINTEL(context: cl_context, ptr: *mut c_
 }
 
 /// `clMemBlockingFreeINTEL`.
+///
+/// Takes a counted reference to its context, not the borrow of the other
+/// USM entry points (`hazard.rs`), on purpose: a borrow makes whoever drops
+/// the context's last reference wait until the borrowing call ends, which
+/// is sound only for calls that wait for nobody. This one waits for the
+/// commands using `ptr`, which run on a queue's thread — and that thread
+/// can be the one dropping the last reference (an event callback that
+/// releases the context, and the callback's hold on its event, go there):
+/// it would wait for this call, and this call for it, forever. The count
+/// costs two atomic operations on a call that waits for commands anyway.
+/// `threads::blocking_free_while_a_callback_releases_the_context`
+/// (tests/icd/threads_test.c) hangs with a borrow here.
 pub(crate) unsafe extern "C" fn clMemBlockingFreeINTEL(context: cl_context, ptr: *mut c_void) -> cl_int {
     status("clMemBlockingFreeINTEL", || {
         let ctx = handles::get::<ContextObj>(context.cast())?;

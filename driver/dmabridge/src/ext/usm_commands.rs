@@ -92,6 +92,8 @@ pub(crate) unsafe fn fill_as(
         false,
         CommandUse::Range(dst, size),
         Box::new(move || {
+            // The memory of a lost device is inert: refused, not filled.
+            transfer::io::check_reachable(HostAddr(dst), size).map_err(|e| e.code())?;
             // SAFETY: the caller keeps `dst..dst + size` valid and unshared
             // until the event completes; the shape was checked above.
             unsafe { transfer::fill(dst as *mut u8, &pattern, size) };

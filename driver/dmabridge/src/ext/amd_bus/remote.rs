@@ -84,8 +84,16 @@ impl RemoteDma {
         self.engine.edu().address()
     }
 
+    /// `CL_DEVICE_NOT_AVAILABLE` once the engine is lost (the transfer
+    /// found it gone, or made it so: a register reading all ones, a missed
+    /// completion), as for the engine's own copies; else
+    /// `CL_OUT_OF_RESOURCES`.
     fn fail(&self, what: String, e: impl std::fmt::Display) -> ClError {
-        ClError::new(ClErrorKind::OutOfResources, format!("remote DMA by {}: {what}: {e}", self.address()))
+        let kind = match self.engine.edu().loss().is_lost() {
+            true => ClErrorKind::DeviceNotAvailable,
+            false => ClErrorKind::OutOfResources,
+        };
+        ClError::new(kind, format!("remote DMA by {}: {what}: {e}", self.address()))
     }
 
     /// Moves `len` bytes between host memory at `host` and the bus address
@@ -126,7 +134,9 @@ impl RemoteDma {
     ///
     /// Errors: `CL_INVALID_VALUE` for no bytes or a range that wraps;
     /// `CL_OUT_OF_RESOURCES` when a transfer fails (e.g. beyond edu's DMA
-    /// mask, or no completion interrupt).
+    /// mask); `CL_DEVICE_NOT_AVAILABLE` when the engine is lost, or is lost
+    /// by the transfer (no completion interrupt, a register reading all
+    /// ones: see `runtime::backend::lost`).
     ///
     /// # Safety
     /// The device writes whatever the IOMMU maps at those bus addresses,
@@ -244,8 +254,9 @@ impl RemoteDma {
     /// complete), waits for it to arrive on the MSI eventfd through
     /// io_uring, and wakes the wait-signal commands under way.
     ///
-    /// Errors: `CL_OUT_OF_RESOURCES` if the interrupt does not arrive
-    /// within 10 s.
+    /// Errors: `CL_DEVICE_NOT_AVAILABLE` if the interrupt does not arrive
+    /// within 10 s (the engine is lost then, as for a removal) or the
+    /// engine is lost.
     ///
     /// ```
     /// use dmabridge::ext::amd_bus::RemoteDma;

@@ -180,7 +180,7 @@ pub struct BarBackend {
     device: vfio::Device,
     /// Where its BAR's bus addresses live (peer-to-peer, external buffers).
     domain: Arc<DmaDomain>,
-    loss: Loss,
+    loss: Arc<Loss>,
     /// Watches for the function's removal (device request) and errors.
     _watch: Option<Watch>,
 }
@@ -270,11 +270,13 @@ impl BarBackend {
                 (Some(domain.clone()), Some(iova))
             }
         };
-        let io = transfer::io::IoRange::register(mapping.span());
+        let loss = Arc::new(Loss::new().map_err(|e| fail(e.to_string()))?);
+        let name = format!("bar {address}/{}", config.bar);
+        // Its memory, named: a copy into it on another device's queue fails
+        // once it is lost instead of landing in the inert mapping.
+        let io = transfer::io::IoRange::of_device(mapping.span(), &name, loss.clone());
         let memory =
             Arc::new(BarMemory { domain: dom, iova, alloc: Mutex::new(LocalAllocator::new(size)), _io: io, mapping });
-        let loss = Loss::new().map_err(|e| fail(e.to_string()))?;
-        let name = format!("bar {address}/{}", config.bar);
         Ok(Arc::new_cyclic(|me: &std::sync::Weak<BarBackend>| {
             let me = me.clone();
             let watch = Watch::start(&device, &name, move |why| {

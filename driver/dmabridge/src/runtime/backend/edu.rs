@@ -378,11 +378,11 @@ impl Edu {
         if !fired {
             // An engine that misses its completion is not trusted again: it
             // may still be writing the bus address.
-            self.loss.mark(&format!("{}: a DMA transfer did not complete within {timeout:?}", self.address()));
+            self.lose(&mut irq, &format!("{}: a DMA transfer did not complete within {timeout:?}", self.address()));
             return Err(EduError::Timeout(timeout));
         }
         let cmd = self.bar0.read_u64(reg::DMA_CMD);
-        self.check_register(cmd == u64::MAX, "DMA command")?;
+        self.check_register(&mut irq, cmd == u64::MAX, "DMA command")?;
         if cmd & CMD_START != 0 {
             return Err(EduError::StillRunning);
         }
@@ -391,6 +391,8 @@ impl Edu {
 
     /// Raises edu's interrupt by hand (`value` lands in the status register)
     /// and waits for it on the eventfd; true if it arrived within `timeout`.
+    /// One that does not arrive, or a status register that then reads all
+    /// ones, loses the device ([`lost`](super::lost)).
     ///
     /// No OpenCL function of its own: a check that completions can arrive
     /// (tests).
@@ -410,6 +412,14 @@ impl Edu {
         let _ = irq.fd.try_take()?;
         self.bar0.write_u32(reg::IRQ_RAISE, value);
         let (fired, status) = self.wait_and_ack(&mut irq, timeout)?;
+        if !fired {
+            // As a transfer that misses its completion: the interrupt path
+            // is broken, nothing that waits for this device would end.
+            self.lose(
+                &mut irq,
+                &format!("{}: an interrupt raised by hand did not arrive within {timeout:?}", self.address()),
+            );
+        }
         Ok(fired && status & value == value)
     }
 
@@ -421,7 +431,7 @@ impl Edu {
         let fired = irq.waiter.wait(&[irq.fd.as_fd(), self.loss.wake_fd()], Some(timeout))?;
         self.check_live()?;
         let status = self.bar0.read_u32(reg::IRQ_STATUS);
-        self.check_register(status == u32::MAX, "interrupt status")?;
+        self.check_register(irq, status == u32::MAX, "interrupt status")?;
         self.bar0.write_u32(reg::IRQ_ACK, status);
         if irq.kind == IrqKind::Intx {
             self.device.unmask_intx()?;
@@ -457,14 +467,22 @@ impl Edu {
 
     /// A register that reads all ones: the function no longer answers
     /// (removed, or its link is down), which edu never reports otherwise.
-    fn check_register(&self, all_ones: bool, what: &str) -> Result<(), EduError> {
+    fn check_register(&self, irq: &mut Irq, all_ones: bool, what: &str) -> Result<(), EduError> {
         if all_ones {
-            self.loss.mark(&format!(
-                "{}: the {what} register reads all ones (the device no longer answers)",
-                self.address()
-            ));
+            let why = format!("{}: the {what} register reads all ones (the device no longer answers)", self.address());
+            self.lose(irq, &why);
         }
         self.check_live()
+    }
+
+    /// Marks the device lost for `why` and lets go of it, as its request
+    /// interrupt does (`EduBackend::lose`): a loss this engine finds itself
+    /// (a register reading all ones, a transfer that never completes) must
+    /// leave it in the same state whoever drives it (the copy backend, a
+    /// remote DMA), not only marked.
+    fn lose(&self, irq: &mut Irq, why: &str) {
+        self.loss.mark(why);
+        self.shut_down_locked(irq);
     }
 
     /// Lets go of the function once it is lost: no more DMA (Bus Master
@@ -474,7 +492,11 @@ impl Edu {
     /// Waits for a transfer under way to end (the loss ends its wait);
     /// idempotent. Errors of a function that is already gone are logged.
     pub(crate) fn shut_down(&self) {
-        let mut irq = sync::lock(&self.irq);
+        self.shut_down_locked(&mut sync::lock(&self.irq));
+    }
+
+    /// [`Edu::shut_down`] with the interrupt state already held.
+    fn shut_down_locked(&self, irq: &mut Irq) {
         if irq.shut {
             return;
         }

@@ -18,7 +18,7 @@ use std::ptr::NonNull;
 use std::sync::Arc;
 
 use crate::error::ClResult;
-use crate::sys::addr::BusAddr;
+use crate::sys::addr::{BusAddr, HostAddr};
 use crate::sys::pci::PciAddress;
 
 use super::device::Device;
@@ -170,6 +170,13 @@ pub trait LocalMemory: Send + Sync + std::fmt::Debug {
 /// assert_eq!(status, Err(code::OUT_OF_RESOURCES));
 /// ```
 pub unsafe fn device_copy(device: &Device, dst: *mut u8, src: *const u8, size: usize) -> Result<(), i32> {
+    // Whichever device copies: the memory of a lost device is inert.
+    for (p, side) in [(dst as *const u8, "destination"), (src, "source")] {
+        if let Err(e) = transfer::io::check_reachable(HostAddr::of(p), size) {
+            log::warn!("copy of {size} bytes on {:?}: its {side}: {e}", device.name);
+            return Err(e.code());
+        }
+    }
     match device.backend() {
         None => {
             // SAFETY: forwarded to the caller.

@@ -10,8 +10,10 @@ use std::sync::Arc;
 
 use crate::cl_err;
 use crate::error::{ClError, ClErrorKind, ClResult};
+use crate::runtime::device::DeviceType;
 use crate::runtime::event::{command_type, Event};
 use crate::runtime::queue::{check_wait_list, CommandUse, Queue};
+use crate::runtime::transfer;
 
 use super::commands::{
     check_host_access, check_host_span, check_readable, check_target, check_user_ptr, check_writable, copy_between,
@@ -122,6 +124,22 @@ impl Side {
     }
 }
 
+/// `region` with rows that follow each other on every side merged into one
+/// (whole slices, then the whole rectangle): fewer, longer copies — a
+/// packed image moves as one `memcpy`. Only for the work, after every
+/// check ran on the region as given. No product overflows: the rectangle
+/// lies inside each side's memory (checked).
+fn merged(region: [usize; 3], sides: &[Side]) -> [usize; 3] {
+    let mut r = region;
+    if sides.iter().all(|s| s.row_pitch == r[0] || r[1] == 1) {
+        r = [r[0] * r[1], 1, r[2]];
+        if sides.iter().all(|s| s.slice_pitch == r[0] || r[2] == 1) {
+            r = [r[0] * r[2], 1, 1];
+        }
+    }
+    r
+}
+
 /// Rows compared one by one at most; past that, the rectangles' whole spans
 /// are compared (which may refuse a copy whose rows only interleave).
 const MAX_ROWS_COMPARED: usize = 1 << 16;
@@ -138,6 +156,7 @@ fn rows_overlap(a: impl Iterator<Item = usize>, b: impl Iterator<Item = usize>, 
 /// The checks of a rectangular read (`read`) or write between `buffer` and
 /// the application's memory at `ptr`: both sides resolved, the host
 /// rectangle's extent, and the buffer's allocation at the queue's device.
+/// `cmd` names the entry point in messages (an image's read or write).
 fn host_rect(
     queue: &Queue,
     buffer: &Arc<Buffer>,
@@ -145,6 +164,7 @@ fn host_rect(
     ptr: *const u8,
     read: bool,
     wait_list: &[Event],
+    cmd: u32,
 ) -> ClResult<(Side, Side, usize, Target)> {
     check_target(queue, buffer, "buffer")?;
     check_wait_list(queue.context(), wait_list)?;
@@ -152,7 +172,12 @@ fn host_rect(
     let h = resolve(rect.host_origin, rect.region, rect.host_row_pitch, rect.host_slice_pitch, "host")?;
     b.check_inside(rect.region, buffer.size(), "buffer")?;
     check_user_ptr(queue, ptr, "ptr")?;
-    let what = if read { "clEnqueueReadBufferRect" } else { "clEnqueueWriteBufferRect" };
+    let what = match cmd {
+        command_type::READ_BUFFER_RECT => "clEnqueueReadBufferRect",
+        command_type::WRITE_BUFFER_RECT => "clEnqueueWriteBufferRect",
+        command_type::READ_IMAGE => "clEnqueueReadImage",
+        _ => "clEnqueueWriteImage",
+    };
     check_host_access(buffer, read, what)?;
     if !read {
         check_writable(buffer, what)?;
@@ -219,9 +244,9 @@ pub(crate) unsafe fn read_rect(
     wait_list: &[Event],
     cmd: u32,
 ) -> ClResult<Event> {
-    let (b, h, host_end, t) = host_rect(queue, buffer, rect, ptr, true, wait_list)?;
+    let (b, h, host_end, t) = host_rect(queue, buffer, rect, ptr, true, wait_list, cmd)?;
     let undo = [t.undo()];
-    let (device, base, region) = (queue.device().clone(), ptr as usize, rect.region);
+    let (device, base, region) = (queue.device().clone(), ptr as usize, merged(rect.region, &[b, h]));
     let work = Box::new(move || {
         let mut st = t.buffer.store().lock();
         t.buffer.store().make_current(&mut st, t.loc, false)?;
@@ -289,9 +314,9 @@ pub(crate) unsafe fn write_rect(
     wait_list: &[Event],
     cmd: u32,
 ) -> ClResult<Event> {
-    let (b, h, host_end, t) = host_rect(queue, buffer, rect, ptr, false, wait_list)?;
+    let (b, h, host_end, t) = host_rect(queue, buffer, rect, ptr, false, wait_list, cmd)?;
     let undo = [t.undo()];
-    let (device, base, region) = (queue.device().clone(), ptr as usize, rect.region);
+    let (device, base, region) = (queue.device().clone(), ptr as usize, merged(rect.region, &[b, h]));
     let work = Box::new(move || {
         let mut st = t.buffer.store().lock();
         t.buffer.store().make_current(&mut st, t.loc, false)?;
@@ -381,6 +406,7 @@ pub(crate) fn copy_rect(
     let (ts, td) = Target::pair(queue, src, dst)?;
     let undo = [ts.undo(), td.undo()];
     let device = queue.device().clone();
+    let region = merged(region, &[s, d]);
     let work = Box::new(move || {
         copy_between(&ts, &td, false, || {
             s.rows(region).zip(d.rows(region)).try_for_each(|(so, dof)| {
@@ -420,16 +446,35 @@ pub(crate) fn fill_rect(
     let t = Target::new(queue, buffer)?;
     let undo = [t.undo()];
     let (device, pattern) = (queue.device().clone(), pattern.to_vec());
+    let region = merged(region, &[b]);
+    let p = pattern.len();
     let work = Box::new(move || {
         let mut st = t.store().lock();
         t.store().make_current(&mut st, t.loc, false)?;
         let _sync = t.cpu_sync(Access::Write)?;
-        // One row of the pattern, staged once: each row is a copy of it.
-        let row: Vec<u8> = pattern.iter().copied().cycle().take(region[0]).collect();
+        // The CPU fills aligned rows in place (as `clEnqueueFillBuffer`);
+        // an engine copies a row of the pattern, staged once, to each row.
+        let in_place = device.device_type == DeviceType::Cpu
+            && t.placed.local_device.is_none()
+            && p.is_power_of_two()
+            && p <= transfer::MAX_PATTERN
+            && region[0] % p == 0;
+        let mut row = Vec::new();
         let r = b.rows(region).try_for_each(|ro| {
+            let dst = t.addr(ro);
+            if in_place && dst.0 % p == 0 {
+                // SAFETY: the row lies in the host pages (checked at
+                // enqueue), aligned to the pattern, a multiple of it long;
+                // the store's lock keeps other commands out.
+                unsafe { transfer::fill(dst.as_ptr(), &pattern, region[0]) };
+                return Ok(());
+            }
+            if row.is_empty() {
+                row = pattern.iter().copied().cycle().take(region[0]).collect();
+            }
             // SAFETY: every row lies in the buffer (checked at enqueue);
             // `row` is ours; the store's lock keeps other commands out.
-            unsafe { engine_copy(&device, t.addr(ro), HostAddr::of(row.as_ptr()), region[0]) }
+            unsafe { engine_copy(&device, dst, HostAddr::of(row.as_ptr()), region[0]) }
         });
         t.store().wrote(&mut st, t.loc);
         r
@@ -453,6 +498,16 @@ mod tests {
         assert!(resolve([0; 3], [4, 2, 1], 4, 6, "b").is_err(), "slice pitch below two rows");
         assert!(resolve([0; 3], [4, 2, 1], 4, 10, "b").is_err(), "slice pitch not a multiple of the row pitch");
         assert!(resolve([0; 3], [0, 1, 1], 0, 0, "b").is_err(), "empty region");
+    }
+
+    #[test]
+    fn contiguous_rows_merge_and_padded_ones_do_not() {
+        let packed = Side { start: 0, row_pitch: 8, slice_pitch: 32 };
+        let padded = Side { start: 0, row_pitch: 16, slice_pitch: 64 };
+        assert_eq!(merged([8, 4, 2], &[packed]), [64, 1, 1]);
+        assert_eq!(merged([8, 4, 2], &[packed, padded]), [8, 4, 2]);
+        assert_eq!(merged([8, 4, 2], &[Side { slice_pitch: 40, ..packed }]), [32, 1, 2]);
+        assert_eq!(merged([4, 1, 1], &[padded]), [4, 1, 1]);
     }
 
     #[test]

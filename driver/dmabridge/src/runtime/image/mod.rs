@@ -52,7 +52,7 @@ use crate::cl_err;
 use crate::error::ClResult;
 use crate::sync;
 
-use super::buffer::{mem_flags, mem_info, Buffer};
+use super::buffer::{mem_info, Buffer};
 use super::context::Context;
 use super::device::{Device, DeviceType};
 use super::info::InfoValue;
@@ -201,10 +201,10 @@ pub struct Image {
     /// The descriptor as created, with the pitches of the storage.
     desc: ImageDesc,
     element_size: usize,
-    /// The pixels, from offset 0 (see the module's documentation).
+    /// The pixels, from offset 0 (see the module's documentation); its
+    /// `CL_MEM_HOST_PTR` is the image's (a `USE_HOST_PTR` image's, or that
+    /// of the buffer an image was made from).
     storage: Arc<Buffer>,
-    /// `CL_MEM_HOST_PTR`.
-    host_ptr: Option<usize>,
     destructors: Mutex<Vec<Box<dyn FnOnce() + Send>>>,
 }
 
@@ -287,16 +287,8 @@ impl Image {
         let buffer_flags = flags & !KERNEL_READ_AND_WRITE;
         // SAFETY: the caller's contract, for the `v.size` bytes the pitches span.
         let storage = unsafe { Buffer::create(ctx, buffer_flags, v.size, host_ptr) }?;
-        let host_ptr = (flags & mem_flags::USE_HOST_PTR != 0).then_some(host_ptr as usize);
-        Ok(Image::wrap(
-            ctx,
-            storage.flags() | (flags & KERNEL_READ_AND_WRITE),
-            format,
-            v.desc,
-            v.element_size,
-            storage,
-            host_ptr,
-        ))
+        let flags = storage.flags() | (flags & KERNEL_READ_AND_WRITE);
+        Ok(Image::wrap(ctx, flags, format, v.desc, v.element_size, storage))
     }
 
     /// An image whose storage is `buffer`, from offset 0 — the way to make
@@ -343,8 +335,7 @@ impl Image {
         // Pitches over existing memory are the memory's: allowed without a
         // host pointer.
         let v = validate::check(ctx, flags, format, desc, true, Some(&buffer))?;
-        let host_ptr = None;
-        Ok(Image::wrap(ctx, flags, format, v.desc, v.element_size, buffer, host_ptr))
+        Ok(Image::wrap(ctx, flags, format, v.desc, v.element_size, buffer))
     }
 
     fn wrap(
@@ -354,7 +345,6 @@ impl Image {
         desc: ImageDesc,
         element_size: usize,
         storage: Arc<Buffer>,
-        host_ptr: Option<usize>,
     ) -> Arc<Image> {
         Arc::new(Image {
             context: ctx.clone(),
@@ -363,7 +353,6 @@ impl Image {
             desc,
             element_size,
             storage,
-            host_ptr,
             destructors: Mutex::new(Vec::new()),
         })
     }
@@ -418,6 +407,18 @@ impl Image {
     /// The size in pixels (x, y, z) as commands address it: y is the 1D
     /// array index or the row (an NV12 image has `height * 3 / 2` rows),
     /// z the 2D array layer or the 3D slice; unused dimensions are 1.
+    ///
+    /// ```
+    /// use dmabridge::runtime::image::{format::{data_type, order, ImageFormat}, mem_object, Image, ImageDesc};
+    /// use dmabridge::runtime::{context::Context, platform::Platform};
+    /// let ctx = Context::new(std::slice::from_ref(Platform::get().cpu()))?;
+    /// let nv12 = ImageFormat::new(order::NV12_INTEL, data_type::UNORM_INT8);
+    /// // SAFETY: no host pointer.
+    /// let frame = unsafe { Image::create(&ctx, 0, nv12, &ImageDesc::new(mem_object::IMAGE2D, [640, 480, 1]), std::ptr::null_mut()) }?;
+    /// assert_eq!(frame.extent(), [640, 720, 1]); // Y rows, then CbCr rows
+    /// assert_eq!((frame.row_pitch(), frame.byte_size(), frame.storage().size()), (640, 640 * 720, 640 * 720));
+    /// # Ok::<(), dmabridge::error::ClError>(())
+    /// ```
     pub fn extent(&self) -> [usize; 3] {
         use mem_object::*;
         let d = &self.desc;
@@ -501,6 +502,20 @@ impl Image {
     /// the buffer of an image made from one.
     ///
     /// Errors: `CL_INVALID_VALUE` for an unknown `param`.
+    ///
+    /// ```
+    /// use dmabridge::runtime::buffer::mem_info;
+    /// use dmabridge::runtime::image::{format::{data_type, order, ImageFormat}, mem_object, Image, ImageDesc};
+    /// use dmabridge::runtime::info::InfoValue;
+    /// use dmabridge::runtime::{context::Context, platform::Platform};
+    /// let ctx = Context::new(std::slice::from_ref(Platform::get().cpu()))?;
+    /// let f = ImageFormat::new(order::R, data_type::FLOAT);
+    /// // SAFETY: no host pointer.
+    /// let img = unsafe { Image::create(&ctx, 0, f, &ImageDesc::new(mem_object::IMAGE1D_ARRAY, [16, 3, 1]), std::ptr::null_mut()) }?;
+    /// assert_eq!(img.mem_info(mem_info::TYPE)?, InfoValue::U32(mem_object::IMAGE1D_ARRAY));
+    /// assert_eq!(img.mem_info(mem_info::SIZE)?, InfoValue::Usize(16 * 4 * 3));
+    /// # Ok::<(), dmabridge::error::ClError>(())
+    /// ```
     pub fn mem_info(self: &Arc<Self>, param: u32) -> ClResult<InfoValue> {
         Ok(match param {
             mem_info::TYPE => InfoValue::U32(self.desc.image_type),
@@ -508,12 +523,13 @@ impl Image {
             mem_info::SIZE => {
                 InfoValue::Usize(if self.desc.buffer.is_some() { self.byte_size() } else { self.storage.size() })
             }
-            mem_info::HOST_PTR => InfoValue::Usize(self.host_ptr.unwrap_or(0)),
             mem_info::MAP_COUNT => InfoValue::U32(self.storage.map_count() as u32),
             mem_info::REFERENCE_COUNT => InfoValue::U32(Arc::strong_count(self) as u32),
             mem_info::ASSOCIATED_MEMOBJECT => InfoValue::Mem(self.desc.buffer.clone()),
             mem_info::OFFSET => InfoValue::Usize(0),
-            mem_info::CONTEXT | mem_info::USES_SVM_POINTER | mem_info::PROPERTIES => self.storage.info(param)?,
+            mem_info::HOST_PTR | mem_info::CONTEXT | mem_info::USES_SVM_POINTER | mem_info::PROPERTIES => {
+                self.storage.info(param)?
+            }
             _ => return cl_err!(InvalidValue, "{param:#x} is not a cl_mem_info (0x1100..=0x110A)"),
         })
     }

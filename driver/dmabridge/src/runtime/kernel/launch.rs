@@ -21,6 +21,7 @@ use crate::runtime::buffer::Buffer;
 use crate::runtime::context::Context;
 use crate::runtime::event::Event;
 use crate::runtime::queue::{CommandUse, Queue};
+use crate::runtime::transfer;
 use crate::sys::access::Access;
 
 use super::builtin::Builtin;
@@ -310,6 +311,10 @@ fn launch_args(
         }
     }
     ranges.extend(usm_ptrs.iter().filter(|&&p| p != 0).map(|&p| whole(p, 0)));
+    // The memory of a lost device is inert (see `transfer::io`): a launch
+    // that reaches it fails when it runs rather than read zeros or write
+    // nowhere, on whichever device.
+    let touched = ranges.clone();
     let [host, device, shared] = indirect;
     // On a device with an IOMMU domain (edu), everything the launch may
     // reach is made resident first, when the command runs.
@@ -357,6 +362,12 @@ fn launch_args(
             })
         }
     };
+    let work: Work = Box::new(move || {
+        for &(p, len) in &touched {
+            transfer::io::check_reachable(HostAddr(p), len.max(1)).map_err(|e| e.code())?;
+        }
+        work()
+    });
     // A native kernel is the CPU's code whatever the queue's device.
     let cpu_runs = matches!(kernel.body, Body::Native(_)) || queue.device().backend().is_none();
     let work = with_buffers(targets, cpu_runs, work);

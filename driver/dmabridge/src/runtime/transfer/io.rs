@@ -7,17 +7,31 @@
 //! paths buy nothing. The ranges registered here (by the BAR backend, for the
 //! life of its mapping) are copied and filled with volatile accesses of at
 //! most 8 bytes, each aligned to its size on the I/O side.
+//!
+//! A range may name the device whose memory it is ([`IoRange::of_device`]):
+//! once that device is lost its mapping is inert anonymous memory (see
+//! `backend::lost`), and a copy or fill that touches it would land there or
+//! read zeros without a word, whichever device runs it. [`check_reachable`]
+//! refuses such a transfer with the device's `CL_DEVICE_NOT_AVAILABLE`.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::RwLock;
+use std::sync::{Arc, RwLock};
 
+use crate::error::ClResult;
+use crate::runtime::backend::lost::Loss;
 use crate::sync;
 use crate::sys::addr::{HostAddr, Span};
 
 /// How many ranges are registered: zero keeps [`is_io`] to one atomic load.
 static COUNT: AtomicUsize = AtomicUsize::new(0);
 /// The registered ranges.
-static RANGES: RwLock<Vec<Span<HostAddr>>> = RwLock::new(Vec::new());
+static RANGES: RwLock<Vec<Entry>> = RwLock::new(Vec::new());
+
+/// A registered range and, if it is a device's memory, that device.
+struct Entry {
+    span: Span<HostAddr>,
+    owner: Option<(String, Arc<Loss>)>,
+}
 
 /// An address range registered as I/O memory; unregistered when dropped.
 #[derive(Debug)]
@@ -44,17 +58,77 @@ impl IoRange {
     /// # Ok::<(), dmabridge::sys::addr::SpanOverflow>(())
     /// ```
     pub fn register(span: Span<HostAddr>) -> IoRange {
+        Self::add(Entry { span, owner: None })
+    }
+
+    /// Registers `span` as I/O memory of the device `name` whose state is
+    /// `loss`: once it is lost, [`check_reachable`] refuses transfers that
+    /// touch the range.
+    ///
+    /// No OpenCL function of its own: the BAR backend registers its mapping
+    /// so that a copy into its memory on another device's queue fails with
+    /// `CL_DEVICE_NOT_AVAILABLE` after the function is gone.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use dmabridge::runtime::backend::lost::Loss;
+    /// use dmabridge::runtime::transfer::io::{check_reachable, IoRange};
+    /// use dmabridge::sys::addr::{HostAddr, Span};
+    /// let loss = Arc::new(Loss::new()?);
+    /// let r = IoRange::of_device(Span::new(HostAddr(0x7100_0000), 0x1000)?, "bar X", loss.clone());
+    /// assert!(check_reachable(HostAddr(0x7100_0800), 4).is_ok());
+    /// loss.mark("removed");
+    /// let e = check_reachable(HostAddr(0x7100_0800), 4).unwrap_err();
+    /// assert_eq!(e.code(), dmabridge::error::code::DEVICE_NOT_AVAILABLE);
+    /// assert!(e.to_string().contains("bar X"), "{e}");
+    /// assert!(check_reachable(HostAddr(0x7100_1000), 4).is_ok(), "beside it");
+    /// drop(r);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn of_device(span: Span<HostAddr>, name: &str, loss: Arc<Loss>) -> IoRange {
+        Self::add(Entry { span, owner: Some((name.to_owned(), loss)) })
+    }
+
+    fn add(entry: Entry) -> IoRange {
+        let span = entry.span;
         let mut ranges = sync::write(&RANGES);
-        ranges.push(span);
+        ranges.push(entry);
         COUNT.store(ranges.len(), Ordering::Release);
         IoRange { span }
     }
 }
 
+/// `CL_DEVICE_NOT_AVAILABLE` (naming the device and why) if `[p, p + size)`
+/// touches the memory of a lost device ([`IoRange::of_device`]), else `Ok`.
+///
+/// No OpenCL function of its own: what copies (`clEnqueueMemcpyINTEL` and
+/// the other copies of `backend::device_copy`) and USM fills check before
+/// they touch their ranges, on any device's queue.
+///
+/// ```
+/// use dmabridge::runtime::transfer::io::check_reachable;
+/// use dmabridge::sys::addr::HostAddr;
+/// let host = [0u8; 16];
+/// assert!(check_reachable(HostAddr::of(host.as_ptr()), host.len()).is_ok());
+/// ```
+pub fn check_reachable(p: HostAddr, size: usize) -> ClResult<()> {
+    if size == 0 || COUNT.load(Ordering::Acquire) == 0 {
+        return Ok(());
+    }
+    let end = p.0.saturating_add(size);
+    let ranges = sync::read(&RANGES);
+    for e in ranges.iter().filter(|e| p < e.span.end() && e.span.start().0 < end) {
+        if let Some((name, loss)) = &e.owner {
+            loss.check(name)?;
+        }
+    }
+    Ok(())
+}
+
 impl Drop for IoRange {
     fn drop(&mut self) {
         let mut ranges = sync::write(&RANGES);
-        if let Some(i) = ranges.iter().position(|&r| r == self.span) {
+        if let Some(i) = ranges.iter().position(|r| r.span == self.span) {
             ranges.swap_remove(i);
         }
         COUNT.store(ranges.len(), Ordering::Release);
@@ -78,7 +152,7 @@ pub fn is_io(p: HostAddr, size: usize) -> bool {
     }
     let end = p.0.saturating_add(size);
     let ranges = sync::read(&RANGES);
-    ranges.iter().any(|r| p < r.end() && r.start().0 < end)
+    ranges.iter().any(|e| p < e.span.end() && e.span.start().0 < end)
 }
 
 /// Copies `size` bytes from `src` to `dst`, with volatile accesses on the
