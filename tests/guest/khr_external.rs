@@ -15,8 +15,9 @@ use dmabridge::error::ClErrorKind;
 use dmabridge::ext::arm_import::import_dma_buf;
 use dmabridge::ext::khr_external::memory::{self, MemProperties};
 use dmabridge::ext::khr_external::semaphore::{self, SemaphoreProperties, SEMAPHORE_TYPE_BINARY_KHR};
+use dmabridge::runtime::buffer::map::{self, map_flags};
 use dmabridge::runtime::buffer::store::Location;
-use dmabridge::runtime::buffer::{commands, Buffer};
+use dmabridge::runtime::buffer::{commands, mem_flags, Buffer};
 use dmabridge::runtime::context::Context;
 use dmabridge::runtime::event::{Event, EventStatus};
 use dmabridge::runtime::platform::Platform;
@@ -24,12 +25,12 @@ use dmabridge::runtime::queue::Queue;
 use dmabridge::sys::access::Access;
 use dmabridge::sys::dma_buf::DmaBuf;
 use dmabridge::sys::dma_heap::DmaHeap;
-use dmabridge::sys::drm::{DrmDevice, PrimeFlags};
+use dmabridge::sys::drm::{DrmDevice, PrimeFlags, VgemFence};
 use dmabridge::sys::memfd::{Memfd, Seals};
 use dmabridge::sys::udmabuf::Udmabuf;
 use dmabridge_tests::err_kind;
 
-use super::buffer::{pattern, queue, read};
+use super::buffer::{edu, pattern, queue, read};
 
 /// How long a command must stay held to show the fence holds it (well
 /// under vgem's ~10 s expiry).
@@ -74,9 +75,21 @@ fn worker_syscalls() -> Vec<i64> {
 
 /// The command held by a fence sleeps in `io_uring_enter` (the queue's
 /// wait path), not in the `DMA_BUF_IOCTL_SYNC` ioctl or a poll of its own.
+/// On a loaded machine the worker may still be on its way into the wait, so
+/// look again for a while (it never gets there if it waits anywhere else).
 fn waits_in_io_uring() {
-    let calls = worker_syscalls();
-    assert!(calls.contains(&IO_URING_ENTER), "the queue's workers are in system calls {calls:?}, none io_uring_enter");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        let calls = worker_syscalls();
+        if calls.contains(&IO_URING_ENTER) {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "for 5 s the queue's workers were in system calls {calls:?}, never io_uring_enter"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
 }
 
 fn no_bytes_moved(b: &Buffer) {
@@ -114,7 +127,9 @@ fn udmabuf_and_heap_dma_bufs_import_zero_copy() {
         let mut seen = vec![0u8; N];
         dma_buf.map(Access::Read).unwrap().read_bytes(0, &mut seen);
         assert_eq!(seen, data, "{name}: the dma-buf's own pages hold what the buffer wrote");
+        memory::enqueue_acquire(&q, std::slice::from_ref(&b), &[]).unwrap();
         assert_eq!(read(&q, &b), data);
+        memory::enqueue_release(&q, std::slice::from_ref(&b), &[]).unwrap();
         no_bytes_moved(&b);
         // The bracket's sync calls: one start and one end, read-write.
         let syncs = b.cpu_syncs();
@@ -145,8 +160,8 @@ fn acquire_waits_for_a_vgem_fence() {
     waits_in_io_uring();
     dev.vgem_signal(fence).unwrap();
     Event::wait(&[filled]).unwrap();
-    memory::enqueue_release(&q, std::slice::from_ref(&b), &[]).unwrap();
     assert_eq!(read(&q, &b), vec![0x5a; n]);
+    memory::enqueue_release(&q, std::slice::from_ref(&b), &[]).unwrap();
 }
 
 /// The ARM import path waits the same way: a command's CPU access to the
@@ -160,12 +175,8 @@ fn arm_import_access_waits_for_a_vgem_fence() {
     let dma_buf = dev.export(&dumb, PrimeFlags::CLOEXEC | PrimeFlags::RDWR).unwrap();
     let b = import_dma_buf(&ctx, 0, dma_buf.as_fd(), n).unwrap();
     let fence = dev.vgem_attach_fence(&dumb, true).unwrap();
-    let filled = fill(&q, &b, 0xa5);
-    still_held(&filled);
-    waits_in_io_uring();
-    dev.vgem_signal(fence).unwrap();
-    Event::wait(&[filled]).unwrap();
-    assert_eq!(read(&q, &b), vec![0xa5; n]);
+    fill_waits_for(&q, &b, &dev, fence, 0xa5);
+    assert_eq!(b.size(), n);
 }
 
 /// A semaphore imported from a real sync_file (vgem's fence exported from
@@ -233,4 +244,132 @@ fn pending_waits_add_no_threads() {
         dev.vgem_signal(f).unwrap();
     }
     Event::wait(&[last]).unwrap();
+}
+
+/// A udmabuf imported the Khronos way: every command that uses it before
+/// the acquire or after the release is refused when enqueued
+/// (`CL_INVALID_OPERATION`), a map too; inside the bracket it works.
+#[test]
+fn commands_outside_the_bracket_are_refused() {
+    let (ctx, q) = cpu();
+    const N: usize = 4096;
+    let memfd = Memfd::create(c"khr-bracket", N as u64).unwrap();
+    memfd.add_seals(Seals::SHRINK).unwrap();
+    let dma_buf = Udmabuf::open().unwrap().create(memfd.as_fd(), 0, N as u64).unwrap();
+    let b = import(&ctx, &dma_buf, N);
+    let fill_code = |b: &Arc<Buffer>| commands::enqueue_fill_buffer(&q, b, &[1], 0, N, &[]).map(|_| ());
+    assert_eq!(err_kind(fill_code(&b)), ClErrorKind::InvalidOperation, "a fill before the acquire");
+    let map = map::enqueue_map_buffer(&q, &b, true, map_flags::READ, 0, N);
+    assert_eq!(err_kind(map), ClErrorKind::InvalidOperation, "a map before the acquire");
+    memory::enqueue_acquire(&q, std::slice::from_ref(&b), &[]).unwrap();
+    Event::wait(&[fill(&q, &b, 0x33)]).unwrap();
+    assert_eq!(read(&q, &b), vec![0x33; N]);
+    Event::wait(&[memory::enqueue_release(&q, std::slice::from_ref(&b), &[]).unwrap()]).unwrap();
+    assert_eq!(err_kind(fill_code(&b)), ClErrorKind::InvalidOperation, "a fill after the release");
+}
+
+/// `CL_MEM_DEVICE_HANDLE_LIST_KHR` narrows the reachability check to the
+/// listed devices: in a context with edu, a udmabuf (whose PFN-mapped pages
+/// VFIO cannot pin) is refused for all devices, accepted for the CPU device
+/// alone; edu's queue then may not use it (`CL_INVALID_COMMAND_QUEUE`),
+/// nothing of it is resident in edu's domain, and the CPU's queue works.
+#[test]
+fn the_device_list_narrows_reachability() {
+    let p = Platform::get();
+    let (cpu, edu) = (p.cpu().clone(), edu(p));
+    let residents = edu.dma_domain().expect("edu sits in a DMA domain").residents().len();
+    let ctx = Context::new(&[cpu.clone(), edu.clone()]).unwrap();
+    let (qc, qe) = (queue(&ctx, &cpu), queue(&ctx, &edu));
+    const N: usize = 4096;
+    let memfd = Memfd::create(c"khr-devices", N as u64).unwrap();
+    memfd.add_seals(Seals::SHRINK).unwrap();
+    let dma_buf = Udmabuf::open().unwrap().create(memfd.as_fd(), 0, N as u64).unwrap();
+    let create = |devices| {
+        let props = MemProperties { dma_buf: Some(dma_buf.as_fd()), devices };
+        // SAFETY: no host pointer.
+        unsafe { memory::create_buffer_with_properties(&ctx, &props, 0, N, null_mut()) }
+    };
+    assert_eq!(err_kind(create(None)), ClErrorKind::InvalidOperation, "edu cannot reach a udmabuf");
+    assert_eq!(err_kind(create(Some(vec![edu.clone()]))), ClErrorKind::InvalidOperation);
+    let b = create(Some(vec![cpu.clone()])).expect("listed for the CPU device alone");
+    assert_eq!(memory::devices(&b), Some(vec![cpu.clone()]));
+    assert_eq!(edu.dma_domain().unwrap().residents().len(), residents, "nothing made resident for edu");
+    assert_eq!(err_kind(memory::enqueue_acquire(&qe, std::slice::from_ref(&b), &[])), ClErrorKind::InvalidCommandQueue);
+    memory::enqueue_acquire(&qc, std::slice::from_ref(&b), &[]).unwrap();
+    let on_edu = commands::enqueue_fill_buffer(&qe, &b, &[1], 0, N, &[]);
+    assert_eq!(err_kind(on_edu), ClErrorKind::InvalidCommandQueue);
+    Event::wait(&[fill(&qc, &b, 0x44)]).unwrap();
+    assert_eq!(read(&qc, &b), vec![0x44; N]);
+    Event::wait(&[memory::enqueue_release(&qc, std::slice::from_ref(&b), &[]).unwrap()]).unwrap();
+}
+
+/// The CPU maps only the chunks of an imported dma-buf a command touches,
+/// at their own offsets (both import paths): a 16-byte read in the second
+/// chunk maps that chunk alone and reads the bytes the exporter holds
+/// there, not the buffer's start; an acquire maps nothing; a fill of the
+/// whole buffer maps the rest.
+#[test]
+fn a_first_access_maps_only_the_chunks_it_touches() {
+    use dmabridge::sys::dma_buf::CHUNK;
+    let (ctx, q) = cpu();
+    let n = 3 * CHUNK + 4096;
+    let memfd = Memfd::create(c"khr-chunks", n as u64).unwrap();
+    memfd.add_seals(Seals::SHRINK).unwrap();
+    let data = pattern(n, 41);
+    memfd.map(0, n, Access::Write).unwrap().write_bytes(0, &data);
+    let dma_buf = Udmabuf::open().unwrap().create(memfd.as_fd(), 0, n as u64).unwrap();
+    let read_at = |b: &Arc<Buffer>, offset: usize| {
+        let mut out = [0u8; 16];
+        // SAFETY: a blocking read of 16 bytes into `out`.
+        unsafe { commands::enqueue_read_buffer(&q, b, true, offset, 16, out.as_mut_ptr(), &[]) }.unwrap();
+        out
+    };
+    // clImportMemoryARM.
+    let arm = import_dma_buf(&ctx, 0, dma_buf.as_fd(), n).unwrap();
+    assert_eq!(arm.cpu_mapped_bytes(), 0);
+    assert_eq!(read_at(&arm, CHUNK + 5), data[CHUNK + 5..CHUNK + 21], "the bytes at their own offset");
+    assert_eq!(arm.cpu_mapped_bytes(), CHUNK, "one chunk mapped for a 16-byte read");
+    assert_eq!(read_at(&arm, n - 16), data[n - 16..], "the last bytes");
+    assert_eq!(arm.cpu_mapped_bytes(), CHUNK + 4096, "and the short last chunk");
+    // The Khronos way: the acquire maps nothing.
+    let khr = import(&ctx, &dma_buf, n);
+    let one = std::slice::from_ref(&khr);
+    Event::wait(&[memory::enqueue_acquire(&q, one, &[]).unwrap()]).unwrap();
+    assert_eq!(khr.cpu_mapped_bytes(), 0, "an acquire maps nothing");
+    assert_eq!(read_at(&khr, 2 * CHUNK + 7), data[2 * CHUNK + 7..2 * CHUNK + 23]);
+    assert_eq!(khr.cpu_mapped_bytes(), CHUNK);
+    Event::wait(&[fill(&q, &khr, 0x77)]).unwrap();
+    assert_eq!(khr.cpu_mapped_bytes(), n, "a fill of all of it maps all of it");
+    memory::enqueue_release(&q, one, &[]).unwrap();
+    let mut seen = vec![0u8; n];
+    memfd.map(0, n, Access::Read).unwrap().read_bytes(0, &mut seen);
+    assert!(seen.iter().all(|b| *b == 0x77), "the fill reached every page of the exporter");
+}
+
+/// Another driver's fence on a dma-buf dmabridge exported: vgem imports a
+/// buffer's export and attaches a write fence (as a GPU writing it would);
+/// a fill of the buffer on the CPU device waits for it, asleep in the
+/// queue's io_uring, and runs once the test signals it.
+#[test]
+fn a_cpu_access_to_an_exported_buffer_waits_for_a_foreign_fence() {
+    let (ctx, q) = cpu();
+    let dev = DrmDevice::open_vgem().expect("the guest suite loads vgem");
+    const N: usize = 4096;
+    // SAFETY: no host pointer.
+    let b = unsafe { Buffer::create(&ctx, mem_flags::ALLOC_HOST_PTR, N, null_mut()) }.unwrap();
+    let dma_buf = b.export_dmabuf(&Udmabuf::open().unwrap()).unwrap();
+    let gem = dev.import(&dma_buf).unwrap();
+    let fence = dev.vgem_attach_fence_to_import(&gem, true).unwrap();
+    fill_waits_for(&q, &b, &dev, fence, 0x21);
+}
+
+/// A fill of all of `b` is held by vgem's `fence` (its worker asleep in
+/// io_uring) until the test signals it, and then writes `byte` everywhere.
+fn fill_waits_for(q: &Arc<Queue>, b: &Arc<Buffer>, dev: &DrmDevice, fence: VgemFence, byte: u8) {
+    let filled = fill(q, b, byte);
+    still_held(&filled);
+    waits_in_io_uring();
+    dev.vgem_signal(fence).unwrap();
+    Event::wait(&[filled]).unwrap();
+    assert_eq!(read(q, b), vec![byte; b.size()]);
 }

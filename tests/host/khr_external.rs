@@ -17,8 +17,9 @@ use dmabridge::ext::khr_external::memory::{self, MemProperties};
 use dmabridge::ext::khr_external::semaphore::{self, semaphore_info, SemaphoreProperties, SEMAPHORE_TYPE_BINARY_KHR};
 use dmabridge::ext::khr_external::{self as khr, info_param};
 use dmabridge::runtime::buffer::Buffer;
-use dmabridge::runtime::event::{Event, EventStatus};
+use dmabridge::runtime::event::{command_type, Event, EventStatus};
 use dmabridge::runtime::info::{device_extensions, platform_extensions, InfoValue};
+use dmabridge::runtime::queue::{properties, Queue, QueueProps};
 use dmabridge::sys::eventfd::EventFd;
 use dmabridge::sys::memfd::Memfd;
 use dmabridge_tests::{cpu_context, cpu_context_and_queue, cpu_device, err_kind};
@@ -144,7 +145,7 @@ fn a_wait_holds_the_queue_until_the_signal() {
     let (ctx, q) = cpu_context_and_queue();
     let s = semaphore::create(&ctx, &binary()).unwrap();
     let gate = Event::user(&ctx);
-    let other = dmabridge::runtime::queue::Queue::new(&ctx, &cpu_device(), Default::default()).unwrap();
+    let other = Queue::new(&ctx, &cpu_device(), Default::default()).unwrap();
     semaphore::enqueue_signal(&other, std::slice::from_ref(&s), std::slice::from_ref(&gate)).unwrap();
     semaphore::enqueue_wait(&q, std::slice::from_ref(&s), &[]).unwrap();
     let after = q.enqueue_marker(&[]).unwrap();
@@ -185,4 +186,58 @@ fn a_released_queue_ends_its_fence_wait() {
     let waited = semaphore::enqueue_wait(&q, &[s], &[]).unwrap();
     drop(q);
     assert!(Event::wait(&[waited]).is_err());
+}
+
+fn out_of_order_queue(ctx: &Arc<dmabridge::runtime::context::Context>) -> Arc<Queue> {
+    let props = QueueProps::from_bits(properties::OUT_OF_ORDER_EXEC_MODE_ENABLE).unwrap();
+    Queue::new(ctx, &cpu_device(), props).unwrap()
+}
+
+/// On an out-of-order queue a signal with no wait list waits for every
+/// command enqueued before it (the extension's order), here one held by a
+/// user event; the commands after it wait for the signal.
+#[test]
+fn out_of_order_a_signal_waits_for_the_commands_before_it() {
+    let ctx = cpu_context();
+    let q = out_of_order_queue(&ctx);
+    let s = semaphore::create(&ctx, &binary()).unwrap();
+    let gate = Event::user(&ctx);
+    let held = q.enqueue(command_type::NATIVE_KERNEL, std::slice::from_ref(&gate), false, Box::new(|| Ok(()))).unwrap();
+    let signal = semaphore::enqueue_signal(&q, std::slice::from_ref(&s), &[]).unwrap();
+    let after = q.enqueue(command_type::NATIVE_KERNEL, &[], false, Box::new(|| Ok(()))).unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    assert_ne!(signal.status(), EventStatus::Complete, "the signal ran before the command enqueued before it");
+    assert_ne!(after.status(), EventStatus::Complete, "a command after the signal ran before it");
+    assert_eq!(s.payload(), 0);
+    gate.set_user_status(0).unwrap();
+    Event::wait(&[held, signal, after]).unwrap();
+    assert_eq!(s.payload(), 1);
+}
+
+/// On an out-of-order queue a wait with no wait list starts only after the
+/// commands enqueued before it, and the commands after it start only after
+/// the wait (here on a fence that is signalled last).
+#[test]
+fn out_of_order_a_wait_is_ordered_with_the_commands_around_it() {
+    let ctx = cpu_context();
+    let q = out_of_order_queue(&ctx);
+    let signalled = EventFd::new().unwrap();
+    signalled.signal(1).unwrap();
+    let s = semaphore::create(&ctx, &SemaphoreProperties { sync_fd: Some(signalled.as_fd()), ..binary() }).unwrap();
+    let gate = Event::user(&ctx);
+    let held = q.enqueue(command_type::NATIVE_KERNEL, std::slice::from_ref(&gate), false, Box::new(|| Ok(()))).unwrap();
+    let wait = semaphore::enqueue_wait(&q, std::slice::from_ref(&s), &[]).unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    assert_ne!(wait.status(), EventStatus::Complete, "the wait ran before the command enqueued before it");
+    gate.set_user_status(0).unwrap();
+    Event::wait(&[held, wait]).unwrap();
+
+    let fence = EventFd::new().unwrap();
+    let t = semaphore::create(&ctx, &SemaphoreProperties { sync_fd: Some(fence.as_fd()), ..binary() }).unwrap();
+    let wait = semaphore::enqueue_wait(&q, std::slice::from_ref(&t), &[]).unwrap();
+    let after = q.enqueue(command_type::NATIVE_KERNEL, &[], false, Box::new(|| Ok(()))).unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    assert_ne!(after.status(), EventStatus::Complete, "a command after the wait ran before its fence signalled");
+    fence.signal(1).unwrap();
+    Event::wait(&[wait, after]).unwrap();
 }

@@ -214,8 +214,16 @@ static void test_dma_buf_bracket(void) {
         size_t size = 0;
         CHECK_ERR(clGetMemObjectInfo(b, CL_MEM_PROPERTIES, sizeof got, got, &size), CL_SUCCESS);
         CHECK(size == sizeof props && memcmp(got, props, sizeof props) == 0);
-        /* Outside the bracket. */
+        /* Outside the bracket: releasing, and any command that uses it
+           (the text leaves it undefined; dmabridge refuses it). */
         CHECK_ERR(p_clEnqueueReleaseExternalMemObjectsKHR(queue, 1, &b, 0, NULL, NULL), CL_INVALID_OPERATION);
+        unsigned char early[16];
+        CHECK_ERR(clEnqueueReadBuffer(queue, b, CL_TRUE, 0, sizeof early, early, 0, NULL, NULL), CL_INVALID_OPERATION);
+        const unsigned char zero = 0;
+        CHECK_ERR(clEnqueueFillBuffer(queue, b, &zero, 1, 0, n, 0, NULL, NULL), CL_INVALID_OPERATION);
+        cl_int map_err = CL_SUCCESS;
+        void *mapped = clEnqueueMapBuffer(queue, b, CL_TRUE, CL_MAP_READ, 0, n, 0, NULL, NULL, &map_err);
+        CHECK(mapped == NULL && map_err == CL_INVALID_OPERATION);
         cl_event acquired = NULL;
         CHECK_ERR(p_clEnqueueAcquireExternalMemObjectsKHR(queue, 1, &b, 0, NULL, &acquired), CL_SUCCESS);
         CHECK_ERR(p_clEnqueueAcquireExternalMemObjectsKHR(queue, 1, &b, 0, NULL, NULL), CL_INVALID_OPERATION);
@@ -232,6 +240,7 @@ static void test_dma_buf_bracket(void) {
         CHECK_ERR(clEnqueueWriteBuffer(queue, b, CL_TRUE, 100, sizeof msg, msg, 0, NULL, NULL), CL_SUCCESS);
         CHECK_ERR(p_clEnqueueReleaseExternalMemObjectsKHR(queue, 1, &b, 0, NULL, NULL), CL_SUCCESS);
         CHECK_ERR(clFinish(queue), CL_SUCCESS);
+        CHECK_ERR(clEnqueueReadBuffer(queue, b, CL_TRUE, 0, sizeof early, early, 0, NULL, NULL), CL_INVALID_OPERATION);
         /* The exporting buffer shows it: the same pages. */
         CHECK_ERR(clEnqueueReadBuffer(queue, src, CL_TRUE, 0, n, out, 0, NULL, NULL), CL_SUCCESS);
         CHECK(memcmp(out + 100, msg, sizeof msg) == 0);
@@ -378,6 +387,43 @@ static void test_wait_holds_the_queue(void) {
     CHECK_ERR(p_clReleaseSemaphoreKHR(s), CL_SUCCESS);
 }
 
+/* On an out-of-order queue a signal with no wait list waits for the commands
+   enqueued before it (here a marker held by a user event), and a wait for
+   the semaphore, with the commands after it, follows the signal. */
+static void test_out_of_order_order(void) {
+    cl_int err;
+    cl_queue_properties qp[] = {CL_QUEUE_PROPERTIES, CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE, 0};
+    cl_command_queue ooo = clCreateCommandQueueWithProperties(ctx, device, qp, &err);
+    CHECK(ooo != NULL && err == CL_SUCCESS);
+    cl_semaphore_properties_khr props[] = {CL_SEMAPHORE_TYPE_KHR, CL_SEMAPHORE_TYPE_BINARY_KHR, 0};
+    cl_semaphore_khr s = p_clCreateSemaphoreWithPropertiesKHR(ctx, props, &err);
+    CHECK(s != NULL && err == CL_SUCCESS);
+    cl_event gate = clCreateUserEvent(ctx, &err);
+    CHECK(gate != NULL && err == CL_SUCCESS);
+    if (!ooo || !s || !gate) return;
+    cl_event held = NULL, signal = NULL, after = NULL;
+    CHECK_ERR(clEnqueueMarkerWithWaitList(ooo, 1, &gate, &held), CL_SUCCESS);
+    CHECK_ERR(p_clEnqueueSignalSemaphoresKHR(ooo, 1, &s, NULL, 0, NULL, &signal), CL_SUCCESS);
+    CHECK_ERR(p_clEnqueueWaitSemaphoresKHR(ooo, 1, &s, NULL, 0, NULL, NULL), CL_SUCCESS);
+    const unsigned char one = 1;
+    cl_mem m = clCreateBuffer(ctx, 0, 64, NULL, &err);
+    CHECK_ERR(clEnqueueFillBuffer(ooo, m, &one, 1, 0, 64, 0, NULL, &after), CL_SUCCESS);
+    sleep_ms(200);
+    cl_int st = 0;
+    CHECK_ERR(clGetEventInfo(signal, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st, NULL), CL_SUCCESS);
+    CHECK(st != CL_COMPLETE); /* the signal waits for the held marker */
+    CHECK_ERR(clGetEventInfo(after, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st, NULL), CL_SUCCESS);
+    CHECK(st != CL_COMPLETE); /* the fill waits for the wait, which waits for the signal */
+    CHECK_ERR(clSetUserEventStatus(gate, CL_COMPLETE), CL_SUCCESS);
+    cl_event all[] = {held, signal, after};
+    CHECK_ERR(clWaitForEvents(3, all), CL_SUCCESS);
+    for (int i = 0; i < 3; i++) clReleaseEvent(all[i]);
+    clReleaseEvent(gate);
+    clReleaseMemObject(m);
+    CHECK_ERR(p_clReleaseSemaphoreKHR(s), CL_SUCCESS);
+    clReleaseCommandQueue(ooo);
+}
+
 int main(void) {
     setup();
     int ready = platform != NULL && ctx != NULL && queue != NULL && all_loaded();
@@ -395,6 +441,7 @@ int main(void) {
     }
     run_test("khr_external::semaphore_errors_and_info", test_semaphore_errors_and_info, ready);
     run_test("khr_external::wait_holds_the_queue", test_wait_holds_the_queue, ready);
+    run_test("khr_external::out_of_order_order", test_out_of_order_order, ready);
     close_cpu_device(ctx, queue);
     return finish_tests();
 }

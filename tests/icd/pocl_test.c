@@ -296,6 +296,66 @@ static void test_usm_and_svm(void) {
     clReleaseProgram(p);
 }
 
+/* Launches on pointers only are started without a worker and ended by
+ * PoCL's thread (driver/dmabridge-icd/src/pocl/kernel.rs): they still keep
+ * the in-order queue's order and wait for their wait list. fill(p, 100)
+ * waits for a user event, fill(p, 200) behind it may not run first; then
+ * 64 launches queued back to back end with the last one's values. */
+static int completions;
+static void CL_CALLBACK on_complete(cl_event e, cl_int status, void *data) {
+    (void)e;
+    (void)data;
+    if (status == CL_COMPLETE) __atomic_add_fetch(&completions, 1, __ATOMIC_SEQ_CST);
+}
+static void test_pointer_launches_keep_queue_order(void) {
+    cl_int err = 1;
+    cl_program p = main_program();
+    cl_kernel k = clCreateKernel(p, "fill", &err);
+    size_t n = 1024;
+    cl_uint *h = host_alloc(ctx, NULL, n * 4, 0, &err);
+    CHECK(k && h);
+    memset(h, 0, n * 4);
+    CHECK_ERR(set_arg_ptr(k, 0, h), CL_SUCCESS);
+    cl_event gate = clCreateUserEvent(ctx, &err), first = NULL, second = NULL;
+    cl_uint v = 100;
+    CHECK_ERR(clSetKernelArg(k, 1, sizeof v, &v), CL_SUCCESS);
+    CHECK_ERR(clEnqueueNDRangeKernel(queue, k, 1, NULL, &n, NULL, 1, &gate, &first), CL_SUCCESS);
+    v = 200;
+    CHECK_ERR(clSetKernelArg(k, 1, sizeof v, &v), CL_SUCCESS);
+    CHECK_ERR(clEnqueueNDRangeKernel(queue, k, 1, NULL, &n, NULL, 0, NULL, &second), CL_SUCCESS);
+    CHECK_ERR(clSetEventCallback(second, CL_COMPLETE, on_complete, NULL), CL_SUCCESS);
+    usleep(20000); /* time for a launch that does not wait to run */
+    cl_int st = 0;
+    CHECK_ERR(clGetEventInfo(second, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st, NULL), CL_SUCCESS);
+    CHECK(st > CL_COMPLETE);
+    CHECK(h[0] == 0);
+    CHECK_ERR(clSetUserEventStatus(gate, CL_COMPLETE), CL_SUCCESS);
+    CHECK_ERR(clWaitForEvents(1, &second), CL_SUCCESS);
+    CHECK_ERR(clGetEventInfo(first, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st, NULL), CL_SUCCESS);
+    CHECK(st == CL_COMPLETE);
+    int ok = 1;
+    for (size_t j = 0; j < n; j++) ok &= h[j] == 200u + (cl_uint)j;
+    CHECK(ok);
+    for (cl_uint i = 0; i < 64; i++) {
+        v = 1000 * i;
+        CHECK_ERR(clSetKernelArg(k, 1, sizeof v, &v), CL_SUCCESS);
+        CHECK_ERR(clEnqueueNDRangeKernel(queue, k, 1, NULL, &n, NULL, 0, NULL, NULL), CL_SUCCESS);
+    }
+    CHECK_ERR(clFinish(queue), CL_SUCCESS);
+    ok = 1;
+    for (size_t j = 0; j < n; j++) ok &= h[j] == 63000u + (cl_uint)j;
+    CHECK(ok);
+    /* The callback runs once the event is complete, on another thread. */
+    for (int i = 0; i < 500 && __atomic_load_n(&completions, __ATOMIC_SEQ_CST) == 0; i++) usleep(10000);
+    CHECK(__atomic_load_n(&completions, __ATOMIC_SEQ_CST) == 1);
+    clReleaseEvent(first);
+    clReleaseEvent(second);
+    clReleaseEvent(gate);
+    mem_free(ctx, h);
+    clReleaseKernel(k);
+    clReleaseProgram(p);
+}
+
 static void test_buffers_and_local_memory(void) {
     cl_int err = 1;
     cl_program p = main_program();
@@ -588,6 +648,7 @@ static const struct test_case tests[] = {
     {"pocl::compile_and_link", test_compile_and_link},
     {"pocl::argument_rules", test_argument_rules},
     {"pocl::usm_and_svm", test_usm_and_svm},
+    {"pocl::pointer_launches_keep_queue_order", test_pointer_launches_keep_queue_order},
     {"pocl::buffers_and_local_memory", test_buffers_and_local_memory},
     {"pocl::imported_host_memory", test_imported_host_memory},
     {"pocl::kernel_writes_memfd_pages_in_place", test_kernel_writes_memfd_pages_in_place},

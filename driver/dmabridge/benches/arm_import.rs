@@ -3,9 +3,11 @@
 //! size and access mode, an address range reserved for the CPU's mapping),
 //! so its time must not grow with the size — the target is a ratio of at
 //! most 2 for a round of import + release. A second figure adds the CPU's
-//! first access (two one-byte reads through the buffer): that maps the
-//! dma-buf, and the DMA-BUF system heap's `mmap` sets up a page-table entry
-//! for every page at once, so it grows with the size — still without a copy
+//! first access (two one-byte reads through the buffer, at both ends): the
+//! CPU maps only the chunks of the dma-buf a command touches (the DMA-BUF
+//! system heap's `mmap` sets up a page-table entry for every page it maps,
+//! so mapping all of it grew with the size: 38.8x before), with the same
+//! target, and without a copy
 //! (the buffer's counters show 0 bytes moved).
 //!
 //! The dma-bufs come from the DMA-BUF system heap, which exists in the QEMU
@@ -87,13 +89,7 @@ fn main() {
             figures.push(t);
         }
         let ratio = figures[1].as_secs_f64() / figures[0].as_secs_f64();
-        if reads {
-            println!(
-                "    256 MiB / 4 MiB: {ratio:.2} (the heap's mmap sets up every page at the first access; no copy)"
-            );
-        } else {
-            let verdict = if ratio <= TARGET_RATIO { "ok" } else { "ABOVE TARGET" };
-            println!("    256 MiB / 4 MiB: {ratio:.2} (target <= {TARGET_RATIO}: {verdict})");
-        }
+        let verdict = if ratio <= TARGET_RATIO { "ok" } else { "ABOVE TARGET" };
+        println!("    256 MiB / 4 MiB: {ratio:.2} (target <= {TARGET_RATIO}: {verdict})");
     }
 }

@@ -19,7 +19,7 @@ use dmabridge::runtime::event::Event;
 use dmabridge::runtime::image::sampler::Sampler;
 use dmabridge::runtime::image::{mem_object, Image};
 use dmabridge::runtime::kernel::{self, ArgKind, Kernel, KernelArgValue, NdRange};
-use dmabridge::runtime::queue::Queue;
+use dmabridge::runtime::queue::{Completion, Queue};
 use dmabridge::sync;
 use opencl_sys::*;
 
@@ -344,7 +344,7 @@ impl SourceKernel {
         let (global, offset, local) =
             (range.global().to_vec(), range.offset().to_vec(), range.local().map(<[usize]>::to_vec));
         let k = self.pocl.clone();
-        let body = Arc::new(move |values: &[KernelArgValue]| {
+        let body = Arc::new(move |values: &[KernelArgValue], done: Completion| {
             let run: Vec<RunArg> = values
                 .iter()
                 .zip(&classes)
@@ -362,12 +362,17 @@ impl SourceKernel {
                     (v, _) => RunArg::Pointer(v.as_ptr().map_or(0, |p| p as usize)),
                 })
                 .collect();
-            let p = pocl::get().ok_or(CL_INVALID_PROGRAM_EXECUTABLE)?;
-            k.run(p, &run, &global, &offset, local.as_deref()).inspect_err(|code| {
-                log::warn!("kernel {:?}: PoCL's launch failed ({code})", k.name);
-            })
+            let Some(p) = pocl::get() else { return done.complete(Err(CL_INVALID_PROGRAM_EXECUTABLE)) };
+            let name = k.name.clone();
+            let done = Completion::new(move |r: Result<(), i32>| {
+                if let Err(code) = r {
+                    log::warn!("kernel {name:?}: PoCL's launch failed ({code})");
+                }
+                done.complete(r)
+            });
+            k.start(p, &run, &global, &offset, local.as_deref(), done);
         });
-        let launch = holder.native_with_exec_info(body, kinds).cl()?;
+        let launch = holder.native_async_with_exec_info(body, kinds).cl()?;
         for (i, a) in args.iter().enumerate() {
             let i = i as u32;
             match a {

@@ -6,8 +6,11 @@
 //! launch's values itself (captured when the application enqueues it on a
 //! dmabridge queue) and, when the command runs, sets all of them on PoCL's
 //! kernel and enqueues it there under the kernel's lock, so launches of one
-//! kernel from several queues never see each other's arguments.
+//! kernel from several queues never see each other's arguments. PoCL's
+//! thread that ends the launch ends the dmabridge command (an event
+//! callback): nobody waits on PoCL's queue.
 
+use std::ffi::c_void;
 use std::sync::Mutex;
 
 use opencl_sys::*;
@@ -16,6 +19,7 @@ use super::image::{PoclImage, PoclSampler};
 use super::program::PoclProgram;
 use super::{call, check, create, Pocl};
 use dmabridge::runtime::kernel::ImageAt;
+use dmabridge::runtime::queue::Completion;
 use dmabridge::sync;
 
 /// What an argument of a kernel from source is, by address space.
@@ -204,108 +208,152 @@ impl PoclKernel {
         check(unsafe { call!(p, clSetKernelArg(self.handle, index, bytes.len(), bytes.as_ptr().cast())) })
     }
 
-    /// Runs the kernel once on PoCL's queue over the range (`dims` entries
-    /// each; `local` may be absent) with `args`, and waits for it. `Err` is
-    /// the launch's status (a negative CL code).
-    pub fn run(
+    /// Starts the kernel once on PoCL's queue over the range (`dims`
+    /// entries each; `local` may be absent) with `args`, without waiting:
+    /// PoCL's thread that ends it calls `done` (through `on_complete`) with
+    /// its status. No `clFinish` on PoCL's queue and no thread of ours
+    /// waiting for PoCL: the launch costs the thread hand-offs of PoCL's own.
+    pub fn start(
         &self,
         p: &Pocl,
         args: &[RunArg],
         global: &[usize],
         offset: &[usize],
         local: Option<&[usize]>,
-    ) -> Result<(), cl_int> {
+        done: Completion,
+    ) {
+        // PoCL's images and samplers for this launch, released once it ended.
+        let objects = match LaunchObjects::make(p, args) {
+            Ok(o) => o,
+            Err(code) => return done.complete(Err(code)),
+        };
+        let event = match self.enqueue(p, args, &objects, global, offset, local) {
+            Ok(e) => e,
+            Err(code) => return done.complete(Err(code)),
+        };
+        let data = Box::into_raw(Box::new(Launch { done, objects }));
+        // SAFETY: PoCL's event, of which `on_complete` releases our
+        // reference; `data` is a leaked Box<Launch> it takes back.
+        let set = check(unsafe {
+            call!(p, clSetEventCallback(event, CL_COMPLETE as cl_int, Some(on_complete), data.cast()))
+        });
+        if let Err(code) = set {
+            // SAFETY: the callback was not registered: the Box is ours again.
+            let launch = unsafe { Box::from_raw(data) };
+            // A launch whose end cannot be seen: wait for it here before its
+            // images go (PoCL's queue is in order).
+            // SAFETY: PoCL's queue.
+            unsafe { call!(p, clFinish(p.queue)) };
+            // SAFETY: our reference to the event, not used after.
+            unsafe { call!(p, clReleaseEvent(event)) };
+            launch.done.complete(Err(code));
+        }
+    }
+
+    /// Sets `args` and enqueues the kernel on PoCL's queue under the
+    /// kernel's lock; PoCL's event of the launch.
+    fn enqueue(
+        &self,
+        p: &Pocl,
+        args: &[RunArg],
+        objects: &LaunchObjects,
+        global: &[usize],
+        offset: &[usize],
+        local: Option<&[usize]>,
+    ) -> Result<cl_event, cl_int> {
         let mut event: cl_event = std::ptr::null_mut();
-        // PoCL's images and samplers for this launch, released after it.
-        let mut images: Vec<PoclImage> = Vec::new();
-        let mut samplers: Vec<PoclSampler> = Vec::new();
+        let _g = sync::lock(&self.lock);
+        let (mut next_image, mut next_sampler) = (objects.images.iter(), objects.samplers.iter());
+        for (i, a) in args.iter().enumerate() {
+            let i = i as cl_uint;
+            // Images and samplers: the address of PoCL's handle, alive in
+            // `objects` until the launch ends.
+            let object: *const c_void = match a {
+                RunArg::Image(_) => next_image.next().map_or(std::ptr::null(), |m| (&m.mem as *const cl_mem).cast()),
+                RunArg::Sampler(..) => {
+                    next_sampler.next().map_or(std::ptr::null(), |s| (&s.0 as *const cl_sampler).cast())
+                }
+                _ => std::ptr::null(),
+            };
+            // SAFETY: our kernel; values readable for their lengths; a pointer
+            // is valid until the launch ends (the enqueue's contract), used in place.
+            check(unsafe {
+                match a {
+                    RunArg::Pointer(ptr) => call!(p, clSetKernelArgSVMPointer(self.handle, i, *ptr as *const _)),
+                    RunArg::Value(b) => call!(p, clSetKernelArg(self.handle, i, b.len(), b.as_ptr().cast())),
+                    RunArg::Local(n) => call!(p, clSetKernelArg(self.handle, i, *n, std::ptr::null())),
+                    RunArg::Image(_) => call!(p, clSetKernelArg(self.handle, i, std::mem::size_of::<cl_mem>(), object)),
+                    RunArg::Sampler(..) => {
+                        call!(p, clSetKernelArg(self.handle, i, std::mem::size_of::<cl_sampler>(), object))
+                    }
+                }
+            })?;
+        }
+        let lp = local.map_or(std::ptr::null(), <[usize]>::as_ptr);
+        // SAFETY: PoCL's queue and our kernel; the arrays hold `dims` entries.
+        check(unsafe {
+            call!(
+                p,
+                clEnqueueNDRangeKernel(
+                    p.queue,
+                    self.handle,
+                    global.len() as cl_uint,
+                    offset.as_ptr(),
+                    global.as_ptr(),
+                    lp,
+                    0,
+                    std::ptr::null(),
+                    &mut event
+                )
+            )
+        })?;
+        Ok(event)
+    }
+}
+
+/// PoCL's images and samplers made for one launch (see `pocl::image`).
+struct LaunchObjects {
+    images: Vec<PoclImage>,
+    samplers: Vec<PoclSampler>,
+}
+
+impl LaunchObjects {
+    fn make(p: &Pocl, args: &[RunArg]) -> Result<LaunchObjects, cl_int> {
+        let mut o = LaunchObjects { images: Vec::new(), samplers: Vec::new() };
         for a in args {
             match a {
                 // SAFETY: the launch keeps the image's pixels where it placed
                 // them until it completes (the enqueue's contract).
-                RunArg::Image(at) => images.push(unsafe { PoclImage::over(p, at) }?),
-                RunArg::Sampler(n, am, fm) => samplers.push(PoclSampler::new(p, *n, *am, *fm)?),
+                RunArg::Image(at) => o.images.push(unsafe { PoclImage::over(p, at) }?),
+                RunArg::Sampler(n, am, fm) => o.samplers.push(PoclSampler::new(p, *n, *am, *fm)?),
                 _ => {}
             }
         }
-        let (mut next_image, mut next_sampler) = (images.iter(), samplers.iter());
-        {
-            let _g = sync::lock(&self.lock);
-            for (i, a) in args.iter().enumerate() {
-                let i = i as cl_uint;
-                let object: *const std::ffi::c_void = match a {
-                    RunArg::Image(_) => {
-                        next_image.next().map_or(std::ptr::null(), |m| (&m.mem as *const cl_mem).cast())
-                    }
-                    RunArg::Sampler(..) => {
-                        next_sampler.next().map_or(std::ptr::null(), |s| (&s.0 as *const cl_sampler).cast())
-                    }
-                    _ => std::ptr::null(),
-                };
-                // Images and samplers: the address of PoCL's handle, alive in
-                // `images`/`samplers` until the launch ends.
-                // SAFETY: our kernel; values readable for their lengths; a pointer
-                // is valid until the launch ends (the enqueue's contract), used in place.
-                check(unsafe {
-                    match a {
-                        RunArg::Pointer(ptr) => call!(p, clSetKernelArgSVMPointer(self.handle, i, *ptr as *const _)),
-                        RunArg::Value(b) => call!(p, clSetKernelArg(self.handle, i, b.len(), b.as_ptr().cast())),
-                        RunArg::Local(n) => call!(p, clSetKernelArg(self.handle, i, *n, std::ptr::null())),
-                        RunArg::Image(_) => {
-                            call!(p, clSetKernelArg(self.handle, i, std::mem::size_of::<cl_mem>(), object))
-                        }
-                        RunArg::Sampler(..) => {
-                            call!(p, clSetKernelArg(self.handle, i, std::mem::size_of::<cl_sampler>(), object))
-                        }
-                    }
-                })?;
-            }
-            let lp = local.map_or(std::ptr::null(), <[usize]>::as_ptr);
-            // SAFETY: PoCL's queue and our kernel; the arrays hold `dims` entries.
-            check(unsafe {
-                call!(
-                    p,
-                    clEnqueueNDRangeKernel(
-                        p.queue,
-                        self.handle,
-                        global.len() as cl_uint,
-                        offset.as_ptr(),
-                        global.as_ptr(),
-                        lp,
-                        0,
-                        std::ptr::null(),
-                        &mut event
-                    )
-                )
-            })?;
-        }
-        // PoCL's queue is in order: its clFinish ends with this launch (and
-        // with launches of other dmabridge queues enqueued before, which
-        // PoCL runs in order anyway); the event's status says how it ended.
-        // SAFETY: PoCL's queue.
-        let waited = check(unsafe { call!(p, clFinish(p.queue)) });
-        let mut status: cl_int = CL_COMPLETE;
-        // SAFETY: the event; one cl_int answer.
-        let queried = check(unsafe {
-            call!(
-                p,
-                clGetEventInfo(
-                    event,
-                    CL_EVENT_COMMAND_EXECUTION_STATUS,
-                    std::mem::size_of::<cl_int>(),
-                    (&mut status as *mut cl_int).cast(),
-                    std::ptr::null_mut()
-                )
-            )
-        });
-        // SAFETY: our reference to the event.
-        unsafe { call!(p, clReleaseEvent(event)) };
-        // A failed launch's own status first: the wait then only says
-        // that an event of its list failed.
-        queried?;
-        if status < 0 {
-            return Err(status);
-        }
-        waited
+        Ok(o)
     }
+}
+
+/// What `on_complete` gets: the command to end and the launch's objects.
+struct Launch {
+    done: Completion,
+    objects: LaunchObjects,
+}
+
+/// PoCL's `CL_COMPLETE` callback of a launch: ends the dmabridge command
+/// with the launch's status (negative when it failed) and releases the
+/// event and the launch's images and samplers (PoCL is done with them).
+/// Runs on PoCL's thread; no panic leaves it.
+extern "C" fn on_complete(event: cl_event, status: cl_int, data: *mut c_void) {
+    let _ = std::panic::catch_unwind(|| {
+        // SAFETY: `data` is the Box<Launch> `start` leaked for this
+        // callback, which PoCL calls once.
+        let launch = unsafe { Box::from_raw(data.cast::<Launch>()) };
+        if let Some(p) = super::get() {
+            // SAFETY: the reference `start` left for this callback.
+            unsafe { call!(p, clReleaseEvent(event)) };
+        }
+        let Launch { done, objects } = *launch;
+        drop(objects);
+        done.complete(if status < 0 { Err(status) } else { Ok(()) });
+    });
 }

@@ -68,7 +68,11 @@ pub fn assert_no_leak_over_cycles(n: usize, mut cycle: impl FnMut()) {
     let end = fds_maps_rss();
     println!("fds, mappings, RSS KiB: after warm-up {warm:?}, {} cycles {half:?}, {n} cycles {end:?}", n / 2);
     assert_eq!((half.0, end.0), (warm.0, warm.0), "open fds over the cycles: {warm:?} {half:?} {end:?}");
-    assert!(end.1 <= half.1 + 2 && end.1 <= warm.1 + 8, "mappings grow with the cycles: {warm:?} {half:?} {end:?}");
+    // A leak of one mapping per cycle shows as hundreds over 500 cycles; the slack
+    // is for glibc's malloc arenas, which streaming threads create lazily when
+    // they contend on a loaded machine (one or two mappings each, at most 8 per
+    // core): 185 -> 189 was seen once under load with no leak behind it.
+    assert!(end.1 <= half.1 + 16 && end.1 <= warm.1 + 32, "mappings grow with the cycles: {warm:?} {half:?} {end:?}");
     assert!(end.2 <= half.2 + 2048, "resident memory grows with the cycles: {warm:?} {half:?} {end:?}");
 }
 

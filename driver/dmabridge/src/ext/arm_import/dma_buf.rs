@@ -59,18 +59,21 @@ pub fn recognised_exports() -> usize {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn import_dma_buf(ctx: &Arc<Context>, flags: u64, fd: BorrowedFd<'_>, size: usize) -> ClResult<Arc<Buffer>> {
-    let (flags, size, store) = dma_buf_store(ctx, flags, fd, size)?;
+    let (flags, size, store) = dma_buf_store(ctx, flags, fd, size, ctx.devices())?;
     Ok(Buffer::imported(ctx, flags, size, store))
 }
 
-/// The store of a dma-buf import, with the flags and size its buffer
-/// reports: [`import_dma_buf`]'s work, shared with
+/// The store of a dma-buf import for `devices` (those of the context that
+/// will use it: only they must reach the memory, only they are made
+/// resident and linked), with the flags and size its buffer reports:
+/// [`import_dma_buf`]'s work (for every device of the context), shared with
 /// `cl_khr_external_memory_dma_buf`, whose buffers keep more of their own.
 pub(crate) fn dma_buf_store(
     ctx: &Arc<Context>,
     flags: u64,
     fd: BorrowedFd<'_>,
     size: usize,
+    devices: &[Arc<Device>],
 ) -> ClResult<(u64, usize, Store)> {
     let flags = check_flags(flags)?;
     if size == 0 {
@@ -109,7 +112,7 @@ pub(crate) fn dma_buf_store(
         );
     }
     let read_only = mode == Access::Read;
-    check_devices(ctx)?;
+    check_devices(devices)?;
     // The CPU maps the dma-buf on its first access (an exporter's mmap may
     // set up every page at once: the import stays O(1) in the size).
     let map = dma_buf.map_lazily(size, mode).map_err(|e| {
@@ -120,7 +123,7 @@ pub(crate) fn dma_buf_store(
     })?;
     let base = map.as_ptr() as usize;
     let mut keep: Vec<Mapping> = Vec::new();
-    if ctx.devices().iter().any(|d| d.dma_domain().is_some()) {
+    if devices.iter().any(|d| d.dma_domain().is_some()) {
         let what = format!("the dma-buf (exporter {exporter})");
         // Devices behind an IOMMU pin the pages now: they must be mapped.
         map.ensure().map_err(|e| {
@@ -143,21 +146,21 @@ pub(crate) fn dma_buf_store(
                 // the table is held; the store evicts the residency before
                 // the mappings drop, and reaches the bytes by raw pointers.
                 // SAFETY: `pages` maps the very pages the dma-buf maps.
-                unsafe { make_resident(ctx, base, size, pages.as_ptr() as usize, !read_only, &what) }?;
+                unsafe { make_resident(devices, base, size, pages.as_ptr() as usize, !read_only, &what) }?;
                 keep.push(pages);
             }
             None => {
                 drop(ex);
                 // SAFETY: the pages pinned are the mapping's own; the store
                 // evicts the residency before the mapping drops.
-                unsafe { make_resident(ctx, base, size, base, !read_only, &what) }?;
+                unsafe { make_resident(devices, base, size, base, !read_only, &what) }?;
             }
         }
     }
     drop(dma_buf); // the lazy map keeps its own fd
     let imported = Imported::new(Some(map), Box::new(keep));
     let flags = if read_only { read_only_flags(flags) } else { flags };
-    let store = Store::new_imported(ctx, size, HostAddr(base), imported, ctx.devices())
+    let store = Store::new_imported(ctx, size, HostAddr(base), imported, devices)
         .with_restrictions(Restrictions { no_write: read_only.then_some(READ_ONLY_DMA_BUF), ..Default::default() });
     Ok((flags, size, store))
 }

@@ -165,7 +165,7 @@ pub unsafe fn import_host(ctx: &Arc<Context>, flags: u64, ptr: *mut u8, size: us
         );
     };
     let start = addr & !(page - 1);
-    check_devices(ctx)?;
+    check_devices(ctx.devices())?;
     let not_mapped = || {
         ClError::new(
             ClErrorKind::InvalidOperation,
@@ -264,7 +264,7 @@ pub unsafe fn import_host(ctx: &Arc<Context>, flags: u64, ptr: *mut u8, size: us
     // SAFETY: the caller keeps the pages mapped and free of Rust references
     // while the buffer lives (its store evicts the residency when dropped,
     // before `pin` unlocks the pages); the pages pinned are the range's own.
-    unsafe { make_resident(ctx, addr, size, addr, !read_only, &what) }?;
+    unsafe { make_resident(ctx.devices(), addr, size, addr, !read_only, &what) }?;
     let imported = Imported::new(None, Box::new(pin));
     let flags = if read_only { read_only_flags(flags) } else { flags };
     let store = Store::new_imported(ctx, size, HostAddr(addr), imported, ctx.devices())

@@ -189,10 +189,11 @@ fn read_only_flags(flags: u64) -> u64 {
     (flags & !(ACCESS | HOST_ACCESS)) | READ_ONLY | host
 }
 
-/// `CL_INVALID_OPERATION` naming the first device of the context that has
-/// no host-unified memory: it could only use the memory through a copy.
-fn check_devices(ctx: &Context) -> ClResult<()> {
-    if let Some(d) = ctx.devices().iter().find(|d| !d.host_unified_memory) {
+/// `CL_INVALID_OPERATION` naming the first of `devices` (those of the
+/// context that will use the import) that has no host-unified memory: it
+/// could only use the memory through a copy.
+fn check_devices(devices: &[Arc<Device>]) -> ClResult<()> {
+    if let Some(d) = devices.iter().find(|d| !d.host_unified_memory) {
         return cl_err!(
             InvalidOperation,
             "device {:?} of the context has no host-unified memory: it reaches imported memory only through a \
@@ -203,18 +204,25 @@ fn check_devices(ctx: &Context) -> ClResult<()> {
     Ok(())
 }
 
-/// Makes `[addr, addr + len)` resident for every device of the context
-/// behind an IOMMU, pinning the pages through `pin` (the same pages); on
+/// Makes `[addr, addr + len)` resident for every one of `devices` (those of
+/// the context that will use the import) behind an IOMMU, pinning the pages through `pin` (the same pages); on
 /// failure undoes what it did and names the device. `what` says what the
 /// memory is, for the message.
 ///
 /// # Safety
 /// As [`DmaDomain::make_resident_via`](crate::runtime::backend::domain::DmaDomain::make_resident_via).
-unsafe fn make_resident(ctx: &Context, addr: usize, len: usize, pin: usize, write: bool, what: &str) -> ClResult<()> {
+unsafe fn make_resident(
+    devices: &[Arc<Device>],
+    addr: usize,
+    len: usize,
+    pin: usize,
+    write: bool,
+    what: &str,
+) -> ClResult<()> {
     let (addr, pin) = (HostAddr(addr), HostAddr(pin));
     let access = if write { Access::ReadWrite } else { Access::Read };
     let mut done = Vec::new();
-    for d in ctx.devices() {
+    for d in devices {
         let Some(domain) = d.dma_domain() else { continue };
         // SAFETY: forwarded to the caller.
         match unsafe { domain.make_resident_via(addr, len, pin, access) } {

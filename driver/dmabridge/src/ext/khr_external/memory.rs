@@ -14,7 +14,11 @@
 //! is the dma-buf's. `CL_MEM_DEVICE_HANDLE_LIST_KHR` names the devices that
 //! use it (devices of the context: else `CL_INVALID_DEVICE`); without a
 //! handle it is `CL_INVALID_PROPERTY` (nothing to import for them: the text
-//! is silent, OpenCL-Docs issue 916 leans this way).
+//! is silent, OpenCL-Docs issue 916 leans this way). Only the listed devices
+//! must reach the memory: a device of the context that is not listed is
+//! neither asked nor made resident (edu need not pin a dma-buf imported for
+//! the CPU device alone), and its queues' commands on the buffer answer
+//! `CL_INVALID_COMMAND_QUEUE`.
 //!
 //! **Acquire and release.** Khronos settled that between acquire and
 //! release every access goes through OpenCL (OpenCL-Docs 1308, PR 1335):
@@ -23,8 +27,12 @@
 //! [`runtime::fence`](crate::runtime::fence)) and begins CPU access
 //! (`DMA_BUF_IOCTL_SYNC` start, read-write or read for a read-only dma-buf);
 //! [`enqueue_release`] ends it. Use outside the bracket is undefined in the
-//! text; dmabridge answers `CL_INVALID_OPERATION` for the two it can see
-//! when the command is enqueued: acquiring a buffer already acquired, and
+//! text ("Behavior is undefined if a memory object created from an external
+//! memory handle is used by an OpenCL command queued to a command-queue
+//! without being acquired"); dmabridge refuses it when the command is
+//! enqueued, with `CL_INVALID_OPERATION`: a command that uses the buffer
+//! before its acquire or after its release (the store's bracket, which
+//! every buffer command asks), acquiring a buffer already acquired, and
 //! releasing one not acquired. Errors of both: `CL_INVALID_VALUE` for no
 //! buffer, `CL_INVALID_MEM_OBJECT` for a buffer not made from an external
 //! handle, `CL_INVALID_CONTEXT` for a buffer or event of another context,
@@ -32,18 +40,18 @@
 //! buffer's device list.
 
 use std::os::fd::BorrowedFd;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use super::device_list;
 use crate::cl_err;
 use crate::error::ClResult;
 use crate::ext::arm_import;
+use crate::runtime::buffer::bracket::Bracket;
 use crate::runtime::buffer::{mem_flags, Buffer};
 use crate::runtime::context::Context;
 use crate::runtime::device::Device;
 use crate::runtime::event::Event;
 use crate::runtime::queue::{check_wait_list, Queue};
-use crate::sync;
 use crate::sys::access::Access;
 
 /// `CL_COMMAND_ACQUIRE_EXTERNAL_MEM_OBJECTS_KHR`.
@@ -60,15 +68,13 @@ pub struct MemProperties<'a> {
     pub devices: Option<Vec<Arc<Device>>>,
 }
 
-/// What the extension keeps of one of its buffers (a field of the buffer).
+/// What the extension keeps of one of its buffers (a field of the buffer);
+/// the bracket's state and the devices are the store's ([`Bracket`]), which
+/// the runtime's commands ask.
 #[derive(Debug)]
 struct External {
-    devices: Vec<Arc<Device>>,
     /// The direction of the CPU access the bracket holds.
     dir: Access,
-    /// Acquired by the commands enqueued so far (the bracket's state as the
-    /// application sees it).
-    acquired: Mutex<bool>,
 }
 
 /// True if `buffer` was made from an external memory handle.
@@ -94,7 +100,8 @@ pub fn is_external(buffer: &Buffer) -> bool {
 /// No OpenCL function of its own: what the C face answers for the
 /// property.
 pub fn devices(buffer: &Buffer) -> Option<Vec<Arc<Device>>> {
-    buffer.extension::<External>().map(|e| e.devices.clone())
+    buffer.extension::<External>()?;
+    buffer.store().bracket().map(|b| b.devices().to_vec())
 }
 
 /// `clCreateBufferWithProperties` with the properties of
@@ -153,10 +160,10 @@ pub unsafe fn create_buffer_with_properties(
     if size == 0 {
         return cl_err!(InvalidBufferSize, "size is 0: give how many bytes of the dma-buf the buffer holds");
     }
-    let (flags, size, store) = arm_import::dma_buf_store(ctx, flags, fd, size)?;
+    let (flags, size, store) = arm_import::dma_buf_store(ctx, flags, fd, size, &devices)?;
     let dir = if store.read_only() { Access::Read } else { Access::ReadWrite };
-    let ext = External { devices, dir, acquired: Mutex::new(false) };
-    Ok(Buffer::around_store(ctx, flags, size, Arc::new(store), Some(Arc::new(ext))))
+    let store = store.with_bracket(Bracket::new(devices));
+    Ok(Buffer::around_store(ctx, flags, size, Arc::new(store), Some(Arc::new(External { dir }))))
 }
 
 /// The checks of both commands, and the buffers' bracket state moved to
@@ -186,7 +193,10 @@ fn checked(
                 "{name}: memory object {i} and the command queue belong to different contexts"
             );
         }
-        if !ext.devices.iter().any(|d| Arc::ptr_eq(d, queue.device())) {
+        let Some(bracket) = b.store().bracket() else {
+            return cl_err!(InvalidMemObject, "{name}: memory object {i} has no acquire/release bracket");
+        };
+        if !bracket.allows(queue.device()) {
             return cl_err!(
                 InvalidCommandQueue,
                 "{name}: the queue's device {:?} is not in memory object {i}'s CL_MEM_DEVICE_HANDLE_LIST_KHR",
@@ -196,9 +206,17 @@ fn checked(
         out.push((b.clone(), ext));
     }
     check_wait_list(queue.context(), wait_list)?;
-    // All or nothing: check every state before changing any.
-    let mut states: Vec<_> = out.iter().map(|(_, e)| sync::lock(&e.acquired)).collect();
-    if let Some(i) = states.iter().position(|s| **s == acquire) {
+    // All or nothing: check every state before changing any. A buffer
+    // named twice (or a sub-buffer beside its parent: one store) is locked
+    // once.
+    let mut brackets: Vec<(usize, &Bracket)> = Vec::with_capacity(out.len());
+    for (i, bracket) in out.iter().enumerate().filter_map(|(i, (b, _))| Some((i, b.store().bracket()?))) {
+        if !brackets.iter().any(|(_, seen)| std::ptr::eq(*seen, bracket)) {
+            brackets.push((i, bracket));
+        }
+    }
+    let mut states: Vec<_> = brackets.iter().map(|(i, b)| (*i, b.state())).collect();
+    if let Some(&(i, _)) = states.iter().find(|(_, s)| **s == acquire) {
         return match acquire {
             true => cl_err!(
                 InvalidOperation,
@@ -212,7 +230,7 @@ fn checked(
             ),
         };
     }
-    for s in &mut states {
+    for (_, s) in &mut states {
         **s = acquire;
     }
     drop(states);
@@ -221,8 +239,8 @@ fn checked(
 
 /// Undoes the bracket state `checked` set, when the enqueue failed.
 fn undo(buffers: &[(Arc<Buffer>, Arc<External>)], acquire: bool) {
-    for (_, e) in buffers {
-        *sync::lock(&e.acquired) = !acquire;
+    for bracket in buffers.iter().filter_map(|(b, _)| b.store().bracket()) {
+        *bracket.state() = !acquire;
     }
 }
 
@@ -253,7 +271,8 @@ pub fn enqueue_acquire(queue: &Arc<Queue>, buffers: &[Arc<Buffer>], wait_list: &
         false,
         Box::new(move || {
             for (i, (b, e)) in work.iter().enumerate() {
-                if let Err(code) = b.store().begin_cpu(e.dir) {
+                // A bracket only: each command maps what it touches.
+                if let Err(code) = b.store().begin_cpu(e.dir, None) {
                     // Keep the bracket whole: end what began.
                     for (b, e) in &work[..i] {
                         b.store().end_cpu(e.dir);

@@ -11,8 +11,11 @@
 //! semaphore is unsignalled again, and a wait with no signal pending (no
 //! fence imported, none enqueued since the last wait) is
 //! `CL_INVALID_OPERATION`, since it could never end. A signal
-//! ([`enqueue_signal`]) completes once the commands before it on its
-//! (in-order) queue did. No export: see [the module above](super).
+//! ([`enqueue_signal`]) completes once its wait list did — with an empty
+//! list, once every command enqueued before it on its queue did — and a wait
+//! starts likewise; the commands after either start only once it completed:
+//! the extension's order, which holds on an out-of-order queue too
+//! ([`Queue::enqueue_ordered`]). No export: see [the module above](super).
 
 use std::os::fd::BorrowedFd;
 use std::sync::{Arc, Mutex, Weak};
@@ -257,11 +260,11 @@ pub fn enqueue_wait(queue: &Arc<Queue>, sems: &[Arc<Semaphore>], wait_list: &[Ev
         );
     }
     let mut fences = Vec::new();
-    let mut waits = wait_list.to_vec();
+    let mut signals = Vec::new();
     for s in &mut states {
         match std::mem::replace(&mut **s, Signal::None) {
             Signal::Fence(f) => fences.push(f),
-            Signal::Command(e) => waits.push(e),
+            Signal::Command(e) => signals.push(e),
             Signal::None => {}
         }
     }
@@ -272,12 +275,17 @@ pub fn enqueue_wait(queue: &Arc<Queue>, sems: &[Arc<Semaphore>], wait_list: &[Ev
         }
         Ok(())
     });
-    queue.enqueue(COMMAND_SEMAPHORE_WAIT_KHR, &waits, false, work)
+    // The signalling commands are what the wait itself waits for, not its
+    // wait list: with an empty list it also waits for every earlier
+    // command of its queue (the extension's order, on out-of-order queues
+    // too).
+    queue.enqueue_ordered(COMMAND_SEMAPHORE_WAIT_KHR, wait_list, &signals, work)
 }
 
 /// `clEnqueueSignalSemaphoresKHR`: each semaphore is signalled once the
-/// commands before this one on the queue (in order) and its wait list
-/// completed. A semaphore signalled already is signalled again (the new
+/// wait list completed — with an empty list, once every command enqueued
+/// before this one on the queue did, in or out of order; later commands of
+/// the queue wait for the signal. A semaphore signalled already is signalled again (the new
 /// signal replaces a pending one).
 ///
 /// Errors: as [`enqueue_wait`]'s, without `CL_INVALID_OPERATION`.
@@ -296,7 +304,7 @@ pub fn enqueue_wait(queue: &Arc<Queue>, sems: &[Arc<Semaphore>], wait_list: &[Ev
 /// ```
 pub fn enqueue_signal(queue: &Arc<Queue>, sems: &[Arc<Semaphore>], wait_list: &[Event]) -> ClResult<Event> {
     checked(queue, sems, wait_list, "clEnqueueSignalSemaphoresKHR")?;
-    let ev = queue.enqueue(COMMAND_SEMAPHORE_SIGNAL_KHR, wait_list, false, Box::new(|| Ok(())))?;
+    let ev = queue.enqueue_ordered(COMMAND_SEMAPHORE_SIGNAL_KHR, wait_list, &[], Box::new(|| Ok(())))?;
     for s in sems {
         *sync::lock(&s.signal) = Signal::Command(ev.clone());
     }

@@ -42,4 +42,24 @@ impl Buffer {
     pub(crate) fn extension<T: Any + Send + Sync>(&self) -> Option<Arc<T>> {
         self.extension.clone()?.downcast().ok()
     }
+
+    /// The bytes of an imported dma-buf (either import path) the CPU has
+    /// mapped so far, 0 for other memory: the CPU maps only the chunks a
+    /// command touches ([`LazyMap`](crate::sys::dma_buf::LazyMap)).
+    ///
+    /// No OpenCL function of its own: shows what a first access cost
+    /// (tests).
+    ///
+    /// ```
+    /// use dmabridge::runtime::buffer::Buffer;
+    /// use dmabridge::runtime::{context::Context, platform::Platform};
+    /// let ctx = Context::new(std::slice::from_ref(Platform::get().cpu()))?;
+    /// // SAFETY: no host pointer.
+    /// let b = unsafe { Buffer::create(&ctx, 0, 64, std::ptr::null_mut()) }?;
+    /// assert_eq!(b.cpu_mapped_bytes(), 0);
+    /// # Ok::<(), dmabridge::error::ClError>(())
+    /// ```
+    pub fn cpu_mapped_bytes(&self) -> usize {
+        self.store.cpu_mapped_bytes()
+    }
 }

@@ -28,10 +28,16 @@ use super::{mem_flags, Buffer};
 /// The checks every buffer command makes of its queue and buffer:
 /// `CL_INVALID_CONTEXT` if they belong to different contexts,
 /// `CL_MISALIGNED_SUB_BUFFER_OFFSET` if a sub-buffer's origin is not aligned
-/// to the queue's device's `CL_DEVICE_MEM_BASE_ADDR_ALIGN`.
+/// to the queue's device's `CL_DEVICE_MEM_BASE_ADDR_ALIGN`; for memory
+/// imported from an external handle, `CL_INVALID_COMMAND_QUEUE` on a device
+/// it was not made for and `CL_INVALID_OPERATION` outside the
+/// acquire/release bracket ([`Bracket`](super::bracket::Bracket)).
 pub(crate) fn check_target(queue: &Queue, buffer: &Buffer, name: &str) -> ClResult<()> {
     if !Arc::ptr_eq(queue.context(), buffer.context()) {
         return cl_err!(InvalidContext, "{name} and the command queue belong to different contexts");
+    }
+    if let Some(bracket) = buffer.store().bracket() {
+        bracket.check_use(queue.device(), name)?;
     }
     let align = queue.device().max_alignment;
     if buffer.origin() as u64 % align != 0 {
@@ -201,14 +207,21 @@ impl Target {
     }
 
     /// Begins the CPU access of `dir` that an imported dma-buf needs
-    /// (`DMA_BUF_IOCTL_SYNC`) if the CPU accesses it; ended when the guard
-    /// drops. The error is a command status.
-    pub(crate) fn cpu_sync(&self, dir: Access) -> Result<Option<CpuSync<'_>>, i32> {
+    /// (its mapping of the bytes touched, `DMA_BUF_IOCTL_SYNC`) if the CPU
+    /// accesses `[offset, offset + len)` of the buffer object; ended when
+    /// the guard drops. The error is a command status.
+    pub(crate) fn cpu_sync(&self, dir: Access, offset: usize, len: usize) -> Result<Option<CpuSync<'_>>, i32> {
         if self.on_cpu() {
-            self.store().cpu_sync(dir)
+            self.store().cpu_sync(dir, Some((self.buffer.origin() + offset, len)))
         } else {
             Ok(None)
         }
+    }
+
+    /// [`cpu_sync`](Self::cpu_sync) of the whole buffer object, for commands
+    /// whose bytes are not one range (copies, rectangles).
+    pub(crate) fn cpu_sync_all(&self, dir: Access) -> Result<Option<CpuSync<'_>>, i32> {
+        self.cpu_sync(dir, 0, self.buffer.size())
     }
 }
 
@@ -227,7 +240,7 @@ pub(crate) fn copy_between(
     if Arc::ptr_eq(ss, ds) {
         let mut st = ss.lock();
         ss.make_current(&mut st, s.loc, false)?;
-        let _sync = d.cpu_sync(Access::ReadWrite)?;
+        let _sync = d.cpu_sync_all(Access::ReadWrite)?;
         let r = copy();
         ss.wrote(&mut st, d.loc);
         return r;
@@ -241,8 +254,8 @@ pub(crate) fn copy_between(
     };
     ss.make_current(&mut gs, s.loc, false)?;
     ds.make_current(&mut gd, d.loc, discard)?;
-    let _read = s.cpu_sync(Access::Read)?;
-    let _write = d.cpu_sync(Access::Write)?;
+    let _read = s.cpu_sync_all(Access::Read)?;
+    let _write = d.cpu_sync_all(Access::Write)?;
     // Even a failed copy may have landed bytes: the destination alone is
     // current, so every device sees the same (undefined) contents.
     let r = copy();
@@ -346,7 +359,7 @@ pub unsafe fn enqueue_read_buffer(
     let work = Box::new(move || {
         let mut st = t.store().lock();
         t.store().make_current(&mut st, t.loc, false)?;
-        let _sync = t.cpu_sync(Access::Read)?;
+        let _sync = t.cpu_sync(Access::Read, offset, size)?;
         // SAFETY: the allocation holds the buffer's `size` bytes at
         // `offset` (checked at enqueue); the caller keeps `dst` valid and
         // unshared; the store's lock keeps other commands of the buffer out.
@@ -397,7 +410,7 @@ pub unsafe fn enqueue_write_buffer(
     let work = Box::new(move || {
         let mut st = t.store().lock();
         t.store().make_current(&mut st, t.loc, t.covers_store(offset, size))?;
-        let _sync = t.cpu_sync(Access::Write)?;
+        let _sync = t.cpu_sync(Access::Write, offset, size)?;
         // SAFETY: as in `enqueue_read_buffer`, the other way.
         let r = unsafe { engine_copy(&device, t.addr(offset), HostAddr(src), size) };
         // Even a failed copy may have landed bytes: this location alone is
@@ -541,7 +554,7 @@ pub fn enqueue_fill_buffer(
     let work = Box::new(move || {
         let mut st = t.store().lock();
         t.store().make_current(&mut st, t.loc, t.covers_store(offset, size))?;
-        let _sync = t.cpu_sync(Access::Write)?;
+        let _sync = t.cpu_sync(Access::Write, offset, size)?;
         let dst = t.addr(offset);
         let r = if device.device_type == DeviceType::Cpu && t.placed.local_device.is_none() && dst.0 % p == 0 {
             // SAFETY: the range lies in the host pages (checked at enqueue),

@@ -208,7 +208,7 @@ pub(crate) fn map_as(
         let _alive = &keep;
         let mut st = store.lock();
         store.make_current(&mut st, Location::Host, discard)?;
-        store.begin_cpu(dir)?;
+        store.begin_cpu(dir, Some((ptr - base, size)))?;
         began.store(true, Ordering::Release);
         Ok(())
     });

@@ -8,6 +8,7 @@
 //! The buffer is held by `Arc`: clone to retain (`clRetainMemObject`), drop
 //! to release; a sub-buffer holds its parent.
 
+pub(crate) mod bracket;
 mod bus;
 pub mod commands;
 pub mod map;
@@ -662,7 +663,8 @@ impl Buffer {
         if exported.is_err() {
             self.store.undo_host_alloc(fresh);
         }
-        exported
+        // Other drivers' fences on it are waited for before CPU accesses.
+        exported.and_then(|d| self.store.note_export(&d).map(|()| d))
     }
 
     /// `clSetMemObjectDestructorCallback`: `f` runs when the buffer object is

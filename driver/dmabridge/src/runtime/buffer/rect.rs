@@ -250,7 +250,7 @@ pub(crate) unsafe fn read_rect(
     let work = Box::new(move || {
         let mut st = t.buffer.store().lock();
         t.buffer.store().make_current(&mut st, t.loc, false)?;
-        let _sync = t.cpu_sync(Access::Read)?;
+        let _sync = t.cpu_sync_all(Access::Read)?;
         for (bo, ho) in b.rows(region).zip(h.rows(region)) {
             // SAFETY: every row lies in the buffer (checked at enqueue) and
             // in the caller's host rectangle.
@@ -320,7 +320,7 @@ pub(crate) unsafe fn write_rect(
     let work = Box::new(move || {
         let mut st = t.buffer.store().lock();
         t.buffer.store().make_current(&mut st, t.loc, false)?;
-        let _sync = t.cpu_sync(Access::Write)?;
+        let _sync = t.cpu_sync_all(Access::Write)?;
         let r = b.rows(region).zip(h.rows(region)).try_for_each(|(bo, ho)| {
             // SAFETY: as in `enqueue_read_buffer_rect`, the other way.
             unsafe { engine_copy(&device, t.addr(bo), HostAddr(base + ho), region[0]) }
@@ -451,7 +451,7 @@ pub(crate) fn fill_rect(
     let work = Box::new(move || {
         let mut st = t.store().lock();
         t.store().make_current(&mut st, t.loc, false)?;
-        let _sync = t.cpu_sync(Access::Write)?;
+        let _sync = t.cpu_sync_all(Access::Write)?;
         // The CPU fills aligned rows in place (as `clEnqueueFillBuffer`);
         // an engine copies a row of the pattern, staged once, to each row.
         let in_place = device.device_type == DeviceType::Cpu

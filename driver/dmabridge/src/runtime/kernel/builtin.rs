@@ -14,6 +14,7 @@
 
 use std::ops::Range;
 
+use super::yuyv::{convert_line, Order};
 use super::{ArgKind, KernelArgValue};
 use crate::runtime::transfer;
 use crate::sys::addr::HostAddr;
@@ -45,6 +46,12 @@ pub(crate) struct Builtin {
     /// of argument 1 to argument 0, argument 2 bytes) rather than on CPU
     /// threads; `run` is then not used.
     pub engine: bool,
+    /// A large launch is split across threads (see [`super::launch`]). Not
+    /// the YUYV conversions: one thread converts a 1080p frame in about
+    /// 0.7 ms, and splitting it raised `dmabridgeconvert`'s CPU per frame
+    /// (2.90-3.06 ms against 2.72-2.85 ms unsplit, `bench/gst/run`, same run)
+    /// for frame rates that the loaded 2-core host could not tell apart.
+    pub split: bool,
 }
 
 const P: ArgKind = ArgKind::Pointer;
@@ -63,6 +70,7 @@ pub(crate) static CPU_BUILTINS: &[Builtin] = &[
         units: |_| 1,
         run: adler32_units,
         engine: false,
+        split: true,
     },
     Builtin {
         name: "fill_pattern_u32",
@@ -72,6 +80,7 @@ pub(crate) static CPU_BUILTINS: &[Builtin] = &[
         units: |a| a[1].as_u64().unwrap_or(0) as usize,
         run: fill_units,
         engine: false,
+        split: true,
     },
     Builtin {
         name: "yuyv_to_rgba",
@@ -91,6 +100,7 @@ pub(crate) static CPU_BUILTINS: &[Builtin] = &[
         units: |a| a[3].as_u32().unwrap_or(0) as usize,
         run: yuyv_units,
         engine: false,
+        split: false,
     },
     Builtin {
         name: "yuyv_to_rgba_strided",
@@ -103,6 +113,7 @@ pub(crate) static CPU_BUILTINS: &[Builtin] = &[
             unsafe { strided_units(a, rows, Order::Rgba) }
         },
         engine: false,
+        split: false,
     },
     Builtin {
         name: "yuyv_to_bgrx_strided",
@@ -115,6 +126,7 @@ pub(crate) static CPU_BUILTINS: &[Builtin] = &[
             unsafe { strided_units(a, rows, Order::Bgrx) }
         },
         engine: false,
+        split: false,
     },
     super::builtin_image::YUYV_TO_RGBA_IMAGE,
     Builtin {
@@ -128,6 +140,7 @@ pub(crate) static CPU_BUILTINS: &[Builtin] = &[
         units: |a| a[2].as_u64().unwrap_or(0) as usize,
         run: copy_units,
         engine: false,
+        split: true,
     },
 ];
 
@@ -147,6 +160,7 @@ pub(crate) static DMA_BUILTINS: &[Builtin] = &[Builtin {
     units: |_| 1,
     run: copy_units,
     engine: true,
+    split: true,
 }];
 
 fn size(a: &[KernelArgValue], i: usize) -> Result<usize, String> {
@@ -289,15 +303,6 @@ unsafe fn yuyv_units(a: &[KernelArgValue], rows: Range<usize>) {
     }
 }
 
-/// The byte order of a converted pixel.
-#[derive(Clone, Copy)]
-pub(super) enum Order {
-    /// R, G, B, 255.
-    Rgba,
-    /// B, G, R, 255 (the X byte written as 255 too, so the image is also valid BGRA).
-    Bgrx,
-}
-
 /// `(width, height, source stride, destination stride)` of the strided
 /// conversions: lines of video frames are padded (GStreamer rounds YUY2 lines
 /// to 4 bytes, pools add alignment), so each image has its own stride.
@@ -367,20 +372,5 @@ pub(super) unsafe fn convert_rows(
                 with_output(dst.add(r * ds), w * 4, |d| convert_line(s, d, order))
             })
         };
-    }
-}
-
-/// One line: `s` holds the YUYV pairs, `d` the 4-byte pixels (an odd last
-/// pixel takes the first half of its pair).
-fn convert_line(s: &[u8], d: &mut [u8], order: Order) {
-    for (pair, out) in s.chunks_exact(4).zip(d.chunks_mut(8)) {
-        let [y0, u, y1, v] = [pair[0], pair[1], pair[2], pair[3]];
-        for (y, px) in [y0, y1].into_iter().zip(out.chunks_exact_mut(4)) {
-            let [r, g, b] = yuv_to_rgb(y, u, v);
-            px.copy_from_slice(&match order {
-                Order::Rgba => [r, g, b, 255],
-                Order::Bgrx => [b, g, r, 255],
-            });
-        }
     }
 }

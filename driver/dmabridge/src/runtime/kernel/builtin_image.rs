@@ -12,8 +12,9 @@
 
 use std::ops::Range;
 
-use super::builtin::{convert_rows, Builtin, Extents, Order, IMG};
+use super::builtin::{convert_rows, Builtin, Extents, IMG};
 use super::image_args::ImageAt;
+use super::yuyv::Order;
 use super::KernelArgValue;
 use crate::runtime::image::format::{data_type, order};
 use crate::runtime::image::mem_object;
@@ -27,6 +28,8 @@ pub(super) const YUYV_TO_RGBA_IMAGE: Builtin = Builtin {
     units: |a| geometry(a).map_or(0, |g| g.height),
     run: yuyv_image_units,
     engine: false,
+    // As the strided conversions: SIMD lines on one thread.
+    split: false,
 };
 
 /// What the conversion needs of its two images.

@@ -1,7 +1,8 @@
 //! Kernel launches: `clEnqueueTask`, `clEnqueueNDRangeKernel` (1 to 3
 //! dimensions, [`NdRange`]) and `clEnqueueNativeKernel`.
 //!
-//! A built-in's launch is split across up to `CL_DEVICE_MAX_COMPUTE_UNITS`
+//! A built-in's launch (but the YUYV conversions', see `Builtin::split`) is
+//! split across up to `CL_DEVICE_MAX_COMPUTE_UNITS`
 //! threads with [`std::thread::scope`] inside the command, one contiguous
 //! block of work-items each, but only when it moves at least 1 MiB per
 //! thread: below that, spawning costs more than it saves, so small launches
@@ -20,7 +21,7 @@ use crate::runtime::buffer::store::{Location, Store};
 use crate::runtime::buffer::Buffer;
 use crate::runtime::context::Context;
 use crate::runtime::event::Event;
-use crate::runtime::queue::{CommandUse, Queue};
+use crate::runtime::queue::{CommandUse, Completion, Queue};
 use crate::runtime::transfer;
 use crate::sys::access::Access;
 
@@ -289,7 +290,7 @@ fn launch_args(
     let ctx = queue.context();
     let extents = match &kernel.body {
         Body::Builtin(b) => check_builtin(ctx, b, &args)?,
-        Body::Native(_) => Vec::new(),
+        Body::Native(_) | Body::NativeAsync(_) => Vec::new(),
     };
     for (i, t) in &targets {
         let len = extents.iter().find(|e| e.0 as usize == *i).map_or(0, |e| e.1);
@@ -331,6 +332,26 @@ fn launch_args(
         CommandUse::Ranges(ranges)
     };
     let work: Work = match &kernel.body {
+        // Nothing to hold while it runs: started here or by a worker, and
+        // ended by its executor (no thread waits for it).
+        Body::NativeAsync(f) if targets.is_empty() && reach.is_none() => {
+            let f = f.clone();
+            return queue.enqueue_async_with_use(ty, wait_list, usage, Box::new(move |done| f(&args, done)));
+        }
+        // Buffer locks and residency are held by the worker until it ended.
+        Body::NativeAsync(f) => {
+            let f = f.clone();
+            Box::new(move || {
+                let (tx, rx) = std::sync::mpsc::sync_channel(1);
+                f(
+                    &args,
+                    Completion::new(move |r| {
+                        let _ = tx.send(r);
+                    }),
+                );
+                rx.recv().unwrap_or(Err(code::OUT_OF_RESOURCES))
+            })
+        }
         Body::Native(f) => {
             let f = f.clone();
             Box::new(move || f(&args))
@@ -352,7 +373,8 @@ fn launch_args(
         Body::Builtin(b) => {
             let b: &'static Builtin = b;
             let bytes: usize = extents.iter().map(|e| e.1).fold(0, usize::saturating_add);
-            let threads = (queue.device().compute_units as usize).min(global).min(bytes / BYTES_PER_THREAD).max(1);
+            let cores = if b.split { queue.device().compute_units as usize } else { 1 };
+            let threads = cores.min(global).min(bytes / BYTES_PER_THREAD).max(1);
             Box::new(move || {
                 // SAFETY: the caller of the enqueue keeps every pointer valid
                 // for its extent until the event completes; check_builtin
@@ -369,7 +391,7 @@ fn launch_args(
         work()
     });
     // A native kernel is the CPU's code whatever the queue's device.
-    let cpu_runs = matches!(kernel.body, Body::Native(_)) || queue.device().backend().is_none();
+    let cpu_runs = kernel.is_native() || queue.device().backend().is_none();
     let work = with_buffers(targets, cpu_runs, work);
     let work = match reach {
         None => work,
@@ -404,7 +426,7 @@ fn with_buffers(targets: Vec<(usize, Target)>, cpu_runs: bool, work: Work) -> Wo
         // reading and writing (read-only ones for reading) while it runs.
         let mut syncs = Vec::new();
         for (s, _) in stores.iter().filter(|_| cpu_runs) {
-            syncs.extend(s.cpu_sync(Access::ReadWrite)?);
+            syncs.extend(s.cpu_sync(Access::ReadWrite, Some((0, s.size())))?);
         }
         // Even a failed kernel may have written: its device alone is current.
         let r = work();

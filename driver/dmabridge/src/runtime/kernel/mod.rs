@@ -11,6 +11,8 @@ mod builtin_image;
 mod image_args;
 pub mod launch;
 mod range;
+/// One YUYV line to 4-byte pixels, in 16-bit SIMD lanes.
+mod yuyv;
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -22,6 +24,7 @@ use super::buffer::Buffer;
 use super::context::Context;
 use super::device::{Device, DeviceType};
 use super::image::Image;
+use super::queue::Completion;
 
 use builtin::{Builtin, CPU_BUILTINS, DMA_BUILTINS};
 
@@ -167,10 +170,16 @@ impl KernelArgValue {
 /// arguments; `Err` carries the negative CL code its event ends with.
 pub type NativeFn = Arc<dyn Fn(&[KernelArgValue]) -> Result<(), i32> + Send + Sync>;
 
+/// The body of an asynchronous native kernel: starts the launch with the
+/// captured arguments, without blocking, and calls the [`Completion`] once it
+/// ended (see [`Queue::enqueue_async_with_use`](crate::runtime::queue::Queue::enqueue_async_with_use)).
+pub type AsyncNativeFn = Arc<dyn Fn(&[KernelArgValue], Completion) + Send + Sync>;
+
 #[derive(Clone)]
 enum Body {
     Builtin(&'static Builtin),
     Native(NativeFn),
+    NativeAsync(AsyncNativeFn),
 }
 
 /// The arguments and execution info of a kernel (what a launch captures).
@@ -229,6 +238,14 @@ pub fn builtin_kernels_string(device: &Device) -> String {
     builtin_kernel_names(device).join(";")
 }
 
+/// `CL_INVALID_ARG_SIZE` for a native kernel's zero-sized scalar kind.
+fn check_native_kinds(kinds: &[ArgKind]) -> ClResult<()> {
+    match kinds.iter().position(|k| *k == ArgKind::Scalar(0)) {
+        Some(i) => cl_err!(InvalidArgSize, "argument {i} is a scalar of 0 bytes"),
+        None => Ok(()),
+    }
+}
+
 fn builtins_of(device: &Device) -> &'static [Builtin] {
     match device.device_type {
         DeviceType::Cpu => CPU_BUILTINS,
@@ -285,9 +302,7 @@ impl Kernel {
     /// # Ok::<(), dmabridge::error::ClError>(())
     /// ```
     pub fn native(ctx: &Arc<Context>, f: NativeFn, arg_kinds: Vec<ArgKind>) -> ClResult<Arc<Kernel>> {
-        if let Some(i) = arg_kinds.iter().position(|k| *k == ArgKind::Scalar(0)) {
-            return cl_err!(InvalidArgSize, "argument {i} is a scalar of 0 bytes");
-        }
+        check_native_kinds(&arg_kinds)?;
         Ok(Kernel::with(ctx, "", Body::Native(f), arg_kinds))
     }
 
@@ -309,7 +324,37 @@ impl Kernel {
     /// # Ok::<(), dmabridge::error::ClError>(())
     /// ```
     pub fn native_with_exec_info(&self, f: NativeFn, arg_kinds: Vec<ArgKind>) -> ClResult<Arc<Kernel>> {
-        let k = Kernel::native(&self.context, f, arg_kinds)?;
+        self.with_exec_info(Kernel::native(&self.context, f, arg_kinds)?)
+    }
+
+    /// As [`Kernel::native_with_exec_info`] with an asynchronous body: a
+    /// launch starts the kernel on its executor and the executor ends the
+    /// command (no thread waits for it), unless the launch holds buffer
+    /// arguments, whose locks a queue worker holds until it ended.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use dmabridge::runtime::event::Event;
+    /// use dmabridge::runtime::kernel::{self, Kernel};
+    /// use dmabridge::runtime::{context::Context, platform::Platform};
+    /// use dmabridge::runtime::queue::{Queue, QueueProps};
+    /// let cpu = Platform::get().cpu();
+    /// let ctx = Context::new(std::slice::from_ref(cpu))?;
+    /// let queue = Queue::new(&ctx, cpu, QueueProps::default())?;
+    /// let holder = Kernel::native(&ctx, Arc::new(|_: &[_]| Ok(())), Vec::new())?;
+    /// let launch = holder.native_async_with_exec_info(Arc::new(|_: &[_], done| done.complete(Ok(()))), Vec::new())?;
+    /// // SAFETY: the kernel reaches no memory.
+    /// let ev = unsafe { kernel::enqueue_native_nd_range(&queue, &launch, &[])? };
+    /// Event::wait(&[ev])?;
+    /// # Ok::<(), dmabridge::error::ClError>(())
+    /// ```
+    pub fn native_async_with_exec_info(&self, f: AsyncNativeFn, arg_kinds: Vec<ArgKind>) -> ClResult<Arc<Kernel>> {
+        check_native_kinds(&arg_kinds)?;
+        self.with_exec_info(Kernel::with(&self.context, "", Body::NativeAsync(f), arg_kinds))
+    }
+
+    /// `k` with this kernel's execution info.
+    fn with_exec_info(&self, k: Arc<Kernel>) -> ClResult<Arc<Kernel>> {
         let from = self.snapshot();
         let mut to = k.state();
         to.usm_ptrs = from.usm_ptrs;
@@ -416,7 +461,7 @@ impl Kernel {
     /// # Ok::<(), dmabridge::error::ClError>(())
     /// ```
     pub fn is_native(&self) -> bool {
-        matches!(self.body, Body::Native(_))
+        matches!(self.body, Body::Native(_) | Body::NativeAsync(_))
     }
 
     fn state(&self) -> MutexGuard<'_, ArgState> {

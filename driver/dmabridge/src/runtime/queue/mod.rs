@@ -33,8 +33,17 @@
 //! (on an out-of-order queue: when no barrier is pending): no thread
 //! handoff, one allocation (the event), two round trips of the queue's lock
 //! and three of the event's, and the clock read only when profiling.
+//!
+//! **Asynchronous commands** ([`Queue::enqueue_async_with_use`], module
+//! `completion`): the work only starts the command on another executor and
+//! hands it a [`Completion`], which that executor's thread calls when the
+//! command ended. It counts as running until then. One that can start at
+//! once starts on the enqueuing thread (as the inline path, but without
+//! blocking), so a launch costs no hand-off to a worker and none back.
 
 // This file: the `Queue` type and its public API.
+/// Asynchronous commands: `AsyncWork` starts them, a `Completion` ends them.
+mod completion;
 /// The wait-list state of a queued command and the hooks on its events.
 mod deps;
 /// `CL_QUEUE_PROPERTIES`: the bits and `QueueProps`.
@@ -62,12 +71,13 @@ use super::context::Context;
 use super::device::Device;
 use super::event::{command_type, Event};
 
+pub use completion::{AsyncWork, Completion};
 pub use props::{properties, QueueProps};
 pub use registry::{check_wait_list, queues_of, wait_for_context_commands_using};
 pub use usage::CommandUse;
 
 use registry::NEXT_ID;
-use scheduler::{Shared, State};
+use scheduler::{Run, Shared, State};
 use submit::Kind;
 
 /// The work of a command: runs once, on a worker or the enqueuing thread.
@@ -218,7 +228,7 @@ impl Queue {
         blocking: bool,
         work: Box<dyn FnOnce() -> Result<(), i32> + Send>,
     ) -> ClResult<Event> {
-        self.submit(command_type, wait_list, blocking, Some(work), CommandUse::All, Kind::Command)
+        self.submit(command_type, wait_list, &[], blocking, Some(Run::Sync(work)), CommandUse::All, Kind::Command)
     }
 
     /// Enqueue a command of `command_type` that runs `work` once every event
@@ -261,7 +271,41 @@ impl Queue {
         usage: CommandUse,
         work: Box<dyn FnOnce() -> Result<(), i32> + Send>,
     ) -> ClResult<Event> {
-        self.submit(command_type, wait_list, blocking, Some(work), usage, Kind::Command)
+        self.submit(command_type, wait_list, &[], blocking, Some(Run::Sync(work)), usage, Kind::Command)
+    }
+
+    /// Enqueue an asynchronous command (non-blocking): `work` starts it
+    /// without blocking and hands the [`Completion`] to whatever runs it,
+    /// which calls it once the command ended, from any thread. Ordered,
+    /// waited for and accounted like a command of
+    /// [`Queue::enqueue_with_use`], and running until the completion is
+    /// called: an in-order queue starts nothing after it before then. When
+    /// it can start at once (its wait list finished and, in order, nothing
+    /// else is pending), `work` runs on the calling thread before this
+    /// returns, so that no worker thread is woken.
+    ///
+    /// ```
+    /// use dmabridge::runtime::event::{command_type, Event};
+    /// use dmabridge::runtime::queue::{CommandUse, Queue, QueueProps};
+    /// use dmabridge::runtime::{context::Context, platform::Platform};
+    /// let cpu = Platform::get().cpu();
+    /// let ctx = Context::new(std::slice::from_ref(cpu))?;
+    /// let queue = Queue::new(&ctx, cpu, QueueProps::default())?;
+    /// // The executor: a thread that ends the command later.
+    /// let ev = queue.enqueue_async_with_use(command_type::NDRANGE_KERNEL, &[], CommandUse::Nothing, Box::new(|done| {
+    ///     std::thread::spawn(move || done.complete(Ok(())));
+    /// }))?;
+    /// Event::wait(&[ev])?;
+    /// # Ok::<(), dmabridge::error::ClError>(())
+    /// ```
+    pub fn enqueue_async_with_use(
+        self: &Arc<Self>,
+        command_type: u32,
+        wait_list: &[Event],
+        usage: CommandUse,
+        work: AsyncWork,
+    ) -> ClResult<Event> {
+        self.submit(command_type, wait_list, &[], false, Some(Run::Async(work)), usage, Kind::Command)
     }
 
     /// `clEnqueueMarkerWithWaitList`: an event that completes once
@@ -285,7 +329,7 @@ impl Queue {
     /// # Ok::<(), dmabridge::error::ClError>(())
     /// ```
     pub fn enqueue_marker(self: &Arc<Self>, wait_list: &[Event]) -> ClResult<Event> {
-        self.submit(command_type::MARKER, wait_list, false, None, CommandUse::Nothing, Kind::Marker)
+        self.submit(command_type::MARKER, wait_list, &[], false, None, CommandUse::Nothing, Kind::Marker)
     }
 
     /// `clEnqueueBarrierWithWaitList`: like a marker, and every command
@@ -308,7 +352,41 @@ impl Queue {
     /// # Ok::<(), dmabridge::error::ClError>(())
     /// ```
     pub fn enqueue_barrier(self: &Arc<Self>, wait_list: &[Event]) -> ClResult<Event> {
-        self.submit(command_type::BARRIER, wait_list, false, None, CommandUse::Nothing, Kind::Barrier)
+        self.submit(command_type::BARRIER, wait_list, &[], false, None, CommandUse::Nothing, Kind::Barrier)
+    }
+
+    /// A command of `command_type` ordered like a barrier on any queue: it
+    /// runs `work` once `wait_list` finished — or, for an empty list, once
+    /// every command enqueued before it finished — and once `also` finished
+    /// (events the command itself needs, which do not count as its wait
+    /// list), and every command enqueued after it waits for it. The order
+    /// `cl_khr_semaphore` gives its wait and signal commands: on an
+    /// out-of-order queue a plain command would run as soon as its own wait
+    /// list allowed.
+    ///
+    /// ```
+    /// use dmabridge::runtime::{context::Context, event::{command_type, Event}, platform::Platform};
+    /// use dmabridge::runtime::queue::{properties, Queue, QueueProps};
+    /// let cpu = Platform::get().cpu();
+    /// let ctx = Context::new(std::slice::from_ref(cpu))?;
+    /// let queue = Queue::new(&ctx, cpu, QueueProps::from_bits(properties::OUT_OF_ORDER_EXEC_MODE_ENABLE)?)?;
+    /// let gate = Event::user(&ctx);
+    /// queue.enqueue(command_type::NATIVE_KERNEL, &[gate.clone()], false, Box::new(|| Ok(())))?;
+    /// let ordered = queue.enqueue_ordered(command_type::NATIVE_KERNEL, &[], &[], Box::new(|| Ok(())))?;
+    /// // Waits for the command before it, even on an out-of-order queue.
+    /// assert!(!ordered.status().is_terminal());
+    /// gate.set_user_status(0)?;
+    /// Event::wait(&[ordered])?;
+    /// # Ok::<(), dmabridge::error::ClError>(())
+    /// ```
+    pub fn enqueue_ordered(
+        self: &Arc<Self>,
+        command_type: u32,
+        wait_list: &[Event],
+        also: &[Event],
+        work: Box<dyn FnOnce() -> Result<(), i32> + Send>,
+    ) -> ClResult<Event> {
+        self.submit(command_type, wait_list, also, false, Some(Run::Sync(work)), CommandUse::Nothing, Kind::Barrier)
     }
 
     /// `clFlush`: commands are submitted as they are enqueued, so only a check.

@@ -14,15 +14,23 @@ use crate::error::code;
 use crate::runtime::event::Event;
 use crate::sync;
 
+use super::completion::{self, AsyncWork};
 use super::deps::Deps;
 use super::{CommandUse, Work};
+
+/// What a command does when it runs: `Sync` work ends with the command;
+/// `Async` work starts it, and its completion ends it ([`completion`]).
+pub(super) enum Run {
+    Sync(Work),
+    Async(AsyncWork),
+}
 
 /// A command enqueued and not yet finished.
 pub(super) struct Live {
     pub(super) seq: u64,
     pub(super) event: Event,
     pub(super) usage: CommandUse,
-    pub(super) work: Option<Work>,
+    pub(super) work: Option<Run>,
     /// `None` for a command running inline on the enqueuing thread.
     pub(super) deps: Option<Arc<Deps>>,
     pub(super) started: bool,
@@ -32,7 +40,7 @@ pub(super) struct Live {
 struct Job {
     seq: u64,
     event: Event,
-    work: Option<Work>,
+    work: Option<Run>,
     failed: bool,
 }
 
@@ -164,6 +172,19 @@ impl Shared {
         }
     }
 
+    /// Retire the finished command `seq` outside a worker (inline, or by
+    /// an asynchronous command's completion) and start what was waiting
+    /// behind it: commands enqueued meanwhile queued up behind this one.
+    pub(super) fn retire_and_kick(self: &Arc<Self>, seq: u64) {
+        let mut st = self.lock();
+        self.retire(&mut st, seq);
+        let spawn = self.kick(&mut st);
+        drop(st);
+        if spawn {
+            self.spawn_worker();
+        }
+    }
+
     /// A worker: run runnable commands; sleep while there are none and the
     /// queue lives; exit when there are none and the queue is dropped (or
     /// at once with `exit_when_idle`). Counted in `workers` by its starter.
@@ -172,8 +193,18 @@ impl Shared {
         loop {
             if let Some(job) = self.claim(&mut st) {
                 drop(st);
-                let seq = job.seq;
-                execute(job);
+                let Job { seq, event, work, failed } = job;
+                let work = match work {
+                    Some(Run::Sync(w)) => Some(w),
+                    None => None,
+                    // Retired by its completion, maybe on another thread.
+                    Some(Run::Async(w)) => {
+                        completion::start(self, seq, &event, w, failed);
+                        st = self.lock();
+                        continue;
+                    }
+                };
+                run_and_complete(&event, work, failed);
                 st = self.lock();
                 self.retire(&mut st, seq);
                 continue;
@@ -187,12 +218,6 @@ impl Shared {
             st.idle -= 1;
         }
     }
-}
-
-/// Run a taken command and finish its event.
-fn execute(job: Job) {
-    let Job { event, work, failed, .. } = job;
-    run_and_complete(&event, work, failed);
 }
 
 /// Run `work` (or skip it when the wait list failed) and finish `event`:

@@ -23,7 +23,7 @@ use rustix::io::Errno;
 use super::mmap::{check_range, Access, MapError, Mapping};
 use super::{OsError, OsResult};
 pub use fence::SyncFile;
-pub use lazy::LazyMap;
+pub use lazy::{LazyMap, CHUNK};
 pub use sync::CpuAccess;
 
 /// `DMA_BUF_MAGIC` from `<uapi/linux/magic.h>`: the f_type of the dma-buf

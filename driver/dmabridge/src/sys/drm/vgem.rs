@@ -6,7 +6,7 @@
 
 use std::os::fd::AsFd;
 
-use super::{DrmDevice, DrmError, DumbBuffer, VGEM_DRIVER};
+use super::{DrmDevice, DrmError, DumbBuffer, GemHandle, VGEM_DRIVER};
 use crate::sys::ioctl::{ioctl_ptr_again, opcode, Opcode};
 use crate::sys::OsError;
 
@@ -60,17 +60,51 @@ impl DrmDevice {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn vgem_attach_fence(&self, buf: &DumbBuffer<'_>, write: bool) -> Result<VgemFence, DrmError> {
-        if self.driver() != VGEM_DRIVER {
-            return Err(DrmError::NoVgem);
-        }
         if !std::ptr::eq(buf.device(), self) {
             return Err(DrmError::ForeignBuffer);
         }
+        self.attach_fence(buf.handle(), write)
+    }
+
+    /// [`vgem_attach_fence`](Self::vgem_attach_fence) on a dma-buf vgem
+    /// imported ([`import`](Self::import)): the fence lands on the
+    /// exporter's reservation object, as a GPU's would on a buffer it
+    /// imported — another driver's work on, for example, a dma-buf that
+    /// dmabridge exported.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use dmabridge::sys::access::Access;
+    /// use dmabridge::sys::drm::PrimeFlags;
+    /// # use dmabridge::sys::drm::DrmDevice;
+    ///
+    /// # let Some(dev) = dmabridge::sys::doc_support::or_skip(DrmDevice::open_vgem()) else { return Ok(()) };
+    /// let buf = dev.create_dumb(64, 48, 32)?;
+    /// let dma_buf = dev.export(&buf, PrimeFlags::CLOEXEC | PrimeFlags::RDWR)?;
+    /// let gem = dev.import(&dma_buf)?;
+    /// let fence = dev.vgem_attach_fence_to_import(&gem, false)?;
+    /// assert!(!dma_buf.export_sync_file(Access::Write)?.is_signaled()?);
+    /// dev.vgem_signal(fence)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn vgem_attach_fence_to_import(&self, gem: &GemHandle<'_>, write: bool) -> Result<VgemFence, DrmError> {
+        if !std::ptr::eq(gem.device(), self) {
+            return Err(DrmError::ForeignBuffer);
+        }
+        self.attach_fence(gem.handle(), write)
+    }
+
+    fn attach_fence(&self, handle: u32, write: bool) -> Result<VgemFence, DrmError> {
+        if self.driver() != VGEM_DRIVER {
+            return Err(DrmError::NoVgem);
+        }
         let flags = if write { VGEM_FENCE_WRITE } else { 0 };
-        let mut arg = VgemFenceAttach { handle: buf.handle(), flags, out_fence: 0, pad: 0 };
+        let mut arg = VgemFenceAttach { handle, flags, out_fence: 0, pad: 0 };
         // SAFETY: the ioctl reads `handle` and `flags` and writes `out_fence`
         // of one `struct drm_vgem_fence_attach`, which the struct mirrors; the
-        // device is vgem (checked above) and the handle alive (held by `buf`).
+        // device is vgem (checked above) and the handle alive (held by the
+        // caller's buffer or import, of this device).
         unsafe { ioctl_ptr_again(self.as_fd(), DRM_IOCTL_VGEM_FENCE_ATTACH, &mut arg) }
             .map_err(OsError::tag("DRM_IOCTL_VGEM_FENCE_ATTACH"))?;
         Ok(VgemFence(arg.out_fence))

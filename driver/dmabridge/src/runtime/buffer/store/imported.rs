@@ -53,16 +53,20 @@ impl Imported {
         sync::lock(&self.syncs)
     }
 
-    /// Maps the dma-buf if the CPU has not yet, waits for the fences other
-    /// drivers attached to it (a capture driver, a display, a GPU: the
-    /// writers for a read, every user for a write) through the thread's
-    /// io_uring, and begins a CPU access (`DMA_BUF_IOCTL_SYNC` start, which
-    /// then finds them signalled instead of blocking in the ioctl).
-    pub(super) fn begin(&self, lazy: &LazyMap, dir: Access) -> Result<(), i32> {
-        lazy.ensure().map_err(|e| {
-            log::warn!("mapping an imported dma-buf for the CPU: {e}");
-            crate::error::code::OUT_OF_RESOURCES
-        })?;
+    /// Maps the part of the dma-buf the CPU is about to touch (`touch`,
+    /// offset and length; `None`: nothing, the caller only brackets) if it
+    /// has not yet, waits for the fences other drivers attached to it (a
+    /// capture driver, a display, a GPU: the writers for a read, every user
+    /// for a write) through the thread's io_uring, and begins a CPU access
+    /// (`DMA_BUF_IOCTL_SYNC` start, which then finds them signalled instead
+    /// of blocking in the ioctl).
+    pub(super) fn begin(&self, lazy: &LazyMap, dir: Access, touch: Option<(usize, usize)>) -> Result<(), i32> {
+        if let Some((offset, len)) = touch {
+            lazy.ensure_range(offset, len).map_err(|e| {
+                log::warn!("mapping an imported dma-buf for the CPU: {e}");
+                crate::error::code::OUT_OF_RESOURCES
+            })?;
+        }
         // Kernels before 6.0 have no DMA_BUF_IOCTL_EXPORT_SYNC_FILE: the
         // sync start below then waits in the kernel.
         if let Ok(fence) = lazy.dma_buf().export_sync_file(dir) {
@@ -151,6 +155,8 @@ impl Store {
             imported: Some(imported),
             remote: None,
             restrictions: Restrictions::default(),
+            bracket: None,
+            exports: Mutex::default(),
         }
     }
 
@@ -164,6 +170,19 @@ impl Store {
     /// What its creator forbids on the store's memory.
     pub fn restrictions(&self) -> &Restrictions {
         &self.restrictions
+    }
+
+    /// The store with `bracket`: its memory is used only between an acquire
+    /// and a release, on the bracket's devices (see [`Bracket`]).
+    pub fn with_bracket(mut self, bracket: Bracket) -> Store {
+        self.bracket = Some(bracket);
+        self
+    }
+
+    /// The acquire/release bracket of memory imported from an external
+    /// handle, `None` for other memory.
+    pub fn bracket(&self) -> Option<&Bracket> {
+        self.bracket.as_ref()
     }
 
     /// True if the store is imported memory (`clImportMemoryARM`).
@@ -206,23 +225,32 @@ impl Store {
         }
     }
 
-    /// Begins a CPU access of `dir` to an imported dma-buf: maps it if this
-    /// is the CPU's first access, then `DMA_BUF_IOCTL_SYNC` start (nothing
-    /// for other memory), ended when the guard drops. The error is a
-    /// command status.
-    pub fn cpu_sync(&self, dir: Access) -> Result<Option<CpuSync<'_>>, i32> {
+    /// Begins a CPU access of `dir` to an imported dma-buf that touches
+    /// `touch` (offset and length in the store; `None`: nothing, a bracket
+    /// only): maps what it touches if the CPU has not yet, then
+    /// `DMA_BUF_IOCTL_SYNC` start (nothing for other memory), ended when the
+    /// guard drops. The error is a command status.
+    pub fn cpu_sync(&self, dir: Access, touch: Option<(usize, usize)>) -> Result<Option<CpuSync<'_>>, i32> {
+        self.wait_export_fences(dir)?;
         let Some((imported, lazy)) = self.imported.as_ref().and_then(|i| Some((i, i.dma_buf.as_ref()?))) else {
             return Ok(None);
         };
         let dir = self.sync_dir(dir);
-        imported.begin(lazy, dir)?;
+        imported.begin(lazy, dir, touch)?;
         Ok(Some(CpuSync { imported, dir }))
     }
 
-    /// [`cpu_sync`](Self::cpu_sync) without a guard, for a map: its unmap
-    /// calls [`end_cpu`](Self::end_cpu) with the same direction.
-    pub fn begin_cpu(&self, dir: Access) -> Result<(), i32> {
-        self.cpu_sync(dir).map(std::mem::forget)
+    /// [`cpu_sync`](Self::cpu_sync) without a guard, for a map and an
+    /// acquire: the unmap or release calls [`end_cpu`](Self::end_cpu) with
+    /// the same direction.
+    pub fn begin_cpu(&self, dir: Access, touch: Option<(usize, usize)>) -> Result<(), i32> {
+        self.cpu_sync(dir, touch).map(std::mem::forget)
+    }
+
+    /// The bytes of an imported dma-buf the CPU has mapped so far (0 for
+    /// other memory): what first accesses cost.
+    pub fn cpu_mapped_bytes(&self) -> usize {
+        self.imported.as_ref().and_then(|i| i.dma_buf.as_ref()).map_or(0, |l| l.mapped_bytes())
     }
 
     /// Ends the CPU access a map began ([`begin_cpu`](Self::begin_cpu)).

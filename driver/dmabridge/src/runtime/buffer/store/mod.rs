@@ -89,8 +89,9 @@ use crate::runtime::transfer;
 use crate::sync;
 use crate::sys::access::Access;
 use crate::sys::addr::HostAddr;
-use crate::sys::dma_buf::LazyMap;
+use crate::sys::dma_buf::{DmaBuf, LazyMap};
 
+use super::bracket::Bracket;
 use super::restrictions::Restrictions;
 pub use imported::CpuSyncs;
 pub(crate) use imported::{CpuSync, Imported, RemoteKeep};
@@ -198,6 +199,12 @@ pub(crate) struct Store {
     remote: Option<Box<dyn RemoteKeep>>,
     /// What its creator forbids on the memory.
     restrictions: Restrictions,
+    /// Memory used only between an acquire and a release, on some devices.
+    bracket: Option<Bracket>,
+    /// The dma-bufs the store's host pages were exported as (a duplicate of
+    /// each), whose fences other drivers' work attaches: see
+    /// [`Store::wait_export_fences`].
+    exports: Mutex<Vec<DmaBuf>>,
 }
 
 /// The memory a command works on at its location.
@@ -221,12 +228,43 @@ impl Store {
             imported: None,
             remote: None,
             restrictions: Restrictions::default(),
+            bracket: None,
+            exports: Mutex::default(),
         }
     }
 
     /// Its size in bytes.
     pub fn size(&self) -> usize {
         self.size
+    }
+
+    /// Keeps a duplicate of `dma_buf`, an export of the store's host pages,
+    /// so that CPU accesses wait for the fences other drivers attach to it
+    /// ([`wait_export_fences`](Self::wait_export_fences)).
+    pub fn note_export(&self, dma_buf: &DmaBuf) -> ClResult<()> {
+        let dup = dma_buf.try_clone().map_err(|e| {
+            ClError::new(ClErrorKind::OutOfResources, format!("keeping a duplicate of the exported dma-buf: {e}"))
+        })?;
+        sync::lock(&self.exports).push(dup);
+        Ok(())
+    }
+
+    /// Waits, through the thread's io_uring, for the fences other drivers
+    /// attached to the dma-bufs the store was exported as (a GPU or an
+    /// encoder that imported one and still writes or reads it: the writers'
+    /// fences for a read, every user's for a write), before a CPU access of
+    /// `dir`. Nothing to wait for without exports, or on kernels without
+    /// `DMA_BUF_IOCTL_EXPORT_SYNC_FILE` (before 6.0). The error is a command
+    /// status.
+    pub fn wait_export_fences(&self, dir: Access) -> Result<(), i32> {
+        let fences: Vec<_> = {
+            let exports = sync::lock(&self.exports);
+            exports.iter().filter_map(|d| d.export_sync_file(dir).ok()).collect()
+        };
+        for fence in &fences {
+            crate::runtime::fence::wait_sync_file(fence, || false)?;
+        }
+        Ok(())
     }
 
     pub(crate) fn lock(&self) -> MutexGuard<'_, State> {

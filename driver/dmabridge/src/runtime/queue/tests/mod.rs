@@ -1,7 +1,9 @@
 //! Unit tests of the queue: helpers, properties, ordering, wait lists, errors,
 //! callbacks and profiling. Markers, barriers and waits are in [`sync`];
-//! the inline path, concurrency and dropping a queue in [`inline`].
+//! the inline path, concurrency and dropping a queue in [`inline`];
+//! asynchronous commands in [`asynchronous`].
 
+mod asynchronous;
 mod inline;
 mod sync;
 
