@@ -245,19 +245,21 @@ else
 INSTALL_CARGO := $(CARGO)
 INSTALL_BIN   := target/release
 endif
-# The GStreamer plugin (install-gst, below): on by default for the host
-# build; INSTALL_GST=0 leaves it out (ARCH=arm64: no arm64 GStreamer to link
-# here; the Debian packages do not carry it yet).
-INSTALL_GST   ?= $(if $(filter arm64,$(ARCH)),0,1)
+# The GStreamer plugin (install-gst, below): on by default; INSTALL_GST=0
+# leaves it out.
+INSTALL_GST   ?= 1
 build-install:
 	@command -v help2man >/dev/null || { echo "make install: no help2man (it writes the man pages from --help): apt-get install help2man"; exit 1; }
 	$(INSTALL_CARGO) build --release --locked -p dmabridge-cli -p dmabridge-icd
 	$(CARGO) build --release --locked -p dmabridge-cli --quiet  # the man page's --help
 	@mkdir -p target/man
+	@# The help texts name the source tree's tools only when run from it
+	@# (dmabridge::sys::hints): the man pages are written from copies outside it.
+	@man=$$(mktemp -d) && trap 'rm -rf "$$man"' EXIT && cp target/release/dmabridge kmod-helpers/dmabridge-kmod "$$man/" && \
 	help2man --no-info --no-discard-stderr --section 1 --output target/man/dmabridge.1 \
-	    --name "zero-copy memory for Linux pipelines (info, proof, capture, remote-dma)" target/release/dmabridge
+	    --name "zero-copy memory for Linux pipelines (info, proof, capture, remote-dma)" "$$man/dmabridge" && \
 	help2man --no-info --no-discard-stderr --section 8 --version-string "$(VERSION)" --output target/man/dmabridge-kmod.8 \
-	    --name "put a machine in the state dmabridge needs (modules, vfio-pci, memlock)" kmod-helpers/dmabridge-kmod
+	    --name "put a machine in the state dmabridge needs (modules, vfio-pci, memlock)" "$$man/dmabridge-kmod"
 
 install: build-install
 	install -D -m 0755 $(INSTALL_BIN)/dmabridge $(DESTDIR)$(BINDIR)/dmabridge
@@ -330,20 +332,26 @@ deb: $(if $(filter arm64,$(DEB_ARCHES)),deps-arm64)
 # The amd64 packages as a board gets them (tests/deb/guest-run), in a guest
 # whose root is writable and where the checkout and ~/.cargo are hidden
 # (run-in-guest --clean-root), with a plain systemd-udevd (--udevd): dpkg -i
-# of an older version ($(DEB_OLD), the same build relabelled: what changes
-# between versions here is dpkg's and the maintainer scripts' part), then as
-# a member of the group dmabridge info, proof, capture and a C program through
-# the installed ICD, then the upgrade, remove and purge.
-DEB_OLD  := 0.0.1-1
+# of an older version, then as a member of the group dmabridge info, proof,
+# capture and a C program through the installed ICD, then the upgrade (files
+# replaced; group, rules and conffile kept), the installed messages (no
+# source-tree path), the GStreamer plugin, remove and purge. The older
+# version is what the first packaging commit built (DEB_OLD_COMMIT, labelled
+# DEB_OLD, which sorts before the workspace's version): tests/deb/old-packages
+# builds it once and keeps it in target/deb-old (why not committed .deb
+# files: said there).
+DEB_OLD_COMMIT := 8254b1f829267661cc5aa5135f422449117f74b6
+DEB_OLD  := 0.1.0~8254b1f-1
 DEB_TEST := target/deb-test
 test-deb: guest
 	@mkdir -p $(LOGS)
 	@echo "== the Debian packages, installed with dpkg -i in the QEMU guest with the source tree hidden"
 	@tests/icd-deps
+	@tests/gst-deps
 	@tests/apt-deps test-deb help2man
 	@rm -rf $(DEB_TEST)
 	@packaging/deb/build --arch amd64 --out $(DEB_TEST) >/dev/null
-	@packaging/deb/build --arch amd64 --out $(DEB_TEST) --version $(DEB_OLD) >/dev/null
+	@tests/deb/old-packages $(DEB_OLD_COMMIT) $(DEB_OLD) $(DEB_TEST)
 	@new=$$(sed -n '/^version = /{s/.*"\(.*\)"/\1/p;q}' Cargo.toml)-1; \
 	set -o pipefail; $(RIG) --clean-root --udevd $(GUEST_RIG) \
 	    $$(for f in $(DEB_TEST)/*.deb examples/c/usm_dmabuf.c; do printf -- '--file %s ' "$$f"; done) \
@@ -353,12 +361,24 @@ test-deb: guest
 # The GStreamer plugin, in GStreamer's plugin folder under PREFIX: for
 # PREFIX=/usr the system one gst-inspect-1.0 scans (Debian's multiarch
 # /usr/lib/<triplet>/gstreamer-1.0), else $(LIBDIR)/gstreamer-1.0, which
-# GST_PLUGIN_PATH must name.
-GST_PLUGINDIR ?= $(if $(filter /usr,$(PREFIX)),$(shell pkg-config --variable=pluginsdir gstreamer-1.0 2>/dev/null || echo $(LIBDIR)/gstreamer-1.0),$(LIBDIR)/gstreamer-1.0)
+# GST_PLUGIN_PATH must name. ARCH=arm64 cross-builds it with the pinned
+# toolchain against the arm64 GStreamer libraries of toolchain/fetch-gst-arm64,
+# into target/gst-aarch64.
+ifeq ($(ARCH),arm64)
+GST_SYSTEM_DIR    := /usr/lib/aarch64-linux-gnu/gstreamer-1.0
+GST_INSTALL_SO    := target/gst-aarch64/aarch64-unknown-linux-gnu/release/libgstdmabridge.so
+GST_INSTALL_BUILD  = set -a && . "$$(toolchain/fetch-gst-arm64 | tail -n 1)" && set +a && cd $(GST_DIR) && \
+    CARGO_TARGET_DIR_AARCH64=$(CURDIR)/target/gst-aarch64 ../../toolchain/cargo-aarch64 build --release --lib --quiet
+else
+GST_SYSTEM_DIR     = $(shell pkg-config --variable=pluginsdir gstreamer-1.0 2>/dev/null || echo $(LIBDIR)/gstreamer-1.0)
+GST_INSTALL_SO    := $(GST_TARGET)/release/libgstdmabridge.so
+GST_INSTALL_BUILD  = cd $(GST_DIR) && $(GST_CARGO) build --release --quiet
+endif
+GST_PLUGINDIR ?= $(if $(filter /usr,$(PREFIX)),$(GST_SYSTEM_DIR),$(LIBDIR)/gstreamer-1.0)
 install-gst:
 	@tests/gst-deps
-	@cd $(GST_DIR) && $(GST_CARGO) build --release --quiet
-	install -D -m 0755 $(GST_TARGET)/release/libgstdmabridge.so $(DESTDIR)$(GST_PLUGINDIR)/libgstdmabridge.so
+	@$(GST_INSTALL_BUILD)
+	install -D -m 0644 $(GST_INSTALL_SO) $(DESTDIR)$(GST_PLUGINDIR)/libgstdmabridge.so
 
 # The guest suites run under tests/guest-runner: one process per test, each
 # killed and reported by name when it gives no result within its timeout

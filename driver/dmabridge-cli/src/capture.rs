@@ -27,7 +27,9 @@ use crate::Outcome;
 const FRAME_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The long help of `dmabridge capture`.
-pub const LONG_ABOUT: &str = "\
+pub fn long_about() -> String {
+    format!(
+        "\
 Capture frames from a V4L2 device without copying them: the driver writes each
 frame straight into dmabridge memory (buffer objects or USM allocations,
 exported as dma-bufs and queued with V4L2_MEMORY_DMABUF), or, with --import,
@@ -43,8 +45,12 @@ for the next gap, as GStreamer counts too), CPU time per frame and the bytes
 dmabridge copied, counted by the buffers themselves: 0 (anything else is an
 error). A progress line goes to stderr while it runs.
 
-Needs a capture device: vivid (modprobe vivid) gives one; `make demo` runs this
-in the QEMU guest and leaves the PNGs on the host.";
+Needs a capture device: vivid (modprobe vivid) gives one{}.",
+        dmabridge::sys::hints::checkout_only(
+            "; `make demo` runs this\nin the QEMU guest and leaves the PNGs on the host"
+        )
+    )
+}
 
 /// Options of `dmabridge capture`.
 #[derive(Debug, clap::Args)]

@@ -20,6 +20,7 @@ use serde::Serialize;
 
 use dmabridge::runtime::backend::bar::{BarConfig, ENV, UNPARSED};
 use dmabridge::runtime::platform::Platform;
+use dmabridge::sys::hints;
 use dmabridge::sys::pci::PciAddress;
 use dmabridge::sys::probe::Verdict;
 
@@ -73,8 +74,8 @@ pub struct DevicesReport {
 
 fn bring_back(address: impl fmt::Display) -> String {
     format!(
-        "bring the function back (echo 1 > /sys/bus/pci/rescan, then kmod-helpers/dmabridge-kmod bind {address}) or \
-         correct {ENV}"
+        "bring the function back (echo 1 > /sys/bus/pci/rescan, then {} bind {address}) or correct {ENV}",
+        hints::kmod()
     )
 }
 
@@ -98,13 +99,9 @@ fn skipped(address: PciAddress, why: &str) -> DeviceReport {
                 .to_owned(),
         )
     } else if why.contains("EACCES") || why.contains("EPERM") {
-        (
-            State::Unavailable,
-            Verdict::NoAccess,
-            "add your user to the group of udev/70-dmabridge.rules, or run as root".to_owned(),
-        )
+        (State::Unavailable, Verdict::NoAccess, format!("{}, or run as root", hints::join_group()))
     } else if why.contains("not vfio-pci") {
-        (State::Unavailable, Verdict::Warning, format!("kmod-helpers/dmabridge-kmod bind {address}"))
+        (State::Unavailable, Verdict::Warning, format!("{} bind {address}", hints::kmod()))
     } else {
         (
             State::Unavailable,

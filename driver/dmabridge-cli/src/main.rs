@@ -8,6 +8,7 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
+use dmabridge::sys::hints;
 
 mod capture;
 mod devices;
@@ -29,7 +30,8 @@ pub type Outcome = anyhow::Result<ExitCode>;
     name = "dmabridge",
     version,
     about = "Zero-copy memory for Linux pipelines: memfd, udmabuf, dma-buf, DMA-BUF heaps, VFIO and io_uring",
-    long_about = "\
+    long_about = format!(
+        "\
 dmabridge is a userspace memory driver for zero-copy Linux pipelines. It backs
 buffers with memfd, exports them as dma-bufs through udmabuf (or allocates them
 from DMA-BUF heaps), maps them for devices through VFIO and the IOMMU, and waits
@@ -39,8 +41,10 @@ and processes without copies.
 Start with `dmabridge info`: it reports which of these this machine offers and,
 for each missing piece, one line saying how to fix it. Setting a machine up
 (loading modules, binding devices to vfio-pci, raising the memlock limit) is
-the job of kmod-helpers/dmabridge-kmod; `make demo` runs everything in a QEMU
-guest that has all of it.",
+the job of {}{}.",
+        hints::kmod(),
+        hints::checkout_only("; `make demo` runs everything in a QEMU\nguest that has all of it")
+    ),
     after_help = "Exit status: 0 on success, 1 if the command failed, 2 for a usage error.\n\
                   Errors are printed as `dmabridge: STEP: ...: CAUSE`. Warnings of the library go to stderr; \
                   RUST_LOG sets their level (default warn)."
@@ -57,21 +61,18 @@ enum Command {
     #[command(long_about = info::LONG_ABOUT)]
     Info(info::Args),
     /// Prove the zero-copy path end to end on an edu DMA device.
-    ///
-    /// Moves bytes memfd -> udmabuf -> VFIO -> edu DMA -> dma-buf view, then
-    /// edu -> ivshmem BAR peer-to-peer, saying what moved where. Needs an edu
-    /// bound to vfio-pci: run it in the QEMU guest, as `make demo` does.
+    #[command(long_about = proof::long_about())]
     Proof(proof::ProofArgs),
     /// Capture video frames zero-copy into dmabridge memory and convert them.
     ///
     /// V4L2 device -> dmabridge memory (dma-bufs, no copy) -> yuyv_to_rgba on
     /// a dmabridge queue -> PNGs; prints latency, frames/s and bytes copied.
-    #[command(long_about = capture::LONG_ABOUT)]
+    #[command(long_about = capture::long_about())]
     Capture(capture::Args),
     /// Bus-addressable memory end to end: a remote edu DMAs frames and
     /// markers, the queue converts them and writes them peer-to-peer into the
     /// ivshmem BAR, then signals (cl_amd_bus_addressable_memory).
-    #[command(long_about = remote_dma::LONG_ABOUT)]
+    #[command(long_about = remote_dma::long_about())]
     RemoteDma(remote_dma::Args),
 }
 

@@ -45,15 +45,17 @@ fn advice(soft: Option<u64>, hard: Option<u64>, locked: u64, needed: u64) -> Str
         "RLIMIT_MEMLOCK (locked memory, `ulimit -l`) is {} (hard limit {}); this process holds {} KiB locked or \
          pinned for DMA and the failed step needed {} KiB more, so it needs a limit of at least {} MiB. Fix: for a \
          systemd service, LimitMEMLOCK={}M (or infinity) in its unit; for the logins of group dmabridge, \
-         `@dmabridge - memlock unlimited` in /etc/security/limits.d/dmabridge.conf (udev/README.md); {}; or as \
-         root, kmod-helpers/dmabridge-kmod memlock --pid PID --raise unlimited.",
+         `@dmabridge - memlock unlimited` in /etc/security/limits.d/dmabridge.conf ({}); {}; or as \
+         root, {} memlock --pid PID --raise unlimited.",
         shown(soft),
         shown(hard),
         kib(locked),
         kib(needed),
         at_least,
         at_least,
-        shell
+        dmabridge::sys::hints::udev_notes(),
+        shell,
+        dmabridge::sys::hints::kmod()
     )
 }
 

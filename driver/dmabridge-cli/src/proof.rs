@@ -14,10 +14,25 @@ use anyhow::{bail, ensure, Context as _};
 use dmabridge::memory::iova::IovaAllocator;
 use dmabridge::runtime::backend::edu::{self, Direction, Edu};
 use dmabridge::sys::access::Access;
+use dmabridge::sys::hints;
 use dmabridge::sys::memfd::{Memfd, Seals};
 use dmabridge::sys::pci::{PciAddress, PciFunction, EDU_ID, IVSHMEM_ID};
 use dmabridge::sys::udmabuf::Udmabuf;
 use dmabridge::sys::vfio::Container;
+
+/// The long help of `dmabridge proof` (what it needs names the source tree's
+/// guest only in a checkout: [`hints`]).
+pub fn long_about() -> String {
+    format!(
+        "Prove the zero-copy path end to end on an edu DMA device.
+
+Moves bytes memfd -> udmabuf -> VFIO -> edu DMA -> dma-buf view, then
+edu -> ivshmem BAR peer-to-peer, saying what moved where. Needs an edu
+bound to vfio-pci ({} bind 1234:11e8){}.",
+        hints::kmod(),
+        hints::checkout_only(":\nrun it in the QEMU guest, as `make demo` does")
+    )
+}
 
 const TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -71,8 +86,9 @@ pub fn run(args: &ProofArgs) -> anyhow::Result<()> {
     let edu_addr = match args.edu.or_else(|| first_bound(EDU_ID)) {
         Some(a) => a,
         None => bail!(
-            "no edu function bound to vfio-pci: bind one with kmod-helpers/dmabridge-kmod bind 1234:11e8, \
-             or run `make demo`, which boots the QEMU guest"
+            "no edu function bound to vfio-pci: bind one with {} bind 1234:11e8{}",
+            hints::kmod(),
+            hints::checkout_only(", or run `make demo`, which boots the QEMU guest")
         ),
     };
     let container = Container::open().context("opening the VFIO container")?;

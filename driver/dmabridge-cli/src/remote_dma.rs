@@ -29,7 +29,20 @@ use dmabridge::sys::pci::{PciAddress, PciFunction, IVSHMEM_ID};
 use crate::Outcome;
 
 /// The long help of `dmabridge remote-dma`.
-pub const LONG_ABOUT: &str = "\
+pub fn long_about() -> String {
+    let how = match dmabridge::sys::hints::Layout::current() {
+        dmabridge::sys::hints::Layout::Checkout(_) => {
+            ":
+  qemu/run-in-guest --edu 3 --bind 0000:00:10.0 --bind 0000:00:12.0 \\
+      --bind 0000:00:08.0 --ivshmem /dev/shm/frames -- dmabridge remote-dma"
+        }
+        dmabridge::sys::hints::Layout::Installed { .. } => {
+            " (dmabridge-kmod bind
+ADDRESS): in QEMU, three -device edu and a -device ivshmem-plain."
+        }
+    };
+    format!(
+        "\
 cl_amd_bus_addressable_memory end to end, in the QEMU guest.
 
 A remote edu function (the capture card) DMAs each YUYV frame and then its
@@ -40,9 +53,9 @@ BAR 2 (frame k at --bar-offset + (k-1) * stride); WriteSignal then writes the
 32-bit marker k at the signal surface (printed). A host process watching the
 ivshmem backing file sees every frame before its marker.
 
-Needs two edu functions and the ivshmem function bound to vfio-pci:
-  qemu/run-in-guest --edu 3 --bind 0000:00:10.0 --bind 0000:00:12.0 \\
-      --bind 0000:00:08.0 --ivshmem /dev/shm/frames -- dmabridge remote-dma";
+Needs two edu functions and the ivshmem function bound to vfio-pci{how}"
+    )
+}
 
 /// Options of `dmabridge remote-dma`.
 #[derive(Debug, clap::Args)]

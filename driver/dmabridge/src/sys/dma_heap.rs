@@ -27,11 +27,15 @@ const DMA_HEAP_IOCTL_ALLOC: Opcode = opcode::read_write::<DmaHeapAllocationData>
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum HeapError {
     /// No such heap.
-    #[error("no DMA-BUF heap {0:?} in /dev/dma_heap: the kernel needs CONFIG_DMABUF_HEAPS_SYSTEM (or the CMA heap); run `make demo` for a guest that has it")]
+    #[error(
+        "no DMA-BUF heap {0:?} in /dev/dma_heap: the kernel needs CONFIG_DMABUF_HEAPS_SYSTEM (or the CMA heap){demo}",
+        demo = crate::sys::hints::checkout_only("; run `make demo` for a guest that has it")
+    )]
     NoHeap(String),
     /// The node exists but this user may not open it.
     #[error(
-        "cannot open /dev/dma_heap/{0} ({1}): add your user to the group of udev/70-dmabridge.rules, or run as root"
+        "cannot open /dev/dma_heap/{0} ({1}): {join}, or run as root",
+        join = crate::sys::hints::join_group()
     )]
     NoAccess(String, Errno),
     /// The kernel refused the flags (`EINVAL`): fd flags other than

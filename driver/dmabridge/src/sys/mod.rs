@@ -25,6 +25,7 @@ pub mod dma_heap;
 pub mod doc_support;
 pub mod drm;
 pub mod eventfd;
+pub mod hints;
 pub mod memfd;
 pub mod mmap;
 pub mod pci;

@@ -50,10 +50,14 @@ const UDMABUF_CREATE_LIST: Opcode = opcode::write::<UdmabufCreateListHeader>(b'u
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum UdmabufError {
     /// `/dev/udmabuf` does not exist.
-    #[error("no /dev/udmabuf: load the udmabuf module (kmod-helpers/dmabridge-kmod load udmabuf) or run `make demo`, which uses the QEMU guest")]
+    #[error(
+        "no /dev/udmabuf: load the udmabuf module ({kmod} load udmabuf){demo}",
+        kmod = crate::sys::hints::kmod(),
+        demo = crate::sys::hints::checkout_only(" or run `make demo`, which uses the QEMU guest")
+    )]
     NoDevice,
     /// `/dev/udmabuf` exists but cannot be opened read-write by this user.
-    #[error("cannot open /dev/udmabuf ({0}): add your user to the group of udev/70-dmabridge.rules, or run as root")]
+    #[error("cannot open /dev/udmabuf ({0}): {join}, or run as root", join = crate::sys::hints::join_group())]
     NoAccess(Errno),
     /// The memfd lacks `F_SEAL_SHRINK`.
     #[error("the memfd has no F_SEAL_SHRINK seal: udmabuf pins its pages and refuses files that can shrink; add the seal with Memfd::add_seals(Seals::SHRINK)")]

@@ -138,13 +138,24 @@ pub fn unlock(addr: HostAddr, len: usize) -> OsResult<()> {
 }
 
 /// How to raise `RLIMIT_MEMLOCK`, for the messages that name it.
-pub const MEMLOCK_FIX: &str = "raise RLIMIT_MEMLOCK: `ulimit -l` (a shell and what it starts), `memlock` in \
-     /etc/security/limits.conf (login sessions), `LimitMEMLOCK=` (a systemd service), or \
-     `kmod-helpers/dmabridge-kmod memlock --raise BYTES`";
+///
+/// # Examples
+///
+/// ```
+/// assert!(dmabridge::sys::vm::memlock_fix().contains("memlock --raise BYTES"));
+/// ```
+pub fn memlock_fix() -> String {
+    format!(
+        "raise RLIMIT_MEMLOCK: `ulimit -l` (a shell and what it starts), `memlock` in \
+         /etc/security/limits.conf (login sessions), `LimitMEMLOCK=` (a systemd service), or \
+         `{} memlock --raise BYTES`",
+        crate::sys::hints::kmod()
+    )
+}
 
 /// Locking or pinning against `RLIMIT_MEMLOCK`: the limit, the bytes the
 /// process has locked or pinned already, and the bytes asked for. Its
-/// `Display` names all three and [`MEMLOCK_FIX`].
+/// `Display` names all three and [`memlock_fix`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MemlockShortfall {
     /// `RLIMIT_MEMLOCK` (the soft limit), bytes; `u64::MAX`: infinite.
@@ -168,7 +179,7 @@ impl std::fmt::Display for MemlockShortfall {
             self.locked,
             self.needed,
             self.locked.saturating_add(self.needed),
-            MEMLOCK_FIX
+            memlock_fix()
         )
     }
 }

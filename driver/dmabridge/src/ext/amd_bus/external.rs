@@ -234,8 +234,9 @@ fn open_bar(slot: BarSlot, domain: &Arc<DmaDomain>) -> ClResult<Arc<OpenBar>> {
         Some(f) if f.is_vfio_bound() => {}
         Some(f) => {
             return Err(fail(format!(
-                "it is bound to {}, not vfio-pci (kmod-helpers/dmabridge-kmod bind {})",
+                "it is bound to {}, not vfio-pci ({} bind {})",
                 f.driver.as_deref().unwrap_or("no driver"),
+                crate::sys::hints::kmod(),
                 slot.address
             )))
         }

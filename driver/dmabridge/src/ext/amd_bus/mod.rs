@@ -335,7 +335,7 @@ fn residency_error(what: &str, domain: &DmaDomain, e: ClError) -> ClError {
             domain.iova_allocated_bytes()
         )
     } else if e.message.contains("memlock") {
-        format!("RLIMIT_MEMLOCK ({limit}) forbids pinning more pages; {}", crate::sys::vm::MEMLOCK_FIX)
+        format!("RLIMIT_MEMLOCK ({limit}) forbids pinning more pages; {}", crate::sys::vm::memlock_fix())
     } else {
         "the pages cannot be pinned and mapped".to_owned()
     };

@@ -52,7 +52,10 @@ pub use stream::{Stream, StreamConfig};
 #[derive(Debug, thiserror::Error)]
 pub enum PipelineError {
     /// No `/dev/video*` node captures video.
-    #[error("no V4L2 capture device: load vivid (`modprobe vivid`) or run `make demo`, which uses the QEMU guest")]
+    #[error(
+        "no V4L2 capture device: load vivid (`modprobe vivid`){demo}",
+        demo = crate::sys::hints::checkout_only(" or run `make demo`, which uses the QEMU guest")
+    )]
     NoCaptureDevice,
     /// No output node shares the capture node's device.
     #[error("no V4L2 output device beside {0} (same bus_info): vivid has one (`modprobe vivid`)")]

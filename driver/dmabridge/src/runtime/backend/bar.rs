@@ -244,8 +244,9 @@ impl BarBackend {
             None => return Err(fail("no such PCI function (lspci -D lists them)".into())),
             Some(f) if !f.is_vfio_bound() => {
                 return Err(fail(format!(
-                    "bound to {}, not vfio-pci: run kmod-helpers/dmabridge-kmod bind {address}",
-                    f.driver.as_deref().unwrap_or("no driver")
+                    "bound to {}, not vfio-pci: run {} bind {address}",
+                    f.driver.as_deref().unwrap_or("no driver"),
+                    crate::sys::hints::kmod()
                 )))
             }
             Some(_) => {}

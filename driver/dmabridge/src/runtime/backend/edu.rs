@@ -52,7 +52,10 @@ pub const DEFAULT_DMA_MASK: u64 = (1 << 28) - 1;
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum EduError {
     /// No edu device in the machine.
-    #[error("no edu device (PCI 1234:11e8): start QEMU with -device edu, e.g. qemu/run-in-guest --edu 1")]
+    #[error(
+        "no edu device (PCI 1234:11e8): start QEMU with -device edu{rig}",
+        rig = crate::sys::hints::checkout_only(", e.g. qemu/run-in-guest --edu 1")
+    )]
     NoDevice,
     /// The function does not identify as edu.
     #[error("{address} is not an edu device (ident register {ident:#010x})")]

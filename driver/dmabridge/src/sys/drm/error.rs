@@ -10,7 +10,11 @@ use crate::sys::OsError;
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum DrmError {
     /// No DRM node is driven by vgem.
-    #[error("no vgem device in /dev/dri: load vgem (kmod-helpers/dmabridge-kmod load vgem) or run in the QEMU guest with --module vgem")]
+    #[error(
+        "no vgem device in /dev/dri: load vgem ({kmod} load vgem){rig}",
+        kmod = crate::sys::hints::kmod(),
+        rig = crate::sys::hints::checkout_only(" or run in the QEMU guest with --module vgem")
+    )]
     NoVgem,
     /// The node does not exist.
     #[error("no DRM node {0}: `ls /dev/dri` shows the nodes this kernel has")]

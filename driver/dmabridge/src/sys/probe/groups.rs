@@ -3,7 +3,7 @@
 use rustix::fs::Access;
 use serde::Serialize;
 
-use super::{node, Node, Verdict, UDEV_HINT};
+use super::{node, udev_hint, Node, Verdict};
 use crate::sys::pci::{PciFunction, EDU_ID, IVSHMEM_ID};
 
 /// One IOMMU group and its PCI functions.
@@ -122,11 +122,12 @@ impl GroupReport {
                     "vfio-pci drives a member but {node_path} does not exist: check devtmpfs and udev (ls -l /dev/vfio)"
                 )),
             ),
-            (true, Node::NoAccess, _) => (Some(Verdict::NoAccess), Some(UDEV_HINT.to_owned())),
+            (true, Node::NoAccess, _) => (Some(Verdict::NoAccess), Some(udev_hint())),
             (true, Node::Usable, false) => (
                 Some(Verdict::Warning),
                 Some(format!(
-                    "group {group} is not viable (members with DMA drivers): kmod-helpers/dmabridge-kmod bind {}",
+                    "group {group} is not viable (members with DMA drivers): {} bind {}",
+                    crate::sys::hints::kmod(),
                     blockers.join(" ")
                 )),
             ),
@@ -144,7 +145,7 @@ impl GroupReport {
                 }
             } else if f.known.is_some() {
                 f.verdict = Some(Verdict::Missing);
-                f.hint = Some(format!("kmod-helpers/dmabridge-kmod bind {}", f.function.address));
+                f.hint = Some(format!("{} bind {}", crate::sys::hints::kmod(), f.function.address));
             }
         }
         GroupReport {

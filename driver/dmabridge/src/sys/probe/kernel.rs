@@ -3,11 +3,16 @@
 use rustix::io::Errno;
 use serde::Serialize;
 
-use super::memory::MEMLOCK_HINT;
+use super::memory::memlock_hint;
 use super::{hint, Verdict};
+use crate::sys::hints;
 
-const IO_URING_NOSYS_HINT: &str =
-    "the kernel has no io_uring (CONFIG_IO_URING), which device completions wait on: use one with it, or `make demo`";
+fn io_uring_nosys_hint() -> String {
+    format!(
+        "the kernel has no io_uring (CONFIG_IO_URING), which device completions wait on: use one with it{}",
+        hints::checkout_only(", or `make demo`")
+    )
+}
 const IO_URING_SYSCTL_HINT: &str =
     "sysctl -w kernel.io_uring_disabled=0, or add your user to the group in kernel.io_uring_group";
 const IO_URING_SECCOMP_HINT: &str =
@@ -64,7 +69,10 @@ impl KernelReport {
         let verdict = if version < (5, 6) { Verdict::Warning } else { Verdict::Ok };
         let hint = hint(
             verdict,
-            "DMA-BUF heaps need Linux 5.6 and dmabridge is tested on 6.12: use a newer kernel, or run `make demo`",
+            format!(
+                "DMA-BUF heaps need Linux 5.6 and dmabridge is tested on 6.12: use a newer kernel{}",
+                hints::checkout_only(", or run `make demo`")
+            ),
         );
         KernelReport { release, machine, verdict, hint }
     }
@@ -95,7 +103,7 @@ impl IoUringReport {
             Err(e) => e,
         };
         let (verdict, hint) = match Errno::from_io_error(&err) {
-            Some(Errno::NOSYS) => (Verdict::Missing, IO_URING_NOSYS_HINT.to_owned()),
+            Some(Errno::NOSYS) => (Verdict::Missing, io_uring_nosys_hint()),
             Some(Errno::PERM | Errno::ACCESS) => (
                 Verdict::NoAccess,
                 match disabled_sysctl {
@@ -106,7 +114,7 @@ impl IoUringReport {
                 },
             ),
             Some(Errno::NOMEM) => {
-                (Verdict::Warning, format!("old kernels charge io_uring rings to memlock: {MEMLOCK_HINT}"))
+                (Verdict::Warning, format!("old kernels charge io_uring rings to memlock: {}", memlock_hint()))
             }
             _ => (Verdict::Warning, "io_uring_setup failed unexpectedly: see the error above, and dmesg".to_owned()),
         };

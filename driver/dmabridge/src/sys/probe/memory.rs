@@ -5,19 +5,33 @@ use rustix::fs::Access;
 use rustix::process::Resource;
 use serde::Serialize;
 
-use super::{hint, node, Node, Verdict, UDEV_HINT};
+use super::{hint, node, udev_hint, Node, Verdict};
 use crate::sys::dma_heap::{self, HEAP_DIR};
 use crate::sys::udmabuf::{Limits, Udmabuf};
-use crate::sys::vm;
+use crate::sys::{hints, vm};
 
-const UDMABUF_HINT: &str =
-    "load the udmabuf module (kmod-helpers/dmabridge-kmod load udmabuf) or run `make demo`, which uses the QEMU guest";
+const DEMO: &str = " or run `make demo`, which uses the QEMU guest";
 
-const HEAPS_HINT: &str = "the kernel needs CONFIG_DMABUF_HEAPS with CONFIG_DMABUF_HEAPS_SYSTEM, or CONFIG_DMABUF_HEAPS_CMA for a board's CMA area (Debian's arm64 kernels have neither; udmabuf still works); run `make demo` for a guest that has it";
+fn udmabuf_hint() -> String {
+    format!("load the udmabuf module ({} load udmabuf){}", hints::kmod(), hints::checkout_only(DEMO))
+}
 
-pub(super) const MEMLOCK_HINT: &str = "raise RLIMIT_MEMLOCK: LimitMEMLOCK=infinity in a systemd service's unit, \
-     `@dmabridge - memlock unlimited` in /etc/security/limits.d/dmabridge.conf for logins (udev/README.md), or as root \
-     kmod-helpers/dmabridge-kmod memlock --raise unlimited; `ulimit -l` raises it only up to the hard limit";
+fn heaps_hint() -> String {
+    format!(
+        "the kernel needs CONFIG_DMABUF_HEAPS with CONFIG_DMABUF_HEAPS_SYSTEM, or CONFIG_DMABUF_HEAPS_CMA for a board's CMA area (Debian's arm64 kernels have neither; udmabuf still works){}",
+        hints::checkout_only("; run `make demo` for a guest that has it")
+    )
+}
+
+pub(super) fn memlock_hint() -> String {
+    format!(
+        "raise RLIMIT_MEMLOCK: LimitMEMLOCK=infinity in a systemd service's unit, \
+         `@dmabridge - memlock unlimited` in /etc/security/limits.d/dmabridge.conf for logins ({}), or as root \
+         {} memlock --raise unlimited; `ulimit -l` raises it only up to the hard limit",
+        hints::udev_notes(),
+        hints::kmod()
+    )
+}
 
 /// The memlock limit below which pinning device memory is likely to fail
 /// (the udmabuf default size limit: one full-size buffer).
@@ -111,8 +125,8 @@ impl UdmabufReport {
     pub fn gather() -> UdmabufReport {
         let state = node(Udmabuf::PATH, Access::READ_OK | Access::WRITE_OK);
         let (verdict, hint) = match state {
-            Node::Absent => (Verdict::Missing, Some(UDMABUF_HINT.to_owned())),
-            Node::NoAccess => (Verdict::NoAccess, Some(UDEV_HINT.to_owned())),
+            Node::Absent => (Verdict::Missing, Some(udmabuf_hint())),
+            Node::NoAccess => (Verdict::NoAccess, Some(udev_hint())),
             Node::Usable => (Verdict::Ok, None),
         };
         UdmabufReport {
@@ -148,14 +162,16 @@ impl HeapsReport {
                 let path = format!("{HEAP_DIR}/{name}");
                 let accessible = node(&path, Access::READ_OK) == Node::Usable;
                 let verdict = if accessible { Verdict::Ok } else { Verdict::NoAccess };
-                HeapReport { name, path, accessible, verdict, hint: hint(verdict, UDEV_HINT) }
+                HeapReport { name, path, accessible, verdict, hint: hint(verdict, udev_hint()) }
             })
             .collect();
         let usable = heaps.iter().filter(|h| h.accessible).count();
         let (verdict, hint) = match usable {
-            _ if heaps.is_empty() => (Verdict::Missing, Some(HEAPS_HINT.to_owned())),
-            0 => (Verdict::NoAccess, Some(UDEV_HINT.to_owned())),
-            n if n < heaps.len() => (Verdict::Warning, Some(format!("some heaps are not open to you: {UDEV_HINT}"))),
+            _ if heaps.is_empty() => (Verdict::Missing, Some(heaps_hint())),
+            0 => (Verdict::NoAccess, Some(udev_hint())),
+            n if n < heaps.len() => {
+                (Verdict::Warning, Some(format!("some heaps are not open to you: {}", udev_hint())))
+            }
             _ => (Verdict::Ok, None),
         };
         HeapsReport { path: HEAP_DIR, heaps, verdict, hint }
@@ -188,7 +204,7 @@ impl MemlockReport {
             hard: r.maximum,
             cap_ipc_lock: vm::has_capability("/proc/self/status", vm::CAP_IPC_LOCK),
             verdict,
-            hint: hint(verdict, MEMLOCK_HINT),
+            hint: hint(verdict, memlock_hint()),
         }
     }
 }

@@ -32,7 +32,11 @@ pub use kernel::{IoUringReport, KernelReport};
 pub use memory::{HeapReport, HeapsReport, MemlockReport, UdmabufReport, MEMLOCK_MIN};
 pub use vfio::{ContainerReport, ModuleReport, VfioReport};
 
-const UDEV_HINT: &str = "add your user to the group of udev/70-dmabridge.rules, or run as root";
+/// How to get the nodes the udev rules grant (names the rules in a checkout,
+/// the group once installed: see [`crate::sys::hints`]).
+fn udev_hint() -> String {
+    format!("{}, or run as root", crate::sys::hints::join_group())
+}
 
 /// How one check came out, from best to worst (the order is used to pick a
 /// section's verdict from its items).

@@ -3,8 +3,12 @@
 use super::text::bytes;
 use super::{hint, HeapsReport, IommuReport, Overall, PathKind, UdmabufReport, Verdict, VfioReport, ZeroCopyPath};
 
-const OVERALL_HINT: &str =
-    "fix what the sections above name, or run `make demo`, which uses a QEMU guest that has every path";
+fn overall_hint() -> String {
+    format!(
+        "fix what the sections above name{}",
+        crate::sys::hints::checkout_only(", or run `make demo`, which uses a QEMU guest that has every path")
+    )
+}
 
 impl Overall {
     pub(super) fn new(udmabuf: &UdmabufReport, heaps: &HeapsReport, iommu: &IommuReport, vfio: &VfioReport) -> Overall {
@@ -68,6 +72,6 @@ impl Overall {
                 format!("{n} of {} zero-copy paths available: {}", paths.len(), available.join(", ")),
             ),
         };
-        Overall { paths, summary, verdict, hint: hint(verdict, OVERALL_HINT) }
+        Overall { paths, summary, verdict, hint: hint(verdict, overall_hint()) }
     }
 }

@@ -8,13 +8,18 @@ use serde::Serialize;
 
 use super::groups::{FunctionReport, GroupReport};
 use super::iommu::IOMMU_HINT;
-use super::{hint, node, Node, Verdict, UDEV_HINT};
+use super::{hint, node, udev_hint, Node, Verdict};
+use crate::sys::hints;
 use crate::sys::pci::PciFunction;
 use crate::sys::vfio::{Container, VfioError};
 
-const VFIO_HINT: &str =
-    "load vfio-pci (kmod-helpers/dmabridge-kmod load vfio-pci) or run `make demo`, which uses the QEMU guest";
-const VFIO_MODULES_HINT: &str = "kmod-helpers/dmabridge-kmod load vfio-pci vfio_iommu_type1";
+fn vfio_hint() -> String {
+    format!(
+        "load vfio-pci ({} load vfio-pci){}",
+        hints::kmod(),
+        hints::checkout_only(" or run `make demo`, which uses the QEMU guest")
+    )
+}
 
 /// VFIO.
 #[derive(Debug, Clone, Serialize)]
@@ -94,19 +99,19 @@ impl ContainerReport {
             hint: None,
         };
         let (verdict, hint) = match state {
-            Node::Absent => (Verdict::Missing, VFIO_HINT.to_owned()),
-            Node::NoAccess => (Verdict::NoAccess, UDEV_HINT.to_owned()),
+            Node::Absent => (Verdict::Missing, vfio_hint()),
+            Node::NoAccess => (Verdict::NoAccess, udev_hint()),
             Node::Usable => match Container::open() {
                 Ok(_) => {
                     r.type1v2 = true;
                     return r;
                 }
                 Err(VfioError::NoType1v2) => {
-                    (Verdict::Missing, "no type1v2 IOMMU: kmod-helpers/dmabridge-kmod load vfio_iommu_type1".to_owned())
+                    (Verdict::Missing, format!("no type1v2 IOMMU: {} load vfio_iommu_type1", hints::kmod()))
                 }
-                Err(VfioError::NoVfio) => (Verdict::Missing, VFIO_HINT.to_owned()),
+                Err(VfioError::NoVfio) => (Verdict::Missing, vfio_hint()),
                 Err(VfioError::Os(e)) if matches!(e.errno, Errno::ACCESS | Errno::PERM) => {
-                    (Verdict::NoAccess, UDEV_HINT.to_owned())
+                    (Verdict::NoAccess, udev_hint())
                 }
                 Err(e) => (Verdict::Warning, format!("{e}")),
             },
@@ -134,7 +139,12 @@ impl ModuleReport {
     pub fn gather(name: &'static str) -> ModuleReport {
         let loaded = Path::new("/sys/module").join(name).is_dir();
         let verdict = if loaded { Verdict::Ok } else { Verdict::Missing };
-        ModuleReport { name, loaded, verdict, hint: hint(verdict, VFIO_MODULES_HINT) }
+        ModuleReport {
+            name,
+            loaded,
+            verdict,
+            hint: hint(verdict, format!("{} load vfio-pci vfio_iommu_type1", hints::kmod())),
+        }
     }
 }
 
@@ -171,7 +181,7 @@ impl VfioReport {
                         r.hint = Some(if iommu_on && r.function.driver.is_none() {
                             // With an SMMU (arm64) a function joins its group
                             // when a driver probes it: binding it is the fix.
-                            format!("kmod-helpers/dmabridge-kmod bind {}", r.function.address)
+                            format!("{} bind {}", hints::kmod(), r.function.address)
                         } else {
                             format!("in no IOMMU group, so VFIO cannot take it: {IOMMU_HINT}")
                         });
@@ -197,9 +207,7 @@ impl VfioReport {
                 .find(|f| f.function.is_vfio_bound() && f.hint.is_some())
                 .or_else(|| functions().find(|f| f.known.is_some() && f.hint.is_some()))
                 .and_then(|f| f.hint.clone())
-                .unwrap_or_else(|| {
-                    "kmod-helpers/dmabridge-kmod bind ADDRESS (edu is 1234:11e8, ivshmem 1af4:1110)".into()
-                });
+                .unwrap_or_else(|| format!("{} bind ADDRESS (edu is 1234:11e8, ivshmem 1af4:1110)", hints::kmod()));
             let hint = format!("no PCI function is usable through VFIO: {fix}");
             (Verdict::Warning, Some(hint))
         };

@@ -26,7 +26,11 @@ use crate::sys::OsError;
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum VfioError {
     /// No `/dev/vfio/vfio`.
-    #[error("no /dev/vfio/vfio: load vfio-pci (kmod-helpers/dmabridge-kmod load vfio-pci) or run `make demo`, which uses the QEMU guest")]
+    #[error(
+        "no /dev/vfio/vfio: load vfio-pci ({kmod} load vfio-pci){demo}",
+        kmod = crate::sys::hints::kmod(),
+        demo = crate::sys::hints::checkout_only(" or run `make demo`, which uses the QEMU guest")
+    )]
     NoVfio,
     /// The function does not exist.
     #[error("no PCI function {0}")]
@@ -34,12 +38,13 @@ pub enum VfioError {
     /// The function is not in an IOMMU group: the IOMMU is off, or (with an
     /// SMMU) no driver has probed the function yet.
     #[error(
-        "{0} is in no IOMMU group: bind it to vfio-pci first (kmod-helpers/dmabridge-kmod bind {0}; with an SMMU a function joins its group when a driver probes it), or the IOMMU is off: {hint}",
-        hint = crate::sys::probe::iommu::IOMMU_HINT
+        "{0} is in no IOMMU group: bind it to vfio-pci first ({kmod} bind {0}; with an SMMU a function joins its group when a driver probes it), or the IOMMU is off: {hint}",
+        hint = crate::sys::probe::iommu::IOMMU_HINT,
+        kmod = crate::sys::hints::kmod()
     )]
     NoIommuGroup(PciAddress),
     /// The function is not bound to vfio-pci.
-    #[error("{address} is bound to {driver}, not vfio-pci: run kmod-helpers/dmabridge-kmod bind {address}")]
+    #[error("{address} is bound to {driver}, not vfio-pci: run {kmod} bind {address}", kmod = crate::sys::hints::kmod())]
     NotBoundToVfio {
         /// The function.
         address: PciAddress,
@@ -50,7 +55,7 @@ pub enum VfioError {
     #[error("IOMMU group {0} is not viable: bind every function of the group to vfio-pci")]
     GroupNotViable(u32),
     /// The group node cannot be opened by this user.
-    #[error("cannot open /dev/vfio/{0} ({1}): add your user to the group of udev/70-dmabridge.rules, or run as root")]
+    #[error("cannot open /dev/vfio/{0} ({1}): {join}, or run as root", join = crate::sys::hints::join_group())]
     NoAccess(u32, rustix::io::Errno),
     /// The group is already open (by this or another process).
     #[error("IOMMU group {0} is already in use (EBUSY): another process or container holds it")]
