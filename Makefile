@@ -356,6 +356,7 @@ test-deb: guest
 	set -o pipefail; $(RIG) --clean-root --udevd $(GUEST_RIG) \
 	    $$(for f in $(DEB_TEST)/*.deb examples/c/usm_dmabuf.c; do printf -- '--file %s ' "$$f"; done) \
 	    --env DMABRIDGE_DEB_OLD=$(DEB_OLD) --env DMABRIDGE_DEB_NEW=$$new --env DMABRIDGE_DEB_REPO=$(CURDIR) \
+	    --env DMABRIDGE_DEB_OLD_REAL=$$(test -e $(DEB_TEST)/.old-is-relabelled && echo 0 || echo 1) \
 	    -- tests/deb/guest-run 2>&1 | tee $(LOGS)/deb.log
 
 # The GStreamer plugin, in GStreamer's plugin folder under PREFIX: for
