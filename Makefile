@@ -498,6 +498,8 @@ test-rig: guest
 # installs Intel's from PyPI into target/bench-peers for the benchmark only); then
 # the Rust benches, whose peer is the same C program (benches/common/peer.rs
 # compiles it) on PoCL, and on our ICD for the C-vs-Rust allocation row.
+# bench/images/run: image copy, fill and read/write with pitches of a 1080p
+# RGBA frame against memcpy/memset of the same bytes, dmabridge beside PoCL.
 # bench/peer-deps installs PoCL, the ICD loader and the OpenCL headers, and
 # GStreamer and v4l-utils for the last one: bench/capture/run-guest, the
 # capture -> output loopback on vivid in the guest, dmabridge capture --output
@@ -513,6 +515,7 @@ bench: guest icd
 	@echo "== dmabridgeconvert against GStreamer's videoconvert, YUY2 -> RGBA (host; bench/gst/run)"
 	@bench/gst/run $(GST_TARGET)/release
 	@ICD_PROFILE=$(ICD_PROFILE) bench/icd/run
+	@ICD_PROFILE=$(ICD_PROFILE) bench/images/run
 	@DMABRIDGE_ICD=$(CURDIR)/target/$(ICD_PROFILE)/dmabridge.icd $(CARGO) bench -p dmabridge --bench memory
 	@echo "== buffer map/unmap, linked vs unlinked (in the QEMU guest: the BAR device is ivshmem's BAR 2)"
 	@bin=$$($(CARGO) bench -p dmabridge --bench buffer_map --no-run 2>&1 | sed -n 's/.*Executable .*(\(.*\)).*/\1/p' | tail -1); \

@@ -14,6 +14,7 @@ mod drm;
 mod edu_device;
 mod engine_loss;
 mod images;
+mod images_ext;
 mod info_command;
 mod khr_external;
 mod kmod;

@@ -74,12 +74,13 @@ fn the_cpu_device_lists_its_builtins() {
             "yuyv_to_rgba",
             "yuyv_to_rgba_strided",
             "yuyv_to_bgrx_strided",
+            "yuyv_to_rgba_image",
             "copy_bytes"
         ]
     );
     assert_eq!(
         builtin_kernels_string(cpu),
-        "checksum_adler32;fill_pattern_u32;yuyv_to_rgba;yuyv_to_rgba_strided;yuyv_to_bgrx_strided;copy_bytes"
+        "checksum_adler32;fill_pattern_u32;yuyv_to_rgba;yuyv_to_rgba_strided;yuyv_to_bgrx_strided;yuyv_to_rgba_image;copy_bytes"
     );
     let (ctx, _) = setup();
     for name in builtin_kernel_names(cpu) {

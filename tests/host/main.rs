@@ -11,6 +11,7 @@ mod cl_headers;
 mod cli;
 mod cross_objects;
 mod images;
+mod images_ext;
 mod info_command;
 mod info_queries;
 mod kernels;

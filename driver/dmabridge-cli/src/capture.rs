@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context as _};
 
 use dmabridge::pipeline::capture::{
-    find_capture_device, hdmi_output, Converter, FrameMemory, Sink, Stream, StreamConfig,
+    find_capture_device, hdmi_output, Converter, FrameMemory, ImageConverter, Sink, Stream, StreamConfig,
 };
 use dmabridge::pipeline::sequence::SequenceCounter;
 use dmabridge::runtime::{context::Context, platform::Platform};
@@ -96,6 +96,13 @@ pub struct Args {
     /// forward with --output, only.
     #[arg(long)]
     no_convert: bool,
+    /// Hand frames to the kernel as images: each frame a CL_YUYV_INTEL 2D
+    /// image at the frame's row pitch over its memory (driver-khr: the
+    /// dma-buf imported as an image, clCreateImageWithProperties), converted
+    /// by yuyv_to_rgba_image into a CL_RGBA image; the same bytes as
+    /// without, nothing copied. Not with usm-host or usm-shared.
+    #[arg(long, conflicts_with = "no_convert")]
+    images: bool,
     /// No line per frame: the summary only.
     #[arg(long)]
     quiet: bool,
@@ -188,6 +195,12 @@ fn cpu_time() -> Duration {
     Duration::new(t.tv_sec.max(0) as u64, t.tv_nsec.clamp(0, 999_999_999) as u32)
 }
 
+/// The conversion `--images` picks.
+enum Convert {
+    Buffers(Converter),
+    Images(ImageConverter),
+}
+
 /// Runs the capture.
 pub fn run(args: &Args) -> Outcome {
     let (width, height) = args.size;
@@ -234,9 +247,15 @@ pub fn run(args: &Args) -> Outcome {
             Some(sink)
         }
     };
-    let mut converter = match args.no_convert {
-        true => None,
-        false => Some(Converter::new(&ctx, &stream.format()).context("setting up yuyv_to_rgba")?),
+    let mut converter = match (args.no_convert, args.images) {
+        (true, _) => None,
+        (false, false) => {
+            Some(Convert::Buffers(Converter::new(&ctx, &stream.format()).context("setting up yuyv_to_rgba")?))
+        }
+        (false, true) => {
+            println!("images: each frame a CL_YUYV_INTEL image at its row pitch, converted by yuyv_to_rgba_image");
+            Some(Convert::Images(ImageConverter::new(&ctx, &stream.format()).context("setting up yuyv_to_rgba_image")?))
+        }
     };
     let pngs = if args.no_convert { Vec::new() } else { png_frames(args.frames, args.png_count) };
     if !pngs.is_empty() {
@@ -258,7 +277,11 @@ pub fn run(args: &Args) -> Outcome {
         let handed_back = Instant::now();
         sequence.observe(d.sequence);
         if let Some(converter) = converter.as_mut() {
-            let rgba = converter.convert(&stream, d.index).with_context(|| format!("converting frame {n}"))?;
+            let rgba = match converter {
+                Convert::Buffers(c) => c.convert(&stream, d.index),
+                Convert::Images(c) => c.convert(&stream, d.index),
+            }
+            .with_context(|| format!("converting frame {n}"))?;
             if pngs.contains(&n) {
                 let file = args.png_dir.join(format!("frame-{n:03}.png"));
                 write_png(&file, width, height, rgba)?;

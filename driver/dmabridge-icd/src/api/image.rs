@@ -7,14 +7,15 @@
 use std::ffi::c_void;
 use std::sync::Arc;
 
-use dmabridge::ext::khr_external::DEVICE_HANDLE_LIST_KHR;
+use dmabridge::ext::khr_external::image::create_image_with_properties;
+use dmabridge::ext::khr_external::memory::MemProperties;
 use dmabridge::runtime::image::format::ImageFormat;
 use dmabridge::runtime::image::{commands, mem_object, Image, ImageDesc};
 use opencl_sys::*;
 
 use super::context::ContextObj;
 use super::event::return_event;
-use super::khr_memory::read_properties;
+use super::khr_memory::external_properties;
 use super::memobj::{mem, mem_object, MemObj};
 use super::queue::queue;
 use crate::entry::{object, status, wait_list, write_opt, Cl, ClRes};
@@ -62,6 +63,7 @@ unsafe fn triple(p: *const usize) -> ClRes<[usize; 3]> {
 unsafe fn new_image(
     context: cl_context,
     properties: Vec<cl_mem_properties>,
+    ext: &MemProperties<'_>,
     flags: cl_mem_flags,
     format: *const cl_image_format,
     desc: *const _cl_image_desc,
@@ -112,9 +114,11 @@ unsafe fn new_image(
         }
         return Ok(image_handle(image, ctx, parent, properties));
     }
+    // (Without a dma-buf in `ext`, `Image::create`.)
     // SAFETY: `clCreateImage`'s contract of `host_ptr`, for the bytes the
     // descriptor's pitches span.
-    let image = unsafe { Image::create(&ctx.inner.ctx, flags, format, &desc, host_ptr.cast()) }.cl()?;
+    let image =
+        unsafe { create_image_with_properties(&ctx.inner.ctx, ext, flags, format, &desc, host_ptr.cast()) }.cl()?;
     Ok(image_handle(image, ctx, parent, properties))
 }
 
@@ -130,13 +134,15 @@ pub(crate) unsafe extern "C" fn clCreateImage(
     // SAFETY: the C contract of every pointer.
     unsafe {
         object("clCreateImage", errcode_ret, || {
-            new_image(context, Vec::new(), flags, image_format, image_desc.cast(), host_ptr)
+            new_image(context, Vec::new(), &MemProperties::default(), flags, image_format, image_desc.cast(), host_ptr)
         })
     }
 }
 
-/// `clCreateImageWithProperties`: the core takes no property (any is
-/// `CL_INVALID_PROPERTY`); the list is kept as given for
+/// `clCreateImageWithProperties`: the properties of `cl_khr_external_memory`
+/// (`CL_EXTERNAL_MEMORY_HANDLE_DMA_BUF_KHR`: a dma-buf imported as the
+/// image, at the descriptor's pitches; `CL_MEM_DEVICE_HANDLE_LIST_KHR`), any
+/// other is `CL_INVALID_PROPERTY`; the list is kept as given for
 /// `CL_MEM_PROPERTIES`.
 pub(crate) unsafe extern "C" fn clCreateImageWithProperties(
     context: cl_context,
@@ -151,11 +157,8 @@ pub(crate) unsafe extern "C" fn clCreateImageWithProperties(
     unsafe {
         object("clCreateImageWithProperties", errcode_ret, || {
             handles::get::<ContextObj>(context.cast())?;
-            let list = read_properties(properties, &[DEVICE_HANDLE_LIST_KHR])?;
-            if !list.pairs.is_empty() || list.devices.is_some() {
-                return Err(CL_INVALID_PROPERTY);
-            }
-            new_image(context, list.raw, flags, image_format, image_desc.cast(), host_ptr)
+            let (list, ext) = external_properties(properties)?;
+            new_image(context, list.raw, &ext, flags, image_format, image_desc.cast(), host_ptr)
         })
     }
 }
@@ -178,7 +181,9 @@ pub(crate) unsafe extern "C" fn clCreateImage2D(
     (desc.image_width, desc.image_height, desc.image_row_pitch) = (image_width, image_height, image_row_pitch);
     // SAFETY: the C contract of every pointer; `desc` is ours.
     unsafe {
-        object("clCreateImage2D", errcode_ret, || new_image(context, Vec::new(), flags, image_format, &desc, host_ptr))
+        object("clCreateImage2D", errcode_ret, || {
+            new_image(context, Vec::new(), &MemProperties::default(), flags, image_format, &desc, host_ptr)
+        })
     }
 }
 
@@ -213,7 +218,7 @@ pub(crate) unsafe extern "C" fn clCreateImage3D(
                 )
                 .cl();
             }
-            new_image(context, Vec::new(), flags, image_format, &desc, host_ptr)
+            new_image(context, Vec::new(), &MemProperties::default(), flags, image_format, &desc, host_ptr)
         })
     }
 }

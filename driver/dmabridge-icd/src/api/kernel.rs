@@ -19,10 +19,10 @@ use dmabridge::runtime::kernel::{self, exec_info, ArgKind, Kernel, KernelArgValu
 use opencl_sys::*;
 
 use super::event::return_event;
-use super::memobj::mem;
+use super::memobj::{mem, mem_object};
 use super::program::{program, ProgramObj};
 use super::queue::queue;
-use super::source_kernel::SourceKernel;
+use super::source_kernel::{MemArg, SourceKernel};
 use crate::entry::{object, slice, status, wait_list, Cl, ClRes};
 use crate::handles::{self, DeviceObj, Kind, Obj, Tag};
 use crate::info::{get_info, Handles};
@@ -203,7 +203,21 @@ pub(crate) unsafe extern "C" fn clSetKernelArg(
         let k = self::kernel(kernel)?;
         if let Some(s) = &k.inner.source {
             // SAFETY: the C contract of `arg_value`.
-            return unsafe { s.set_arg(arg_index, arg_size, arg_value, |h| Ok(mem(h)?.inner.buffer.clone())) };
+            return unsafe {
+                s.set_arg(
+                    arg_index,
+                    arg_size,
+                    arg_value,
+                    |h| {
+                        let m = mem_object(h)?;
+                        Ok(match &m.inner.image {
+                            Some(image) => MemArg::Image(image.clone()),
+                            None => MemArg::Buffer(m.inner.buffer.clone()),
+                        })
+                    },
+                    |h| Ok(super::sampler::sampler(h)?.inner.sampler.clone()),
+                )
+            };
         }
         let k = &k.inner.kernel;
         match k.arg_kinds().get(arg_index as usize) {
@@ -223,6 +237,20 @@ pub(crate) unsafe extern "C" fn clSetKernelArg(
                     return k.set_arg_mem_pointer(arg_index, std::ptr::null()).cl();
                 }
                 k.set_arg_buffer(arg_index, &mem(handle)?.inner.buffer).cl()
+            }
+            Some(ArgKind::Image) => {
+                if arg_size != std::mem::size_of::<cl_mem>() {
+                    return Err(CL_INVALID_ARG_SIZE);
+                }
+                if arg_value.is_null() {
+                    return Err(CL_INVALID_ARG_VALUE);
+                }
+                // SAFETY: the C contract: `arg_value` holds `arg_size` bytes,
+                // the size of a `cl_mem` (checked above).
+                let handle = unsafe { arg_value.cast::<cl_mem>().read_unaligned() };
+                // A buffer, NULL or a released handle: not an image.
+                let (_, image) = super::image::image(handle)?;
+                k.set_arg_image(arg_index, &image).cl()
             }
             Some(&ArgKind::Scalar(n)) => {
                 // The size first: `arg_size` is only the application's claim,

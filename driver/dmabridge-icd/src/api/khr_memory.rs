@@ -17,7 +17,7 @@ use opencl_sys::*;
 
 use super::context::ContextObj;
 use super::event::return_event;
-use super::memobj::{buffer_handle, mem};
+use super::memobj::{buffer_handle, mem_object};
 use super::queue::queue;
 use crate::entry::{slice, status, wait_list, Cl, ClRes};
 use crate::handles::{self, DeviceObj};
@@ -92,6 +92,36 @@ pub(crate) unsafe fn read_properties(props: *const u64, list_names: &[u64]) -> C
     }
 }
 
+/// The properties of `clCreateBufferWithProperties` and
+/// `clCreateImageWithProperties`: `CL_EXTERNAL_MEMORY_HANDLE_DMA_BUF_KHR`
+/// (the fd) and `CL_MEM_DEVICE_HANDLE_LIST_KHR`; any other property, or one
+/// given twice, is `CL_INVALID_PROPERTY`, a negative fd `CL_INVALID_VALUE`.
+///
+/// # Safety
+/// `properties` is NULL or a zero-terminated list; the fd in it stays open
+/// during the call (the import duplicates it).
+pub(crate) unsafe fn external_properties(
+    properties: *const cl_mem_properties,
+) -> ClRes<(PropertyList, memory::MemProperties<'static>)> {
+    // SAFETY: the caller's contract.
+    let mut list = unsafe { read_properties(properties, &[DEVICE_HANDLE_LIST_KHR]) }?;
+    let mut fd = None;
+    for &(name, value) in &list.pairs {
+        if name != u64::from(EXTERNAL_MEMORY_HANDLE_DMA_BUF_KHR) || fd.replace(value).is_some() {
+            return Err(CL_INVALID_PROPERTY);
+        }
+    }
+    let fd = match fd.map(|v| v as i64) {
+        None => None,
+        Some(v) if !(0..=i64::from(i32::MAX)).contains(&v) => return Err(CL_INVALID_VALUE),
+        // SAFETY: the application keeps the fd open during the call (the
+        // caller's contract; the props do not outlive the entry point).
+        Some(v) => Some(unsafe { BorrowedFd::borrow_raw(v as i32) }),
+    };
+    let props = memory::MemProperties { dma_buf: fd, devices: list.devices.take() };
+    Ok((list, props))
+}
+
 /// `clCreateBufferWithProperties`: `CL_EXTERNAL_MEMORY_HANDLE_DMA_BUF_KHR`
 /// (the fd) and `CL_MEM_DEVICE_HANDLE_LIST_KHR`; any other property, or one
 /// given twice, is `CL_INVALID_PROPERTY`, a negative fd `CL_INVALID_VALUE`.
@@ -108,21 +138,7 @@ pub(crate) unsafe extern "C" fn clCreateBufferWithProperties(
     unsafe {
         crate::entry::object("clCreateBufferWithProperties", errcode_ret, || {
             let ctx = handles::get::<ContextObj>(context.cast())?;
-            let list = read_properties(properties, &[DEVICE_HANDLE_LIST_KHR])?;
-            let mut fd = None;
-            for &(name, value) in &list.pairs {
-                if name != u64::from(EXTERNAL_MEMORY_HANDLE_DMA_BUF_KHR) || fd.replace(value).is_some() {
-                    return Err(CL_INVALID_PROPERTY);
-                }
-            }
-            let fd = match fd.map(|v| v as i64) {
-                None => None,
-                Some(v) if !(0..=i64::from(i32::MAX)).contains(&v) => return Err(CL_INVALID_VALUE),
-                // SAFETY: the application keeps the fd open during the call;
-                // the import duplicates it.
-                Some(v) => Some(BorrowedFd::borrow_raw(v as i32)),
-            };
-            let props = memory::MemProperties { dma_buf: fd, devices: list.devices };
+            let (list, props) = external_properties(properties)?;
             // SAFETY: `clCreateBuffer`'s contract of `host_ptr` (refused
             // with a dma-buf).
             let buffer =
@@ -144,7 +160,8 @@ unsafe fn buffers(num: cl_uint, mem_objects: *const cl_mem) -> ClRes<Vec<Arc<Buf
     }
     // SAFETY: the caller's contract; `num > 0` implies a non-NULL list.
     let hs = unsafe { slice(mem_objects, num as usize) };
-    hs.iter().map(|&h| mem(h).map(|m| m.inner.buffer.clone())).collect()
+    // An image counts as its storage, which an import made external.
+    hs.iter().map(|&h| mem_object(h).map(|m| m.inner.buffer.clone())).collect()
 }
 
 /// The signature both entry points share.

@@ -16,6 +16,8 @@ use std::sync::{Arc, Mutex};
 use dmabridge::ext::amd_bus::EXTERNAL_PHYSICAL;
 use dmabridge::runtime::buffer::Buffer;
 use dmabridge::runtime::event::Event;
+use dmabridge::runtime::image::sampler::Sampler;
+use dmabridge::runtime::image::{mem_object, Image};
 use dmabridge::runtime::kernel::{self, ArgKind, Kernel, KernelArgValue, NdRange};
 use dmabridge::runtime::queue::{Completion, Queue};
 use dmabridge::sync;
@@ -23,13 +25,22 @@ use opencl_sys::*;
 
 use crate::entry::{Cl, ClRes};
 use crate::notify::note_error;
-use crate::pocl::kernel::{ArgClass, PoclKernel, RunArg};
+use crate::pocl::kernel::{ArgClass, ImageArg, PoclKernel, RunArg};
 use crate::pocl::{self, program::PoclProgram};
+
+/// A `cl_mem` an argument was set to: a buffer or an image.
+#[derive(Debug, Clone)]
+pub(crate) enum MemArg {
+    Buffer(Arc<Buffer>),
+    Image(Arc<Image>),
+}
 
 /// An argument as the application set it.
 #[derive(Debug, Clone)]
 enum SourceArg {
     Buffer(Arc<Buffer>),
+    Image(Arc<Image>),
+    Sampler(Arc<Sampler>),
     Pointer(usize),
     Value(Vec<u8>),
     Local(usize),
@@ -82,9 +93,69 @@ impl SourceKernel {
         sync::lock(&self.args)[index as usize] = Some(arg);
     }
 
+    /// The image of an image argument: a `cl_mem` that is an image of the
+    /// declared type (`CL_INVALID_MEM_OBJECT` otherwise) in a format PoCL
+    /// can make (`CL_INVALID_ARG_VALUE`, with what PoCL lacks).
+    ///
+    /// # Safety
+    /// `arg_value` is NULL or readable for `arg_size` bytes.
+    unsafe fn image_arg(
+        &self,
+        index: cl_uint,
+        arg_size: usize,
+        arg_value: *const std::ffi::c_void,
+        declared: ImageArg,
+        mem: impl Fn(cl_mem) -> ClRes<MemArg>,
+    ) -> ClRes<Arc<Image>> {
+        if arg_size != std::mem::size_of::<cl_mem>() {
+            return fail(
+                CL_INVALID_ARG_SIZE,
+                format!("argument {index} is an image: arg_size must be sizeof(cl_mem), not {arg_size}"),
+            );
+        }
+        if arg_value.is_null() {
+            return fail(CL_INVALID_MEM_OBJECT, format!("argument {index} is an image: arg_value is NULL"));
+        }
+        // SAFETY: the caller's contract, the size checked above.
+        let h = unsafe { arg_value.cast::<cl_mem>().read_unaligned() };
+        let image = match mem(h)? {
+            MemArg::Image(image) if image.image_type() == declared.object_type => image,
+            MemArg::Image(image) => {
+                return fail(
+                    CL_INVALID_MEM_OBJECT,
+                    format!(
+                        "argument {index} is declared {}, and the image is {}",
+                        image_type_name(declared.object_type),
+                        image_type_name(image.image_type())
+                    ),
+                )
+            }
+            MemArg::Buffer(_) => {
+                return fail(CL_INVALID_MEM_OBJECT, format!("argument {index} is an image, and a buffer is not one"))
+            }
+        };
+        let p = pocl::get().ok_or(CL_INVALID_KERNEL)?;
+        if !pocl::image::supports(p, image.format(), image.image_type()) {
+            let f = image.format();
+            return fail(
+                CL_INVALID_ARG_VALUE,
+                format!(
+                    "argument {index}: PoCL, which runs kernels from source, has no {} image of channel order {:#x} and                      type {:#x} (it has R, A, RGBA, BGRA and ARGB; YUYV and NV12 frames convert with the built-in                      kernels yuyv_to_rgba_image and yuyv_to_rgba_strided)",
+                    image_type_name(image.image_type()),
+                    f.order,
+                    f.data_type
+                ),
+            );
+        }
+        Ok(image)
+    }
+
     /// `clSetKernelArg`. `arg_value` is the C pointer: a `cl_mem` (or NULL)
-    /// for a `__global`/`__constant` pointer, NULL for `__local` (its size
-    /// is `arg_size`), the value's bytes otherwise.
+    /// for a `__global`/`__constant` pointer, an image `cl_mem` for an image
+    /// (of the declared type, in a format PoCL has: else
+    /// `CL_INVALID_MEM_OBJECT` / `CL_INVALID_ARG_VALUE`), a `cl_sampler` for
+    /// a `sampler_t`, NULL for `__local` (its size is `arg_size`), the
+    /// value's bytes otherwise.
     ///
     /// # Safety
     /// `arg_value` is NULL or readable for `arg_size` bytes.
@@ -93,7 +164,8 @@ impl SourceKernel {
         index: cl_uint,
         arg_size: usize,
         arg_value: *const std::ffi::c_void,
-        mem: impl Fn(cl_mem) -> ClRes<Arc<Buffer>>,
+        mem: impl Fn(cl_mem) -> ClRes<MemArg>,
+        sampler: impl Fn(cl_sampler) -> ClRes<Arc<Sampler>>,
     ) -> ClRes<()> {
         match self.class(index)? {
             ArgClass::Global => {
@@ -111,8 +183,38 @@ impl SourceKernel {
                     // `read_unaligned` makes no demand on the pointer's alignment.
                     unsafe { arg_value.cast::<cl_mem>().read_unaligned() }
                 };
-                let arg = if h.is_null() { SourceArg::Pointer(0) } else { SourceArg::Buffer(mem(h)?) };
+                let arg = match (h.is_null(), h) {
+                    (true, _) => SourceArg::Pointer(0),
+                    (false, h) => match mem(h)? {
+                        MemArg::Buffer(b) => SourceArg::Buffer(b),
+                        MemArg::Image(_) => {
+                            return fail(
+                                CL_INVALID_MEM_OBJECT,
+                                format!("argument {index} is a pointer: an image is no buffer"),
+                            )
+                        }
+                    },
+                };
                 self.set(index, arg);
+            }
+            ArgClass::Image(declared) => {
+                // SAFETY: the caller's contract of `arg_value`.
+                let image = unsafe { self.image_arg(index, arg_size, arg_value, declared, mem) }?;
+                self.set(index, SourceArg::Image(image));
+            }
+            ArgClass::Sampler => {
+                if arg_size != std::mem::size_of::<cl_sampler>() {
+                    return fail(
+                        CL_INVALID_ARG_SIZE,
+                        format!("argument {index} is a sampler_t: arg_size must be sizeof(cl_sampler), not {arg_size}"),
+                    );
+                }
+                if arg_value.is_null() {
+                    return fail(CL_INVALID_SAMPLER, format!("argument {index} is a sampler_t: arg_value is NULL"));
+                }
+                // SAFETY: clSetKernelArg's contract, the size checked above.
+                let h = unsafe { arg_value.cast::<cl_sampler>().read_unaligned() };
+                self.set(index, SourceArg::Sampler(sampler(h)?));
             }
             ArgClass::Local => {
                 if !arg_value.is_null() {
@@ -190,6 +292,12 @@ impl SourceKernel {
             args.iter().flatten().cloned().collect()
         };
         for (i, a) in args.iter().enumerate() {
+            if let SourceArg::Image(img) = a {
+                // An image's pixels are its storage's bytes: the same rules.
+                let write = self.pocl.writes.get(i).copied().unwrap_or(true);
+                let what = format!("kernel {:?}: argument {i} (an image)", self.pocl.name);
+                img.storage().check_kernel_access(write, &what).cl()?;
+            }
             if let SourceArg::Buffer(b) = a {
                 if b.flags() & EXTERNAL_PHYSICAL != 0 {
                     return fail(
@@ -218,11 +326,21 @@ impl SourceKernel {
             .iter()
             .map(|a| match a {
                 SourceArg::Buffer(_) | SourceArg::Pointer(_) => ArgKind::Pointer,
+                SourceArg::Image(_) => ArgKind::Image,
                 SourceArg::Value(b) => ArgKind::Scalar(b.len().max(1)),
                 SourceArg::Local(_) => ArgKind::Scalar(8),
+                // The body takes the sampler's modes from `samplers` below.
+                SourceArg::Sampler(_) => ArgKind::Scalar(1),
             })
             .collect();
         let classes = self.pocl.classes.clone();
+        let samplers: Vec<Option<(bool, u32, u32)>> = args
+            .iter()
+            .map(|a| match a {
+                SourceArg::Sampler(s) => Some((s.normalized_coords, s.addressing_mode, s.filter_mode)),
+                _ => None,
+            })
+            .collect();
         let (global, offset, local) =
             (range.global().to_vec(), range.offset().to_vec(), range.local().map(<[usize]>::to_vec));
         let k = self.pocl.clone();
@@ -230,7 +348,13 @@ impl SourceKernel {
             let run: Vec<RunArg> = values
                 .iter()
                 .zip(&classes)
-                .map(|(v, c)| match (v, c) {
+                .zip(&samplers)
+                .map(|((v, c), sampler)| match (v, c) {
+                    (_, ArgClass::Sampler) => {
+                        let (n, a, f) = sampler.unwrap_or((false, 0, 0));
+                        RunArg::Sampler(n, a, f)
+                    }
+                    (KernelArgValue::ImageAt(at), _) => RunArg::Image(at.clone()),
                     (KernelArgValue::Scalar(b), ArgClass::Local) => {
                         RunArg::Local(b.get(..8).and_then(|s| s.try_into().ok()).map_or(0, u64::from_ne_bytes) as usize)
                     }
@@ -253,6 +377,8 @@ impl SourceKernel {
             let i = i as u32;
             match a {
                 SourceArg::Buffer(b) => launch.set_arg_buffer(i, b),
+                SourceArg::Image(img) => launch.set_arg_image(i, img),
+                SourceArg::Sampler(_) => launch.set_arg_scalar(i, &[0]),
                 SourceArg::Pointer(ptr) => launch.set_arg_mem_pointer(i, *ptr as *const u8),
                 SourceArg::Value(b) if b.is_empty() => launch.set_arg_scalar(i, &[0]),
                 SourceArg::Value(b) => launch.set_arg_scalar(i, b),
@@ -262,6 +388,19 @@ impl SourceKernel {
         }
         // SAFETY: forwarded to the caller.
         unsafe { kernel::enqueue_native_nd_range(queue, &launch, wait) }.cl()
+    }
+}
+
+/// The OpenCL C name of an image type, for messages.
+fn image_type_name(t: cl_mem_object_type) -> &'static str {
+    match t {
+        mem_object::IMAGE1D => "image1d_t",
+        mem_object::IMAGE1D_BUFFER => "image1d_buffer_t",
+        mem_object::IMAGE1D_ARRAY => "image1d_array_t",
+        mem_object::IMAGE2D => "image2d_t",
+        mem_object::IMAGE2D_ARRAY => "image2d_array_t",
+        mem_object::IMAGE3D => "image3d_t",
+        _ => "an unknown image type",
     }
 }
 

@@ -15,8 +15,10 @@ use std::sync::Mutex;
 
 use opencl_sys::*;
 
+use super::image::{PoclImage, PoclSampler};
 use super::program::PoclProgram;
 use super::{call, check, create, Pocl};
+use dmabridge::runtime::kernel::ImageAt;
 use dmabridge::runtime::queue::Completion;
 use dmabridge::sync;
 
@@ -29,6 +31,34 @@ pub enum ArgClass {
     Local,
     /// By value (a scalar, a vector or a struct): its bytes.
     Value,
+    /// An image (`image1d_t` .. `image3d_t`, `image1d_buffer_t`, the
+    /// arrays): PoCL reports these `__global`, but it takes a `cl_mem` of
+    /// its own, never a pointer; which one is [`ImageArg`].
+    Image(ImageArg),
+    /// A `sampler_t`: PoCL takes a `cl_sampler` of its own.
+    Sampler,
+}
+
+/// The declared type of an image argument (`CL_KERNEL_ARG_TYPE_NAME`), as
+/// the `cl_mem_object_type` an image must have to be passed there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ImageArg {
+    /// `CL_MEM_OBJECT_IMAGE2D` etc.
+    pub object_type: cl_mem_object_type,
+}
+
+/// The image type an argument's type name declares (`None`: not an image).
+pub fn image_type(type_name: &str) -> Option<cl_mem_object_type> {
+    // PoCL answers the name as written, access qualifier apart.
+    Some(match type_name.trim_end_matches('\0').trim() {
+        "image1d_t" => CL_MEM_OBJECT_IMAGE1D,
+        "image1d_buffer_t" => CL_MEM_OBJECT_IMAGE1D_BUFFER,
+        "image1d_array_t" => CL_MEM_OBJECT_IMAGE1D_ARRAY,
+        "image2d_t" => CL_MEM_OBJECT_IMAGE2D,
+        "image2d_array_t" => CL_MEM_OBJECT_IMAGE2D_ARRAY,
+        "image3d_t" => CL_MEM_OBJECT_IMAGE3D,
+        _ => return None,
+    })
 }
 
 /// One argument of a launch, as PoCL gets it.
@@ -40,6 +70,12 @@ pub enum RunArg {
     Value(Vec<u8>),
     /// A `__local` allocation of this many bytes.
     Local(usize),
+    /// An image where the launch placed it: PoCL gets an image of its own
+    /// over those pixels ([`PoclImage`]).
+    Image(ImageAt),
+    /// A sampler: (normalized coordinates, addressing mode, filter mode);
+    /// PoCL gets a sampler of its own.
+    Sampler(bool, u32, u32),
 }
 
 /// PoCL's kernel, released when dropped.
@@ -115,12 +151,26 @@ impl PoclKernel {
             // read whatever size PoCL answers.
             let tq = k.arg_info(p, i, CL_KERNEL_ARG_TYPE_QUALIFIER)?;
             let tq = tq.iter().take(8).rev().fold(0u64, |acc, &b| acc << 8 | u64::from(b));
-            k.writes.push(q == CL_KERNEL_ARG_ADDRESS_GLOBAL && tq & u64::from(CL_KERNEL_ARG_TYPE_CONST) == 0);
-            k.classes.push(match q {
-                CL_KERNEL_ARG_ADDRESS_GLOBAL | CL_KERNEL_ARG_ADDRESS_CONSTANT => ArgClass::Global,
-                CL_KERNEL_ARG_ADDRESS_LOCAL => ArgClass::Local,
+            let type_name = String::from_utf8_lossy(&k.arg_info(p, i, CL_KERNEL_ARG_TYPE_NAME)?).into_owned();
+            let class = match (q, image_type(&type_name)) {
+                (_, Some(object_type)) => ArgClass::Image(ImageArg { object_type }),
+                _ if type_name.trim_end_matches('\0') == "sampler_t" => ArgClass::Sampler,
+                (CL_KERNEL_ARG_ADDRESS_GLOBAL | CL_KERNEL_ARG_ADDRESS_CONSTANT, _) => ArgClass::Global,
+                (CL_KERNEL_ARG_ADDRESS_LOCAL, _) => ArgClass::Local,
                 _ => ArgClass::Value,
-            });
+            };
+            // An image is written unless declared read_only (write_only and
+            // read_write images are).
+            let writes = match class {
+                ArgClass::Image(_) => {
+                    let a = k.arg_info(p, i, CL_KERNEL_ARG_ACCESS_QUALIFIER)?;
+                    let a = a.get(..4).and_then(|b| b.try_into().ok()).map_or(0, u32::from_ne_bytes);
+                    a != CL_KERNEL_ARG_ACCESS_READ_ONLY
+                }
+                _ => q == CL_KERNEL_ARG_ADDRESS_GLOBAL && tq & u64::from(CL_KERNEL_ARG_TYPE_CONST) == 0,
+            };
+            k.writes.push(writes);
+            k.classes.push(class);
         }
         Ok(k)
     }
@@ -172,22 +222,31 @@ impl PoclKernel {
         local: Option<&[usize]>,
         done: Completion,
     ) {
-        let event = match self.enqueue(p, args, global, offset, local) {
+        // PoCL's images and samplers for this launch, released once it ended.
+        let objects = match LaunchObjects::make(p, args) {
+            Ok(o) => o,
+            Err(code) => return done.complete(Err(code)),
+        };
+        let event = match self.enqueue(p, args, &objects, global, offset, local) {
             Ok(e) => e,
             Err(code) => return done.complete(Err(code)),
         };
-        let data = Box::into_raw(Box::new(done));
+        let data = Box::into_raw(Box::new(Launch { done, objects }));
         // SAFETY: PoCL's event, of which `on_complete` releases our
-        // reference; `data` is a leaked Box<Completion> it takes back.
+        // reference; `data` is a leaked Box<Launch> it takes back.
         let set = check(unsafe {
             call!(p, clSetEventCallback(event, CL_COMPLETE as cl_int, Some(on_complete), data.cast()))
         });
         if let Err(code) = set {
             // SAFETY: the callback was not registered: the Box is ours again.
-            let done = unsafe { Box::from_raw(data) };
+            let launch = unsafe { Box::from_raw(data) };
+            // A launch whose end cannot be seen: wait for it here before its
+            // images go (PoCL's queue is in order).
+            // SAFETY: PoCL's queue.
+            unsafe { call!(p, clFinish(p.queue)) };
             // SAFETY: our reference to the event, not used after.
             unsafe { call!(p, clReleaseEvent(event)) };
-            done.complete(Err(code));
+            launch.done.complete(Err(code));
         }
     }
 
@@ -197,22 +256,36 @@ impl PoclKernel {
         &self,
         p: &Pocl,
         args: &[RunArg],
+        objects: &LaunchObjects,
         global: &[usize],
         offset: &[usize],
         local: Option<&[usize]>,
     ) -> Result<cl_event, cl_int> {
         let mut event: cl_event = std::ptr::null_mut();
         let _g = sync::lock(&self.lock);
+        let (mut next_image, mut next_sampler) = (objects.images.iter(), objects.samplers.iter());
         for (i, a) in args.iter().enumerate() {
             let i = i as cl_uint;
-            // SAFETY: our kernel; each value is readable for its length,
-            // a pointer argument is an address the launch keeps valid
-            // (the enqueue's contract) and PoCL uses in place.
+            // Images and samplers: the address of PoCL's handle, alive in
+            // `objects` until the launch ends.
+            let object: *const c_void = match a {
+                RunArg::Image(_) => next_image.next().map_or(std::ptr::null(), |m| (&m.mem as *const cl_mem).cast()),
+                RunArg::Sampler(..) => {
+                    next_sampler.next().map_or(std::ptr::null(), |s| (&s.0 as *const cl_sampler).cast())
+                }
+                _ => std::ptr::null(),
+            };
+            // SAFETY: our kernel; values readable for their lengths; a pointer
+            // is valid until the launch ends (the enqueue's contract), used in place.
             check(unsafe {
                 match a {
                     RunArg::Pointer(ptr) => call!(p, clSetKernelArgSVMPointer(self.handle, i, *ptr as *const _)),
                     RunArg::Value(b) => call!(p, clSetKernelArg(self.handle, i, b.len(), b.as_ptr().cast())),
                     RunArg::Local(n) => call!(p, clSetKernelArg(self.handle, i, *n, std::ptr::null())),
+                    RunArg::Image(_) => call!(p, clSetKernelArg(self.handle, i, std::mem::size_of::<cl_mem>(), object)),
+                    RunArg::Sampler(..) => {
+                        call!(p, clSetKernelArg(self.handle, i, std::mem::size_of::<cl_sampler>(), object))
+                    }
                 }
             })?;
         }
@@ -238,18 +311,49 @@ impl PoclKernel {
     }
 }
 
+/// PoCL's images and samplers made for one launch (see `pocl::image`).
+struct LaunchObjects {
+    images: Vec<PoclImage>,
+    samplers: Vec<PoclSampler>,
+}
+
+impl LaunchObjects {
+    fn make(p: &Pocl, args: &[RunArg]) -> Result<LaunchObjects, cl_int> {
+        let mut o = LaunchObjects { images: Vec::new(), samplers: Vec::new() };
+        for a in args {
+            match a {
+                // SAFETY: the launch keeps the image's pixels where it placed
+                // them until it completes (the enqueue's contract).
+                RunArg::Image(at) => o.images.push(unsafe { PoclImage::over(p, at) }?),
+                RunArg::Sampler(n, am, fm) => o.samplers.push(PoclSampler::new(p, *n, *am, *fm)?),
+                _ => {}
+            }
+        }
+        Ok(o)
+    }
+}
+
+/// What `on_complete` gets: the command to end and the launch's objects.
+struct Launch {
+    done: Completion,
+    objects: LaunchObjects,
+}
+
 /// PoCL's `CL_COMPLETE` callback of a launch: ends the dmabridge command
 /// with the launch's status (negative when it failed) and releases the
-/// event. Runs on PoCL's thread; no panic leaves it.
+/// event and the launch's images and samplers (PoCL is done with them).
+/// Runs on PoCL's thread; no panic leaves it.
 extern "C" fn on_complete(event: cl_event, status: cl_int, data: *mut c_void) {
     let _ = std::panic::catch_unwind(|| {
-        // SAFETY: `data` is the Box<Completion> `start` leaked for this
+        // SAFETY: `data` is the Box<Launch> `start` leaked for this
         // callback, which PoCL calls once.
-        let done = unsafe { Box::from_raw(data.cast::<Completion>()) };
+        let launch = unsafe { Box::from_raw(data.cast::<Launch>()) };
         if let Some(p) = super::get() {
             // SAFETY: the reference `start` left for this callback.
             unsafe { call!(p, clReleaseEvent(event)) };
         }
+        let Launch { done, objects } = *launch;
+        drop(objects);
         done.complete(if status < 0 { Err(status) } else { Ok(()) });
     });
 }

@@ -23,6 +23,7 @@
 //! `libloading` would wrap `dlopen`; the four libc calls here do not need a
 //! crate (the ICD already depends on `libc`).
 
+pub mod image;
 pub mod kernel;
 pub mod program;
 

@@ -17,6 +17,7 @@
 //! Here: the strings, the handle-type queries of the platform and the
 //! devices, and the device lists both property lists take.
 
+pub mod image;
 pub mod memory;
 pub mod semaphore;
 

@@ -86,24 +86,7 @@ impl Converter {
     /// # Ok::<(), PipelineError>(())
     /// ```
     pub fn convert(&mut self, stream: &Stream, index: u32) -> Result<&[u8], PipelineError> {
-        let Some(frame) = stream.frames.get(index as usize) else {
-            return Err(PipelineError::Unsupported(format!(
-                "no frame {index}: the stream has {}",
-                stream.frames.len()
-            )));
-        };
-        if stream.is_queued(index) {
-            return Err(PipelineError::Unsupported(format!("frame {index} is queued: the driver owns it")));
-        }
-        let f = stream.format;
-        if (f.width, f.height, f.fourcc) != (self.width, self.height, FourCc::YUYV)
-            || !Arc::ptr_eq(&stream.ctx, &self.ctx)
-        {
-            return Err(PipelineError::Unsupported(format!(
-                "this converter takes {}x{} YUYV frames of its own context; the stream's are {}x{} {}",
-                self.width, self.height, f.width, f.height, f.fourcc
-            )));
-        }
+        let frame = frame_to_convert(stream, index, &self.ctx, (self.width, self.height, None))?;
         match &frame.storage {
             Storage::Usm(p) => self.kernel.set_arg_mem_pointer(0, *p as *const u8)?,
             Storage::Buffer(b) => self.kernel.set_arg_buffer(0, b)?,
@@ -115,32 +98,17 @@ impl Converter {
             .dmabuf
             .cpu_access(Access::Read)
             .map_err(|error| PipelineError::Device { path: stream.dev.path().to_owned(), error })?;
-        let rows = self.height as usize;
         // A frame imported the Khronos way is used between acquire and
         // release (which also waits for the driver's fences on it).
         let external = match &frame.storage {
             Storage::Buffer(b) if khr_memory::is_external(b) => Some(std::slice::from_ref(b)),
             _ => None,
         };
-        if let Some(b) = external {
-            khr_memory::enqueue_acquire(&self.queue, b, &[])?;
-        }
-        // The frame is dequeued, so the driver does not write it, and `&mut
-        // self` keeps the RGBA image to this launch; both hold the extents
-        // the built-in checks (the frame's whole pages, width x height x 4).
-        // SAFETY: as above; both stay allocated until the wait below returns.
-        let launched = unsafe { kernel::enqueue_nd_range(&self.queue, &self.kernel, rows, &[]) };
-        // Released even when the launch failed, so the next frame can be
-        // acquired; on the in-order queue the release ends the kernel too.
-        let event = match external {
-            Some(b) => {
-                let released = khr_memory::enqueue_release(&self.queue, b, &[]);
-                launched?;
-                released?
-            }
-            None => launched?,
-        };
-        Event::wait(&[event])?;
+        // Both hold the extents the built-in checks (the frame's whole
+        // pages, width x height x 4) until the launch ends.
+        // SAFETY: the frame is dequeued (the driver does not write it), and
+        // `&mut self` keeps the RGBA image to this launch.
+        unsafe { run_bracketed(&self.queue, &self.kernel, self.height as usize, external) }?;
         cpu.end().map_err(|error| PipelineError::Device { path: stream.dev.path().to_owned(), error })?;
         let len = self.width as usize * self.height as usize * 4;
         // SAFETY: the image is this converter's USM allocation of `len`
@@ -148,6 +116,65 @@ impl Converter {
         // slice's life keeps the next conversion from writing it.
         Ok(unsafe { std::slice::from_raw_parts(self.rgba as *const u8, len) })
     }
+}
+
+/// Frame `index` of `stream` if a converter of `ctx` for `(width, height,
+/// line pitch if it must be that)` YUYV frames may convert it: it exists,
+/// is dequeued (the application's), and has that format.
+pub(super) fn frame_to_convert<'s>(
+    stream: &'s Stream,
+    index: u32,
+    ctx: &Arc<Context>,
+    (width, height, pitch): (u32, u32, Option<u32>),
+) -> Result<&'s super::Frame, PipelineError> {
+    let Some(frame) = stream.frames.get(index as usize) else {
+        return Err(PipelineError::Unsupported(format!("no frame {index}: the stream has {}", stream.frames.len())));
+    };
+    if stream.is_queued(index) {
+        return Err(PipelineError::Unsupported(format!("frame {index} is queued: the driver owns it")));
+    }
+    let f = stream.format;
+    if (f.width, f.height, f.fourcc) != (width, height, FourCc::YUYV)
+        || pitch.is_some_and(|p| p != f.bytes_per_line)
+        || !Arc::ptr_eq(&stream.ctx, ctx)
+    {
+        return Err(PipelineError::Unsupported(format!(
+            "this converter takes {width}x{height} YUYV frames of its own context; the stream's are {}x{} {}",
+            f.width, f.height, f.fourcc
+        )));
+    }
+    Ok(frame)
+}
+
+/// Runs `kernel` over `rows` on `queue` and waits for it; with `external`
+/// (a frame imported the Khronos way) between acquire and release, released
+/// even when the launch failed, so that the next frame can be acquired (on
+/// the in-order queue the release also ends after the kernel).
+///
+/// # Safety
+/// As `kernel::enqueue_nd_range`: what the arguments point to stays valid
+/// and unwritten by others until this returns.
+pub(super) unsafe fn run_bracketed(
+    queue: &Arc<Queue>,
+    kernel: &Arc<Kernel>,
+    rows: usize,
+    external: Option<&[Arc<crate::runtime::buffer::Buffer>]>,
+) -> Result<(), PipelineError> {
+    if let Some(b) = external {
+        khr_memory::enqueue_acquire(queue, b, &[])?;
+    }
+    // SAFETY: forwarded to the caller.
+    let launched = unsafe { kernel::enqueue_nd_range(queue, kernel, rows, &[]) };
+    let event = match external {
+        Some(b) => {
+            let released = khr_memory::enqueue_release(queue, b, &[]);
+            launched?;
+            released?
+        }
+        None => launched?,
+    };
+    Event::wait(&[event])?;
+    Ok(())
 }
 
 impl Drop for Converter {

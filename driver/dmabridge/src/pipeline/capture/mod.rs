@@ -26,6 +26,7 @@
 //! nodes, the HDMI loopback).
 
 mod convert;
+mod convert_image;
 mod devices;
 mod frame;
 mod sink;
@@ -41,6 +42,7 @@ use crate::sys::v4l2::VideoDevice;
 use crate::sys::OsError;
 
 pub use convert::Converter;
+pub use convert_image::ImageConverter;
 pub use devices::{find_capture_device, find_output_beside, hdmi_loopback, hdmi_output};
 pub use frame::{Frame, FrameMemory};
 pub use sink::Sink;

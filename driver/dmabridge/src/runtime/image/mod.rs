@@ -42,6 +42,7 @@
 pub mod commands;
 pub mod fill;
 pub mod format;
+mod from_buffer;
 pub mod sampler;
 mod validate;
 
@@ -342,6 +343,7 @@ impl Image {
             return cl_err!(InvalidImageDescriptor, "image_desc->mem_object is not the buffer the image is made over");
         }
         let flags = validate::inherit_flags(flags, buffer.flags())?;
+        from_buffer::check(ctx, format, desc, &buffer)?;
         // Pitches over existing memory are the memory's: allowed without a
         // host pointer.
         let v = validate::check(ctx, flags, format, desc, true, Some(&buffer))?;

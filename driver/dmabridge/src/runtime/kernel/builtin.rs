@@ -55,6 +55,7 @@ pub(crate) struct Builtin {
 }
 
 const P: ArgKind = ArgKind::Pointer;
+pub(super) const IMG: ArgKind = ArgKind::Image;
 const U32: ArgKind = ArgKind::Scalar(4);
 const U64: ArgKind = ArgKind::Scalar(8);
 
@@ -127,6 +128,7 @@ pub(crate) static CPU_BUILTINS: &[Builtin] = &[
         engine: false,
         split: false,
     },
+    super::builtin_image::YUYV_TO_RGBA_IMAGE,
     Builtin {
         name: "copy_bytes",
         args: &[P, P, U64],
@@ -338,11 +340,33 @@ fn strided_extents(a: &[KernelArgValue]) -> Result<Extents, String> {
 /// As [`Builtin::run`]: the extents of [`strided_extents`] are valid, do not
 /// overlap, and nothing else writes the lines of `rows`.
 unsafe fn strided_units(a: &[KernelArgValue], rows: Range<usize>, order: Order) {
-    let (src, dst) = (ptr(a, 0) as *const u8, ptr(a, 1) as *mut u8);
     let [w, _, ss, ds] = strided_dims(a);
+    // SAFETY: forwarded: the extents of strided_extents are valid for the
+    // strides and width given here.
+    unsafe { convert_rows(ptr(a, 0) as *const u8, ptr(a, 1) as *mut u8, w, ss, ds, rows, order) }
+}
+
+/// Converts the lines `rows` of a YUYV image of `w` pixels a line, lines
+/// `ss` bytes apart at `src`, into 4-byte pixels in `order`, lines `ds`
+/// bytes apart at `dst`: the one conversion of the strided built-ins and
+/// of their image form (`builtin_image`), so both give the same bytes.
+///
+/// # Safety
+/// Line `r` of each `rows` is valid at `src + r * ss` for `w.div_ceil(2) * 4`
+/// bytes and at `dst + r * ds` for `w * 4` bytes, the two do not overlap,
+/// and nothing else writes the destination lines.
+pub(super) unsafe fn convert_rows(
+    src: *const u8,
+    dst: *mut u8,
+    w: usize,
+    ss: usize,
+    ds: usize,
+    rows: Range<usize>,
+    order: Order,
+) {
     for r in rows {
-        // SAFETY: line `r` lies inside both extents (checked against the
-        // strides at launch); other threads convert other lines.
+        // SAFETY: line `r` lies inside both extents (the caller); other
+        // threads convert other lines.
         unsafe {
             with_input(src.add(r * ss), w.div_ceil(2) * 4, |s| {
                 with_output(dst.add(r * ds), w * 4, |d| convert_line(s, d, order))

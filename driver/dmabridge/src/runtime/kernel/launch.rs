@@ -240,15 +240,25 @@ fn launch(queue: &Arc<Queue>, kernel: &Arc<Kernel>, global: usize, ty: u32, wait
     // Buffer arguments: their allocation on the queue's device (made now,
     // undone if the launch fails), passed as the address of their bytes.
     let mut targets: Vec<(usize, Target)> = Vec::new();
+    // An image argument likewise: its storage, passed as the address of its
+    // pixels with the image (`ImageAt`).
     for i in 0..args.len() {
-        let KernelArgValue::Buffer(buffer) = &args[i] else { continue };
-        let buffer = buffer.clone();
-        match check_target(queue, &buffer, &format!("the buffer of argument {i}"))
+        let (buffer, image) = match &args[i] {
+            KernelArgValue::Buffer(b) => (b.clone(), None),
+            KernelArgValue::Image(img) => (img.storage().clone(), Some(img.clone())),
+            _ => continue,
+        };
+        let what = if image.is_some() { "the image" } else { "the buffer" };
+        match check_target(queue, &buffer, &format!("{what} of argument {i}"))
             .and_then(|()| check_read_only_arg(&kernel.body, i, &buffer))
             .and_then(|()| Target::new(queue, &buffer))
         {
             Ok(t) => {
-                args[i] = KernelArgValue::Pointer(t.addr(0).0);
+                let ptr = t.addr(0).0;
+                args[i] = match image {
+                    Some(image) => KernelArgValue::ImageAt(super::ImageAt { ptr, image }),
+                    None => KernelArgValue::Pointer(ptr),
+                };
                 targets.push((i, t));
             }
             Err(e) => {
@@ -445,7 +455,7 @@ fn check_read_only_arg(body: &Body, i: usize, buffer: &Buffer) -> ClResult<()> {
     let written: &[usize] = match b.name {
         "checksum_adler32" => &[2],
         "fill_pattern_u32" | "copy_bytes" | "dma_copy" => &[0],
-        "yuyv_to_rgba" | "yuyv_to_rgba_strided" | "yuyv_to_bgrx_strided" => &[1],
+        "yuyv_to_rgba" | "yuyv_to_rgba_strided" | "yuyv_to_bgrx_strided" | "yuyv_to_rgba_image" => &[1],
         _ => &[i],
     };
     if written.contains(&i) {

@@ -7,6 +7,8 @@
 //! them again afterwards does not change launches already enqueued.
 
 mod builtin;
+mod builtin_image;
+mod image_args;
 pub mod launch;
 mod range;
 /// One YUYV line to 4-byte pixels, in 16-bit SIMD lanes.
@@ -21,11 +23,13 @@ use crate::sync;
 use super::buffer::Buffer;
 use super::context::Context;
 use super::device::{Device, DeviceType};
+use super::image::Image;
 use super::queue::Completion;
 
 use builtin::{Builtin, CPU_BUILTINS, DMA_BUILTINS};
 
 pub use builtin::{adler32, yuv_to_rgb};
+pub use image_args::ImageAt;
 pub use launch::{enqueue_native_nd_range, enqueue_nd_range, enqueue_range, enqueue_task};
 pub use range::NdRange;
 
@@ -54,6 +58,9 @@ pub enum ArgKind {
     Pointer,
     /// A scalar of this many bytes (`clSetKernelArg`).
     Scalar(usize),
+    /// An image object (`clSetKernelArg` with an image `cl_mem`,
+    /// [`Kernel::set_arg_image`]).
+    Image,
 }
 
 /// The value of an argument, as a launch captured it.
@@ -70,6 +77,12 @@ pub enum KernelArgValue {
     /// A buffer object (`clSetKernelArg` with a `cl_mem`), held until the
     /// argument is set again and by every launch that captured it.
     Buffer(Arc<Buffer>),
+    /// An image object, held like a buffer; a kernel body sees it as
+    /// [`ImageAt`](KernelArgValue::ImageAt).
+    Image(Arc<Image>),
+    /// An image where a launch placed it: its pixels' address on the
+    /// queue's device, and the image (format, size, pitches).
+    ImageAt(ImageAt),
 }
 
 impl PartialEq for KernelArgValue {
@@ -78,6 +91,10 @@ impl PartialEq for KernelArgValue {
             (KernelArgValue::Pointer(a), KernelArgValue::Pointer(b)) => a == b,
             (KernelArgValue::Scalar(a), KernelArgValue::Scalar(b)) => a == b,
             (KernelArgValue::Buffer(a), KernelArgValue::Buffer(b)) => Arc::ptr_eq(a, b),
+            (KernelArgValue::Image(a), KernelArgValue::Image(b)) => Arc::ptr_eq(a, b),
+            (KernelArgValue::ImageAt(a), KernelArgValue::ImageAt(b)) => {
+                a.ptr == b.ptr && Arc::ptr_eq(&a.image, &b.image)
+            }
             _ => false,
         }
     }
@@ -99,7 +116,8 @@ impl KernelArgValue {
     pub fn as_ptr(&self) -> Option<*const u8> {
         match self {
             KernelArgValue::Pointer(p) => Some(*p as *const u8),
-            KernelArgValue::Scalar(_) | KernelArgValue::Buffer(_) => None,
+            KernelArgValue::ImageAt(at) => Some(at.ptr as *const u8),
+            KernelArgValue::Scalar(_) | KernelArgValue::Buffer(_) | KernelArgValue::Image(_) => None,
         }
     }
 
@@ -116,7 +134,7 @@ impl KernelArgValue {
     pub fn as_bytes(&self) -> Option<&[u8]> {
         match self {
             KernelArgValue::Scalar(b) => Some(b),
-            KernelArgValue::Pointer(_) | KernelArgValue::Buffer(_) => None,
+            _ => None,
         }
     }
 
@@ -192,7 +210,9 @@ impl std::fmt::Debug for Kernel {
 /// The CPU device offers `checksum_adler32`, `fill_pattern_u32`,
 /// `yuyv_to_rgba`, `yuyv_to_rgba_strided`, `yuyv_to_bgrx_strided` (`src`,
 /// `dst`, then `width`, `height`, `src_stride`, `dst_stride` as uints: padded
-/// lines, odd widths and heights) and `copy_bytes`; a device with a DMA engine (edu)
+/// lines, odd widths and heights), `yuyv_to_rgba_image` (a `CL_YUYV_INTEL`
+/// image in, a `CL_RGBA` image out, each at its own row pitch) and
+/// `copy_bytes`; a device with a DMA engine (edu)
 /// offers `dma_copy(dst pointer, src pointer, size ulong)`, which copies by
 /// DMA; other devices none.
 ///
@@ -485,6 +505,7 @@ impl Kernel {
                 Ok(())
             }
             ArgKind::Scalar(n) => cl_err!(InvalidArgValue, "argument {index} is a {n}-byte scalar, not a pointer"),
+            ArgKind::Image => cl_err!(InvalidArgValue, "argument {index} is an image: set it with an image object"),
         }
     }
 
@@ -522,6 +543,10 @@ impl Kernel {
                 Ok(())
             }
             ArgKind::Scalar(n) => cl_err!(InvalidArgValue, "argument {index} is a {n}-byte scalar, not a buffer"),
+            ArgKind::Image => cl_err!(
+                InvalidMemObject,
+                "argument {index} is an image, and a buffer is not one: make an image over the buffer (clCreateImage with image_desc.buffer) and pass that"
+            ),
         }
     }
 
@@ -547,6 +572,7 @@ impl Kernel {
             ArgKind::Pointer => {
                 cl_err!(InvalidArgValue, "argument {index} is a pointer: set it with clSetKernelArgMemPointerINTEL")
             }
+            ArgKind::Image => cl_err!(InvalidArgValue, "argument {index} is an image: set it with an image object"),
             ArgKind::Scalar(n) if n != bytes.len() => {
                 cl_err!(InvalidArgSize, "argument {index} is a {n}-byte scalar, not {} bytes", bytes.len())
             }
