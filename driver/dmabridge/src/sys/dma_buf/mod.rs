@@ -292,6 +292,38 @@ impl DmaBuf {
         info.lines().find_map(|l| l.strip_prefix("exp_name:")).map(|v| v.trim().to_string())
     }
 
+    /// How many references the dma-buf's file has (`count` in
+    /// `/proc/self/fdinfo`, which leaves out procfs's own): each fd of any
+    /// process (a `dup` included) and each driver that imported it hold one.
+    /// `Some(1)` means this fd is the only holder left. `None` if the kernel
+    /// does not say.
+    ///
+    /// Reads `/proc/self/fdinfo/<fd>`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::os::fd::AsFd;
+    /// use dmabridge::sys::memfd::{Memfd, Seals};
+    /// # use dmabridge::sys::udmabuf::Udmabuf;
+    ///
+    /// let memfd = Memfd::create(c"frame", 4096)?;
+    /// memfd.add_seals(Seals::SHRINK)?;
+    /// # let Some(udmabuf) = dmabridge::sys::doc_support::or_skip(Udmabuf::open()) else { return Ok(()) };
+    /// let buf = udmabuf.create(memfd.as_fd(), 0, 4096)?;
+    /// assert_eq!(buf.file_refs(), Some(1));
+    /// let dup = buf.try_clone()?;
+    /// assert_eq!(buf.file_refs(), Some(2));
+    /// drop(dup);
+    /// assert_eq!(buf.file_refs(), Some(1));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn file_refs(&self) -> Option<u64> {
+        use std::os::fd::AsRawFd;
+        let info = std::fs::read_to_string(format!("/proc/self/fdinfo/{}", self.fd.as_raw_fd())).ok()?;
+        info.lines().find_map(|l| l.strip_prefix("count:")).and_then(|v| v.trim().parse().ok())
+    }
+
     /// Gives up the wrapper, keeping the fd.
     ///
     /// No system call: the fd stays open.

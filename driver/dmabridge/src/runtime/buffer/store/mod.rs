@@ -245,7 +245,14 @@ impl Store {
         let dup = dma_buf.try_clone().map_err(|e| {
             ClError::new(ClErrorKind::OutOfResources, format!("keeping a duplicate of the exported dma-buf: {e}"))
         })?;
-        sync::lock(&self.exports).push(dup);
+        let mut exports = sync::lock(&self.exports);
+        // An export nobody else holds any more (no fd in any process, no
+        // importing driver or its pending job: only our duplicate's
+        // reference is left) can get no new fences; keeping it would cost an
+        // fd per export of a buffer exported again and again (once per
+        // frame, say), so it goes. Where the kernel does not tell, it stays.
+        exports.retain(|d| d.file_refs() != Some(1));
+        exports.push(dup);
         Ok(())
     }
 
