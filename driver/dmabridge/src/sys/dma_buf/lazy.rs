@@ -342,10 +342,10 @@ impl LazyMap {
         let (offset, len) = self.chunk_span(first, end);
         // In the reservation: `offset + len <= self.len`.
         let at = self.ptr.as_ptr().wrapping_add(offset);
+        // The dma-buf is at least `self.len` bytes (checked at creation) and
+        // cannot shrink, so the mapping stays backed.
         // SAFETY: MAP_FIXED replaces only our own reservation (`at`, `len`
-        // lie inside `ptr`, `self.len`, and these chunks are not mapped
-        // yet); the dma-buf is at least `self.len` bytes (checked at
-        // creation) and cannot shrink, so the mapping stays backed.
+        // lie inside `ptr`, `self.len`; these chunks are not mapped yet).
         let mapped = unsafe {
             rustix::mm::mmap(
                 at.cast(),

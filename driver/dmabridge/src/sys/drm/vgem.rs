@@ -101,10 +101,10 @@ impl DrmDevice {
         }
         let flags = if write { VGEM_FENCE_WRITE } else { 0 };
         let mut arg = VgemFenceAttach { handle, flags, out_fence: 0, pad: 0 };
+        // The device is vgem (checked above) and the handle alive (held by
+        // the caller's buffer or import, of this device).
         // SAFETY: the ioctl reads `handle` and `flags` and writes `out_fence`
-        // of one `struct drm_vgem_fence_attach`, which the struct mirrors; the
-        // device is vgem (checked above) and the handle alive (held by the
-        // caller's buffer or import, of this device).
+        // of one `struct drm_vgem_fence_attach`, which the struct mirrors.
         unsafe { ioctl_ptr_again(self.as_fd(), DRM_IOCTL_VGEM_FENCE_ATTACH, &mut arg) }
             .map_err(OsError::tag("DRM_IOCTL_VGEM_FENCE_ATTACH"))?;
         Ok(VgemFence(arg.out_fence))
