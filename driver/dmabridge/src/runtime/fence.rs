@@ -51,27 +51,42 @@ thread_local! {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn wait_sync_file(fence: &SyncFile, give_up: impl Fn() -> bool) -> Result<(), i32> {
+    with_thread_ring(|waiter| loop {
+        let ready = waiter.wait_readable(&[fence.as_fd()], Some(SLICE)).map_err(|e| {
+            log::warn!("waiting for a fence through io_uring: {e}");
+            code::OUT_OF_RESOURCES
+        })?;
+        if !ready.is_empty() {
+            return Ok(());
+        }
+        if give_up() {
+            log::warn!("a fence wait was abandoned: its command queue was released before the fence signalled");
+            return Err(code::INVALID_COMMAND_QUEUE);
+        }
+    })
+}
+
+/// The most fds one wait on the thread's ring may take.
+pub const RING_FDS: u32 = 8;
+
+/// Runs `f` with the calling thread's ring (made at its first wait, room
+/// for [`RING_FDS`] fds): the one wait mechanism of the commands a thread
+/// runs, fence waits and `clEnqueueWaitSignalAMD`'s alike. The error is a
+/// command status (`CL_OUT_OF_RESOURCES` without io_uring; the reason is
+/// logged). Not reentrant: `f` must not wait through it again.
+pub fn with_thread_ring<R>(f: impl FnOnce(&mut EventWaiter) -> Result<R, i32>) -> Result<R, i32> {
     WAITER.with(|cell| {
-        let mut slot = cell.borrow_mut();
+        let Ok(mut slot) = cell.try_borrow_mut() else {
+            log::warn!("a wait inside a wait on the same thread: refused");
+            return Err(code::OUT_OF_RESOURCES);
+        };
         if slot.is_none() {
-            *slot = Some(EventWaiter::new(1).map_err(|e| {
-                log::warn!("waiting for a fence: no io_uring: {e}");
+            *slot = Some(EventWaiter::new(RING_FDS).map_err(|e| {
+                log::warn!("waiting on a command's thread: no io_uring: {e}");
                 code::OUT_OF_RESOURCES
             })?);
         }
         let Some(waiter) = slot.as_mut() else { return Err(code::OUT_OF_RESOURCES) };
-        loop {
-            let ready = waiter.wait_readable(&[fence.as_fd()], Some(SLICE)).map_err(|e| {
-                log::warn!("waiting for a fence through io_uring: {e}");
-                code::OUT_OF_RESOURCES
-            })?;
-            if !ready.is_empty() {
-                return Ok(());
-            }
-            if give_up() {
-                log::warn!("a fence wait was abandoned: its command queue was released before the fence signalled");
-                return Err(code::INVALID_COMMAND_QUEUE);
-            }
-        }
+        f(waiter)
     })
 }

@@ -13,6 +13,7 @@
 //! freed, and the waiter refuses further waits.
 
 use std::collections::HashSet;
+use std::marker::PhantomData;
 use std::os::fd::{AsRawFd, BorrowedFd};
 use std::time::Duration;
 
@@ -34,6 +35,10 @@ pub struct EventWaiter {
     /// A wait failed with operations possibly still in flight: the ring is
     /// not used again.
     broken: bool,
+    /// Polls armed by [`arm_readable`](Self::arm_readable) that nobody
+    /// reaped (their [`Armed`] was forgotten): their completions would be
+    /// taken for a later wait's, so the ring is not used again.
+    armed: bool,
 }
 
 impl std::fmt::Debug for EventWaiter {
@@ -85,7 +90,7 @@ impl EventWaiter {
             .and_then(u32::checked_next_power_of_two)
             .ok_or(OsError::new("io_uring_setup", Errno::INVAL))?;
         let ring = IoUring::new(entries).map_err(os("io_uring_setup"))?;
-        Ok(EventWaiter { ring, max_fds: max_fds as usize, broken: false })
+        Ok(EventWaiter { ring, max_fds: max_fds as usize, broken: false, armed: false })
     }
 
     /// Waits until at least one of `fds` is signalled, or `timeout` passes.
@@ -154,13 +159,72 @@ impl EventWaiter {
         Ok(self.wait_as(fds, timeout, true)?.into_iter().map(|f| f.index).collect())
     }
 
-    fn wait_as(&mut self, fds: &[BorrowedFd<'_>], timeout: Option<Duration>, poll: bool) -> OsResult<Vec<Fired>> {
-        if self.broken {
+    /// Arms one `POLLIN` poll per fd and returns without sleeping; the
+    /// polls are in the kernel when it returns, so a signal from then on
+    /// completes them even if someone else reads the fd first. Then check
+    /// whatever the signal announces, and sleep with [`Armed::wait`]: a
+    /// signal between the check and the sleep is not missed. Dropping the
+    /// [`Armed`] unslept cancels and reaps the polls.
+    ///
+    /// Errors as [`wait_readable`](Self::wait_readable).
+    ///
+    /// ```
+    /// use std::os::fd::AsFd;
+    /// use std::time::Duration;
+    /// use dmabridge::sys::eventfd::EventFd;
+    /// use dmabridge::sys::uring::EventWaiter;
+    ///
+    /// let mut waiter = EventWaiter::new(2)?;
+    /// let (a, b) = (EventFd::new()?, EventFd::new()?);
+    /// let armed = waiter.arm_readable(&[a.as_fd(), b.as_fd()])?;
+    /// // Signalled after the arm, before the sleep: not missed.
+    /// b.signal(1)?;
+    /// assert_eq!(armed.wait(Some(Duration::from_secs(5)))?, [1]);
+    /// let armed = waiter.arm_readable(&[a.as_fd()])?;
+    /// assert!(armed.wait(Some(Duration::from_millis(10)))?.is_empty());
+    /// # Ok::<(), dmabridge::sys::OsError>(())
+    /// ```
+    pub fn arm_readable<'w, 'fd>(&'w mut self, fds: &[BorrowedFd<'fd>]) -> OsResult<Armed<'w, 'fd>> {
+        self.usable(fds.len())?;
+        let entries: Vec<_> = fds
+            .iter()
+            .enumerate()
+            .map(|(i, fd)| opcode::PollAdd::new(types::Fd(fd.as_raw_fd()), POLLIN).build().user_data(i as u64))
+            .collect();
+        // SAFETY: a poll carries no buffer; the borrowed fds outlive the
+        // polls (the `Armed` borrows them, and reaps every poll before it
+        // goes; if it is forgotten, `armed` keeps the ring from being used
+        // again, and the kernel holds its own reference to each file).
+        if unsafe { self.ring.submission().push_multiple(&entries) }.is_err() {
+            return Err(OsError::new("io_uring push", Errno::BUSY));
+        }
+        self.armed = true;
+        let pending: HashSet<u64> = entries.iter().map(|e| e.get_user_data()).collect();
+        let mut armed = Armed { waiter: self, pending, count: fds.len(), _fds: PhantomData };
+        // Submitted now: a poll is armed in the kernel by the submission.
+        if let Err(e) = armed.waiter.ring.submit() {
+            // The polls may or may not be in the kernel: nothing to free, but
+            // the ring is not trusted again.
+            armed.waiter.broken = true;
+            armed.pending.clear();
+            return Err(os("io_uring_enter")(e));
+        }
+        Ok(armed)
+    }
+
+    /// Refuses a wait of `n` fds on a ring that cannot take it.
+    fn usable(&self, n: usize) -> OsResult<()> {
+        if self.broken || self.armed {
             return Err(OsError::new("io_uring wait on a ring that failed earlier", Errno::BADFD));
         }
-        if fds.len() > self.max_fds {
+        if n > self.max_fds {
             return Err(OsError::new("io_uring wait: more eventfds than the ring was made for", Errno::INVAL));
         }
+        Ok(())
+    }
+
+    fn wait_as(&mut self, fds: &[BorrowedFd<'_>], timeout: Option<Duration>, poll: bool) -> OsResult<Vec<Fired>> {
+        self.usable(fds.len())?;
         // Heap buffers, so that they can be leaked if the kernel might still
         // write into them when this call returns.
         let mut bufs = vec![0u64; fds.len()].into_boxed_slice();
@@ -214,7 +278,19 @@ impl EventWaiter {
             // Nothing was queued: nothing is in flight.
             return Ok(Err(OsError::new("io_uring push", Errno::BUSY)));
         }
-        let mut pending: HashSet<u64> = entries.iter().map(|e| e.get_user_data()).collect();
+        let pending: HashSet<u64> = entries.iter().map(|e| e.get_user_data()).collect();
+        self.reap(pending, bufs, ts.is_some(), poll)
+    }
+
+    /// Sleeps until the first of `pending` completes (or the timeout, if
+    /// `timed`), then cancels and reaps the rest. Errors as [`run`](Self::run).
+    fn reap(
+        &mut self,
+        mut pending: HashSet<u64>,
+        bufs: &[u64],
+        timed: bool,
+        poll: bool,
+    ) -> Result<OsResult<Vec<Fired>>, OsError> {
         let mut fired = Vec::new();
         let mut cancelled = false;
         let mut cancels_in_flight = 0usize;
@@ -245,7 +321,7 @@ impl EventWaiter {
                     return Ok(Err(OsError::new("io_uring read eventfd", Errno::from_raw_os_error(-res))));
                 }
             }
-            let timed_out = ts.is_some() && !pending.contains(&TIMEOUT_TAG);
+            let timed_out = timed && !pending.contains(&TIMEOUT_TAG);
             if !cancelled && (!fired.is_empty() || timed_out) {
                 cancelled = true;
                 cancels_in_flight += self.cancel(&pending)?;
@@ -281,6 +357,77 @@ impl EventWaiter {
             }
         }
         Ok(())
+    }
+}
+
+/// Polls armed by [`EventWaiter::arm_readable`], not slept on yet.
+#[must_use = "the polls are armed to be slept on with `wait`"]
+pub struct Armed<'w, 'fd> {
+    waiter: &'w mut EventWaiter,
+    /// Tags of the polls still in the kernel.
+    pending: HashSet<u64>,
+    count: usize,
+    _fds: PhantomData<BorrowedFd<'fd>>,
+}
+
+impl std::fmt::Debug for Armed<'_, '_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Armed").field("pending", &self.pending.len()).finish_non_exhaustive()
+    }
+}
+
+impl Armed<'_, '_> {
+    /// Sleeps until at least one armed fd is readable, or `timeout` passes;
+    /// returns the indexes of the readable ones (empty: timed out), as
+    /// [`EventWaiter::wait_readable`] does.
+    pub fn wait(mut self, timeout: Option<Duration>) -> OsResult<Vec<usize>> {
+        let pending = std::mem::take(&mut self.pending);
+        let bufs = vec![0u64; self.count];
+        let ts = Box::new(timeout.map(|t| types::Timespec::new().sec(t.as_secs()).nsec(t.subsec_nanos())));
+        let waiter = &mut *self.waiter;
+        let mut tags = pending;
+        if let Some(ts) = (*ts).as_ref() {
+            let entry = opcode::Timeout::new(ts).build().user_data(TIMEOUT_TAG);
+            // SAFETY: the timeout reads `ts`, which lives until it is reaped
+            // below, or is leaked if the reaping fails.
+            if unsafe { waiter.ring.submission().push(&entry) }.is_err() {
+                // Cannot happen (the ring has room for the polls and a
+                // timeout); the polls are reaped by the drop.
+                self.pending = tags;
+                return Err(OsError::new("io_uring push", Errno::BUSY));
+            }
+            tags.insert(TIMEOUT_TAG);
+        }
+        match waiter.reap(tags, &bufs, timeout.is_some(), true) {
+            Ok(result) => {
+                waiter.armed = false;
+                Ok(result?.into_iter().map(|f| f.index).collect())
+            }
+            Err(e) => {
+                waiter.broken = true;
+                Box::leak(ts);
+                Err(e)
+            }
+        }
+    }
+}
+
+impl Drop for Armed<'_, '_> {
+    /// Cancels and reaps the polls not slept on, so that the ring is clean
+    /// for the next wait.
+    fn drop(&mut self) {
+        if self.pending.is_empty() {
+            return;
+        }
+        let mut pending = std::mem::take(&mut self.pending);
+        let reaped = self.waiter.cancel(&pending).and_then(|mut n| self.waiter.drain(&mut pending, &mut n));
+        match reaped {
+            Ok(()) => self.waiter.armed = false,
+            Err(e) => {
+                log::warn!("io_uring: reaping armed polls: {e}; the ring is not used again");
+                self.waiter.broken = true;
+            }
+        }
     }
 }
 
@@ -352,5 +499,46 @@ mod tests {
         let got = w.wait(&[e.as_fd()], None).unwrap();
         assert_eq!(got, vec![Fired { index: 0, count: 1 }]);
         t.join().unwrap();
+    }
+
+    /// A signal between the arm and the sleep ends the sleep: the poll was
+    /// in the kernel before the signal, even though someone else read the
+    /// count first (as a device's own completion waiter does).
+    #[test]
+    fn an_armed_poll_sees_a_signal_read_by_someone_else() {
+        let mut w = EventWaiter::new(2).unwrap();
+        let (a, b) = (EventFd::new().unwrap(), EventFd::new().unwrap());
+        let armed = w.arm_readable(&[a.as_fd(), b.as_fd()]).unwrap();
+        b.signal(1).unwrap();
+        assert_eq!(b.try_take().unwrap(), Some(1), "the count is the other reader's");
+        let got = armed.wait(None);
+        assert_eq!(got.unwrap(), [1]);
+        // Nothing left in flight: an unsignalled wait times out.
+        let armed = w.arm_readable(&[a.as_fd(), b.as_fd()]).unwrap();
+        assert!(armed.wait(Some(Duration::from_millis(10))).unwrap().is_empty());
+    }
+
+    /// Polls armed and never slept on are cancelled and reaped by the drop:
+    /// the next wait is not ended by one of them.
+    #[test]
+    fn dropping_an_armed_wait_reaps_its_polls() {
+        let mut w = EventWaiter::new(1).unwrap();
+        let a = EventFd::new().unwrap();
+        let b = EventFd::new().unwrap();
+        drop(w.arm_readable(&[a.as_fd()]).unwrap());
+        a.signal(1).unwrap();
+        assert!(w.wait_readable(&[b.as_fd()], Some(Duration::from_millis(10))).unwrap().is_empty());
+        assert_eq!(a.try_take().unwrap(), Some(1));
+    }
+
+    /// A forgotten `Armed` leaves its polls in the ring: the ring refuses
+    /// every later wait instead of taking their completions for its own.
+    #[test]
+    fn a_forgotten_armed_wait_retires_the_ring() {
+        let mut w = EventWaiter::new(1).unwrap();
+        let a = EventFd::new().unwrap();
+        std::mem::forget(w.arm_readable(&[a.as_fd()]).unwrap());
+        assert_eq!(w.wait(&[a.as_fd()], Some(Duration::ZERO)).unwrap_err().errno, Errno::BADFD);
+        assert_eq!(w.arm_readable(&[a.as_fd()]).unwrap_err().errno, Errno::BADFD);
     }
 }

@@ -57,7 +57,12 @@ impl RemoteDma {
         let engine =
             p.devices().iter().filter(|d| d.pci_address() == Some(address)).find_map(|d| d.backend()?.into_edu());
         match engine {
-            Some(engine) => Ok(RemoteDma { engine, _source: Source::new() }),
+            Some(engine) => {
+                // Without a duplicate (no fd left) the waits learn of the
+                // interrupts by the doorbell only, later but as surely.
+                let irq = engine.edu().interrupt_fd().inspect_err(|e| log::warn!("{address}: interrupt eventfd: {e}"));
+                Ok(RemoteDma { engine, _source: Source::new(irq.ok()) })
+            }
             None => {
                 let why = p.skipped().iter().find(|(a, _)| *a == address).map(|(_, w)| w.as_str());
                 cl_err!(

@@ -14,18 +14,25 @@
 //! marker that wrapped from `u32::MAX` to 0 is a marker going back, which
 //! neither side allows: it has not reached anything.
 //!
-//! No thread spins while waiting. The command's thread sleeps in
-//! `io_uring_enter` on an eventfd of its own (a *doorbell*) with a timeout.
-//! Remote devices that dmabridge drives ([`RemoteDma`](super::RemoteDma))
-//! ring every doorbell from their interrupt handler: when the device's MSI
-//! (its VFIO eventfd, itself waited for through io_uring) reports that a
-//! DMA completed or that the device raised its interrupt, the waiters wake,
-//! read the marker and either finish or sleep again. Where no such device is
-//! known (a device that dmabridge does not drive writes the marker), the
-//! only wake-up is a timer: bounded back-off polling (plain sleeps), from 50 µs
-//! doubling to 20 ms (about 50 wake-ups a second once backed off: under 1%
-//! of a core, measured). With a known interrupt source the timeout backs off to
-//! 100 ms and only covers a lost interrupt.
+//! No thread spins while waiting. Without an interrupt source (a device
+//! that dmabridge does not drive writes the marker) the only wake-up is a
+//! timer: bounded back-off polling (plain sleeps), from 50 µs doubling to
+//! 20 ms (about 50 wake-ups a second once backed off: under 1% of a core,
+//! measured). With remote devices that dmabridge drives
+//! ([`RemoteDma`](super::RemoteDma)), the command's thread sleeps on their
+//! interrupts themselves, through the thread's ring that fence waits use
+//! ([`with_thread_ring`]): each round *arms* a `POLLIN` poll on every
+//! device's interrupt eventfd (and on a doorbell of its own), *then* reads
+//! the marker, *then* sleeps. A device writes the marker before it raises
+//! its interrupt, so an interrupt before the arm left a marker that the
+//! read sees, and one after it completes the armed poll — even when the
+//! device's own completion waiter reads the count first. The polls never
+//! read the count, which is the device's. An interrupt without the marker
+//! (a DMA's first half, or a count nobody has read yet: a poll of it
+//! completes at once) is followed by one round on the doorbell alone, which
+//! the device's waiter rings once it read the count, so that such a count
+//! cannot make the wait spin; a timeout backing off to 100 ms only covers a
+//! lost interrupt.
 //!
 //! **Writing.** A write-signal command writes its value at the external
 //! buffer's signal surface + offset with a CPU store through the BAR's
@@ -34,7 +41,7 @@
 //! full fence, so a device or host watching the remote memory sees the
 //! data first and then the marker.
 
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::atomic::{fence, AtomicUsize, Ordering};
 use std::sync::{Arc, LazyLock, Mutex, Weak};
 use std::time::Duration;
@@ -45,13 +52,16 @@ use crate::error::{code, ClResult};
 use crate::runtime::buffer::store::Location;
 use crate::runtime::buffer::Buffer;
 use crate::runtime::event::Event;
+use crate::runtime::fence::{with_thread_ring, RING_FDS};
 use crate::runtime::queue::{check_wait_list, CommandUse, Queue};
 use crate::sync;
 use crate::sys::eventfd::EventFd;
-use crate::sys::uring::EventWaiter;
 
 /// Live remote devices whose interrupts ring the doorbells.
 static SOURCES: AtomicUsize = AtomicUsize::new(0);
+
+/// The interrupt eventfds of the live sources (duplicates, only polled).
+static IRQ_FDS: LazyLock<Mutex<Vec<Arc<OwnedFd>>>> = LazyLock::new(Mutex::default);
 
 /// The doorbells of the waits under way.
 static DOORBELLS: LazyLock<Mutex<Vec<Weak<EventFd>>>> = LazyLock::new(Mutex::default);
@@ -62,19 +72,29 @@ const POLL_MAX: Duration = Duration::from_millis(20);
 /// The longest sleep when an interrupt source rings the doorbells.
 const IRQ_BACKSTOP: Duration = Duration::from_millis(100);
 
-/// Counts an interrupt source for as long as it lives.
+/// Counts an interrupt source, and offers its interrupt eventfd to the
+/// waits, for as long as it lives.
 #[derive(Debug)]
-pub(crate) struct Source(());
+pub(crate) struct Source(Option<Arc<OwnedFd>>);
 
 impl Source {
-    pub(crate) fn new() -> Source {
+    /// `irq`: a duplicate of the device's interrupt eventfd (`None`: the
+    /// waits learn of its signals by the doorbell only).
+    pub(crate) fn new(irq: Option<OwnedFd>) -> Source {
+        let irq = irq.map(Arc::new);
+        if let Some(fd) = &irq {
+            sync::lock(&IRQ_FDS).push(fd.clone());
+        }
         SOURCES.fetch_add(1, Ordering::AcqRel);
-        Source(())
+        Source(irq)
     }
 }
 
 impl Drop for Source {
     fn drop(&mut self) {
+        if let Some(fd) = &self.0 {
+            sync::lock(&IRQ_FDS).retain(|f| !Arc::ptr_eq(f, fd));
+        }
         SOURCES.fetch_sub(1, Ordering::AcqRel);
     }
 }
@@ -143,13 +163,31 @@ unsafe fn wait_for(marker: *const u32, value: u32, queue: &Weak<Queue>) -> Resul
         log::warn!("wait-signal: no eventfd: {e}");
         code::OUT_OF_RESOURCES
     })?);
-    let mut waiter = EventWaiter::new(1).map_err(|e| {
-        log::warn!("wait-signal: no io_uring: {e}");
-        code::OUT_OF_RESOURCES
-    })?;
     let _registered = Doorbell::register(&bell);
+    let failed = |e: crate::sys::OsError| {
+        log::warn!("wait-signal: waiting on the interrupts and the doorbell: {e}");
+        code::OUT_OF_RESOURCES
+    };
     let mut sleep = POLL_FIRST;
-    loop {
+    // The last wake was an interrupt without the marker: sleep on the doorbell alone.
+    let mut bell_only = false;
+    with_thread_ring(|waiter| loop {
+        let irqs: Vec<Arc<OwnedFd>> = match bell_only {
+            true => Vec::new(),
+            false => sync::lock(&IRQ_FDS).iter().take(RING_FDS as usize - 1).cloned().collect(),
+        };
+        let sources = SOURCES.load(Ordering::Acquire) > 0;
+        // Arm before reading the marker (see the module). A ring already
+        // heard is read first, so that it does not end the next sleep.
+        let armed = match sources {
+            true => {
+                let _ = bell.try_take();
+                let fds: Vec<BorrowedFd<'_>> =
+                    std::iter::once(bell.as_fd()).chain(irqs.iter().map(|f| f.as_fd())).collect();
+                Some(waiter.arm_readable(&fds).map_err(failed)?)
+            }
+            false => None,
+        };
         // SAFETY: the caller guarantees the page; a device may write it at
         // any time, so it is read volatile, never through a reference.
         let now = unsafe { std::ptr::read_volatile(marker) };
@@ -163,19 +201,22 @@ unsafe fn wait_for(marker: *const u32, value: u32, queue: &Weak<Queue>) -> Resul
             log::warn!("wait-signal: the queue was released before the marker reached {value} (it holds {now})");
             return Err(code::INVALID_COMMAND_QUEUE);
         }
-        if SOURCES.load(Ordering::Acquire) == 0 {
+        let Some(armed) = armed else {
             // Nothing will ring: a plain sleep is the cheapest poll.
             std::thread::sleep(sleep);
             sleep = (sleep * 2).min(POLL_MAX);
             continue;
-        }
-        let fired = waiter.wait(&[bell.as_fd()], Some(sleep.min(IRQ_BACKSTOP))).map_err(|e| {
-            log::warn!("wait-signal: waiting on the doorbell: {e}");
-            code::OUT_OF_RESOURCES
-        })?;
-        // A doorbell starts the back-off again: the device is active.
-        sleep = if fired.is_empty() { (sleep * 2).min(IRQ_BACKSTOP) } else { POLL_FIRST };
-    }
+        };
+        let fired = armed.wait(Some(sleep.min(IRQ_BACKSTOP))).map_err(failed)?;
+        #[cfg(test)]
+        tests::WAKES.with_borrow_mut(|w| w.push(fired.clone()));
+        // A doorbell starts the back-off again (the device is active); an
+        // interrupt alone does not, so a count nobody reads costs a wake-up
+        // per back-off interval, not a spin.
+        let rang = fired.contains(&0);
+        bell_only = !fired.is_empty() && !rang;
+        sleep = if rang { POLL_FIRST } else { (sleep * 2).min(IRQ_BACKSTOP) };
+    })
 }
 
 /// The checks both signal commands make: the buffer is of the right kind
@@ -353,9 +394,81 @@ pub fn enqueue_write_signal(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::runtime::context::Context;
+    use crate::runtime::platform::Platform;
+    use crate::runtime::queue::QueueProps;
+    use std::sync::atomic::AtomicU32;
+
+    thread_local! {
+        /// What ended each sleep of the thread's waits (indexes: 0 the doorbell, then the interrupts).
+        pub(super) static WAKES: std::cell::RefCell<Vec<Vec<usize>>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+
+    /// The tests that count sources and doorbells, one at a time.
+    static SERIAL: Mutex<()> = Mutex::new(());
+
+    fn live_queue() -> Arc<Queue> {
+        let cpu = Platform::get().cpu();
+        let ctx = Context::new(std::slice::from_ref(cpu)).unwrap();
+        Queue::new(&ctx, cpu, QueueProps::default()).unwrap()
+    }
+
+    /// A source's interrupt alone (no doorbell) ends the wait: the thread
+    /// sleeps on the interrupt eventfd itself. Another thread reads the
+    /// count first, as the device's completion waiter does.
+    #[test]
+    fn the_interrupt_alone_ends_the_wait() {
+        let _one = sync::lock(&SERIAL);
+        let irq = Arc::new(EventFd::new().unwrap());
+        let _source = Source::new(Some(irq.as_fd().try_clone_to_owned().unwrap()));
+        let marker = Arc::new(AtomicU32::new(0));
+        let q = live_queue();
+        let device = std::thread::spawn({
+            let (irq, marker) = (irq.clone(), marker.clone());
+            move || {
+                // Long enough for the back-off to reach the backstop.
+                std::thread::sleep(Duration::from_millis(400));
+                marker.store(3, Ordering::SeqCst);
+                irq.signal(1).unwrap();
+                irq.try_take().unwrap();
+            }
+        });
+        WAKES.with_borrow_mut(Vec::clear);
+        // SAFETY: `marker` is a live, aligned u32 (written atomically).
+        assert_eq!(unsafe { wait_for(marker.as_ptr(), 3, &Arc::downgrade(&q)) }, Ok(()));
+        device.join().unwrap();
+        let last = WAKES.with_borrow(|w| w.last().cloned());
+        assert_eq!(last, Some(vec![1]), "the last sleep did not end by the interrupt");
+    }
+
+    /// An interrupt count nobody reads (its poll completes at once) does not
+    /// make the wait spin: rounds on the doorbell alone, backing off, until
+    /// the queue is released.
+    #[test]
+    fn an_unread_interrupt_count_does_not_spin() {
+        let _one = sync::lock(&SERIAL);
+        let irq = EventFd::new().unwrap();
+        irq.signal(1).unwrap();
+        let _source = Source::new(Some(irq.as_fd().try_clone_to_owned().unwrap()));
+        let marker = 0u32;
+        let q = live_queue();
+        let weak = Arc::downgrade(&q);
+        let release = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(500));
+            drop(q);
+        });
+        WAKES.with_borrow_mut(Vec::clear);
+        // SAFETY: `marker` is a live, aligned u32, never written.
+        assert_eq!(unsafe { wait_for(&marker, 1, &weak) }, Err(code::INVALID_COMMAND_QUEUE));
+        release.join().unwrap();
+        let wakes = WAKES.with_borrow(Vec::len);
+        assert!(wakes < 200, "{wakes} wake-ups in 0.5 s: the unread count made the wait spin");
+        assert_eq!(irq.try_take().unwrap(), Some(1), "the wait read the device's count");
+    }
 
     #[test]
     fn finished_waits_leave_no_doorbell_behind() {
+        let _one = sync::lock(&SERIAL);
         let marker = 5u32;
         for _ in 0..100 {
             // SAFETY: `marker` is a live, aligned u32, never written.
@@ -371,6 +484,7 @@ mod tests {
     /// ended it, where the wrap-around compare once ended it at once.
     #[test]
     fn a_fresh_signal_page_reaches_no_value_above_zero() {
+        let _one = sync::lock(&SERIAL);
         let marker = 0u32;
         // SAFETY: `marker` is a live, aligned u32, never written.
         assert_eq!(unsafe { wait_for(&marker, 0, &Weak::new()) }, Ok(()), "0 is there at once");

@@ -8,7 +8,7 @@
 //! address by default and silently drops the rest, and it aborts the VM on a
 //! transfer outside its buffer, so both are checked before a transfer starts.
 
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, OwnedFd};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -302,6 +302,23 @@ impl Edu {
     /// ```
     pub fn irq_kind(&self) -> IrqKind {
         sync::lock(&self.irq).kind
+    }
+
+    /// A duplicate of the eventfd the interrupt signals, for a waiter that
+    /// only polls it to learn that the device signalled (the count is this
+    /// device's: its own waits read it, so a reader would steal a
+    /// completion).
+    ///
+    /// ```
+    /// use dmabridge::runtime::backend::edu_backend;
+    /// // Only where an edu is bound to vfio-pci (the guest rig).
+    /// for b in edu_backend::discover().backends {
+    ///     b.edu().interrupt_fd()?;
+    /// }
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn interrupt_fd(&self) -> std::io::Result<OwnedFd> {
+        sync::lock(&self.irq).fd.as_fd().try_clone_to_owned()
     }
 
     /// The liveness register: returns the bitwise NOT of `value`.
