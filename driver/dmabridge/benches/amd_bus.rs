@@ -182,19 +182,25 @@ fn wait_signal(ctx: &Arc<Context>, q: &Arc<Queue>, remote: Option<(RemoteDma, Ow
             .collect();
         let ours = median(lat);
         println!("  woken by the remote's MSI (edu {})          {:>10}", remote.address(), us(ours));
+        // A poll() that wakes after the remote's waiter read the count finds
+        // nothing and sleeps on (up to 2 s): that sample is lost, not counted.
         let lat: Vec<Duration> = (0..9)
-            .map(|_| {
+            .filter_map(|_| {
                 let v = next();
                 blocked_thread_latency(irq, remote, || write(v))
             })
-            .collect::<Option<_>>()
-            .expect("the blocked thread missed the interrupt (not in poll() 20 ms after it was made?)");
-        let peer = median(lat);
-        println!("  thread blocked in poll() on that MSI eventfd (peer)   {:>10}", us(peer));
-        println!(
-            "  ratio                                                 {:>9.2}x (target <= 1.5x)",
-            ours.as_secs_f64() / peer.as_secs_f64()
-        );
+            .collect();
+        let caught = lat.len();
+        if caught == 0 {
+            println!("  thread blocked in poll() on that MSI eventfd (peer): missed all 9 interrupts");
+        } else {
+            let peer = median(lat);
+            println!("  thread blocked in poll() on that MSI eventfd (peer)   {:>10} ({caught} of 9 caught)", us(peer));
+            println!(
+                "  ratio                                                 {:>9.2}x (target <= 1.5x)",
+                ours.as_secs_f64() / peer.as_secs_f64()
+            );
+        }
         cpu.push(("WaitSignal, interrupt source known (backstop 100 ms)", one_second()));
     }
     // Busy-polling peer: a thread spinning on the marker.
