@@ -40,7 +40,7 @@ pub(super) fn edu(p: &Platform) -> Arc<Device> {
     edu.cloned().unwrap_or_else(|| panic!("no edu device: {:?}, skipped {:?}", p.devices(), p.skipped()))
 }
 
-fn bar(p: &Platform) -> Arc<Device> {
+pub(super) fn bar(p: &Platform) -> Arc<Device> {
     let bar = p.devices().iter().find(|d| d.local_memory().is_some());
     bar.cloned().unwrap_or_else(|| panic!("no BAR device: {:?}, skipped {:?}", p.devices(), p.skipped()))
 }
@@ -56,7 +56,7 @@ pub(super) fn read(q: &Arc<Queue>, b: &Arc<Buffer>) -> Vec<u8> {
     out
 }
 
-fn write(q: &Arc<Queue>, b: &Arc<Buffer>, data: &[u8]) {
+pub(super) fn write(q: &Arc<Queue>, b: &Arc<Buffer>, data: &[u8]) {
     // SAFETY: blocking write from `data`.
     unsafe { commands::enqueue_write_buffer(q, b, true, 0, data.len(), data.as_ptr(), &[]).unwrap() };
 }

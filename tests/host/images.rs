@@ -266,3 +266,23 @@ fn samplers_rules() {
     assert_eq!(s.info(sampler_info::PROPERTIES).unwrap(), InfoValue::Properties(vec![n, 0, 0]));
     assert_eq!(kind(s.info(0x7777)), InvalidValue);
 }
+
+/// The fill bytes of the sRGB orders (OpenCL C 3.0, "Conversion Rules for
+/// sRGBA and sBGRA Images": R, G, B linear → sRGB, A linear), with the
+/// hand-worked values of `tests/icd/images_accept_commands_test.c`. The C
+/// test fills CL_sRGBA images; CL_sBGRA is not a listed format here (it
+/// is optional), yet `pixel_bytes` converts it for any caller: checked here.
+#[test]
+fn fill_bytes_of_srgb_orders_follow_the_opencl_c_rule() {
+    use dmabridge::runtime::image::fill::pixel_bytes;
+    let c1 = [0.1f32, 0.4, 1.5, 0.2].map(f32::to_bits);
+    let c2 = [0.002f32, 0.75, -0.5, 0.75].map(f32::to_bits);
+    let srgba = ImageFormat::new(order::SRGBA, dt::UNORM_INT8);
+    let sbgra = ImageFormat::new(order::SBGRA, dt::UNORM_INT8);
+    assert_eq!(pixel_bytes(srgba, c1).unwrap(), [89, 170, 255, 51]);
+    assert_eq!(pixel_bytes(srgba, c2).unwrap(), [7, 225, 0, 191]);
+    assert_eq!(pixel_bytes(sbgra, c1).unwrap(), [255, 170, 89, 51]);
+    assert_eq!(pixel_bytes(sbgra, c2).unwrap(), [0, 225, 7, 191]);
+    let nan = [f32::NAN.to_bits(), 0, 0, f32::NAN.to_bits()];
+    assert_eq!(pixel_bytes(srgba, nan).unwrap()[0], 0, "NaN is 0 before the conversion");
+}

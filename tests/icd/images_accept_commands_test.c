@@ -325,6 +325,36 @@ static void test_fill_converts_per_channel_type(void) {
     free(list);
 }
 
+/* The sRGB fills: OpenCL C 3.0, "Conversion Rules for sRGBA and sBGRA
+ * Images": R, G and B go linear to sRGB (c < 0.0031308: 12.92 c; else
+ * 1.055 c^(1/2.4) - 0.055, clamped to [0, 1]), A stays linear; then
+ * * 255 and round. Hand-worked, away from .5:
+ *   0.1   -> 1.055 * 0.38285 - 0.055 = 0.34919 -> 89.04  -> 89
+ *   0.4   -> 1.055 * 0.68303 - 0.055 = 0.66519 -> 169.62 -> 170
+ *   0.75  -> 1.055 * 0.88694 - 0.055 = 0.88083 -> 224.61 -> 225
+ *   0.002 -> 12.92 * 0.002 = 0.02584             -> 6.59   -> 7
+ *   1.5 -> 255, -0.5 -> 0 (clamped); alpha 0.2 -> 51, 0.75 -> 191.25 -> 191
+ *   (an sRGB-encoded alpha would read 124 and 225). */
+static const float srgb_c1[4] = {0.1f, 0.4f, 1.5f, 0.2f}, srgb_c2[4] = {0.002f, 0.75f, -0.5f, 0.75f};
+static const unsigned char srgb_w1[4] = {89, 170, 255, 51}, srgb_w2[4] = {7, 225, 0, 191};
+/* sBGRA (optional: dmabridge does not list it; tests/host/images.rs checks
+ * its fill bytes) holds B, G, R, A in memory. */
+static const unsigned char sbgra_w1[4] = {255, 170, 89, 51}, sbgra_w2[4] = {0, 225, 7, 191};
+
+static void test_fill_converts_linear_to_srgb(void) {
+    cl_uint count = 0;
+    cl_image_format *list = supported(ctx, CL_MEM_READ_WRITE, CL_MEM_OBJECT_IMAGE2D, &count);
+    if (list && has_format(list, count, (cl_image_format){CL_sRGBA, CL_UNORM_INT8})) {
+        fill_case((cl_image_format){CL_sRGBA, CL_UNORM_INT8}, srgb_c1, srgb_w1);
+        fill_case((cl_image_format){CL_sRGBA, CL_UNORM_INT8}, srgb_c2, srgb_w2);
+    }
+    if (list && has_format(list, count, (cl_image_format){CL_sBGRA, CL_UNORM_INT8})) {
+        fill_case((cl_image_format){CL_sBGRA, CL_UNORM_INT8}, srgb_c1, sbgra_w1);
+        fill_case((cl_image_format){CL_sBGRA, CL_UNORM_INT8}, srgb_c2, sbgra_w2);
+    }
+    free(list);
+}
+
 /* A fill of each image type fills its region and nothing else; the errors. */
 static void test_fill_every_type_and_errors(void) {
     cl_image_format f = {CL_RGBA, CL_UNSIGNED_INT8};
@@ -903,6 +933,7 @@ int main(void) {
         {"images_accept::regions_with_host_pitches", test_regions_with_host_pitches},
         {"images_accept::read_write_errors", test_read_write_errors},
         {"images_accept::fill_converts_per_channel_type", test_fill_converts_per_channel_type},
+        {"images_accept::fill_converts_linear_to_srgb", test_fill_converts_linear_to_srgb},
         {"images_accept::fill_every_type_and_errors", test_fill_every_type_and_errors},
         {"images_accept::copy_image", test_copy_image},
         {"images_accept::copy_image_buffer", test_copy_image_buffer},
