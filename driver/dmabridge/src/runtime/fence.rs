@@ -51,6 +51,13 @@ thread_local! {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn wait_sync_file(fence: &SyncFile, give_up: impl Fn() -> bool) -> Result<(), i32> {
+    // Most fences are signalled already (nobody else uses the buffer): one
+    // poll(2) says so, without a ring for the thread. An application thread
+    // that runs a command inline then keeps no ring (an fd and two
+    // mappings) for the rest of its life.
+    if fence.is_signaled() == Ok(true) {
+        return Ok(());
+    }
     with_thread_ring(|waiter| loop {
         let ready = waiter.wait_readable(&[fence.as_fd()], Some(SLICE)).map_err(|e| {
             log::warn!("waiting for a fence through io_uring: {e}");
