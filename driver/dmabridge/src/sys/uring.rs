@@ -191,10 +191,10 @@ impl EventWaiter {
             .enumerate()
             .map(|(i, fd)| opcode::PollAdd::new(types::Fd(fd.as_raw_fd()), POLLIN).build().user_data(i as u64))
             .collect();
+        // The `Armed` borrows the fds and reaps every poll before it goes; if
+        // it is forgotten, `armed` keeps the ring from being used again.
         // SAFETY: a poll carries no buffer; the borrowed fds outlive the
-        // polls (the `Armed` borrows them, and reaps every poll before it
-        // goes; if it is forgotten, `armed` keeps the ring from being used
-        // again, and the kernel holds its own reference to each file).
+        // polls (above), and the kernel holds its own reference to each file.
         if unsafe { self.ring.submission().push_multiple(&entries) }.is_err() {
             return Err(OsError::new("io_uring push", Errno::BUSY));
         }
