@@ -287,9 +287,14 @@ impl DmaBuf {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn exporter(&self) -> Option<String> {
+        self.fdinfo_field("exp_name:")
+    }
+
+    /// The value of the line `key` of `/proc/self/fdinfo/<fd>`, trimmed.
+    fn fdinfo_field(&self, key: &str) -> Option<String> {
         use std::os::fd::AsRawFd;
         let info = std::fs::read_to_string(format!("/proc/self/fdinfo/{}", self.fd.as_raw_fd())).ok()?;
-        info.lines().find_map(|l| l.strip_prefix("exp_name:")).map(|v| v.trim().to_string())
+        info.lines().find_map(|l| l.strip_prefix(key)).map(|v| v.trim().to_string())
     }
 
     /// How many references the dma-buf's file has (`count` in
@@ -319,9 +324,7 @@ impl DmaBuf {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn file_refs(&self) -> Option<u64> {
-        use std::os::fd::AsRawFd;
-        let info = std::fs::read_to_string(format!("/proc/self/fdinfo/{}", self.fd.as_raw_fd())).ok()?;
-        info.lines().find_map(|l| l.strip_prefix("count:")).and_then(|v| v.trim().parse().ok())
+        self.fdinfo_field("count:")?.parse().ok()
     }
 
     /// Gives up the wrapper, keeping the fd.
