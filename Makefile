@@ -464,10 +464,16 @@ test-nonroot: guest
 # an engine finds itself (tests/guest/engine_loss.rs: a missed completion, a
 # register reading all ones) breaks both edus: a guest of its own too (21 s on
 # x86_64, 33 s on arm64, boot included: most of it is one 10 s edu timeout).
+# A PCIe error (removal.rs, the last test): --aer-device adds QEMU's NVMe
+# controller behind a PCIe root port, the BAR device over its memory buffer;
+# the test has the rig inject an error at the port (26 s on x86_64, boot
+# included). edu and ivshmem are plain PCI functions: vfio-pci gives them no
+# error interrupt.
 # REMOVAL_RUN: the rig and the guest-test executable, set by the caller.
-REMOVAL_RIG   := --edu 2 --bind 0000:00:10.0 --bind 0000:00:11.0 --bind 0000:00:08.0
+REMOVAL_RIG   := --edu 2 --bind 0000:00:10.0 --bind 0000:00:11.0 --bind 0000:00:08.0 --aer-device --bind 0000:01:00.0
 REMOVAL_TESTS := removal::edu_removed_while_its_queue_copies removal::ivshmem_removed_under_a_resident_external_buffer \
-                 engine_loss::edu_lost_by_a_missed_completion_or_an_all_ones_register
+                 engine_loss::edu_lost_by_a_missed_completion_or_an_all_ones_register \
+                 removal::bar_device_lost_to_a_pcie_error_while_its_queue_copies
 define removal_runs
 	status=0; \
 	for t in $(REMOVAL_TESTS); do \
