@@ -253,9 +253,8 @@ static const struct test_case tests[] = {
 int main(int argc, char **argv) {
     /* Nothing here needs a device: the guests skip the lot without loading
      * PoCL (seconds under TCG). */
-    if (argc > 1 && strcmp(argv[1], "--devices-only") == 0) {
-        for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++)
-            ignore_test(tests[i].name, "--devices-only: it runs on the host (tests/icd/run)");
+    if (devices_only(argc, argv)) {
+        IGNORE_TESTS(tests, "--devices-only: it runs on the host (tests/icd/run)");
         return finish_tests();
     }
     open_cpu_device(&platform, &device, &ctx, &queue);
@@ -267,13 +266,9 @@ int main(int argc, char **argv) {
         blocking_free = EXT_FN(platform, clMemBlockingFreeINTEL);
         set_arg_ptr = EXT_FN(platform, clSetKernelArgMemPointerINTEL);
     }
-    cl_bool comp = 0;
-    if (device) clGetDeviceInfo(device, CL_DEVICE_COMPILER_AVAILABLE, sizeof comp, &comp, NULL);
-    const char *expect = getenv("DMABRIDGE_EXPECT_POCL");
-    const char *why = NULL;
-    if (device && !comp && !(expect && strcmp(expect, "1") == 0)) why = "no PoCL here";
+    const char *why = no_pocl_here(device);
     if (why) {
-        for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) ignore_test(tests[i].name, why);
+        IGNORE_TESTS(tests, why);
     } else {
         int ready = queue && host_alloc && device_alloc && shared_alloc && mem_free && blocking_free && set_arg_ptr;
         if (ready) {

@@ -1,0 +1,229 @@
+/* C tests of what the CPU device says of its OpenCL C when PoCL compiles it
+ * (driver/dmabridge-icd/src/pocl/language.rs), through the real loader:
+ * CL_DEVICE_EXTENSIONS / _WITH_VERSION list PoCL's OpenCL C extensions beside
+ * dmabridge's own and none of PoCL's API extensions; a device of OpenCL C
+ * 1.1 or later lists what OpenCL 3.0 requires of that version; cl_khr_fp64
+ * goes with a double-precision configuration; CL_DEVICE_OPENCL_C_FEATURES
+ * agree with the device's other answers; and every extension and feature
+ * reported is really there: a program that checks each one's macro builds
+ * (with -cl-std=CL3.0 where listed, which defines the feature macros) and its
+ * kernels that use 64-bit atomics and doubles give the right values.
+ * (Without PoCL none of this is reported: kernels_test.c, run with
+ * DMABRIDGE_POCL=off, checks that.) Without PoCL every test is ignored,
+ * unless DMABRIDGE_EXPECT_POCL=1 (tests/icd/run on x86_64), when that fails.
+ * In the QEMU guests (--devices-only) nothing runs: no device is needed, and
+ * PoCL's compiles are slow there. Closing line: "N passed, N failed". */
+#define _GNU_SOURCE
+#define CL_TARGET_OPENCL_VERSION 300
+#include <CL/cl.h>
+#include <CL/cl_ext.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+
+static cl_platform_id platform;
+static cl_device_id device;
+static cl_context ctx;
+static cl_command_queue queue;
+static clHostMemAllocINTEL_fn host_alloc;
+static clMemFreeINTEL_fn mem_free;
+static clSetKernelArgMemPointerINTEL_fn set_arg_ptr;
+
+static char extensions[8192];
+static cl_name_version ext_versions[128], features[64];
+static size_t n_ext_versions, n_features;
+
+static int has_feature(const char *name) {
+    for (size_t i = 0; i < n_features; i++)
+        if (strcmp(features[i].name, name) == 0) return 1;
+    return 0;
+}
+
+static void test_extensions_are_the_compilers_and_dmabridges(void) {
+    /* The string and the list name the same extensions in the same order. */
+    char joined[8192] = {0};
+    for (size_t i = 0; i < n_ext_versions; i++) {
+        if (i) strcat(joined, " ");
+        strcat(joined, ext_versions[i].name);
+    }
+    CHECK(strcmp(joined, extensions) == 0);
+    /* dmabridge's own extensions stay. */
+    CHECK(has_word(extensions, "cl_intel_unified_shared_memory"));
+    /* PoCL's device lists API extensions dmabridge's platform does not
+     * implement: never passed on. */
+    CHECK(!has_word(extensions, "cl_khr_spir"));
+    CHECK(!has_word(extensions, "cl_khr_command_buffer"));
+    CHECK(!has_word(extensions, "cl_khr_il_program"));
+    CHECK(!has_word(extensions, "cl_khr_icd"));
+    /* OpenCL 3.0, CL_DEVICE_EXTENSIONS: what a device of OpenCL C 1.1 or
+     * later must list. */
+    char ver[64] = {0};
+    CHECK_ERR(clGetDeviceInfo(device, CL_DEVICE_OPENCL_C_VERSION, sizeof ver, ver, NULL), CL_SUCCESS);
+    int major = 0, minor = 0;
+    CHECK(sscanf(ver, "OpenCL C %d.%d", &major, &minor) == 2);
+    if (major > 1 || (major == 1 && minor >= 1)) {
+        static const char *required[] = {"cl_khr_byte_addressable_store", "cl_khr_global_int32_base_atomics",
+                                         "cl_khr_global_int32_extended_atomics", "cl_khr_local_int32_base_atomics",
+                                         "cl_khr_local_int32_extended_atomics"};
+        for (size_t i = 0; i < sizeof required / sizeof required[0]; i++) {
+            if (!has_word(extensions, required[i])) printf("    %s lacks %s\n", ver, required[i]);
+            CHECK(has_word(extensions, required[i]));
+        }
+    }
+    /* cl_khr_fp64 exactly when doubles are configured (OpenCL 3.0: at
+     * least FMA, round to nearest, INF and NaN, denormals), with vector
+     * widths, and __opencl_c_fp64 with it. */
+    cl_device_fp_config fp = 0;
+    cl_uint pref = 0, native = 0;
+    CHECK_ERR(clGetDeviceInfo(device, CL_DEVICE_DOUBLE_FP_CONFIG, sizeof fp, &fp, NULL), CL_SUCCESS);
+    CHECK_ERR(clGetDeviceInfo(device, CL_DEVICE_PREFERRED_VECTOR_WIDTH_DOUBLE, sizeof pref, &pref, NULL), CL_SUCCESS);
+    CHECK_ERR(clGetDeviceInfo(device, CL_DEVICE_NATIVE_VECTOR_WIDTH_DOUBLE, sizeof native, &native, NULL), CL_SUCCESS);
+    const cl_device_fp_config min = CL_FP_FMA | CL_FP_ROUND_TO_NEAREST | CL_FP_INF_NAN | CL_FP_DENORM;
+    if (has_word(extensions, "cl_khr_fp64")) {
+        CHECK((fp & min) == min && pref > 0 && native > 0);
+    } else {
+        CHECK(fp == 0 && pref == 0 && native == 0);
+    }
+    CHECK(has_word(extensions, "cl_khr_fp64") == has_feature("__opencl_c_fp64"));
+    CHECK(has_word(extensions, "cl_khr_3d_image_writes") == has_feature("__opencl_c_3d_image_writes"));
+    /* Features the device's other answers must back. */
+    cl_bool images = 0;
+    CHECK_ERR(clGetDeviceInfo(device, CL_DEVICE_IMAGE_SUPPORT, sizeof images, &images, NULL), CL_SUCCESS);
+    if (has_feature("__opencl_c_images")) CHECK(images == CL_TRUE);
+    cl_uint rw = 0;
+    CHECK_ERR(clGetDeviceInfo(device, CL_DEVICE_MAX_READ_WRITE_IMAGE_ARGS, sizeof rw, &rw, NULL), CL_SUCCESS);
+    if (has_feature("__opencl_c_read_write_images")) CHECK(rw > 0);
+    cl_bool generic = 1;
+    CHECK_ERR(clGetDeviceInfo(device, CL_DEVICE_GENERIC_ADDRESS_SPACE_SUPPORT, sizeof generic, &generic, NULL),
+              CL_SUCCESS);
+    CHECK(has_feature("__opencl_c_generic_address_space") == (generic == CL_TRUE));
+    CHECK(!has_feature("__opencl_c_pipes") && !has_feature("__opencl_c_device_enqueue"));
+    cl_device_atomic_capabilities atomics = 0;
+    CHECK_ERR(clGetDeviceInfo(device, CL_DEVICE_ATOMIC_MEMORY_CAPABILITIES, sizeof atomics, &atomics, NULL),
+              CL_SUCCESS);
+    if (has_feature("__opencl_c_atomic_order_seq_cst")) CHECK(atomics & CL_DEVICE_ATOMIC_ORDER_SEQ_CST);
+    if (has_feature("__opencl_c_atomic_scope_device")) CHECK(atomics & CL_DEVICE_ATOMIC_SCOPE_DEVICE);
+}
+
+/* "#ifndef NAME / #error" for each name, appended to src. */
+static void require_macro(char *src, size_t cap, const char *name) {
+    size_t n = strlen(src);
+    snprintf(src + n, cap - n, "#ifndef %s\n#error \"%s is reported and not defined\"\n#endif\n", name, name);
+}
+
+static void test_what_is_reported_is_there(void) {
+    static char src[32768];
+    src[0] = 0;
+    for (size_t i = 0; i < n_ext_versions; i++)
+        if (strncmp(ext_versions[i].name, "cl_khr_", 7) == 0 && strstr(ext_versions[i].name, "atomics") != NULL)
+            require_macro(src, sizeof src, ext_versions[i].name);
+    if (has_word(extensions, "cl_khr_fp64")) require_macro(src, sizeof src, "cl_khr_fp64");
+    if (has_word(extensions, "cl_khr_byte_addressable_store"))
+        require_macro(src, sizeof src, "cl_khr_byte_addressable_store");
+    /* Feature macros exist in OpenCL C 3.0 only. */
+    cl_name_version all[16];
+    size_t size = 0;
+    CHECK_ERR(clGetDeviceInfo(device, CL_DEVICE_OPENCL_C_ALL_VERSIONS, sizeof all, all, &size), CL_SUCCESS);
+    int c3 = 0;
+    for (size_t i = 0; i < size / sizeof all[0]; i++) c3 |= all[i].version == CL_MAKE_VERSION(3, 0, 0);
+    if (c3)
+        for (size_t i = 0; i < n_features; i++) require_macro(src, sizeof src, features[i].name);
+    int int64_atomics = has_word(extensions, "cl_khr_int64_base_atomics");
+    int fp64 = has_word(extensions, "cl_khr_fp64");
+    strcat(src, "kernel void bytes(global uchar *p) { p[get_global_id(0)] = (uchar)(get_global_id(0) * 3); }\n");
+    if (int64_atomics)
+        strcat(src, "#pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable\n"
+                    "kernel void count(volatile global long *c) { atom_add(c, 0x100000000L); }\n");
+    if (fp64)
+        strcat(src, "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n"
+                    "kernel void root(global double *p) { size_t i = get_global_id(0); p[i] = sqrt((double)i); }\n");
+    cl_int err = 1;
+    const char *s = src;
+    cl_program p = clCreateProgramWithSource(ctx, 1, &s, NULL, &err);
+    err = clBuildProgram(p, 1, &device, c3 ? "-cl-std=CL3.0" : NULL, NULL, NULL);
+    if (err != CL_SUCCESS) {
+        static char log[16384];
+        clGetProgramBuildInfo(p, device, CL_PROGRAM_BUILD_LOG, sizeof log, log, NULL);
+        printf("    build (%d): %s\n", err, log);
+    }
+    CHECK_ERR(err, CL_SUCCESS);
+    if (err != CL_SUCCESS) {
+        clReleaseProgram(p);
+        return;
+    }
+    enum { N = 256 };
+    size_t g = N;
+    void *mem = host_alloc(ctx, NULL, N * sizeof(cl_double), 0, &err);
+    CHECK(mem != NULL);
+    cl_kernel k = clCreateKernel(p, "bytes", &err);
+    CHECK_ERR(set_arg_ptr(k, 0, mem), CL_SUCCESS);
+    CHECK_ERR(clEnqueueNDRangeKernel(queue, k, 1, NULL, &g, NULL, 0, NULL, NULL), CL_SUCCESS);
+    CHECK_ERR(clFinish(queue), CL_SUCCESS);
+    int ok = 1;
+    for (int i = 0; i < N; i++) ok &= ((cl_uchar *)mem)[i] == (cl_uchar)(i * 3);
+    CHECK(ok);
+    clReleaseKernel(k);
+    if (int64_atomics) {
+        k = clCreateKernel(p, "count", &err);
+        *(cl_long *)mem = 5;
+        CHECK_ERR(set_arg_ptr(k, 0, mem), CL_SUCCESS);
+        CHECK_ERR(clEnqueueNDRangeKernel(queue, k, 1, NULL, &g, NULL, 0, NULL, NULL), CL_SUCCESS);
+        CHECK_ERR(clFinish(queue), CL_SUCCESS);
+        CHECK(*(cl_long *)mem == 5 + ((cl_long)N << 32));
+        clReleaseKernel(k);
+    }
+    if (fp64) {
+        k = clCreateKernel(p, "root", &err);
+        CHECK_ERR(set_arg_ptr(k, 0, mem), CL_SUCCESS);
+        CHECK_ERR(clEnqueueNDRangeKernel(queue, k, 1, NULL, &g, NULL, 0, NULL, NULL), CL_SUCCESS);
+        CHECK_ERR(clFinish(queue), CL_SUCCESS);
+        const cl_double *d = mem;
+        /* sqrt is correctly rounded in double (OpenCL C: 0 ulp). */
+        CHECK(d[4] == 2.0 && d[2] * d[2] > 1.9999999999 && d[2] * d[2] < 2.0000000001);
+        clReleaseKernel(k);
+    }
+    mem_free(ctx, mem);
+    clReleaseProgram(p);
+}
+
+static const struct test_case tests[] = {
+    {"pocl_language::extensions_are_the_compilers_and_dmabridges", test_extensions_are_the_compilers_and_dmabridges},
+    {"pocl_language::what_is_reported_is_there", test_what_is_reported_is_there},
+};
+
+int main(int argc, char **argv) {
+    /* Nothing here needs a device: the guests skip the lot without loading
+     * PoCL (seconds under TCG). */
+    if (devices_only(argc, argv)) {
+        IGNORE_TESTS(tests, "--devices-only: it runs on the host (tests/icd/run)");
+        return finish_tests();
+    }
+    open_cpu_device(&platform, &device, &ctx, &queue);
+    if (queue) {
+        host_alloc = EXT_FN(platform, clHostMemAllocINTEL);
+        mem_free = EXT_FN(platform, clMemFreeINTEL);
+        set_arg_ptr = EXT_FN(platform, clSetKernelArgMemPointerINTEL);
+    }
+    const char *why = no_pocl_here(device);
+    if (why) {
+        IGNORE_TESTS(tests, why);
+    } else {
+        int ready = queue && host_alloc && mem_free && set_arg_ptr;
+        if (ready) {
+            size_t size = 0;
+            ready &= clGetDeviceInfo(device, CL_DEVICE_EXTENSIONS, sizeof extensions, extensions, NULL) == CL_SUCCESS;
+            ready &= clGetDeviceInfo(device, CL_DEVICE_EXTENSIONS_WITH_VERSION, sizeof ext_versions, ext_versions,
+                                     &size) == CL_SUCCESS;
+            n_ext_versions = size / sizeof ext_versions[0];
+            ready &= clGetDeviceInfo(device, CL_DEVICE_OPENCL_C_FEATURES, sizeof features, features, &size) ==
+                     CL_SUCCESS;
+            n_features = size / sizeof features[0];
+        }
+        RUN_TESTS(tests, ready);
+    }
+    close_cpu_device(ctx, queue);
+    return finish_tests();
+}
