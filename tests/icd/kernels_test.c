@@ -152,7 +152,7 @@ static void test_source_program(void) {
 /* Without a compiler (tests/icd/run runs this file with DMABRIDGE_POCL=off)
  * the device claims no OpenCL C beyond 1.0: none of the extensions OpenCL
  * 3.0 requires of OpenCL C 1.1, no doubles, no OpenCL C features (PoCL's,
- * when it is there: pocl_language_test.c). */
+ * when it is there: pocl_programs_test.c). */
 static void test_no_compiler_no_language(void) {
     cl_bool comp = 1;
     CHECK_ERR(clGetDeviceInfo(device, CL_DEVICE_COMPILER_AVAILABLE, sizeof comp, &comp, NULL), CL_SUCCESS);

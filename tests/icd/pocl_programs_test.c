@@ -1,5 +1,10 @@
-/* C tests of what the CPU device says of its OpenCL C when PoCL compiles it
- * (driver/dmabridge-icd/src/pocl/language.rs), through the real loader:
+/* C tests of what programs get from PoCL on the CPU device, through the real
+ * loader. Binaries (driver/dmabridge-icd/src/api/binary.rs): an executable's
+ * and a compiled object's binary come out of CL_PROGRAM_BINARIES and go back
+ * in through clCreateProgramWithBinary (then built, or linked) and run; a
+ * binary PoCL refuses is CL_INVALID_BINARY with its status; there is no IL
+ * (PoCL 3.1 has none): clCreateProgramWithIL answers CL_INVALID_OPERATION.
+ * The OpenCL C PoCL gives (driver/dmabridge-icd/src/pocl/language.rs):
  * CL_DEVICE_EXTENSIONS / _WITH_VERSION list PoCL's OpenCL C extensions beside
  * dmabridge's own and none of PoCL's API extensions; a device of OpenCL C
  * 1.1 or later lists what OpenCL 3.0 requires of that version; cl_khr_fp64
@@ -189,9 +194,173 @@ static void test_what_is_reported_is_there(void) {
     clReleaseProgram(p);
 }
 
+static const char *FILL = "kernel void fill(global uint *p, uint v, local uint *tmp) {\n"
+                          "    tmp[get_local_id(0)] = v; barrier(CLK_LOCAL_MEM_FENCE);\n"
+                          "    p[get_global_id(0)] = tmp[get_local_id(0)] + (uint)get_global_id(0);\n"
+                          "}\n";
+
+/* The one binary of a program (of the CPU device), malloc'ed; NULL and
+ * *size 0 when it has none. */
+static unsigned char *binary_of(cl_program p, size_t *size) {
+    *size = 0;
+    CHECK_ERR(clGetProgramInfo(p, CL_PROGRAM_BINARY_SIZES, sizeof *size, size, NULL), CL_SUCCESS);
+    if (*size == 0) return NULL;
+    unsigned char *bin = malloc(*size);
+    CHECK_ERR(clGetProgramInfo(p, CL_PROGRAM_BINARIES, sizeof bin, &bin, NULL), CL_SUCCESS);
+    return bin;
+}
+
+/* fill(p, v) with a __local argument through kernel `k` of p, checked. */
+static void run_fill(cl_program p, cl_uint v) {
+    cl_int err = 1;
+    cl_kernel k = clCreateKernel(p, "fill", &err);
+    CHECK_ERR(err, CL_SUCCESS);
+    if (!k) return;
+    /* The argument information survived the binary: the __local argument
+     * is told apart (the bridge needs it to pass a size, not a pointer). */
+    cl_kernel_arg_address_qualifier aq = 0;
+    CHECK_ERR(clGetKernelArgInfo(k, 2, CL_KERNEL_ARG_ADDRESS_QUALIFIER, sizeof aq, &aq, NULL), CL_SUCCESS);
+    CHECK(aq == CL_KERNEL_ARG_ADDRESS_LOCAL);
+    enum { N = 64 };
+    cl_uint *mem = host_alloc(ctx, NULL, N * sizeof(cl_uint), 0, &err);
+    CHECK_ERR(set_arg_ptr(k, 0, mem), CL_SUCCESS);
+    CHECK_ERR(clSetKernelArg(k, 1, sizeof v, &v), CL_SUCCESS);
+    CHECK_ERR(clSetKernelArg(k, 2, 16 * sizeof(cl_uint), NULL), CL_SUCCESS);
+    size_t g = N, l = 16;
+    CHECK_ERR(clEnqueueNDRangeKernel(queue, k, 1, NULL, &g, &l, 0, NULL, NULL), CL_SUCCESS);
+    CHECK_ERR(clFinish(queue), CL_SUCCESS);
+    int ok = mem != NULL;
+    for (cl_uint i = 0; ok && i < N; i++) ok &= mem[i] == v + i;
+    CHECK(ok);
+    if (mem) mem_free(ctx, mem);
+    clReleaseKernel(k);
+}
+
+static void test_executable_binary_round_trip(void) {
+    cl_int err = 1;
+    cl_program src = clCreateProgramWithSource(ctx, 1, &FILL, NULL, &err);
+    size_t size = 1;
+    /* Nothing built: no binary. */
+    CHECK_ERR(clGetProgramInfo(src, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, NULL), CL_SUCCESS);
+    CHECK(size == 0);
+    CHECK_ERR(clBuildProgram(src, 1, &device, NULL, NULL, NULL), CL_SUCCESS);
+    unsigned char *bin = binary_of(src, &size);
+    CHECK(bin != NULL && size > 0);
+    if (!bin) {
+        clReleaseProgram(src);
+        return;
+    }
+    /* The size rule of CL_PROGRAM_BINARIES, and a NULL entry is skipped. */
+    unsigned char *none = NULL;
+    size_t ret = 0;
+    CHECK_ERR(clGetProgramInfo(src, CL_PROGRAM_BINARIES, sizeof none - 1, &none, NULL), CL_INVALID_VALUE);
+    CHECK_ERR(clGetProgramInfo(src, CL_PROGRAM_BINARIES, sizeof none, &none, &ret), CL_SUCCESS);
+    CHECK(ret == sizeof none);
+    const unsigned char *in = bin;
+    cl_int st = 1;
+    cl_program p = clCreateProgramWithBinary(ctx, 1, &device, &size, &in, &st, &err);
+    CHECK_ERR(err, CL_SUCCESS);
+    CHECK_ERR(st, CL_SUCCESS);
+    if (p) {
+        cl_program_binary_type bt = 0;
+        CHECK_ERR(clGetProgramBuildInfo(p, device, CL_PROGRAM_BINARY_TYPE, sizeof bt, &bt, NULL), CL_SUCCESS);
+        CHECK(bt == CL_PROGRAM_BINARY_TYPE_EXECUTABLE);
+        cl_build_status bs = 1;
+        CHECK_ERR(clGetProgramBuildInfo(p, device, CL_PROGRAM_BUILD_STATUS, sizeof bs, &bs, NULL), CL_SUCCESS);
+        CHECK(bs == CL_BUILD_NONE);
+        char text[8] = "x";
+        CHECK_ERR(clGetProgramInfo(p, CL_PROGRAM_SOURCE, sizeof text, text, NULL), CL_SUCCESS);
+        CHECK(text[0] == 0);
+        /* Not built yet: no kernel; no source to compile. */
+        CHECK(clCreateKernel(p, "fill", &err) == NULL && err == CL_INVALID_PROGRAM_EXECUTABLE);
+        CHECK_ERR(clCompileProgram(p, 0, NULL, NULL, 0, NULL, NULL, NULL, NULL), CL_INVALID_OPERATION);
+        CHECK_ERR(clBuildProgram(p, 0, NULL, NULL, NULL, NULL), CL_SUCCESS);
+        CHECK_ERR(clGetProgramBuildInfo(p, device, CL_PROGRAM_BUILD_STATUS, sizeof bs, &bs, NULL), CL_SUCCESS);
+        CHECK(bs == CL_BUILD_SUCCESS);
+        size_t again = 0;
+        CHECK_ERR(clGetProgramInfo(p, CL_PROGRAM_BINARY_SIZES, sizeof again, &again, NULL), CL_SUCCESS);
+        CHECK(again > 0);
+        run_fill(p, 1000);
+        clReleaseProgram(p);
+    }
+    free(bin);
+    clReleaseProgram(src);
+}
+
+static void test_compiled_object_binary_links(void) {
+    cl_int err = 1;
+    cl_program src = clCreateProgramWithSource(ctx, 1, &FILL, NULL, &err);
+    CHECK_ERR(clCompileProgram(src, 1, &device, NULL, 0, NULL, NULL, NULL, NULL), CL_SUCCESS);
+    size_t size = 0;
+    unsigned char *bin = binary_of(src, &size);
+    CHECK(bin != NULL);
+    if (!bin) {
+        clReleaseProgram(src);
+        return;
+    }
+    const unsigned char *in = bin;
+    cl_program obj = clCreateProgramWithBinary(ctx, 1, &device, &size, &in, NULL, &err);
+    CHECK_ERR(err, CL_SUCCESS);
+    cl_program_binary_type bt = 0;
+    CHECK_ERR(clGetProgramBuildInfo(obj, device, CL_PROGRAM_BINARY_TYPE, sizeof bt, &bt, NULL), CL_SUCCESS);
+    CHECK(bt == CL_PROGRAM_BINARY_TYPE_COMPILED_OBJECT);
+    cl_program exe = clLinkProgram(ctx, 1, &device, NULL, 1, &obj, NULL, NULL, &err);
+    CHECK_ERR(err, CL_SUCCESS);
+    if (exe) {
+        run_fill(exe, 7);
+        clReleaseProgram(exe);
+    }
+    clReleaseProgram(obj);
+    free(bin);
+    clReleaseProgram(src);
+}
+
+static void test_invalid_binaries_and_no_il(void) {
+    cl_int err = 1, st = 1;
+    unsigned char junk[256];
+    for (size_t i = 0; i < sizeof junk; i++) junk[i] = (unsigned char)(i * 7 + 1);
+    const unsigned char *in = junk;
+    size_t size = sizeof junk;
+    CHECK(clCreateProgramWithBinary(ctx, 1, &device, &size, &in, &st, &err) == NULL);
+    CHECK_ERR(err, CL_INVALID_BINARY);
+    CHECK_ERR(st, CL_INVALID_BINARY);
+    /* A binary cut short (PoCL 3.1 itself aborts the process on one: the
+     * bridge must not hand it over), cut inside its header, or damaged. */
+    cl_program src = clCreateProgramWithSource(ctx, 1, &FILL, NULL, &err);
+    CHECK_ERR(clBuildProgram(src, 1, &device, NULL, NULL, NULL), CL_SUCCESS);
+    unsigned char *bin = binary_of(src, &size);
+    if (bin) {
+        in = bin;
+        size_t cut[3] = {size - 1, size / 2, 16};
+        for (int i = 0; i < 3; i++) {
+            st = 1;
+            CHECK(clCreateProgramWithBinary(ctx, 1, &device, &cut[i], &in, &st, &err) == NULL);
+            CHECK_ERR(err, CL_INVALID_BINARY);
+            CHECK_ERR(st, CL_INVALID_BINARY);
+        }
+        bin[size / 2] ^= 0x10;
+        CHECK(clCreateProgramWithBinary(ctx, 1, &device, &size, &in, NULL, &err) == NULL);
+        CHECK_ERR(err, CL_INVALID_BINARY);
+        free(bin);
+    }
+    clReleaseProgram(src);
+    /* PoCL 3.1 takes no IL (its CL_DEVICE_IL_VERSION is empty), so neither
+     * does the device: OpenCL 3.0's CL_INVALID_OPERATION when no device of
+     * the context supports IL. */
+    char il[64] = "x";
+    CHECK_ERR(clGetDeviceInfo(device, CL_DEVICE_IL_VERSION, sizeof il, il, NULL), CL_SUCCESS);
+    CHECK(il[0] == 0);
+    static const unsigned int spirv[5] = {0x07230203, 0x00010000, 0, 1, 0};
+    CHECK(clCreateProgramWithIL(ctx, spirv, sizeof spirv, &err) == NULL && err == CL_INVALID_OPERATION);
+    CHECK(clCreateProgramWithIL(NULL, spirv, sizeof spirv, &err) == NULL && err == CL_INVALID_CONTEXT);
+}
+
 static const struct test_case tests[] = {
-    {"pocl_language::extensions_are_the_compilers_and_dmabridges", test_extensions_are_the_compilers_and_dmabridges},
-    {"pocl_language::what_is_reported_is_there", test_what_is_reported_is_there},
+    {"pocl_programs::extensions_are_the_compilers_and_dmabridges", test_extensions_are_the_compilers_and_dmabridges},
+    {"pocl_programs::what_is_reported_is_there", test_what_is_reported_is_there},
+    {"pocl_programs::executable_binary_round_trip", test_executable_binary_round_trip},
+    {"pocl_programs::compiled_object_binary_links", test_compiled_object_binary_links},
+    {"pocl_programs::invalid_binaries_and_no_il", test_invalid_binaries_and_no_il},
 };
 
 int main(int argc, char **argv) {
