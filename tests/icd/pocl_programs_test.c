@@ -12,7 +12,9 @@
  * agree with the device's other answers; and every extension and feature
  * reported is really there: a program that checks each one's macro builds
  * (with -cl-std=CL3.0 where listed, which defines the feature macros) and its
- * kernels that use 64-bit atomics and doubles give the right values.
+ * kernels that use 64-bit atomics, doubles and 3D image writes work; and each
+ * language extension the compiler defines (of those the device can back) is
+ * reported.
  * (Without PoCL none of this is reported: kernels_test.c, run with
  * DMABRIDGE_POCL=off, checks that.) Without PoCL every test is ignored,
  * unless DMABRIDGE_EXPECT_POCL=1 (tests/icd/run on x86_64), when that fails.
@@ -136,8 +138,28 @@ static void test_what_is_reported_is_there(void) {
     for (size_t i = 0; i < size / sizeof all[0]; i++) c3 |= all[i].version == CL_MAKE_VERSION(3, 0, 0);
     if (c3)
         for (size_t i = 0; i < n_features; i++) require_macro(src, sizeof src, features[i].name);
+    /* And the other way: each language extension the compiler defines, of
+     * those the device can back, is reported (PoCL's, not a list of ours). */
+    static const char *language[] = {
+        "cl_khr_byte_addressable_store",   "cl_khr_global_int32_base_atomics", "cl_khr_global_int32_extended_atomics",
+        "cl_khr_local_int32_base_atomics", "cl_khr_local_int32_extended_atomics", "cl_khr_int64_base_atomics",
+        "cl_khr_int64_extended_atomics",   "cl_khr_fp64",                        "cl_khr_3d_image_writes"};
+    enum { NL = sizeof language / sizeof language[0] };
+    strcat(src, "kernel void defined(global uint *f) {\n");
+    for (int i = 0; i < NL; i++) {
+        size_t n = strlen(src);
+        snprintf(src + n, sizeof src - n, "#ifdef %s\n f[%d] = 1;\n#else\n f[%d] = 0;\n#endif\n", language[i], i, i);
+    }
+    strcat(src, "}\n");
     int int64_atomics = has_word(extensions, "cl_khr_int64_base_atomics");
     int fp64 = has_word(extensions, "cl_khr_fp64");
+    int writes3d = has_word(extensions, "cl_khr_3d_image_writes");
+    if (writes3d)
+        strcat(src, "#pragma OPENCL EXTENSION cl_khr_3d_image_writes : enable\n"
+                    "kernel void write3d(write_only image3d_t img) {\n"
+                    "    int4 at = (int4)(get_global_id(0), get_global_id(1), get_global_id(2), 0);\n"
+                    "    write_imageui(img, at, (uint4)(at.x, at.y, at.z, 7));\n"
+                    "}\n");
     strcat(src, "kernel void bytes(global uchar *p) { p[get_global_id(0)] = (uchar)(get_global_id(0) * 3); }\n");
     if (int64_atomics)
         strcat(src, "#pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable\n"
@@ -171,6 +193,44 @@ static void test_what_is_reported_is_there(void) {
     for (int i = 0; i < N; i++) ok &= ((cl_uchar *)mem)[i] == (cl_uchar)(i * 3);
     CHECK(ok);
     clReleaseKernel(k);
+    k = clCreateKernel(p, "defined", &err);
+    CHECK_ERR(set_arg_ptr(k, 0, mem), CL_SUCCESS);
+    size_t one = 1;
+    CHECK_ERR(clEnqueueNDRangeKernel(queue, k, 1, NULL, &one, NULL, 0, NULL, NULL), CL_SUCCESS);
+    CHECK_ERR(clFinish(queue), CL_SUCCESS);
+    cl_bool images = 0;
+    CHECK_ERR(clGetDeviceInfo(device, CL_DEVICE_IMAGE_SUPPORT, sizeof images, &images, NULL), CL_SUCCESS);
+    for (int i = 0; i < NL; i++) {
+        int defined = ((cl_uint *)mem)[i] == 1;
+        int backed = images || strcmp(language[i], "cl_khr_3d_image_writes") != 0;
+        if (defined && backed && !has_word(extensions, language[i]))
+            printf("    the compiler defines %s, and the device does not report it\n", language[i]);
+        CHECK(!(defined && backed) || has_word(extensions, language[i]));
+    }
+    clReleaseKernel(k);
+    if (writes3d) {
+        /* cl_khr_3d_image_writes: a kernel writes a 3D image in place. */
+        cl_image_format f = {CL_RGBA, CL_UNSIGNED_INT8};
+        cl_image_desc desc = {0};
+        desc.image_type = CL_MEM_OBJECT_IMAGE3D;
+        desc.image_width = 8, desc.image_height = 4, desc.image_depth = 3;
+        cl_mem img = clCreateImage(ctx, CL_MEM_READ_WRITE, &f, &desc, NULL, &err);
+        CHECK_ERR(err, CL_SUCCESS);
+        k = clCreateKernel(p, "write3d", &err);
+        CHECK_ERR(clSetKernelArg(k, 0, sizeof img, &img), CL_SUCCESS);
+        size_t box[3] = {8, 4, 3}, origin[3] = {0, 0, 0};
+        CHECK_ERR(clEnqueueNDRangeKernel(queue, k, 3, NULL, box, NULL, 0, NULL, NULL), CL_SUCCESS);
+        cl_uchar px[8 * 4 * 3 * 4];
+        CHECK_ERR(clEnqueueReadImage(queue, img, CL_TRUE, origin, box, 0, 0, px, 0, NULL, NULL), CL_SUCCESS);
+        ok = 1;
+        for (int i = 0; i < 8 * 4 * 3; i++) {
+            const cl_uchar *c = px + 4 * i;
+            ok &= c[0] == i % 8 && c[1] == i / 8 % 4 && c[2] == i / 32 && c[3] == 7;
+        }
+        CHECK(ok);
+        clReleaseKernel(k);
+        clReleaseMemObject(img);
+    }
     if (int64_atomics) {
         k = clCreateKernel(p, "count", &err);
         *(cl_long *)mem = 5;

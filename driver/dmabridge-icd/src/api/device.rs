@@ -124,7 +124,7 @@ fn compiler_info(device: &Device, param: cl_device_info) -> Option<info::InfoVal
         CL_DEVICE_OPENCL_C_FEATURES => info::InfoValue::NameVersions(versions(&lang.features(device))),
         CL_DEVICE_EXTENSIONS | CL_DEVICE_EXTENSIONS_WITH_VERSION => {
             let mut all = info::device_extensions(device);
-            all.extend(versions(&lang.extensions));
+            all.extend(versions(&lang.extensions(device)));
             if param == CL_DEVICE_EXTENSIONS_WITH_VERSION {
                 info::InfoValue::NameVersions(all)
             } else {
