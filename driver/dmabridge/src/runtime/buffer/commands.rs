@@ -187,7 +187,7 @@ impl Target {
 
     /// The address of byte `offset` of the buffer object at this location.
     pub(crate) fn addr(&self, offset: usize) -> HostAddr {
-        HostAddr(self.placed.base + self.buffer.origin() + offset)
+        self.placed.base + self.buffer.origin() + offset
     }
 
     /// True if `[offset, offset + size)` of the buffer object is the whole

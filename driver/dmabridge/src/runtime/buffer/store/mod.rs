@@ -211,7 +211,7 @@ pub(crate) struct Store {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Placed {
     /// The store's first byte there.
-    pub base: usize,
+    pub base: HostAddr,
     /// The device whose engine moves bytes there (`None`: the CPU).
     pub local_device: Option<u16>,
 }
