@@ -87,7 +87,7 @@ fn hostile_local_memory_requests_change_nothing() {
     assert!(matches!(a.alloc(usize::MAX, 0), Err(LocalError::BadSize { .. })));
     assert_eq!(a.alloc(1, usize::MAX), Err(LocalError::BadAlignment(usize::MAX)));
     assert_eq!(a.free(usize::MAX), Err(LocalError::NotAllocated(usize::MAX)));
-    assert_eq!(a.free(half), Err(LocalError::Interior { offset: half, base: 0 }));
+    assert_eq!(a.free(half), Err(LocalError::Interior { offset: half, start: 0 }));
     assert_eq!(a.lookup(usize::MAX), None);
     assert_eq!((a.allocated(), a.count()), used);
     // Below the top, the allocator still works.

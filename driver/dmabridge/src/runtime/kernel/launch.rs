@@ -256,7 +256,7 @@ fn launch(queue: &Arc<Queue>, kernel: &Arc<Kernel>, global: usize, ty: u32, wait
             Ok(t) => {
                 let ptr = t.addr(0).0;
                 args[i] = match image {
-                    Some(image) => KernelArgValue::ImageAt(super::ImageAt { ptr, image }),
+                    Some(image) => KernelArgValue::ImageAt(super::ImageAt { ptr: HostAddr(ptr), image }),
                     None => KernelArgValue::Pointer(ptr),
                 };
                 targets.push((i, t));
