@@ -45,7 +45,7 @@ use pool::{Class, Granules, Large, Pool};
 /// Smallest size class (and so the smallest alignment of any allocation).
 pub const MIN_CLASS: usize = 64;
 /// Largest pooled size; anything bigger gets its own memfd.
-pub const MAX_POOLED: usize = 1 << 20;
+pub(crate) const MAX_POOLED: usize = 1 << 20;
 const NUM_CLASSES: usize = (MAX_POOLED / MIN_CLASS).trailing_zeros() as usize + 1;
 /// Pools per size class. A thread allocates from one of them (its shard,
 /// [`shard`]) and a free goes to the pool of the chunk it is in, so threads
@@ -444,7 +444,7 @@ impl Heap {
     /// use dmabridge::memory::heap::{AllocInfo, AllocMeta, Heap};
     /// let heap = Heap::with_granules(4)?;
     /// let p = heap.alloc(1000, 0, AllocMeta::HOST)?.as_ptr() as usize;
-    /// assert_eq!(heap.lookup(HostAddr(p + 999)), Some(AllocInfo { base: p, size: 1000, meta: AllocMeta::HOST }));
+    /// assert_eq!(heap.lookup(HostAddr(p + 999)), Some(AllocInfo { base: HostAddr(p), size: 1000, meta: AllocMeta::HOST }));
     /// assert_eq!(heap.lookup(HostAddr(p + 1000)), None, "past its end");
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```

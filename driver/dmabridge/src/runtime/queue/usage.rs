@@ -95,20 +95,9 @@ impl CommandUse {
     /// except that [`CommandUse::Kinds`] covers only allocations of its types.
     ///
     /// The test behind `clMemBlockingFreeINTEL` (seed 000): a kernel with
-    /// indirect access counts as using all allocations of its types.
-    ///
-    /// ```
-    /// use dmabridge::memory::heap::AllocKind;
-    /// use dmabridge::runtime::queue::{CommandUse, UsedRange};
-    /// use dmabridge::sys::addr::HostAddr;
-    /// let k = CommandUse::Kinds { host: true, device: false, shared: false, ranges: vec![UsedRange::new(HostAddr(0x9000), 8)] };
-    /// assert!(k.touches_alloc(HostAddr(0x1000), 64, AllocKind::Host));
-    /// assert!(!k.touches_alloc(HostAddr(0x1000), 64, AllocKind::Device));
-    /// assert!(k.touches_alloc(HostAddr(0x9000), 64, AllocKind::Device), "an explicit range");
-    /// assert!(CommandUse::range(HostAddr(0x1000), 1).touches_alloc(HostAddr(0x1000), 64, AllocKind::Svm));
-    /// # Ok::<(), dmabridge::error::ClError>(())
-    /// ```
-    pub fn touches_alloc(&self, start: HostAddr, len: usize, kind: crate::memory::heap::AllocKind) -> bool {
+    /// indirect access counts as using all allocations of its types
+    /// (tested in `queue::tests::command_use_kinds_cover_their_types`).
+    pub(crate) fn touches_alloc(&self, start: HostAddr, len: usize, kind: crate::memory::heap::AllocKind) -> bool {
         use crate::memory::heap::AllocKind;
         match self {
             CommandUse::Kinds { host, device, shared, ranges } => {

@@ -153,6 +153,22 @@ fn command_use_ranges_overlap() {
     assert!(CommandUse::range(HostAddr(usize::MAX - 1), 100).touches(HostAddr(usize::MAX - 1), 1));
 }
 
+/// What was `CommandUse::touches_alloc`'s doc example.
+#[test]
+fn command_use_kinds_cover_their_types() {
+    use crate::memory::heap::AllocKind;
+    let k = CommandUse::Kinds {
+        host: true,
+        device: false,
+        shared: false,
+        ranges: vec![UsedRange::new(HostAddr(0x9000), 8)],
+    };
+    assert!(k.touches_alloc(HostAddr(0x1000), 64, AllocKind::Host));
+    assert!(!k.touches_alloc(HostAddr(0x1000), 64, AllocKind::Device));
+    assert!(k.touches_alloc(HostAddr(0x9000), 64, AllocKind::Device), "an explicit range");
+    assert!(CommandUse::range(HostAddr(0x1000), 1).touches_alloc(HostAddr(0x1000), 64, AllocKind::Svm));
+}
+
 #[test]
 fn in_order_commands_run_one_at_a_time_in_enqueue_order() {
     let _g = shared_lock();
