@@ -13,7 +13,7 @@ RIG        := qemu/run-in-guest
 GUEST_RIG  := --edu 2 --bind 0000:00:10.0 --bind 0000:00:08.0 --module vgem --module vivid
 LOGS       := target/test-logs
 
-.PHONY: check-offline check-msrv deb test-deb build-install
+.PHONY: check-offline check-msrv deb test-deb build-install ci-deps
 .PHONY: all build deps guest demo test test-host test-icd icd install build-gst build-gst-tests test-gst test-gst-guest install-gst test-guest test-guest-icd test-guest-doc test-nonroot test-removal test-rig lint bench fuzz fuzz-icd clean-guest
 .PHONY: deps-arm64 build-arm64 build-arm64-doc test-arm64 test-arm64-run test-doc test-arm64-guest test-arm64-icd test-arm64-doc test-arm64-nonroot test-arm64-removal
 
@@ -313,6 +313,16 @@ check-offline:
 check-msrv:
 	@msrv=$$(toolchain/fetch-msrv | tail -n 1) && \
 	$(MAKE) --no-print-directory check-offline OFFLINE_CARGO=$$msrv/bin/cargo OFFLINE_TARGET=target/msrv
+
+# What .ci/run's side-by-side jobs (make test, check-msrv, test-deb) need
+# from outside, fetched once before they start: the guest kernel and QEMU,
+# the aarch64 toolchain, Rust 1.85, the apt packages. (Each job also fetches
+# what it lacks by itself; the scripts are idempotent.)
+ci-deps: guest deps-arm64
+	@toolchain/fetch-msrv >/dev/null
+	@tests/icd-deps
+	@tests/gst-deps
+	@tests/apt-deps test-deb help2man
 
 # Debian packages for amd64 and arm64 (packaging/deb/build: from `make
 # install` into a staging DESTDIR, dpkg-deb; why not cargo-deb is said
