@@ -682,8 +682,10 @@ test-arm64-doc:
 # constants asserted against opencl-sys) is what its generator writes.
 # tools/layercheck: no module of the library names a layer above its own
 # (sys < memory < runtime < ext < pipeline, tools/layercheck/layers.conf),
-# every path resolved (use trees, crate/self/super, aliases, macro calls);
-# then its own tests, on fixtures that must fail and pass.
+# every path resolved (use trees, crate/self/super, aliases, macro calls),
+# and no crate-visible function or field carries an address as a bare
+# integer (in the library and, --addrs-only, the ICD); then its own tests,
+# on fixtures that must fail and pass.
 # constants asserted against opencl-sys) is what its generator writes. The lock
 # check: every lock in driver/*/src is taken through dmabridge::sync (one
 # policy: a poisoned lock is taken all the same, see driver/dmabridge/src/sync.rs),
@@ -694,6 +696,7 @@ lint:
 	cd driver/dmabridge-icd && python3 tools/gen-stubs.py --check
 	driver/dmabridge-icd/tools/gen-cl-asserts.py --check
 	$(CARGO) run -p layercheck --quiet -- driver/dmabridge/src
+	$(CARGO) run -p layercheck --quiet -- --addrs-only driver/dmabridge-icd/src
 	$(CARGO) test -p layercheck --quiet
 	@if grep -rnE '$(LOCK_MISUSE)' --include='*.rs' driver/*/src | grep -v '^driver/dmabridge/src/sync.rs:'; then \
 	    echo "lint: take locks with dmabridge::sync::{lock, read, write, wait, get_mut} (see driver/dmabridge/src/sync.rs)"; exit 1; fi

@@ -144,9 +144,9 @@ impl LocalMemory for BarMemory {
         })?;
         sync::lock(&self.alloc).free(off).map_err(|e| {
             let what = match e {
-                LocalError::Interior { base, .. } => format!(
+                LocalError::Interior { start, .. } => format!(
                     "{ptr:?} points inside the device allocation at {:?}; free takes the pointer the allocation returned",
-                    self.mapping.as_ptr().wrapping_add(base)
+                    self.mapping.as_ptr().wrapping_add(start)
                 ),
                 _ => format!("{ptr:?} is not a live device allocation (never allocated, or already freed)"),
             };
