@@ -6,7 +6,7 @@ use std::sync::Arc;
 use dmabridge::runtime::context::Context;
 use dmabridge::runtime::device::{Device, DeviceType};
 use dmabridge::runtime::event::Event;
-use dmabridge::runtime::kernel::{self, Kernel};
+use dmabridge::runtime::kernel::{self, Kernel, YuvCoefficients};
 use dmabridge::runtime::platform::Platform;
 use dmabridge::runtime::queue::{Queue, QueueProps};
 
@@ -63,11 +63,13 @@ impl Engine {
 
     /// Converts `input` (YUY2 lines of `in_stride` bytes) into `output`
     /// (4-byte pixels in `format`, lines of `out_stride` bytes), `width` x
-    /// `height` pixels, and waits for the kernel.
+    /// `height` pixels, with the colorimetry's coefficients `csc`, and
+    /// waits for the kernel.
     #[allow(clippy::too_many_arguments)]
     pub fn convert(
         &self,
         format: gst_video::VideoFormat,
+        csc: &YuvCoefficients,
         input: &[u8],
         in_stride: usize,
         output: &mut [u8],
@@ -87,7 +89,7 @@ impl Engine {
             for (i, v) in scalars.iter().enumerate() {
                 k.set_arg_scalar(2 + i as u32, &v.to_ne_bytes())?;
             }
-            Ok(())
+            k.set_arg_scalar(6, &csc.to_arg())
         };
         set().map_err(|e| format!("setting {}'s arguments: {e}", k.name()))?;
         let (in_need, out_need) = needs(width as usize, height as usize, in_stride, out_stride);

@@ -4,6 +4,7 @@
 
 use std::sync::{LazyLock, Mutex};
 
+use dmabridge::runtime::kernel::YuvCoefficients;
 use dmabridge::sync;
 use gst::glib;
 use gst::prelude::*;
@@ -26,7 +27,9 @@ const DEFAULT_DEVICE: &str = "cpu";
 pub struct DmabridgeConvert {
     device: Mutex<String>,
     engine: Mutex<Option<Engine>>,
-    out_format: Mutex<Option<gst_video::VideoFormat>>,
+    /// The output's format and the input colorimetry's coefficients, set
+    /// by `set_info`.
+    conversion: Mutex<Option<(gst_video::VideoFormat, YuvCoefficients)>>,
     /// The memory of the pool offered upstream, and of the output's pool:
     /// one allocator each, so each pool's allocations can be told apart.
     upstream: DmabridgeAllocator,
@@ -38,7 +41,7 @@ impl Default for DmabridgeConvert {
         DmabridgeConvert {
             device: Mutex::new(DEFAULT_DEVICE.into()),
             engine: Mutex::new(None),
-            out_format: Mutex::new(None),
+            conversion: Mutex::new(None),
             upstream: DmabridgeAllocator::new(),
             output: DmabridgeAllocator::new(),
         }
@@ -91,7 +94,7 @@ impl ElementImpl for DmabridgeConvert {
             gst::subclass::ElementMetadata::new(
                 "dmabridge converter",
                 "Filter/Converter/Video",
-                "Converts YUY2 (BT.601 limited range) to RGBA or BGRx with dmabridge's built-in kernels on a dmabridge queue, \
+                "Converts YUY2 (BT.601 or BT.709, limited or full range) to RGBA or BGRx with dmabridge's built-in kernels on a dmabridge queue, \
                  in place in the frames' memory (no copy); offers upstream a pool of dmabridge memory exported as dma-bufs",
                 "dmabridge developers",
             )
@@ -136,7 +139,7 @@ impl BaseTransformImpl for DmabridgeConvert {
 
     fn stop(&self) -> Result<(), gst::ErrorMessage> {
         *sync::lock(&self.engine) = None;
-        *sync::lock(&self.out_format) = None;
+        *sync::lock(&self.conversion) = None;
         Ok(())
     }
 
@@ -213,11 +216,11 @@ impl VideoFilterImpl for DmabridgeConvert {
         _outcaps: &gst::Caps,
         out_info: &gst_video::VideoInfo,
     ) -> Result<(), gst::LoggableError> {
-        if let Some(why) = caps::refuse_colorimetry(in_info) {
+        let csc = caps::coefficients(in_info).map_err(|why| {
             gst::element_imp_error!(self, gst::CoreError::Negotiation, ("{why}"));
-            return Err(gst::loggable_error!(CAT, "{why}"));
-        }
-        *sync::lock(&self.out_format) = Some(out_info.format());
+            gst::loggable_error!(CAT, "{why}")
+        })?;
+        *sync::lock(&self.conversion) = Some((out_info.format(), csc));
         Ok(())
     }
 
@@ -227,7 +230,10 @@ impl VideoFilterImpl for DmabridgeConvert {
         outframe: &mut gst_video::VideoFrameRef<&mut gst::BufferRef>,
     ) -> Result<gst::FlowSuccess, gst::FlowError> {
         let (w, h) = (inframe.width(), inframe.height());
-        let format = outframe.format();
+        let Some((format, csc)) = *sync::lock(&self.conversion) else {
+            gst::element_imp_error!(self, gst::CoreError::Negotiation, ("dmabridgeconvert has no caps yet"));
+            return Err(gst::FlowError::NotNegotiated);
+        };
         let in_stride = inframe.plane_stride()[0].max(0) as usize;
         let out_stride = outframe.plane_stride()[0].max(0) as usize;
         let engine = sync::lock(&self.engine);
@@ -241,7 +247,7 @@ impl VideoFilterImpl for DmabridgeConvert {
         };
         let input = inframe.plane_data(0).map_err(|_| gst::FlowError::Error)?;
         let output = outframe.plane_data_mut(0).map_err(|_| gst::FlowError::Error)?;
-        engine.convert(format, input, in_stride, output, out_stride, w, h).map_err(|why| {
+        engine.convert(format, &csc, input, in_stride, output, out_stride, w, h).map_err(|why| {
             gst::element_imp_error!(self, gst::StreamError::Failed, ("{why}"));
             gst::FlowError::Error
         })?;
