@@ -254,3 +254,34 @@ fn cycles_body() {
     };
     assert_no_leak_over_cycles(1000, cycle);
 }
+
+/// Foreign memory that claims to be a dma-buf is never mapped and copied:
+/// dmabridgeconvert imports it into the device's context, and where that
+/// cannot be done (here: a memfd wrapped by GStreamer's dma-buf allocator,
+/// which the CPU could have mapped) the frame fails with an error naming
+/// the device and why.
+#[test]
+fn a_foreign_dma_buf_that_cannot_be_imported_fails_naming_the_device() {
+    use gst_allocators::prelude::*;
+    init();
+    let mut h = Harness::new("dmabridgeconvert");
+    let bus = gst::Bus::new();
+    h.element().unwrap().set_bus(Some(&bus));
+    h.set_src_caps_str(&caps_in(16, 4, "bt601"));
+    h.set_sink_caps_str("video/x-raw,format=RGBA");
+    let memfd = dmabridge::sys::memfd::Memfd::create(c"frame", 128).unwrap();
+    let allocator = gst_allocators::DmaBufAllocator::new();
+    // SAFETY: the memory takes the fd over (and closes it); 128 bytes.
+    let mem = unsafe { allocator.alloc_dmabuf(memfd.into_fd(), 128) }.unwrap();
+    let mut buf = gst::Buffer::new();
+    buf.get_mut().unwrap().append_memory(mem);
+    assert_eq!(h.push(buf), Err(gst::FlowError::Error));
+    let msg = bus.pop_filtered(&[gst::MessageType::Error]).expect("an error message");
+    let gst::MessageView::Error(e) = msg.view() else { unreachable!() };
+    let why = e.error().to_string();
+    let cpu = &dmabridge::runtime::platform::Platform::get().cpu().name;
+    assert!(
+        why.contains(&format!("device {cpu:?}")) && why.contains("not one") && why.contains("does not copy"),
+        "{why}"
+    );
+}

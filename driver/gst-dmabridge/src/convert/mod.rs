@@ -10,6 +10,7 @@
 
 mod caps;
 mod engine;
+mod foreign;
 mod imp;
 
 use gst::glib;
