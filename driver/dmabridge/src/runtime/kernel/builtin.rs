@@ -372,7 +372,7 @@ unsafe fn strided_units(a: &[KernelArgValue], rows: Range<usize>, order: Order, 
     let [w, _, ss, ds] = strided_dims(a);
     // SAFETY: forwarded: the extents of strided_extents are valid for the
     // strides and width given here.
-    unsafe { convert_rows(ptr(a, 0) as *const u8, ptr(a, 1) as *mut u8, w, ss, ds, rows, order, c) }
+    unsafe { convert_rows(ptr(a, 0) as *const u8, ptr(a, 1) as *mut u8, w, ss, ds, rows, (order, c)) }
 }
 
 /// The coefficients of `yuyv_to_{rgba,bgrx}_csc` (argument 6), or what is
@@ -417,8 +417,7 @@ pub(super) unsafe fn convert_rows(
     ss: usize,
     ds: usize,
     rows: Range<usize>,
-    order: Order,
-    c: &YuvCoefficients,
+    (order, c): (Order, &YuvCoefficients),
 ) {
     for r in rows {
         // SAFETY: line `r` lies inside both extents (the caller); other

@@ -109,8 +109,7 @@ unsafe fn yuyv_image_units(a: &[KernelArgValue], rows: Range<usize>) {
             g.src.1,
             g.dst.1,
             rows,
-            Order::Rgba,
-            &YuvCoefficients::BT601_LIMITED,
+            (Order::Rgba, &YuvCoefficients::BT601_LIMITED),
         )
     }
 }

@@ -208,7 +208,7 @@ mod tests {
                     }
                 }
             }
-            assert!(worst.iter().any(|&w| w == 1), "{m:?} {r:?}: the rounding shows somewhere");
+            assert!(worst.contains(&1), "{m:?} {r:?}: the rounding shows somewhere");
         }
     }
 
