@@ -6,20 +6,23 @@
 //! reference: 8-bit fixed point in `i32`). With `yy = y - y_offset`,
 //! `d = u - 128`, `e = v - 128` in 16-bit lanes (all within -255..=255),
 //! each channel is two products of pairs of lanes summed in 32 bits: `R =
-//! (y_gain*yy + 0*d) + (r_v*e + 128*1)`, `G = (y_gain*yy + g_u*d) + (g_v*e +
-//! 128*1)`, `B = (y_gain*yy + b_u*d) + (0*e + 128*1)`, then `>> 8` and a
+//! (y_gain*yy + 128*1) + (0*d + r_v*e)`, `G = (y_gain*yy + 128*1) + (g_u*d +
+//! g_v*e)`, `B = (y_gain*yy + 128*1) + (b_u*d + 0*e)`, then `>> 8` and a
 //! saturating pack (the clamp to 0..=255). So any coefficients of 16 bits
 //! give the reference's bytes; BT.601 and BT.709, limited and full range
-//! are only different constants.
+//! are only different constants. The chroma products are made once per
+//! pair (the YUYV chroma bytes are already `Cb Cr` pairs) and shared by its
+//! two pixels.
 //!
 //! On x86_64 (SSE2 is part of the baseline: no detection needed) 8 pairs
 //! (16 pixels) go through SSE2 at a time, the pair products being
-//! `pmaddwd`. Elsewhere the portable loop, written in fixed chunks of 16
+//! `pmaddwd`: 0.85 ms per 1080p frame on this project's host, any
+//! colorimetry. Elsewhere the portable loop, written in fixed chunks of 16
 //! pairs in `i32` that the compiler vectorises (NEON on aarch64). The pairs
-//! left over, and an odd last pixel, take the reference. (An earlier SSE2
+//! left over, and an odd last pixel, take the reference. (The former SSE2
 //! path computed BT.601 limited range only, in 16-bit lanes, by splitting
-//! its particular constants: 0.73 ms per 1080p frame; see
-//! docs/BENCHMARKS.md, `gst`, for this one's figures.)
+//! its particular constants: 0.73 ms in the same micro-benchmark, a
+//! standalone copy of both; docs/BENCHMARKS.md, `gst`.)
 
 use super::csc::YuvCoefficients;
 
@@ -98,11 +101,12 @@ mod sse2 {
     use super::{Order, YuvCoefficients};
     use std::arch::x86_64::*;
 
-    /// The coefficients as the pair products take them: for each channel,
-    /// the multipliers of the `(yy, d)` lanes and of the `(e, 1)` lanes.
+    /// The coefficients as the pair products take them: `(y_gain, 128)`
+    /// for the `(yy, 1)` lanes of each pixel, and per channel the
+    /// multipliers of the `(d, e)` lanes of each pair.
     struct Pairs {
-        yd: [__m128i; 3],
-        e1: [__m128i; 3],
+        y1: __m128i,
+        de: [__m128i; 3],
         y_offset: __m128i,
     }
 
@@ -118,8 +122,8 @@ mod sse2 {
             unsafe { _mm_set1_epi32(((b as u16 as i32) << 16) | a as u16 as i32) }
         };
         let k = Pairs {
-            yd: [pair(c.y_gain, 0), pair(c.y_gain, c.g_u), pair(c.y_gain, c.b_u)],
-            e1: [pair(c.r_v, 128), pair(c.g_v, 128), pair(0, 128)],
+            y1: pair(c.y_gain, 128),
+            de: [pair(0, c.r_v), pair(c.g_u, c.g_v), pair(c.b_u, 0)],
             // SAFETY: as above.
             y_offset: unsafe { _mm_set1_epi16(c.y_offset) },
         };
@@ -133,7 +137,9 @@ mod sse2 {
     }
 
     /// R, G and B of the 8 pixels of one 16-byte vector of 4 pairs, as i16
-    /// (saturated: the clamp's first half).
+    /// (saturated: the clamp's first half). The luma term is one product
+    /// per pixel; the chroma terms one per pair (the chroma lanes are
+    /// already `d e d e ...`), then given to both pixels of the pair.
     ///
     /// # Safety
     /// SSE2 (always there on x86_64).
@@ -142,19 +148,16 @@ mod sse2 {
         // SAFETY: register arithmetic only.
         unsafe {
             let y = _mm_sub_epi16(_mm_and_si128(a, _mm_set1_epi16(0xff)), k.y_offset);
-            // Lanes u0 v0 u1 v1 ..., each chroma sample then repeated for its two pixels.
-            let c = _mm_sub_epi16(_mm_srli_epi16(a, 8), _mm_set1_epi16(128));
-            let u = _mm_shufflehi_epi16(_mm_shufflelo_epi16(c, 0b10_10_00_00), 0b10_10_00_00);
-            let v = _mm_shufflehi_epi16(_mm_shufflelo_epi16(c, 0b11_11_01_01), 0b11_11_01_01);
+            // Lanes d0 e0 d1 e1 ...: Cb - 128 and Cr - 128 of each pair.
+            let de = _mm_sub_epi16(_mm_srli_epi16(a, 8), _mm_set1_epi16(128));
             let one = _mm_set1_epi16(1);
-            let (yd_lo, yd_hi) = (_mm_unpacklo_epi16(y, u), _mm_unpackhi_epi16(y, u));
-            let (e1_lo, e1_hi) = (_mm_unpacklo_epi16(v, one), _mm_unpackhi_epi16(v, one));
+            let y_lo = _mm_madd_epi16(_mm_unpacklo_epi16(y, one), k.y1);
+            let y_hi = _mm_madd_epi16(_mm_unpackhi_epi16(y, one), k.y1);
             [0, 1, 2].map(|ch| {
-                let half = |yd, e1| {
-                    let sum = _mm_add_epi32(_mm_madd_epi16(yd, k.yd[ch]), _mm_madd_epi16(e1, k.e1[ch]));
-                    _mm_srai_epi32(sum, 8)
-                };
-                _mm_packs_epi32(half(yd_lo, e1_lo), half(yd_hi, e1_hi))
+                let per_pair = _mm_madd_epi16(de, k.de[ch]);
+                let lo = _mm_add_epi32(y_lo, _mm_unpacklo_epi32(per_pair, per_pair));
+                let hi = _mm_add_epi32(y_hi, _mm_unpackhi_epi32(per_pair, per_pair));
+                _mm_packs_epi32(_mm_srai_epi32(lo, 8), _mm_srai_epi32(hi, 8))
             })
         }
     }
