@@ -114,7 +114,8 @@ impl ElementImpl for DmabridgeConvert {
                 "dmabridge converter",
                 "Filter/Converter/Video",
                 "Converts YUY2 (BT.601 or BT.709, limited or full range) to RGBA or BGRx with dmabridge's built-in kernels on a dmabridge queue, \
-                 in place in the frames' memory (no copy); offers upstream a pool of dmabridge memory exported as dma-bufs",
+                 in place in the frames' memory (no copy; other allocators' dma-bufs through dmabridge's dma-buf import, or an error \
+                 naming the device); offers upstream a pool of dmabridge memory exported as dma-bufs",
                 "dmabridge developers",
             )
         });
