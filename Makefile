@@ -49,7 +49,9 @@ build-gst-tests: build-gst
 
 # Its Harness tests on this machine (part of test-host), and its pipeline
 # tests where dmabridge exports dma-bufs (udmabuf: the guest; part of
-# test-guest). GStreamer in the guest keeps its registry in the guest's /tmp.
+# test-guest; vivid for capture, one edu bound to vfio-pci: a device without
+# the conversion kernels). GStreamer in the guest keeps its registry in the
+# guest's /tmp.
 test-gst: build-gst
 	@mkdir -p $(LOGS)
 	@echo "== GStreamer plugin: Harness tests of dmabridgeconvert ($(GST_DIR)/tests/harness.rs)"
@@ -69,7 +71,7 @@ test-gst-guest: guest build-gst
 	@echo "== GStreamer plugin in the QEMU guest: the allocator, its pool and dmabridgeconvert on dma-bufs ($(GST_DIR)/tests/guest.rs)"
 	@bin=$$(cd $(GST_DIR) && $(GST_CARGO) test --test guest --no-run 2>&1 | sed -n 's/.*Executable .*(\(.*\)).*/\1/p' | tail -1); \
 	test -n "$$bin" || { echo "test-gst-guest: could not build the plugin's guest tests"; exit 1; }; \
-	set -o pipefail; $(RIG) --module vivid $(GST_GUEST_ENV) -- tests/guest-runner $$bin --color never 2>&1 | tee $(LOGS)/gst-guest.log
+	set -o pipefail; $(RIG) --module vivid --edu 1 --bind 0000:00:10.0 $(GST_GUEST_ENV) -- tests/guest-runner $$bin --color never 2>&1 | tee $(LOGS)/gst-guest.log
 
 # Where `make demo` leaves the frames `dmabridge capture` wrote in the guest.
 DEMO_PNG   := target/demo-capture

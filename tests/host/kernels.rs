@@ -74,13 +74,15 @@ fn the_cpu_device_lists_its_builtins() {
             "yuyv_to_rgba",
             "yuyv_to_rgba_strided",
             "yuyv_to_bgrx_strided",
+            "yuyv_to_rgba_csc",
+            "yuyv_to_bgrx_csc",
             "yuyv_to_rgba_image",
             "copy_bytes"
         ]
     );
     assert_eq!(
         builtin_kernels_string(cpu),
-        "checksum_adler32;fill_pattern_u32;yuyv_to_rgba;yuyv_to_rgba_strided;yuyv_to_bgrx_strided;yuyv_to_rgba_image;copy_bytes"
+        "checksum_adler32;fill_pattern_u32;yuyv_to_rgba;yuyv_to_rgba_strided;yuyv_to_bgrx_strided;yuyv_to_rgba_csc;yuyv_to_bgrx_csc;yuyv_to_rgba_image;copy_bytes"
     );
     let (ctx, _) = setup();
     for name in builtin_kernel_names(cpu) {
@@ -291,6 +293,66 @@ fn strided_yuyv_conversions_honour_strides_odd_widths_and_heights() {
             let err = unsafe { kernel::enqueue_task(&q, &k, &[]) }.unwrap_err();
             assert_eq!(err.kind, InvalidKernelArgs, "{err}");
             assert!(err.to_string().contains("destination stride"), "{err}");
+            usm::mem_free(&ctx, src).unwrap();
+            usm::mem_free(&ctx, dst).unwrap();
+        }
+    }
+}
+
+/// `yuyv_to_{rgba,bgrx}_csc` with each colorimetry's coefficients: 75%
+/// red, white and black coded in that colorimetry (values worked out by
+/// hand from the standards' Kr and Kb) come out as the RGB they code, to
+/// within the fixed point's 1; coefficients the kernel cannot take are
+/// refused with CL_INVALID_KERNEL_ARGS saying which.
+#[test]
+fn csc_conversions_give_each_colorimetrys_colours() {
+    use dmabridge::runtime::kernel::{YuvCoefficients, YuvMatrix as M, YuvRange as R};
+    let (ctx, q) = setup();
+    // (colorimetry, [(Y, Cb, Cr) of 75% red, of white, of black])
+    let cases = [
+        ((M::Bt601, R::Limited), [(65, 100, 212), (235, 128, 128), (16, 128, 128)]),
+        ((M::Bt709, R::Limited), [(51, 109, 212), (235, 128, 128), (16, 128, 128)]),
+        ((M::Bt601, R::Full), [(57, 96, 224), (255, 128, 128), (0, 128, 128)]),
+        ((M::Bt709, R::Full), [(41, 106, 224), (255, 128, 128), (0, 128, 128)]),
+    ];
+    let want = [[191, 0, 0], [255, 255, 255], [0, 0, 0]];
+    for ((m, r), samples) in cases {
+        let coeffs = YuvCoefficients::new(m, r).to_arg();
+        for (name, order) in [("yuyv_to_rgba_csc", [0, 1, 2]), ("yuyv_to_bgrx_csc", [2, 1, 0])] {
+            // Three lines of one pair, each pair one colour, lines 8 bytes apart.
+            let (src, dst) = (host(&ctx, 24), host(&ctx, 24));
+            let lines: Vec<u8> = samples.iter().flat_map(|&(y, u, v)| [y, u, y, v, 0, 0, 0, 0]).collect();
+            // SAFETY: sizes as allocated.
+            unsafe { std::ptr::copy_nonoverlapping(lines.as_ptr(), src, 24) };
+            let k = builtin(&ctx, name);
+            k.set_arg_mem_pointer(0, src).unwrap();
+            k.set_arg_mem_pointer(1, dst).unwrap();
+            for (i, v) in [2u32, 3, 8, 8].into_iter().enumerate() {
+                k.set_arg_scalar(2 + i as u32, &v.to_ne_bytes()).unwrap();
+            }
+            k.set_arg_scalar(6, &coeffs).unwrap();
+            run_task(&q, &k);
+            // SAFETY: complete.
+            let out = unsafe { std::slice::from_raw_parts(dst, 24) };
+            for (line, rgb) in want.iter().enumerate() {
+                for px in 0..2 {
+                    let got = &out[line * 8 + px * 4..][..4];
+                    for (c, &ch) in order.iter().enumerate() {
+                        let diff = (got[c] as i32 - rgb[ch]).abs();
+                        assert!(diff <= 1, "{name} {m:?} {r:?}: line {line} pixel {px} is {got:?}, not {rgb:?}");
+                    }
+                    assert_eq!(got[3], 255);
+                }
+            }
+            // A Y offset the 16-bit lanes cannot take, and a wrong size.
+            let mut bad = YuvCoefficients::new(m, r);
+            bad.y_offset = -1;
+            k.set_arg_scalar(6, &bad.to_arg()).unwrap();
+            // SAFETY: refused before anything is enqueued.
+            let err = unsafe { kernel::enqueue_task(&q, &k, &[]) }.unwrap_err();
+            assert_eq!(err.kind, InvalidKernelArgs, "{err}");
+            assert!(err.to_string().contains("Y offset"), "{err}");
+            assert_eq!(k.set_arg_scalar(6, &[0u8; 8]).unwrap_err().kind, InvalidArgSize);
             usm::mem_free(&ctx, src).unwrap();
             usm::mem_free(&ctx, dst).unwrap();
         }

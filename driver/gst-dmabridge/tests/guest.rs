@@ -160,8 +160,9 @@ const VIVID_BARS: [(u8, u8, u8); 8] = [
 /// Runs `v4l2src io-mode=<io_mode> ! dmabridgeconvert ! appsink` on vivid
 /// (/dev/video0) for 12 frames, checks the RGBA pixels at the bar centres
 /// of line 240 against dmabridge's conversion of vivid's known colours, and
-/// hands every buffer reaching dmabridgeconvert to `input`.
-fn vivid_pipeline(io_mode: &str, input: impl Fn(&gst::BufferRef) + Send + Sync + 'static) {
+/// hands every buffer reaching dmabridgeconvert to `input`; how many
+/// foreign dma-bufs dmabridgeconvert imported (its `imported` property).
+fn vivid_pipeline(io_mode: &str, input: impl Fn(&gst::BufferRef) + Send + Sync + 'static) -> u64 {
     init();
     let pipeline = gst::parse::launch(&format!(
         "v4l2src device=/dev/video0 io-mode={io_mode} num-buffers=12 \
@@ -201,6 +202,7 @@ fn vivid_pipeline(io_mode: &str, input: impl Fn(&gst::BufferRef) + Send + Sync +
     assert!(error.is_none(), "the pipeline failed after {frames} frames: {error:?}");
     assert!(failures.lock().unwrap().is_empty(), "{:?}", failures.lock().unwrap());
     assert_eq!(frames, 12);
+    conv.property::<u64>("imported")
 }
 
 /// `io-mode=dmabuf-import`: vivid captures straight into dmabridge memory,
@@ -211,23 +213,66 @@ fn vivid_captures_into_dmabridge_memory_with_dmabuf_import() {
     let seen: Arc<Mutex<Option<DmabridgeAllocator>>> = Arc::default();
     let (record, after) = (seen.clone(), Arc::new(Mutex::new(Vec::new())));
     let counts = after.clone();
-    vivid_pipeline("dmabuf-import", move |buf| {
+    let imported = vivid_pipeline("dmabuf-import", move |buf| {
         let a = check_export(buf, "v4l2src's buffer");
         counts.lock().unwrap().push(a.allocated());
         *record.lock().unwrap() = Some(a);
     });
+    assert_eq!(imported, 0, "dmabridge's own exports are not imported");
     let counts = after.lock().unwrap();
     assert_eq!(counts.len(), 12);
     assert_eq!(counts[4], counts[11], "the pool allocated after frame 4: {counts:?}");
 }
 
-/// `io-mode=dmabuf`: vivid's own buffers, exported as dma-bufs, are read
-/// where they are (mapped) by dmabridgeconvert.
+/// `io-mode=dmabuf`: vivid's own buffers, exported as dma-bufs (foreign
+/// memory), go through dmabridge's dma-buf import (`cl_arm_import_memory`)
+/// into the element's context, where the CPU device's kernel reads them
+/// without a copy: each of the few buffers v4l2src recycles is imported
+/// once, and the colour bars come out right.
 #[test]
-fn vivid_own_dma_bufs_convert_with_io_mode_dmabuf() {
-    vivid_pipeline("dmabuf", |buf| {
+fn vivid_own_dma_bufs_are_imported_with_io_mode_dmabuf() {
+    let fds: Arc<Mutex<Vec<u64>>> = Arc::default();
+    let seen = fds.clone();
+    let imported = vivid_pipeline("dmabuf", move |buf| {
         let mem = buf.peek_memory(0);
-        assert!(mem.downcast_memory_ref::<gst_allocators::DmaBufMemory>().is_some(), "vivid's buffer is a dma-buf");
+        let dmabuf = mem.downcast_memory_ref::<gst_allocators::DmaBufMemory>().expect("vivid's buffer is a dma-buf");
         assert!(mem.allocator().is_none_or(|a| !a.is::<DmabridgeAllocator>()), "the driver's own memory");
+        // SAFETY: the memory (and so its fd) lives for this borrow.
+        let fd = unsafe { BorrowedFd::borrow_raw(dmabuf.fd()) };
+        let dmabuf = dmabridge::sys::dma_buf::DmaBuf::from_fd(fd.try_clone_to_owned().unwrap()).unwrap();
+        let inode = dmabuf.inode().unwrap();
+        let mut v = seen.lock().unwrap();
+        if !v.contains(&inode) {
+            v.push(inode);
+        }
     });
+    let distinct = fds.lock().unwrap().len() as u64;
+    println!("{distinct} distinct dma-bufs of vivid over 12 frames, {imported} imported");
+    assert!(distinct >= 2, "v4l2src queued {distinct} distinct dma-bufs");
+    assert_eq!(imported, distinct, "each of vivid's dma-bufs imported once, none mapped instead");
+}
+
+/// A device without the conversion kernels (edu has only `dma_copy`) is
+/// refused when the element starts, with a message naming the device, the
+/// kernel it lacks and what it has (the rig binds an edu to vfio-pci).
+#[test]
+fn an_edu_device_is_refused_at_the_state_change_naming_it() {
+    init();
+    let devices = dmabridge::runtime::platform::Platform::get().devices();
+    let edu = devices
+        .iter()
+        .find(|d| dmabridge::runtime::kernel::builtin_kernel_names(d).contains(&"dma_copy"))
+        .expect("an edu device (test-gst-guest's rig binds 0000:00:10.0 to vfio-pci)");
+    let el = gst::ElementFactory::make("dmabridgeconvert").property("device", edu.name.as_str()).build().unwrap();
+    let bus = gst::Bus::new();
+    el.set_bus(Some(&bus));
+    assert!(el.set_state(gst::State::Paused).is_err(), "the edu device is refused");
+    let msg = bus.pop_filtered(&[gst::MessageType::Error]).expect("an error message");
+    let gst::MessageView::Error(e) = msg.view() else { unreachable!() };
+    let text = e.error().to_string();
+    println!("{text}");
+    for part in [edu.name.as_str(), "yuyv_to_rgba_csc", "dma_copy", "device=cpu"] {
+        assert!(text.contains(part), "{part:?} not in: {text}");
+    }
+    el.set_state(gst::State::Null).unwrap();
 }

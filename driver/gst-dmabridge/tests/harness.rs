@@ -1,6 +1,6 @@
 //! `dmabridgeconvert` under `gst_check::Harness`, on any Linux machine:
 //! caps, both output formats at odd sizes and padded input strides checked
-//! pixel by pixel against dmabridge's reference, colorimetry refused,
+//! pixel by pixel against dmabridge's reference, four colorimetries converted and others refused,
 //! devices refused, flush, EOS, and 1000 PLAYING<->NULL cycles without an fd
 //! or mapping leak. (Where dmabridge can export dma-bufs, see guest.rs.)
 
@@ -108,10 +108,66 @@ fn timestamps_pass_through() {
     assert_eq!(out.duration(), Some(gst::ClockTime::from_mseconds(33)));
 }
 
+/// Each colorimetry converted, with pixels of known colour coded in it
+/// (75% red, white, black; worked out by hand from the standards' Kr and
+/// Kb): they come out as the RGB they code, to within 1. The same bytes
+/// read with BT.601 limited range's coefficients would be off by up to 30.
 #[test]
-fn bt709_and_full_range_are_refused_with_a_reason() {
+fn each_colorimetry_converts_known_colours() {
+    let cases = [
+        ("bt601", [(65, 100, 212), (235, 128, 128), (16, 128, 128)]),
+        ("bt709", [(51, 109, 212), (235, 128, 128), (16, 128, 128)]),
+        ("1:4:0:0", [(57, 96, 224), (255, 128, 128), (0, 128, 128)]),
+        ("1:3:5:1", [(41, 106, 224), (255, 128, 128), (0, 128, 128)]),
+    ];
+    let want = [[191, 0, 0], [255, 255, 255], [0, 0, 0]];
+    for (colorimetry, samples) in cases {
+        for format in ["RGBA", "BGRx"] {
+            init();
+            let mut h = Harness::new("dmabridgeconvert");
+            h.set_src_caps_str(&caps_in(2, 3, colorimetry));
+            h.set_sink_caps_str(&format!("video/x-raw,format={format}"));
+            let data: Vec<u8> = samples.iter().flat_map(|&(y, u, v)| [y, u, y, v]).collect();
+            h.push(gst::Buffer::from_slice(data)).unwrap();
+            let out = h.pull().unwrap();
+            let map = out.map_readable().unwrap();
+            for (line, rgb) in want.iter().enumerate() {
+                for px in 0..2 {
+                    let got = &map[line * 8 + px * 4..][..4];
+                    let rgb = match format {
+                        "RGBA" => [rgb[0], rgb[1], rgb[2]],
+                        _ => [rgb[2], rgb[1], rgb[0]],
+                    };
+                    let close = (0..3).all(|c| (got[c] as i32 - rgb[c]).abs() <= 1) && got[3] == 255;
+                    assert!(close, "{colorimetry} {format}: line {line} pixel {px} is {got:?}, not {rgb:?}");
+                }
+            }
+        }
+    }
+}
+
+/// A source free to choose is offered the four colorimetries converted,
+/// the usual one (BT.601 limited range) first.
+#[test]
+fn caps_negotiation_offers_the_colorimetries_converted() {
     init();
-    for colorimetry in ["bt709", "1:4:0:0"] {
+    let el = gst::ElementFactory::make("dmabridgeconvert").build().unwrap();
+    let caps = el.static_pad("sink").unwrap().query_caps(None);
+    let first = caps.structure(0).unwrap();
+    let offered: Vec<String> =
+        first.get::<gst::List>("colorimetry").unwrap().iter().map(|v| v.get::<String>().unwrap()).collect();
+    assert_eq!(offered, ["bt601", "bt709", "1:4:16:4", "1:3:5:1"]);
+    let mut fixed = caps.clone();
+    fixed.fixate();
+    assert_eq!(fixed.structure(0).unwrap().get::<&str>("colorimetry").unwrap(), "bt601");
+}
+
+/// BT.2020 and SMPTE 240M are not converted: refused at negotiation with
+/// an error that says what is converted and what to do.
+#[test]
+fn other_matrices_are_refused_with_a_reason() {
+    init();
+    for colorimetry in ["bt2020", "smpte240m"] {
         let mut h = Harness::new("dmabridgeconvert");
         // The harness gives the element no bus: one of ours catches the error.
         let bus = gst::Bus::new();
@@ -123,7 +179,10 @@ fn bt709_and_full_range_are_refused_with_a_reason() {
         let msg = bus.pop_filtered(&[gst::MessageType::Error]).expect("an error message");
         let gst::MessageView::Error(e) = msg.view() else { unreachable!() };
         let why = e.error().to_string();
-        assert!(why.contains("BT.601 limited-range") && why.contains("videoconvert"), "{colorimetry}: {why}");
+        assert!(
+            why.contains("BT.601 or BT.709") && why.contains(colorimetry) && why.contains("videoconvert"),
+            "{colorimetry}: {why}"
+        );
     }
 }
 
@@ -194,4 +253,35 @@ fn cycles_body() {
         pipeline.set_state(gst::State::Null).unwrap();
     };
     assert_no_leak_over_cycles(1000, cycle);
+}
+
+/// Foreign memory that claims to be a dma-buf is never mapped and copied:
+/// dmabridgeconvert imports it into the device's context, and where that
+/// cannot be done (here: a memfd wrapped by GStreamer's dma-buf allocator,
+/// which the CPU could have mapped) the frame fails with an error naming
+/// the device and why.
+#[test]
+fn a_foreign_dma_buf_that_cannot_be_imported_fails_naming_the_device() {
+    use gst_allocators::prelude::*;
+    init();
+    let mut h = Harness::new("dmabridgeconvert");
+    let bus = gst::Bus::new();
+    h.element().unwrap().set_bus(Some(&bus));
+    h.set_src_caps_str(&caps_in(16, 4, "bt601"));
+    h.set_sink_caps_str("video/x-raw,format=RGBA");
+    let memfd = dmabridge::sys::memfd::Memfd::create(c"frame", 128).unwrap();
+    let allocator = gst_allocators::DmaBufAllocator::new();
+    // SAFETY: the memory takes the fd over (and closes it); 128 bytes.
+    let mem = unsafe { allocator.alloc_dmabuf(memfd.into_fd(), 128) }.unwrap();
+    let mut buf = gst::Buffer::new();
+    buf.get_mut().unwrap().append_memory(mem);
+    assert_eq!(h.push(buf), Err(gst::FlowError::Error));
+    let msg = bus.pop_filtered(&[gst::MessageType::Error]).expect("an error message");
+    let gst::MessageView::Error(e) = msg.view() else { unreachable!() };
+    let why = e.error().to_string();
+    let cpu = &dmabridge::runtime::platform::Platform::get().cpu().name;
+    assert!(
+        why.contains(&format!("device {cpu:?}")) && why.contains("not one") && why.contains("does not copy"),
+        "{why}"
+    );
 }

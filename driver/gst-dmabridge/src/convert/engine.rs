@@ -3,14 +3,25 @@
 
 use std::sync::Arc;
 
+use dmabridge::runtime::buffer::Buffer;
 use dmabridge::runtime::context::Context;
 use dmabridge::runtime::device::{Device, DeviceType};
 use dmabridge::runtime::event::Event;
-use dmabridge::runtime::kernel::{self, Kernel};
+use dmabridge::runtime::kernel::{self, Kernel, YuvCoefficients};
 use dmabridge::runtime::platform::Platform;
 use dmabridge::runtime::queue::{Queue, QueueProps};
 
 use super::caps::OUTPUTS;
+use super::foreign::Imports;
+
+/// The frame a conversion reads.
+pub enum Input<'a> {
+    /// Mapped by GStreamer (the element's own memory, system memory).
+    Mapped(&'a [u8]),
+    /// A buffer of the engine's context over a foreign dma-buf
+    /// ([`Engine::import`]), from the frame's first byte.
+    Imported(Arc<Buffer>),
+}
 
 /// The device named by the `device` property: `cpu` (the CPU device), or a
 /// device's name (`CL_DEVICE_NAME`, as `dmabridge info` lists them).
@@ -33,6 +44,7 @@ fn find_device(name: &str) -> Result<Arc<Device>, String> {
 /// A context, queue and the conversion kernels on one device.
 pub struct Engine {
     queue: Arc<Queue>,
+    imports: Imports,
     kernels: Vec<(gst_video::VideoFormat, Arc<Kernel>)>,
     device: String,
 }
@@ -58,17 +70,30 @@ impl Engine {
             })?;
             kernels.push((format, k));
         }
-        Ok(Engine { queue, kernels, device: dev.name.clone() })
+        Ok(Engine { queue, imports: Imports::new(ctx), kernels, device: dev.name.clone() })
+    }
+
+    /// The foreign dma-buf `fd` from byte `offset` on as a buffer the
+    /// device reads where it is, or why it cannot (naming the device).
+    pub fn import(&mut self, fd: std::os::fd::BorrowedFd<'_>, offset: usize) -> Result<Arc<Buffer>, String> {
+        self.imports.import(fd, offset, &self.device)
+    }
+
+    /// Foreign dma-bufs imported since the engine was made.
+    pub fn imported(&self) -> u64 {
+        self.imports.made()
     }
 
     /// Converts `input` (YUY2 lines of `in_stride` bytes) into `output`
     /// (4-byte pixels in `format`, lines of `out_stride` bytes), `width` x
-    /// `height` pixels, and waits for the kernel.
+    /// `height` pixels, with the colorimetry's coefficients `csc`, and
+    /// waits for the kernel.
     #[allow(clippy::too_many_arguments)]
     pub fn convert(
         &self,
         format: gst_video::VideoFormat,
-        input: &[u8],
+        csc: &YuvCoefficients,
+        input: Input<'_>,
         in_stride: usize,
         output: &mut [u8],
         out_stride: usize,
@@ -79,29 +104,37 @@ impl Engine {
             return Err(format!("no conversion to {format:?}"));
         };
         let stride = |s: usize| u32::try_from(s).map_err(|_| format!("stride {s} does not fit 32 bits"));
-        let (src, dst) = (input.as_ptr(), output.as_mut_ptr() as *const u8);
+        let dst = output.as_mut_ptr() as *const u8;
+        let in_len = match &input {
+            Input::Mapped(s) => s.len(),
+            Input::Imported(b) => b.size(),
+        };
         let scalars = [width, height, stride(in_stride)?, stride(out_stride)?];
         let set = || -> Result<(), dmabridge::error::ClError> {
-            k.set_arg_mem_pointer(0, src)?;
+            match &input {
+                Input::Mapped(s) => k.set_arg_mem_pointer(0, s.as_ptr())?,
+                Input::Imported(b) => k.set_arg_buffer(0, b)?,
+            }
             k.set_arg_mem_pointer(1, dst)?;
             for (i, v) in scalars.iter().enumerate() {
                 k.set_arg_scalar(2 + i as u32, &v.to_ne_bytes())?;
             }
-            Ok(())
+            k.set_arg_scalar(6, &csc.to_arg())
         };
         set().map_err(|e| format!("setting {}'s arguments: {e}", k.name()))?;
         let (in_need, out_need) = needs(width as usize, height as usize, in_stride, out_stride);
-        if input.len() < in_need || output.len() < out_need {
+        if in_len < in_need || output.len() < out_need {
             return Err(format!(
                 "{width}x{height} needs {in_need} input and {out_need} output bytes; the frames have {} and {}",
-                input.len(),
+                in_len,
                 output.len()
             ));
         }
         // The extents the kernel checks (lines of the strides given, the
         // last one only its pixels) lie inside `input` and `output`
-        // (checked just above), which the caller's borrows keep mapped and
-        // unaliased until the wait below returns.
+        // (checked just above), which the caller's borrows (or the imported
+        // buffer, held by the launch) keep mapped and unaliased until the
+        // wait below returns.
         // SAFETY: as above.
         let event = unsafe { kernel::enqueue_nd_range(&self.queue, k, height as usize, &[]) }
             .map_err(|e| format!("launching {} on {:?}: {e}", k.name(), self.device))?;

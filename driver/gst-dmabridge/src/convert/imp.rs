@@ -4,6 +4,7 @@
 
 use std::sync::{LazyLock, Mutex};
 
+use dmabridge::runtime::kernel::YuvCoefficients;
 use dmabridge::sync;
 use gst::glib;
 use gst::prelude::*;
@@ -13,7 +14,8 @@ use gst_video::prelude::*;
 use gst_video::subclass::prelude::*;
 
 use super::caps;
-use super::engine::Engine;
+use super::engine::{Engine, Input};
+use super::foreign::foreign_dma_buf;
 use crate::allocator::{exports_available, DmabridgeAllocator};
 use crate::pool::video_pool;
 
@@ -26,7 +28,14 @@ const DEFAULT_DEVICE: &str = "cpu";
 pub struct DmabridgeConvert {
     device: Mutex<String>,
     engine: Mutex<Option<Engine>>,
-    out_format: Mutex<Option<gst_video::VideoFormat>>,
+    /// The output's format and the input colorimetry's coefficients, set
+    /// by `set_info`.
+    conversion: Mutex<Option<(gst_video::VideoFormat, YuvCoefficients)>>,
+    /// The input's and the output's video info, set by `set_info`: what
+    /// the conversion of a foreign dma-buf lays the frames out by.
+    infos: Mutex<Option<(gst_video::VideoInfo, gst_video::VideoInfo)>>,
+    /// Foreign dma-bufs imported by engines since stopped.
+    imported_before: Mutex<u64>,
     /// The memory of the pool offered upstream, and of the output's pool:
     /// one allocator each, so each pool's allocations can be told apart.
     upstream: DmabridgeAllocator,
@@ -38,7 +47,9 @@ impl Default for DmabridgeConvert {
         DmabridgeConvert {
             device: Mutex::new(DEFAULT_DEVICE.into()),
             engine: Mutex::new(None),
-            out_format: Mutex::new(None),
+            conversion: Mutex::new(None),
+            infos: Mutex::new(None),
+            imported_before: Mutex::new(0),
             upstream: DmabridgeAllocator::new(),
             output: DmabridgeAllocator::new(),
         }
@@ -55,12 +66,19 @@ impl ObjectSubclass for DmabridgeConvert {
 impl ObjectImpl for DmabridgeConvert {
     fn properties() -> &'static [glib::ParamSpec] {
         static PROPS: LazyLock<Vec<glib::ParamSpec>> = LazyLock::new(|| {
-            vec![glib::ParamSpecString::builder("device")
+            vec![
+                glib::ParamSpecString::builder("device")
                 .nick("Device")
                 .blurb("dmabridge device that converts: \"cpu\" (default) or a device name as `dmabridge info` lists it; a device without the conversion kernels is refused when the element starts")
                 .default_value(Some(DEFAULT_DEVICE))
                 .mutable_ready()
-                .build()]
+                .build(),
+                glib::ParamSpecUInt64::builder("imported")
+                    .nick("Imported dma-bufs")
+                    .blurb("Foreign dma-bufs (of another allocator, e.g. v4l2src io-mode=dmabuf) imported into the device's context and converted where they are, each once")
+                    .read_only()
+                    .build(),
+            ]
         });
         PROPS.as_ref()
     }
@@ -75,6 +93,10 @@ impl ObjectImpl for DmabridgeConvert {
     fn property(&self, _id: usize, pspec: &glib::ParamSpec) -> glib::Value {
         match pspec.name() {
             "device" => sync::lock(&self.device).to_value(),
+            "imported" => {
+                let now = sync::lock(&self.engine).as_ref().map_or(0, |e| e.imported());
+                (*sync::lock(&self.imported_before) + now).to_value()
+            }
             other => {
                 gst::warning!(CAT, imp = self, "no property {other}");
                 glib::Value::from_type(pspec.value_type())
@@ -91,8 +113,9 @@ impl ElementImpl for DmabridgeConvert {
             gst::subclass::ElementMetadata::new(
                 "dmabridge converter",
                 "Filter/Converter/Video",
-                "Converts YUY2 (BT.601 limited range) to RGBA or BGRx with dmabridge's built-in kernels on a dmabridge queue, \
-                 in place in the frames' memory (no copy); offers upstream a pool of dmabridge memory exported as dma-bufs",
+                "Converts YUY2 (BT.601 or BT.709, limited or full range) to RGBA or BGRx with dmabridge's built-in kernels on a dmabridge queue, \
+                 in place in the frames' memory (no copy; other allocators' dma-bufs through dmabridge's dma-buf import, or an error \
+                 naming the device); offers upstream a pool of dmabridge memory exported as dma-bufs",
                 "dmabridge developers",
             )
         });
@@ -122,6 +145,53 @@ impl DmabridgeConvert {
     }
 }
 
+impl DmabridgeConvert {
+    /// Posts `why` as the element's error and fails the frame.
+    fn fail(&self, why: String) -> gst::FlowError {
+        gst::element_imp_error!(self, gst::StreamError::Failed, ("{why}"));
+        gst::FlowError::Error
+    }
+
+    /// Converts `inbuf`, a foreign dma-buf (`fd`, its memory at `offset`),
+    /// through dmabridge's import into the engine's context: the device
+    /// reads it where it is; the output is mapped as usual.
+    fn transform_foreign(
+        &self,
+        inbuf: &gst::Buffer,
+        fd: std::os::fd::BorrowedFd<'_>,
+        offset: usize,
+        outbuf: &mut gst::BufferRef,
+    ) -> Result<gst::FlowSuccess, gst::FlowError> {
+        let (Some((in_info, out_info)), Some((format, csc))) =
+            (sync::lock(&self.infos).clone(), *sync::lock(&self.conversion))
+        else {
+            gst::element_imp_error!(self, gst::CoreError::Negotiation, ("dmabridgeconvert has no caps yet"));
+            return Err(gst::FlowError::NotNegotiated);
+        };
+        // The plane's layout: the buffer's GstVideoMeta where it has one.
+        let (in_offset, in_stride) = match inbuf.meta::<gst_video::VideoMeta>() {
+            Some(m) => (m.offset()[0], m.stride()[0]),
+            None => (in_info.offset()[0], in_info.stride()[0]),
+        };
+        let in_stride = usize::try_from(in_stride).map_err(|_| self.fail(format!("input stride {in_stride}")))?;
+        let mut out = gst_video::VideoFrameRef::from_buffer_ref_writable(outbuf, &out_info)
+            .map_err(|_| self.fail("mapping the output frame failed".into()))?;
+        let out_stride = out.plane_stride()[0].max(0) as usize;
+        let mut engine = sync::lock(&self.engine);
+        let Some(engine) = engine.as_mut() else {
+            gst::element_imp_error!(self, gst::CoreError::Negotiation, ("dmabridgeconvert is not started"));
+            return Err(gst::FlowError::NotNegotiated);
+        };
+        let input = engine.import(fd, offset + in_offset).map_err(|why| self.fail(why))?;
+        let output = out.plane_data_mut(0).map_err(|_| gst::FlowError::Error)?;
+        let (w, h) = (in_info.width(), in_info.height());
+        engine
+            .convert(format, &csc, Input::Imported(input), in_stride, output, out_stride, w, h)
+            .map_err(|why| self.fail(why))?;
+        Ok(gst::FlowSuccess::Ok)
+    }
+}
+
 impl BaseTransformImpl for DmabridgeConvert {
     const MODE: gst_base::subclass::BaseTransformMode = gst_base::subclass::BaseTransformMode::NeverInPlace;
     const PASSTHROUGH_ON_SAME_CAPS: bool = false;
@@ -135,8 +205,11 @@ impl BaseTransformImpl for DmabridgeConvert {
     }
 
     fn stop(&self) -> Result<(), gst::ErrorMessage> {
-        *sync::lock(&self.engine) = None;
-        *sync::lock(&self.out_format) = None;
+        if let Some(e) = sync::lock(&self.engine).take() {
+            *sync::lock(&self.imported_before) += e.imported();
+        }
+        *sync::lock(&self.infos) = None;
+        *sync::lock(&self.conversion) = None;
         Ok(())
     }
 
@@ -147,6 +220,16 @@ impl BaseTransformImpl for DmabridgeConvert {
         filter: Option<&gst::Caps>,
     ) -> Option<gst::Caps> {
         Some(caps::transform(direction, caps, filter))
+    }
+
+    /// A foreign dma-buf in is imported and read where it is (see
+    /// `foreign`); anything else goes the video filter's way (frames
+    /// mapped, then `transform_frame`).
+    fn transform(&self, inbuf: &gst::Buffer, outbuf: &mut gst::BufferRef) -> Result<gst::FlowSuccess, gst::FlowError> {
+        match foreign_dma_buf(inbuf) {
+            Some((fd, offset)) => self.transform_foreign(inbuf, fd, offset, outbuf),
+            None => self.parent_transform(inbuf, outbuf),
+        }
     }
 
     /// Upstream gets our pool (dmabridge memory, `GstVideoMeta`) when
@@ -213,11 +296,12 @@ impl VideoFilterImpl for DmabridgeConvert {
         _outcaps: &gst::Caps,
         out_info: &gst_video::VideoInfo,
     ) -> Result<(), gst::LoggableError> {
-        if let Some(why) = caps::refuse_colorimetry(in_info) {
+        let csc = caps::coefficients(in_info).map_err(|why| {
             gst::element_imp_error!(self, gst::CoreError::Negotiation, ("{why}"));
-            return Err(gst::loggable_error!(CAT, "{why}"));
-        }
-        *sync::lock(&self.out_format) = Some(out_info.format());
+            gst::loggable_error!(CAT, "{why}")
+        })?;
+        *sync::lock(&self.conversion) = Some((out_info.format(), csc));
+        *sync::lock(&self.infos) = Some((in_info.clone(), out_info.clone()));
         Ok(())
     }
 
@@ -227,7 +311,10 @@ impl VideoFilterImpl for DmabridgeConvert {
         outframe: &mut gst_video::VideoFrameRef<&mut gst::BufferRef>,
     ) -> Result<gst::FlowSuccess, gst::FlowError> {
         let (w, h) = (inframe.width(), inframe.height());
-        let format = outframe.format();
+        let Some((format, csc)) = *sync::lock(&self.conversion) else {
+            gst::element_imp_error!(self, gst::CoreError::Negotiation, ("dmabridgeconvert has no caps yet"));
+            return Err(gst::FlowError::NotNegotiated);
+        };
         let in_stride = inframe.plane_stride()[0].max(0) as usize;
         let out_stride = outframe.plane_stride()[0].max(0) as usize;
         let engine = sync::lock(&self.engine);
@@ -241,7 +328,7 @@ impl VideoFilterImpl for DmabridgeConvert {
         };
         let input = inframe.plane_data(0).map_err(|_| gst::FlowError::Error)?;
         let output = outframe.plane_data_mut(0).map_err(|_| gst::FlowError::Error)?;
-        engine.convert(format, input, in_stride, output, out_stride, w, h).map_err(|why| {
+        engine.convert(format, &csc, Input::Mapped(input), in_stride, output, out_stride, w, h).map_err(|why| {
             gst::element_imp_error!(self, gst::StreamError::Failed, ("{why}"));
             gst::FlowError::Error
         })?;

@@ -14,6 +14,7 @@
 
 use std::ops::Range;
 
+use super::csc::YuvCoefficients;
 use super::yuyv::{convert_line, Order};
 use super::{ArgKind, KernelArgValue};
 use crate::runtime::transfer;
@@ -58,6 +59,8 @@ const P: ArgKind = ArgKind::Pointer;
 pub(super) const IMG: ArgKind = ArgKind::Image;
 const U32: ArgKind = ArgKind::Scalar(4);
 const U64: ArgKind = ArgKind::Scalar(8);
+/// The `short8` of a conversion's coefficients ([`YuvCoefficients::to_arg`]).
+const CSC: ArgKind = ArgKind::Scalar(YuvCoefficients::ARG_SIZE);
 
 /// Every built-in of the CPU device.
 pub(crate) static CPU_BUILTINS: &[Builtin] = &[
@@ -110,7 +113,7 @@ pub(crate) static CPU_BUILTINS: &[Builtin] = &[
         units: |a| a[3].as_u32().unwrap_or(0) as usize,
         run: |a, rows| {
             // SAFETY: forwarded (Builtin::run's contract).
-            unsafe { strided_units(a, rows, Order::Rgba) }
+            unsafe { strided_units(a, rows, Order::Rgba, &YuvCoefficients::BT601_LIMITED) }
         },
         engine: false,
         split: false,
@@ -123,7 +126,33 @@ pub(crate) static CPU_BUILTINS: &[Builtin] = &[
         units: |a| a[3].as_u32().unwrap_or(0) as usize,
         run: |a, rows| {
             // SAFETY: forwarded (Builtin::run's contract).
-            unsafe { strided_units(a, rows, Order::Bgrx) }
+            unsafe { strided_units(a, rows, Order::Bgrx, &YuvCoefficients::BT601_LIMITED) }
+        },
+        engine: false,
+        split: false,
+    },
+    Builtin {
+        name: "yuyv_to_rgba_csc",
+        args: &[P, P, U32, U32, U32, U32, CSC],
+        extents: csc_extents,
+        disjoint: &[(0, 1)],
+        units: |a| a[3].as_u32().unwrap_or(0) as usize,
+        run: |a, rows| {
+            // SAFETY: forwarded (Builtin::run's contract).
+            unsafe { csc_units(a, rows, Order::Rgba) }
+        },
+        engine: false,
+        split: false,
+    },
+    Builtin {
+        name: "yuyv_to_bgrx_csc",
+        args: &[P, P, U32, U32, U32, U32, CSC],
+        extents: csc_extents,
+        disjoint: &[(0, 1)],
+        units: |a| a[3].as_u32().unwrap_or(0) as usize,
+        run: |a, rows| {
+            // SAFETY: forwarded (Builtin::run's contract).
+            unsafe { csc_units(a, rows, Order::Bgrx) }
         },
         engine: false,
         split: false,
@@ -285,9 +314,7 @@ unsafe fn with_output(dst: *mut u8, len: usize, f: impl FnOnce(&mut [u8])) {
 /// assert_eq!(yuv_to_rgb(81, 90, 240), [255, 0, 0], "red");
 /// ```
 pub fn yuv_to_rgb(y: u8, u: u8, v: u8) -> [u8; 3] {
-    let (c, d, e) = (298 * (y as i32 - 16), u as i32 - 128, v as i32 - 128);
-    let clamp = |x: i32| (x >> 8).clamp(0, 255) as u8;
-    [clamp(c + 409 * e + 128), clamp(c - 100 * d - 208 * e + 128), clamp(c + 516 * d + 128)]
+    YuvCoefficients::BT601_LIMITED.convert(y, u, v)
 }
 
 unsafe fn yuyv_units(a: &[KernelArgValue], rows: Range<usize>) {
@@ -297,7 +324,9 @@ unsafe fn yuyv_units(a: &[KernelArgValue], rows: Range<usize>) {
         // not overlap; other threads write other rows.
         unsafe {
             with_input(src.add(r * w * 2), w * 2, |s| {
-                with_output(dst.add(r * w * 4), w * 4, |d| convert_line(s, d, Order::Rgba))
+                with_output(dst.add(r * w * 4), w * 4, |d| {
+                    convert_line(s, d, Order::Rgba, &YuvCoefficients::BT601_LIMITED)
+                })
             })
         };
     }
@@ -333,17 +362,43 @@ fn strided_extents(a: &[KernelArgValue]) -> Result<Extents, String> {
     ])
 }
 
-/// Converts the lines `rows` of a strided YUYV image (BT.601 limited range,
-/// [`yuv_to_rgb`]) into 4-byte pixels in `order`.
+/// Converts the lines `rows` of a strided YUYV image with the coefficients
+/// `c` into 4-byte pixels in `order`.
 ///
 /// # Safety
 /// As [`Builtin::run`]: the extents of [`strided_extents`] are valid, do not
 /// overlap, and nothing else writes the lines of `rows`.
-unsafe fn strided_units(a: &[KernelArgValue], rows: Range<usize>, order: Order) {
+unsafe fn strided_units(a: &[KernelArgValue], rows: Range<usize>, order: Order, c: &YuvCoefficients) {
     let [w, _, ss, ds] = strided_dims(a);
     // SAFETY: forwarded: the extents of strided_extents are valid for the
     // strides and width given here.
-    unsafe { convert_rows(ptr(a, 0) as *const u8, ptr(a, 1) as *mut u8, w, ss, ds, rows, order) }
+    unsafe { convert_rows(ptr(a, 0) as *const u8, ptr(a, 1) as *mut u8, w, ss, ds, rows, (order, c)) }
+}
+
+/// The coefficients of `yuyv_to_{rgba,bgrx}_csc` (argument 6), or what is
+/// wrong with them.
+fn csc_coefficients(a: &[KernelArgValue]) -> Result<YuvCoefficients, String> {
+    let bytes = a[6].as_bytes().ok_or("argument 6 (the coefficients) is not a short8")?;
+    YuvCoefficients::from_arg(bytes).map_err(|e| format!("argument 6: {e}"))
+}
+
+/// Extents of `yuyv_to_{rgba,bgrx}_csc`: the strided ones, once the
+/// coefficients are known to be usable.
+fn csc_extents(a: &[KernelArgValue]) -> Result<Extents, String> {
+    csc_coefficients(a)?;
+    strided_extents(a)
+}
+
+/// [`strided_units`] with the coefficients of argument 6.
+///
+/// # Safety
+/// As [`strided_units`].
+unsafe fn csc_units(a: &[KernelArgValue], rows: Range<usize>, order: Order) {
+    // Checked by csc_extents before any launch; a launch never runs units
+    // with arguments its extents refused.
+    let Ok(c) = csc_coefficients(a) else { return };
+    // SAFETY: forwarded.
+    unsafe { strided_units(a, rows, order, &c) }
 }
 
 /// Converts the lines `rows` of a YUYV image of `w` pixels a line, lines
@@ -362,14 +417,14 @@ pub(super) unsafe fn convert_rows(
     ss: usize,
     ds: usize,
     rows: Range<usize>,
-    order: Order,
+    (order, c): (Order, &YuvCoefficients),
 ) {
     for r in rows {
         // SAFETY: line `r` lies inside both extents (the caller); other
         // threads convert other lines.
         unsafe {
             with_input(src.add(r * ss), w.div_ceil(2) * 4, |s| {
-                with_output(dst.add(r * ds), w * 4, |d| convert_line(s, d, order))
+                with_output(dst.add(r * ds), w * 4, |d| convert_line(s, d, order, c))
             })
         };
     }

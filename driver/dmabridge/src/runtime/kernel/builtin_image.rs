@@ -13,6 +13,7 @@
 use std::ops::Range;
 
 use super::builtin::{convert_rows, Builtin, Extents, IMG};
+use super::csc::YuvCoefficients;
 use super::image_args::ImageAt;
 use super::yuyv::Order;
 use super::KernelArgValue;
@@ -100,5 +101,15 @@ unsafe fn yuyv_image_units(a: &[KernelArgValue], rows: Range<usize>) {
     let Some(g) = geometry(a) else { return };
     // SAFETY: every line below the height lies in the extents checked at
     // launch, at each image's own pitch (the caller's contract).
-    unsafe { convert_rows(g.src.0 as *const u8, g.dst.0 as *mut u8, g.width, g.src.1, g.dst.1, rows, Order::Rgba) }
+    unsafe {
+        convert_rows(
+            g.src.0 as *const u8,
+            g.dst.0 as *mut u8,
+            g.width,
+            g.src.1,
+            g.dst.1,
+            rows,
+            (Order::Rgba, &YuvCoefficients::BT601_LIMITED),
+        )
+    }
 }

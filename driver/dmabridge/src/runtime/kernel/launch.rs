@@ -457,7 +457,12 @@ fn check_read_only_arg(body: &Body, i: usize, buffer: &Buffer) -> ClResult<()> {
     let written: &[usize] = match b.name {
         "checksum_adler32" => &[2],
         "fill_pattern_u32" | "copy_bytes" | "dma_copy" => &[0],
-        "yuyv_to_rgba" | "yuyv_to_rgba_strided" | "yuyv_to_bgrx_strided" | "yuyv_to_rgba_image" => &[1],
+        "yuyv_to_rgba"
+        | "yuyv_to_rgba_strided"
+        | "yuyv_to_bgrx_strided"
+        | "yuyv_to_rgba_csc"
+        | "yuyv_to_bgrx_csc"
+        | "yuyv_to_rgba_image" => &[1],
         _ => &[i],
     };
     if written.contains(&i) {

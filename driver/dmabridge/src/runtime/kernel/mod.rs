@@ -8,10 +8,11 @@
 
 mod builtin;
 mod builtin_image;
+mod csc;
 mod image_args;
 pub mod launch;
 mod range;
-/// One YUYV line to 4-byte pixels, in 16-bit SIMD lanes.
+/// One YUYV line to 4-byte pixels, with SIMD.
 mod yuyv;
 
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -29,6 +30,7 @@ use super::queue::Completion;
 use builtin::{Builtin, CPU_BUILTINS, DMA_BUILTINS};
 
 pub use builtin::{adler32, yuv_to_rgb};
+pub use csc::{YuvCoefficients, YuvMatrix, YuvRange};
 pub use image_args::ImageAt;
 pub use launch::{enqueue_native_nd_range, enqueue_nd_range, enqueue_range, enqueue_task};
 pub use range::NdRange;
@@ -210,7 +212,10 @@ impl std::fmt::Debug for Kernel {
 /// The CPU device offers `checksum_adler32`, `fill_pattern_u32`,
 /// `yuyv_to_rgba`, `yuyv_to_rgba_strided`, `yuyv_to_bgrx_strided` (`src`,
 /// `dst`, then `width`, `height`, `src_stride`, `dst_stride` as uints: padded
-/// lines, odd widths and heights), `yuyv_to_rgba_image` (a `CL_YUYV_INTEL`
+/// lines, odd widths and heights; BT.601 limited range),
+/// `yuyv_to_rgba_csc`, `yuyv_to_bgrx_csc` (the same, then the colorimetry's
+/// coefficients as a `short8`, [`YuvCoefficients::to_arg`]: BT.601 or
+/// BT.709, limited or full range), `yuyv_to_rgba_image` (a `CL_YUYV_INTEL`
 /// image in, a `CL_RGBA` image out, each at its own row pitch) and
 /// `copy_bytes`; a device with a DMA engine (edu)
 /// offers `dma_copy(dst pointer, src pointer, size ulong)`, which copies by
