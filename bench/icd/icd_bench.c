@@ -21,6 +21,13 @@
  *   cl_svm_fill_64mib_gbps        clEnqueueSVMMemFill of 64 MiB with a 4-byte pattern, waited for
  *   cl_usm_fill_64mib_gbps        clEnqueueMemFillINTEL, the same (USM only)
  *   libc_memset_64mib_gbps        memset of 64 MiB
+ *   cl_kernel_empty_round_trip_ns an empty OpenCL C kernel: clEnqueueNDRangeKernel + clFinish
+ *   cl_kernel_copy_64mib_gbps     an OpenCL C copy kernel (uint4 per work-item), 64 MiB of SVM memory
+ *   cl_kernel_saxpy_64mib_gbps    an OpenCL C saxpy (y = a*x + y, float4 per work-item) over 16 Mi floats
+ *                                 (64 MiB of y; x another 64 MiB), SVM memory
+ *   cl_yuyv_1080p_ns              examples/cl/yuyv_to_rgba.cl (OpenCL C) on a 1920x1080 YUYV frame, SVM
+ *   cl_yuyv_builtin_1080p_ns      the built-in yuyv_to_rgba_strided on the same frame (dmabridge only); its
+ *                                 bytes are checked against the OpenCL C kernel's
  *
  * Two ways to run it:
  *
@@ -30,6 +37,12 @@
  *       loader finds (OCL_ICD_VENDORS or /etc/OpenCL/vendors). Prints `# ...`
  *       lines saying what ran, then one `name value` line per figure (ns, or GB/s
  *       with GB = 1e9 bytes). driver/dmabridge/benches/common/peer.rs runs it so.
+ *
+ *   icd_bench --kernel-rounds N NAME=VENDOR NAME=VENDOR
+ *       The kernel rows only (kernels from source: empty, copy, saxpy, 1080p YUYV->RGBA), the two vendors
+ *       in turn N times, each figure of both and their ratio per round, then the median ratio and its
+ *       range: on a shared machine one pair of runs says little. `make bench` runs it for dmabridge
+ *       against PoCL used directly (its own SVM memory, the same kernels).
  *
  *   icd_bench --table NAME=VENDOR [NAME=VENDOR ...]
  *       Each VENDOR (an .icd file, or a directory of them, as OCL_ICD_VENDORS
@@ -81,6 +94,7 @@
 #define BIG_RUNS 10            /* timed runs of the 64 MiB rows (one operation each) */
 #define CHILD_TIMEOUT 300      /* seconds a --table child may take */
 #define KERNEL_ITERS 2000      /* empty-kernel launches per timed run */
+#define YUYV_RUNS 20           /* timed conversions of the 1080p frame, each kernel */
 
 static double now_s(void) {
     struct timespec t;
@@ -126,6 +140,9 @@ enum {
     LIBC_FILL_BIG,
     KERNEL_EMPTY,
     KERNEL_COPY_BIG,
+    KERNEL_SAXPY_BIG,
+    YUYV_CL,
+    YUYV_BUILTIN,
     NFIG
 };
 static const char *const fig_name[NFIG] = {
@@ -135,7 +152,8 @@ static const char *const fig_name[NFIG] = {
     "cl_svm_memcpy_64b_ns",     "cl_usm_memcpy_64b_ns",         "cl_svm_memcpy_64mib_gbps",
     "cl_usm_memcpy_64mib_gbps", "libc_memcpy_64mib_gbps",       "cl_svm_fill_64mib_gbps",
     "cl_usm_fill_64mib_gbps",   "libc_memset_64mib_gbps",       "cl_kernel_empty_round_trip_ns",
-    "cl_kernel_copy_64mib_gbps",
+    "cl_kernel_copy_64mib_gbps", "cl_kernel_saxpy_64mib_gbps", "cl_yuyv_1080p_ns",
+    "cl_yuyv_builtin_1080p_ns",
 };
 
 /* USM entry points, from clGetExtensionFunctionAddressForPlatform. */
@@ -421,12 +439,21 @@ static void record(double *f, int fig, double ns) {
     worst[fig] = max_d(worst[fig], ns);
 }
 
+/* The same for a GB/s row, whose best is the largest. */
+static void record_gbps(double *f, int fig, double gbps) {
+    f[fig] = max_d(f[fig], gbps);
+    worst[fig] = worst[fig] > 0 ? min_d(worst[fig], gbps) : gbps;
+}
+
 /* OpenCL C kernels built from source: an empty kernel's launch + clFinish
  * round trip, and a copy kernel (uint4 per work-item) over the 64 MiB SVM
  * allocations a -> b. 0 when the device has no compiler (not printed). */
 static const char KERNELS[] = "kernel void empty(void) {}\n"
                               "kernel void copy(global uint4 *d, global const uint4 *s) {\n"
                               "    size_t i = get_global_id(0); d[i] = s[i];\n"
+                              "}\n"
+                              "kernel void saxpy(global float4 *y, global const float4 *x, float a) {\n"
+                              "    size_t i = get_global_id(0); y[i] = a * x[i] + y[i];\n"
                               "}\n";
 static int kernel_rows(cl_context ctx, cl_device_id device, cl_command_queue q, unsigned char *a, unsigned char *b,
                        double *f) {
@@ -464,19 +491,104 @@ static int kernel_rows(cl_context ctx, cl_device_id device, cl_command_queue q, 
         double t0 = now_s();
         CHECK(clEnqueueNDRangeKernel(q, copy, 1, NULL, &items, NULL, 0, NULL, NULL));
         CHECK(clFinish(q));
-        if (r >= 0) f[KERNEL_COPY_BIG] = max_d(f[KERNEL_COPY_BIG], (double)BIG / (now_s() - t0) / 1e9);
+        if (r >= 0) record_gbps(f, KERNEL_COPY_BIG, (double)BIG / (now_s() - t0) / 1e9);
     }
     if (b[0] != 3 || b[BIG - 1] != 3) {
         fprintf(stderr, "icd_bench: the copy kernel did not copy\n");
         exit(1);
     }
+    /* saxpy: y = 0.5 x + y with x = 2 and y = 1, so y grows by 1 each run. */
+    cl_kernel saxpy = clCreateKernel(p, "saxpy", &err);
+    CHECK(err);
+    float *x = (float *)a, *y = (float *)b, half = 0.5f;
+    for (size_t i = 0; i < BIG / sizeof(float); i++) {
+        x[i] = 2.0f;
+        y[i] = 1.0f;
+    }
+    CHECK(clSetKernelArgSVMPointer(saxpy, 0, y));
+    CHECK(clSetKernelArgSVMPointer(saxpy, 1, x));
+    CHECK(clSetKernelArg(saxpy, 2, sizeof half, &half));
+    for (int r = -1; r < BIG_RUNS; r++) {
+        double t0 = now_s();
+        CHECK(clEnqueueNDRangeKernel(q, saxpy, 1, NULL, &items, NULL, 0, NULL, NULL));
+        CHECK(clFinish(q));
+        if (r >= 0) record_gbps(f, KERNEL_SAXPY_BIG, (double)BIG / (now_s() - t0) / 1e9);
+    }
+    float want = 1.0f + (float)(BIG_RUNS + 1);
+    if (y[0] != want || y[BIG / sizeof(float) - 1] != want) {
+        fprintf(stderr, "icd_bench: saxpy gave %g, not %g\n", (double)y[0], (double)want);
+        exit(1);
+    }
+    clReleaseKernel(saxpy);
     clReleaseKernel(empty);
     clReleaseKernel(copy);
     clReleaseProgram(p);
     return 1;
 }
 
-/* Measures one device and prints its figures (a figure the device lacks is not printed). */
+/* examples/cl/yuyv_to_rgba.cl (bench/icd/run runs from the checkout's root) on a 1080p YUYV frame in SVM
+ * memory, and on dmabridge the built-in yuyv_to_rgba_strided on the same frame, their bytes compared. */
+#define YW 1920
+#define YH 1080
+static void yuyv_rows(cl_context ctx, cl_device_id device, cl_command_queue q, double *f) {
+    static char text[8192];
+    FILE *file = fopen("examples/cl/yuyv_to_rgba.cl", "r");
+    size_t len = file ? fread(text, 1, sizeof text - 1, file) : 0;
+    if (file) fclose(file);
+    if (len == 0) {
+        printf("# yuyv: examples/cl/yuyv_to_rgba.cl not found (run from the checkout's root)\n");
+        return;
+    }
+    cl_int err;
+    const char *src = text;
+    cl_program p = clCreateProgramWithSource(ctx, 1, &src, NULL, &err);
+    CHECK(err);
+    CHECK(clBuildProgram(p, 1, &device, NULL, NULL, NULL));
+    cl_kernel k[2] = {clCreateKernel(p, "yuyv_to_rgba", &err), NULL};
+    CHECK(err);
+    cl_program bp = clCreateProgramWithBuiltInKernels(ctx, 1, &device, "yuyv_to_rgba_strided", &err);
+    if (bp) k[1] = clCreateKernel(bp, "yuyv_to_rgba_strided", &err);
+    size_t in_size = (size_t)YW * YH * 2, out_size = (size_t)YW * YH * 4;
+    unsigned char *in = clSVMAlloc(ctx, CL_MEM_READ_WRITE, in_size, 0);
+    unsigned char *out[2] = {clSVMAlloc(ctx, CL_MEM_READ_WRITE, out_size, 0),
+                             clSVMAlloc(ctx, CL_MEM_READ_WRITE, out_size, 0)};
+    if (!in || !out[0] || !out[1]) {
+        fprintf(stderr, "icd_bench: clSVMAlloc of a 1080p frame returned NULL\n");
+        exit(1);
+    }
+    for (size_t i = 0; i < in_size; i++) in[i] = (unsigned char)(i * 7 + i / 4093);
+    memset(out[0], 0, out_size);
+    memset(out[1], 1, out_size);
+    cl_uint dims[4] = {YW, YH, YW * 2, YW * 4};
+    size_t pairs[2] = {YW / 2, YH}, rows = YH;
+    static const int fig[2] = {YUYV_CL, YUYV_BUILTIN};
+    for (int i = 0; i < 2 && k[i]; i++) {
+        CHECK(clSetKernelArgSVMPointer(k[i], 0, in));
+        CHECK(clSetKernelArgSVMPointer(k[i], 1, out[i]));
+        for (cl_uint a = 0; a < 4; a++) CHECK(clSetKernelArg(k[i], 2 + a, sizeof dims[a], &dims[a]));
+        for (int r = -1; r < YUYV_RUNS; r++) { /* run -1: the untimed warm-up */
+            double t0 = now_s();
+            CHECK(clEnqueueNDRangeKernel(q, k[i], i ? 1 : 2, NULL, i ? &rows : pairs, NULL, 0, NULL, NULL));
+            CHECK(clFinish(q));
+            if (r >= 0) record(f, fig[i], (now_s() - t0) * 1e9);
+        }
+    }
+    if (k[1] && memcmp(out[0], out[1], out_size) != 0) {
+        fprintf(stderr, "icd_bench: yuyv_to_rgba.cl and the built-in gave different bytes\n");
+        exit(1);
+    }
+    for (int i = 0; i < 2; i++) {
+        if (k[i]) clReleaseKernel(k[i]);
+        clSVMFree(ctx, out[i]);
+    }
+    clSVMFree(ctx, in);
+    if (bp) clReleaseProgram(bp);
+    clReleaseProgram(p);
+}
+
+/* Measures one device and prints its figures (a figure the device lacks is not printed); with
+ * kernels_only, only the kernel rows (--kernel-rounds). */
+static int kernels_only;
 static int measure(const char *want) {
     cl_platform_id platform;
     cl_device_id device;
@@ -484,7 +596,7 @@ static int measure(const char *want) {
     double f[NFIG];
     for (int i = 0; i < NFIG; i++) {
         f[i] = (i == SVM_COPY_BIG || i == USM_COPY_BIG || i == LIBC_COPY_BIG || i == SVM_FILL_BIG ||
-                i == USM_FILL_BIG || i == LIBC_FILL_BIG || i == KERNEL_COPY_BIG)
+                i == USM_FILL_BIG || i == LIBC_FILL_BIG || i == KERNEL_COPY_BIG || i == KERNEL_SAXPY_BIG)
                    ? 0.0      /* GB/s: the best is the largest */
                    : 1e300;   /* ns: the best is the smallest */
     }
@@ -504,7 +616,7 @@ static int measure(const char *want) {
 
     /* 4 KiB allocation + free: SVM, USM, libc, interleaved run by run so that a
      * disturbance hits them alike; run -1 is the untimed warm-up. */
-    for (int r = -1; r < SMALL_RUNS; r++) {
+    for (int r = -1; r < SMALL_RUNS && !kernels_only; r++) {
         double *f_or_none = r < 0 ? NULL : f;
         double t0 = now_s();
         for (int i = 0; i < ALLOC_ITERS; i++) {
@@ -542,11 +654,14 @@ static int measure(const char *want) {
     /* One thread, then two on the same context: the ICD's handle lookups
        must not serialise them; and the reference of the same run, what two
        threads that share nothing reach. */
-    if (has_usm && usm.device_alloc) {
+    if (has_usm && usm.device_alloc && !kernels_only) {
         scaling_rounds("cl_usm_device_alloc_free_4k", device_pair, &usm, ctx, device, &f[USM_DEV_ALLOC],
                 &f[USM_DEV_ALLOC_2T]);
     }
-    scaling_rounds("libc_malloc_free_64", libc_pair, NULL, ctx, device, &f[LIBC_SMALL_ALLOC], &f[LIBC_SMALL_ALLOC_2T]);
+    if (!kernels_only) {
+        scaling_rounds("libc_malloc_free_64", libc_pair, NULL, ctx, device, &f[LIBC_SMALL_ALLOC],
+                       &f[LIBC_SMALL_ALLOC_2T]);
+    }
 
     /* Two 64 MiB allocations of each kind, touched first (copy_rows) so that
      * no timed operation pays for first-touch page faults. */
@@ -556,10 +671,24 @@ static int measure(const char *want) {
         fprintf(stderr, "icd_bench: clSVMAlloc of 64 MiB returned NULL\n");
         return 1;
     }
-    copy_rows(q, NULL, a, b, f, SVM_COPY64, SVM_COPY_BIG, SVM_FILL_BIG);
+    if (kernels_only) {
+        memset(a, 1, BIG);
+        memset(b, 2, BIG);
+    } else {
+        copy_rows(q, NULL, a, b, f, SVM_COPY64, SVM_COPY_BIG, SVM_FILL_BIG);
+    }
     int has_kernels = kernel_rows(ctx, device, q, a, b, f);
+    if (has_kernels) yuyv_rows(ctx, device, q, f);
     clSVMFree(ctx, a);
     clSVMFree(ctx, b);
+    if (kernels_only) {
+        for (int i = KERNEL_EMPTY; i < NFIG && has_kernels; i++) {
+            if (f[i] > 0 && f[i] < 1e300) printf("%s %.3f\nspread %s %.3f %.3f\n", fig_name[i], f[i], fig_name[i], f[i], worst[i]);
+        }
+        CHECK(clReleaseCommandQueue(q));
+        CHECK(clReleaseContext(ctx));
+        return 0;
+    }
     if (has_usm) {
         a = usm.host_alloc(ctx, NULL, BIG, 0, &err);
         CHECK(err);
@@ -603,8 +732,8 @@ static int measure(const char *want) {
     for (int i = 0; i < NFIG; i++) {
         int usm_row = i == USM_ALLOC || i == USM_COPY64 || i == USM_COPY_BIG || i == USM_FILL_BIG;
         int dev_row = i == USM_DEV_ALLOC || i == USM_DEV_ALLOC_2T;
-        int kernel_row = i == KERNEL_EMPTY || i == KERNEL_COPY_BIG;
-        if (kernel_row && !has_kernels) continue;
+        int kernel_row = i == KERNEL_EMPTY || i == KERNEL_COPY_BIG || i == KERNEL_SAXPY_BIG;
+        if ((kernel_row && !has_kernels) || ((i == YUYV_CL || i == YUYV_BUILTIN) && f[i] >= 1e300)) continue;
         if ((!usm_row && !dev_row) || (usm_row && has_usm) || (dev_row && has_usm && usm.device_alloc)) {
             printf(strstr(fig_name[i], "gbps") ? "%s %.3f\n" : "%s %.1f\n", fig_name[i], f[i]);
             if (worst[i] > 0) {
@@ -624,6 +753,7 @@ struct column {
     const char *vendor;
     char about[512]; /* the platform and device that ran, or why nothing did */
     double f[NFIG];  /* < 0: not measured */
+    double worst[NFIG]; /* the worst timed run where the child printed its spread, else 0 */
     int ok;
     double both[2][5]; /* `both_cores` of the device row and the libc reference: rounds, both, min, median, max */
 };
@@ -636,6 +766,7 @@ static void run_child(struct column *c) {
     for (int i = 0; i < NFIG; i++) {
         c->f[i] = -1;
     }
+    memset(c->worst, 0, sizeof c->worst);
     memset(c->both, 0, sizeof c->both);
     if (pipe(out) != 0) {
         snprintf(c->about, sizeof c->about, "pipe: %s", strerror(errno));
@@ -676,6 +807,13 @@ static void run_child(struct column *c) {
         }
         char name[64];
         double b[5];
+        if (sscanf(line, "spread %63s %lf %lf", name, &b[0], &b[1]) == 3) {
+            for (int i = 0; i < NFIG; i++) {
+                if (strcmp(name, fig_name[i]) == 0) {
+                    c->worst[i] = b[1];
+                }
+            }
+        }
         if (sscanf(line, "both_cores %63s %lf %lf %lf %lf %lf", name, &b[0], &b[1], &b[2], &b[3], &b[4]) == 6) {
             for (int i = 0; i < 2; i++) {
                 if (strcmp(name, both_name[i]) == 0) {
@@ -716,20 +854,25 @@ static void cell(char *buf, size_t n, double v, double libc, int ns) {
     }
 }
 
+/* A NAME=VENDOR argument into an empty column; 0, or -1 with why printed. */
+static int parse_column(char *arg, struct column *c) {
+    char *eq = strchr(arg, '=');
+    if (eq == NULL) {
+        fprintf(stderr, "icd_bench: columns are NAME=VENDOR arguments, not %s\n", arg);
+        return -1;
+    }
+    *eq = 0;
+    memset(c, 0, sizeof *c);
+    c->name = arg;
+    c->vendor = eq + 1;
+    return 0;
+}
+
 static int table(int argc, char **argv) {
     struct column cols[MAXCOL];
     int n = 0;
-    for (int i = 0; i < argc && n < MAXCOL; i++) {
-        char *eq = strchr(argv[i], '=');
-        if (eq == NULL) {
-            fprintf(stderr, "icd_bench: --table takes NAME=VENDOR arguments, not %s\n", argv[i]);
-            return 2;
-        }
-        *eq = 0;
-        memset(&cols[n], 0, sizeof cols[n]);
-        cols[n].name = argv[i];
-        cols[n].vendor = eq + 1;
-        n++;
+    for (int i = 0; i < argc && n < MAXCOL; i++, n++) {
+        if (parse_column(argv[i], &cols[n]) != 0) return 2;
     }
     for (int i = 0; i < n; i++) {
         fprintf(stderr, "icd_bench: measuring %s (OCL_ICD_VENDORS=%s)\n", cols[i].name, cols[i].vendor);
@@ -760,6 +903,9 @@ static int table(int argc, char **argv) {
         {"libc memset 64 MiB", LIBC_FILL_BIG, LIBC_FILL_BIG, 0},
         {"empty kernel (OpenCL C), launch+finish", KERNEL_EMPTY, -1, 1},
         {"64 MiB copy kernel (OpenCL C) (x memcpy)", KERNEL_COPY_BIG, LIBC_COPY_BIG, 0},
+        {"64 MiB saxpy kernel (OpenCL C) (x memcpy)", KERNEL_SAXPY_BIG, LIBC_COPY_BIG, 0},
+        {"1080p YUYV->RGBA, OpenCL C", YUYV_CL, -1, 1},
+        {"1080p YUYV->RGBA, built-in kernel", YUYV_BUILTIN, -1, 1},
     };
     printf("\n%-40s", "");
     for (int i = 0; i < n; i++) {
@@ -774,6 +920,8 @@ static int table(int argc, char **argv) {
             if (rows[r].libc < 0) {
                 if (v < 0) {
                     snprintf(buf, sizeof buf, "-");
+                } else if (v >= 1e6) {
+                    snprintf(buf, sizeof buf, "%.2f ms", v / 1e6);
                 } else if (v >= 1000) {
                     snprintf(buf, sizeof buf, "%.2f us", v / 1000);
                 } else {
@@ -834,6 +982,37 @@ static int table(int argc, char **argv) {
         }
         printf("\n");
     }
+    /* The kernel rows' spread: best and worst of their timed runs (BIG_RUNS, YUYV_RUNS, SMALL_RUNS). */
+    static const int spread_rows[] = {KERNEL_EMPTY, KERNEL_COPY_BIG, KERNEL_SAXPY_BIG, YUYV_CL, YUYV_BUILTIN};
+    printf("\nkernel rows, best .. worst of the timed runs:\n");
+    for (size_t r = 0; r < sizeof spread_rows / sizeof spread_rows[0]; r++) {
+        int fig = spread_rows[r];
+        printf("  %-38s", fig_name[fig]);
+        for (int i = 0; i < n; i++) {
+            char buf[64];
+            if (cols[i].f[fig] < 0 || cols[i].worst[fig] <= 0) {
+                snprintf(buf, sizeof buf, "-");
+            } else if (strstr(fig_name[fig], "gbps")) {
+                snprintf(buf, sizeof buf, "%.1f .. %.1f GB/s", cols[i].f[fig], cols[i].worst[fig]);
+            } else if (cols[i].f[fig] >= 1e6) {
+                snprintf(buf, sizeof buf, "%.2f .. %.2f ms", cols[i].f[fig] / 1e6, cols[i].worst[fig] / 1e6);
+            } else if (cols[i].f[fig] >= 1000) {
+                snprintf(buf, sizeof buf, "%.2f .. %.2f us", cols[i].f[fig] / 1000, cols[i].worst[fig] / 1000);
+            } else {
+                snprintf(buf, sizeof buf, "%.0f .. %.0f ns", cols[i].f[fig], cols[i].worst[fig]);
+            }
+            printf(" %22s", buf);
+        }
+        printf("\n");
+    }
+    /* Each column's OpenCL C conversion against its own built-in, same run. */
+    for (int i = 0; i < n; i++) {
+        if (cols[i].f[YUYV_CL] > 0 && cols[i].f[YUYV_BUILTIN] > 0) {
+            printf("%s: 1080p YUYV->RGBA, OpenCL C %.2f ms, built-in %.2f ms: the built-in is %.2fx as fast\n",
+                   cols[i].name, cols[i].f[YUYV_CL] / 1e6, cols[i].f[YUYV_BUILTIN] / 1e6,
+                   cols[i].f[YUYV_CL] / cols[i].f[YUYV_BUILTIN]);
+        }
+    }
     /* The first column against each other one, row by row. */
     if (n > 1 && cols[0].ok) {
         printf("\n%s against the others (>1: %s ahead):\n", cols[0].name, cols[0].name);
@@ -860,7 +1039,59 @@ static int table(int argc, char **argv) {
     return failed && !cols[0].ok ? 1 : 0;
 }
 
+/* --kernel-rounds N NAME=VENDOR NAME=VENDOR: the kernel rows only, the two columns in turn N times (each
+ * round a child per column, the first column first), so that both see the machine alike; per round each
+ * figure of both and the first's over the second's, then the median ratio and its range over the rounds. */
+static int kernel_rounds(int rounds, char *a, char *b) {
+    char *arg[2] = {a, b};
+    struct column cols[2];
+    for (int i = 0; i < 2; i++) {
+        if (parse_column(arg[i], &cols[i]) != 0) return 2;
+    }
+    static const int figs[] = {KERNEL_EMPTY, KERNEL_COPY_BIG, KERNEL_SAXPY_BIG, YUYV_CL};
+    enum { NF = sizeof figs / sizeof figs[0], MAXR = 64 };
+    double ratio[NF][MAXR];
+    int nr[NF] = {0};
+    kernels_only = 1;
+    rounds = rounds < 1 ? 1 : rounds > MAXR ? MAXR : rounds;
+    printf("== kernels from source, %s and %s in turn, %d rounds (GB/s: best of %d runs; ns: best of %d x %d "
+           "launches; yuyv: best of %d; ratio >1: %s ahead)\n",
+           cols[0].name, cols[1].name, rounds, BIG_RUNS, SMALL_RUNS, KERNEL_ITERS, YUYV_RUNS, cols[0].name);
+    for (int r = 0; r < rounds; r++) {
+        for (int i = 0; i < 2; i++) {
+            run_child(&cols[i]);
+            if (!cols[i].ok) {
+                printf("round %d: %s %s\n", r + 1, cols[i].name, cols[i].about);
+                return 1;
+            }
+        }
+        printf("round %2d:", r + 1);
+        for (int k = 0; k < NF; k++) {
+            double us = cols[0].f[figs[k]], them = cols[1].f[figs[k]];
+            if (us <= 0 || them <= 0) continue;
+            int ns = !strstr(fig_name[figs[k]], "gbps");
+            double x = ns ? them / us : us / them;
+            ratio[k][nr[k]++] = x;
+            printf("  %s %.4g / %.4g = %.2fx", fig_name[figs[k]], us, them, x);
+        }
+        if (cols[0].f[YUYV_BUILTIN] > 0) printf("  cl_yuyv_builtin_1080p_ns %.4g", cols[0].f[YUYV_BUILTIN]);
+        printf("\n");
+        fflush(stdout);
+    }
+    printf("%s over %s, median (min .. max) of %d rounds:\n", cols[0].name, cols[1].name, rounds);
+    for (int k = 0; k < NF; k++) {
+        if (nr[k] == 0) continue;
+        qsort(ratio[k], (size_t)nr[k], sizeof ratio[k][0], cmp_d);
+        printf("  %-32s %.2fx (%.2f .. %.2f)\n", fig_name[figs[k]], ratio[k][nr[k] / 2], ratio[k][0],
+               ratio[k][nr[k] - 1]);
+    }
+    return 0;
+}
+
 int main(int argc, char **argv) {
+    if (argc == 5 && strcmp(argv[1], "--kernel-rounds") == 0) {
+        return kernel_rounds(atoi(argv[2]), argv[3], argv[4]);
+    }
     if (argc >= 2 && strcmp(argv[1], "--table") == 0) {
         return table(argc - 2, argv + 2);
     }
@@ -868,7 +1099,8 @@ int main(int argc, char **argv) {
         return measure(argv[2]);
     }
     if (argc != 1) {
-        fprintf(stderr, "usage: icd_bench [--platform SUBSTRING] | --table NAME=VENDOR...\n");
+        fprintf(stderr, "usage: icd_bench [--platform SUBSTRING] | --table NAME=VENDOR... | --kernel-rounds N "
+                        "NAME=VENDOR NAME=VENDOR\n");
         return 2;
     }
     return measure(NULL);

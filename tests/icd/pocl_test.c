@@ -13,7 +13,9 @@
  * (udmabuf); building for edu (no compute) answers CL_COMPILER_NOT_AVAILABLE
  * and its queue cannot run a kernel from source; an external physical buffer
  * (ivshmem's BAR) is refused as an argument; a bus-addressable buffer
- * filled by edu is read by a kernel. Without PoCL every test
+ * filled by edu is read by a kernel; a YUYV->RGBA kernel in OpenCL C
+ * (examples/cl/yuyv_to_rgba.cl) gives the built-in's bytes on vivid's frames,
+ * imported as dma-bufs (tests/icd/vivid.h). Without PoCL every test
  * is ignored, unless DMABRIDGE_EXPECT_POCL=1 (tests/icd/run on x86_64), when
  * that fails. Closing line: "N passed, N failed". */
 #define _GNU_SOURCE
@@ -32,6 +34,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "vivid.h"
 
 static cl_platform_id platform;
 static cl_device_id device;
@@ -510,11 +513,33 @@ static const char *FILL_SRC =
     "    dst[get_global_id(0)] = src[get_global_id(0)] + v;\n"
     "}\n";
 
-static cl_program fill_program(void) {
-    cl_int code = 1;
-    cl_program p = build(FILL_SRC, NULL, &code);
-    CHECK_ERR(code, CL_SUCCESS);
+/* FILL_SRC and examples/cl/yuyv_to_rgba.cl (tests/icd/run runs from the
+ * checkout's root): every guest test builds these two sources, so PoCL
+ * compiles them once per guest run (its kernel cache knows them after). */
+static const char **guest_sources(void) {
+    static char text[8192];
+    static const char *srcs[2] = {NULL, text};
+    if (!srcs[0]) {
+        FILE *f = fopen("examples/cl/yuyv_to_rgba.cl", "r");
+        size_t n = f ? fread(text, 1, sizeof text - 1, f) : 0;
+        if (f) fclose(f);
+        CHECK(n > 0 && n < sizeof text - 1);
+        text[n] = '\0';
+        srcs[0] = FILL_SRC;
+    }
+    return srcs;
+}
+
+static cl_program guest_program(cl_context c, cl_device_id d) {
+    cl_int err = 1;
+    cl_program p = clCreateProgramWithSource(c, 2, guest_sources(), NULL, &err);
+    CHECK(p != NULL && err == CL_SUCCESS);
+    CHECK_ERR(clBuildProgram(p, 1, &d, NULL, NULL, NULL), CL_SUCCESS);
     return p;
+}
+
+static cl_program fill_program(void) {
+    return guest_program(ctx, device);
 }
 
 static void test_dma_buf_in_place(void) {
@@ -563,7 +588,7 @@ static void test_edu_has_no_compiler(void) {
     CHECK(comp == CL_FALSE);
     cl_int err = 1;
     cl_context both = clCreateContext(NULL, 2, devs, NULL, NULL, &err);
-    cl_program p = clCreateProgramWithSource(both, 1, &FILL_SRC, NULL, &err);
+    cl_program p = clCreateProgramWithSource(both, 2, guest_sources(), NULL, &err);
     CHECK_ERR(clBuildProgram(p, 0, NULL, NULL, NULL, NULL), CL_COMPILER_NOT_AVAILABLE);
     CHECK_ERR(clBuildProgram(p, 1, &devs[1], NULL, NULL, NULL), CL_COMPILER_NOT_AVAILABLE);
     char log[512] = {0};
@@ -641,8 +666,7 @@ static void test_bus_addressable_filled_by_edu(void) {
     cl_event filled = NULL, ran = NULL;
     CHECK_ERR(clEnqueueWriteBuffer(edu_q, bus, CL_FALSE, 0, sizeof frame, frame, 0, NULL, &filled), CL_SUCCESS);
     cl_uint *out = host_alloc(both, NULL, sizeof frame, 0, &err);
-    cl_program p = clCreateProgramWithSource(both, 1, &FILL_SRC, NULL, &err);
-    CHECK_ERR(clBuildProgram(p, 1, &devs[0], NULL, NULL, NULL), CL_SUCCESS);
+    cl_program p = guest_program(both, devs[0]);
     cl_kernel k = clCreateKernel(p, "add", &err);
     cl_uint v = 3;
     CHECK_ERR(set_arg_ptr(k, 0, out), CL_SUCCESS);
@@ -666,6 +690,79 @@ out:
     if (both) clReleaseContext(both);
 }
 
+/* "A YUYV->RGBA kernel written in OpenCL C gives the same bytes as the
+ * built-in one on vivid frames": vivid's own buffers, exported as dma-bufs
+ * and imported (clImportMemoryARM: no copy), go through
+ * examples/cl/yuyv_to_rgba.cl (PoCL) and through the built-in
+ * yuyv_to_rgba_strided; the two RGBA frames are compared byte for byte,
+ * on two frames (both of vivid's buffers). vivid draws its "Noise" test
+ * pattern: on its default colour bars a float BT.601 kernel gave the
+ * built-in's bytes too (eight colours), on noise the rounding shows; the
+ * frame is checked to be noise (most of the 256 values of R appear). */
+static void test_yuyv_kernel_matches_builtin_on_vivid(void) {
+    struct vivid v;
+    if (vivid_start(&v, 640, 480, "Noise") != 0) {
+        CHECK(!"vivid streams 640x480 YUYV");
+        vivid_stop(&v);
+        return;
+    }
+    cl_int err = 1;
+    cl_program p = fill_program();
+    cl_kernel ours = clCreateKernel(p, "yuyv_to_rgba", &err);
+    CHECK_ERR(err, CL_SUCCESS);
+    cl_program bp = clCreateProgramWithBuiltInKernels(ctx, 1, &device, "yuyv_to_rgba_strided", &err);
+    cl_kernel builtin = clCreateKernel(bp, "yuyv_to_rgba_strided", &err);
+    CHECK_ERR(err, CL_SUCCESS);
+    size_t line = (size_t)v.width * 4, size = line * v.height;
+    cl_mem out[2] = {clCreateBuffer(ctx, CL_MEM_WRITE_ONLY, size, NULL, &err),
+                     clCreateBuffer(ctx, CL_MEM_WRITE_ONLY, size, NULL, &err)};
+    unsigned char *got[2] = {malloc(size), malloc(size)};
+    CHECK(out[0] && out[1] && got[0] && got[1]);
+    cl_import_properties_arm props[] = {CL_IMPORT_TYPE_ARM, CL_IMPORT_TYPE_DMA_BUF_ARM, 0};
+    cl_uint dims[4] = {v.width, v.height, v.stride, (cl_uint)line};
+    cl_kernel ks[2] = {ours, builtin};
+    for (int n = 0; n < VIVID_BUFS && got[0] && got[1]; n++) {
+        int i = vivid_dequeue(&v);
+        CHECK(i >= 0);
+        if (i < 0) break;
+        cl_mem frame = import(ctx, CL_MEM_READ_ONLY, props, &v.dmabuf[i], v.size, &err);
+        CHECK(frame != NULL && err == CL_SUCCESS);
+        for (int k = 0; k < 2; k++) {
+            CHECK_ERR(clSetKernelArg(ks[k], 0, sizeof frame, &frame), CL_SUCCESS);
+            CHECK_ERR(clSetKernelArg(ks[k], 1, sizeof out[k], &out[k]), CL_SUCCESS);
+            for (cl_uint a = 0; a < 4; a++) CHECK_ERR(clSetKernelArg(ks[k], 2 + a, sizeof dims[a], &dims[a]), CL_SUCCESS);
+        }
+        size_t pairs[2] = {(v.width + 1) / 2, v.height}, rows = v.height;
+        CHECK_ERR(clEnqueueNDRangeKernel(queue, ours, 2, NULL, pairs, NULL, 0, NULL, NULL), CL_SUCCESS);
+        CHECK_ERR(clEnqueueNDRangeKernel(queue, builtin, 1, NULL, &rows, NULL, 0, NULL, NULL), CL_SUCCESS);
+        for (int k = 0; k < 2; k++)
+            CHECK_ERR(clEnqueueReadBuffer(queue, out[k], CL_TRUE, 0, size, got[k], 0, NULL, NULL), CL_SUCCESS);
+        size_t at = 0;
+        while (at < size && got[0][at] == got[1][at]) at++;
+        if (at < size)
+            printf("    frame %d: first different byte %zu (row %zu, pixel %zu): OpenCL C %u, built-in %u\n", n, at,
+                   at / line, at % line / 4, got[0][at], got[1][at]);
+        CHECK(at == size);
+        unsigned char seen[256] = {0};
+        int reds = 0;
+        for (size_t px = 0; px < size; px += 4)
+            if (!seen[got[1][px]]) seen[got[1][px]] = 1, reds++;
+        CHECK(reds > 128);
+        clReleaseMemObject(frame);
+        CHECK(vivid_requeue(&v, i) == 0);
+    }
+    free(got[0]);
+    free(got[1]);
+    for (int k = 0; k < 2; k++)
+        if (out[k]) clReleaseMemObject(out[k]);
+    clReleaseKernel(ours);
+    clReleaseKernel(builtin);
+    clReleaseProgram(bp);
+    clReleaseProgram(p);
+    CHECK(vivid_pattern(&v, "75% Colorbar") == 0); /* vivid's default, for the next program in this boot */
+    vivid_stop(&v);
+}
+
 /* Each guest test, or why it does not run here (NULL: it runs). */
 static const char *udmabuf_missing(void) {
     int fd = open("/dev/udmabuf", O_RDWR | O_CLOEXEC);
@@ -686,6 +783,12 @@ static const char *bus_missing(void) {
         return "needs an edu device and an IOMMU domain: run in the QEMU guest (make test-guest-icd)";
     return NULL;
 }
+static const char *vivid_missing(void) {
+    int fd = vivid_open_capture();
+    if (fd < 0) return "needs vivid's capture node: run in the QEMU guest (make test-guest-icd)";
+    close(fd);
+    return NULL;
+}
 static const char *bar_missing(void) {
     char ext[4096] = {0};
     clGetPlatformInfo(platform, CL_PLATFORM_EXTENSIONS, sizeof ext, ext, NULL);
@@ -703,6 +806,7 @@ static const struct {
     {"pocl::edu_has_no_compiler", test_edu_has_no_compiler, edu_missing},
     {"pocl::external_physical_refused", test_external_physical_refused, bar_missing},
     {"pocl::bus_addressable_filled_by_edu", test_bus_addressable_filled_by_edu, bus_missing},
+    {"pocl::yuyv_kernel_matches_builtin_on_vivid", test_yuyv_kernel_matches_builtin_on_vivid, vivid_missing},
 };
 
 static const struct test_case tests[] = {
