@@ -1215,7 +1215,9 @@ static void ep_read_write(void) {
     if (f == F_NONE || f >= F_WL_NULL) EXPECT(e, want, blocking && (w.tainted || q->tainted)
                                                              ? CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST : want,
                                               m->hostno && w.f ? CL_INVALID_OPERATION : want);
-    else EXPECT(e, want);
+    /* A bad argument on a CL_MEM_HOST_NO_ACCESS buffer: both rules apply, and
+       the specification orders no error before another. */
+    else EXPECT(e, want, m->hostno && mh == m->h ? CL_INVALID_OPERATION : want);
     command_done(q, &w, e);
     keep_event(evp, e, q, w.tainted);
 }
