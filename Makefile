@@ -81,7 +81,8 @@ test-gst-guest: guest build-gst
 # Where `make demo` leaves the frames `dmabridge capture` wrote in the guest.
 DEMO_PNG   := target/demo-capture
 # Where `make demo` leaves the frames of the GStreamer pipeline (x86_64 only:
-# the plugin is not built for arm64 yet).
+# the arm64 guest has GStreamer's libraries and the plugins of the plugin's
+# guest tests, not gst-launch-1.0 or pngenc).
 DEMO_GST   := target/demo-gst
 
 # `make demo ARCH=arm64`: the guest parts of the demo in the arm64 guest
