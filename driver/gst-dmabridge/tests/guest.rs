@@ -146,6 +146,29 @@ fn pool_cycles_body() {
     });
 }
 
+/// A memory stays mapped between maps (mapped once, read-write, when
+/// made): an element mapping every frame does not fault the dma-buf's pages
+/// in again each time, and a first read-only map does not keep a later
+/// writer out.
+#[test]
+fn memories_stay_mapped_read_write_between_maps() {
+    init();
+    let alloc = DmabridgeAllocator::new();
+    let mut mem = alloc.upcast_ref::<gst::Allocator>().alloc(3 * 4096, None).expect("a dmabridge memory");
+    let first = mem.map_readable().expect("a read map").as_ptr() as usize;
+    let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+    let mapped =
+        maps.lines().any(|l| l.split('-').next().and_then(|a| usize::from_str_radix(a, 16).ok()) == Some(first));
+    assert!(mapped, "the dma-buf's mapping at {first:#x} is gone after the unmap:\n{maps}");
+    let mut map = mem.get_mut().unwrap().map_writable().expect("a write map after a read map");
+    assert_eq!(map.as_ptr() as usize, first, "the same mapping");
+    map[0] = 7;
+    drop(map);
+    let heap = alloc.heap_address(&mem).expect("the memory's heap address");
+    // SAFETY: `mem` keeps the heap allocation alive; nothing writes it now.
+    assert_eq!(unsafe { heap.read_volatile() }, 7, "written through to the heap's pages");
+}
+
 /// vivid's 640x480 test pattern (75% BT.601 colour bars): at line 240, the
 /// centre of each of the 8 bars as (Y, U, V), left to right.
 const VIVID_BARS: [(u8, u8, u8); 8] = [
