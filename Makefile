@@ -14,7 +14,7 @@ GUEST_RIG  := --edu 2 --bind 0000:00:10.0 --bind 0000:00:08.0 --module vgem --mo
 LOGS       := target/test-logs
 
 .PHONY: check-offline check-msrv deb test-deb build-install ci-deps
-.PHONY: all build deps guest demo test test-host test-icd icd install build-gst build-gst-tests test-gst test-gst-guest install-gst test-guest test-guest-icd test-guest-doc test-nonroot test-removal test-rig lint bench fuzz fuzz-icd clean-guest
+.PHONY: all build deps guest demo test test-host test-icd icd install build-gst build-gst-tests test-gst test-gst-guest gst-guest-plugins install-gst test-guest test-guest-icd test-guest-doc test-nonroot test-removal test-rig lint bench fuzz fuzz-icd clean-guest
 .PHONY: deps-arm64 build-arm64 build-arm64-doc test-arm64 test-arm64-run test-doc test-arm64-guest test-arm64-icd test-arm64-doc test-arm64-nonroot test-arm64-removal
 
 all: build
@@ -63,11 +63,13 @@ test-gst: build-gst
 GST_SYSTEM_PLUGINS = $(shell pkg-config --variable=pluginsdir gstreamer-1.0 2>/dev/null)
 GST_GUEST_PLUGINS := target/gst-guest-plugins
 GST_GUEST_ENV = --env GST_REGISTRY=/tmp/gst-registry.bin --env GST_PLUGIN_SYSTEM_PATH_1_0=$(CURDIR)/$(GST_GUEST_PLUGINS)
-test-gst-guest: guest build-gst
-	@mkdir -p $(LOGS)
+gst-guest-plugins:
 	@rm -rf $(GST_GUEST_PLUGINS) && mkdir -p $(GST_GUEST_PLUGINS) && \
 	for p in coreelements videotestsrc app video4linux2 videoconvertscale; do \
 	    ln -s $(GST_SYSTEM_PLUGINS)/libgst$$p.so $(GST_GUEST_PLUGINS)/; done
+
+test-gst-guest: guest build-gst gst-guest-plugins
+	@mkdir -p $(LOGS)
 	@echo "== GStreamer plugin in the QEMU guest: the allocator, its pool and dmabridgeconvert on dma-bufs ($(GST_DIR)/tests/guest.rs)"
 	@bin=$$(cd $(GST_DIR) && $(GST_CARGO) test --test guest --no-run 2>&1 | sed -n 's/.*Executable .*(\(.*\)).*/\1/p' | tail -1); \
 	test -n "$$bin" || { echo "test-gst-guest: could not build the plugin's guest tests"; exit 1; }; \
@@ -527,7 +529,11 @@ test-rig: guest
 # against GStreamer's v4l2src ! v4l2sink in dma-buf mode, in a guest with one
 # vCPU: with two vCPU threads and QEMU's I/O thread on a 2-core host, a vCPU
 # stalls for half a frame now and then and vivid's clock slips frames, for
-# either pipeline (up to 84 in 600); with one, it hardly ever does.
+# either pipeline (up to 84 in 600); with one, it hardly ever does. Then
+# $(GST_DIR)/benches/guest_pipeline.rs, also with one vCPU: vivid capture ->
+# YUY2 to BGRx -> vivid output through GStreamer, dmabridgeconvert with
+# dma-buf import on both sides against videoconvert with default io-modes
+# (CPU per frame of the process, dropped frames, the ratio).
 # Last figures: docs/BENCHMARKS.md.
 bench: guest icd
 	@bench/peer-deps
@@ -544,6 +550,11 @@ bench: guest icd
 	$(RIG) --ivshmem-size 256M --bind 0000:00:08.0 --env DMABRIDGE_BAR_DEVICE=0000:00:08.0,bar=2 -- $$bin
 	@$(CARGO) build --release -p dmabridge-cli --quiet
 	@$(RIG) --smp 1 --module vivid -- bench/capture/run-guest
+	@echo "== vivid capture -> YUY2 to BGRx -> vivid output: dmabridgeconvert on dma-bufs against videoconvert, default io-modes (in the QEMU guest: $(GST_DIR)/benches/guest_pipeline.rs)"
+	@$(MAKE) --no-print-directory gst-guest-plugins
+	@bin=$$(cd $(GST_DIR) && $(GST_CARGO) bench --bench guest_pipeline --no-run 2>&1 | sed -n 's/.*Executable .*(\(.*\)).*/\1/p' | tail -1); \
+	test -n "$$bin" || { echo "bench: could not build $(GST_DIR)/benches/guest_pipeline.rs"; exit 1; }; \
+	$(RIG) --smp 1 --module vivid $(GST_GUEST_ENV) -- $$bin
 	@echo "== dma-buf import (clImportMemoryARM), 4 MiB vs 256 MiB (in the QEMU guest: the DMA-BUF system heap)"
 	@bin=$$($(CARGO) bench -p dmabridge --bench arm_import --no-run 2>&1 | sed -n 's/.*Executable .*(\(.*\)).*/\1/p' | tail -1); \
 	test -n "$$bin" || { echo "bench: could not build benches/arm_import.rs"; exit 1; }; \
