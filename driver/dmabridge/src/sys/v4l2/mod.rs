@@ -56,10 +56,6 @@ pub struct FourCc(pub u32);
 impl FourCc {
     /// `V4L2_PIX_FMT_YUYV`: packed YUV 4:2:2, Y0 U Y1 V.
     pub const YUYV: FourCc = FourCc::new(*b"YUYV");
-    /// `V4L2_PIX_FMT_UYVY`: packed YUV 4:2:2, U Y0 V Y1.
-    pub const UYVY: FourCc = FourCc::new(*b"UYVY");
-    /// `V4L2_PIX_FMT_RGB24`: packed R G B.
-    pub const RGB24: FourCc = FourCc::new(*b"RGB3");
 
     /// The code of four characters (`v4l2_fourcc(a, b, c, d)`).
     ///
