@@ -12,6 +12,7 @@
 
 #include <CL/cl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static int failed_checks;
@@ -73,6 +74,24 @@ static inline void run_tests(const struct test_case *tests, size_t n, int ready)
     for (size_t i = 0; i < n; i++) run_test(tests[i].name, tests[i].f, ready);
 }
 
+/* Reports every test of a table as not run here, and why. */
+#define IGNORE_TESTS(table, why) ignore_tests((table), sizeof(table) / sizeof((table)[0]), (why))
+static inline void ignore_tests(const struct test_case *tests, size_t n, const char *why) {
+    for (size_t i = 0; i < n; i++) ignore_test(tests[i].name, why);
+}
+/* tests/icd/run passes --devices-only in the QEMU guests. */
+static inline int devices_only(int argc, char **argv) {
+    return argc > 1 && strcmp(argv[1], "--devices-only") == 0;
+}
+/* Why the tests of kernels from source do not run (NULL: they run): the
+ * device has no compiler (no PoCL) and DMABRIDGE_EXPECT_POCL is not 1
+ * (tests/icd/run sets it where PoCL must be there: then they run and fail). */
+static inline const char *no_pocl_here(cl_device_id device) {
+    cl_bool comp = 0;
+    if (device) clGetDeviceInfo(device, CL_DEVICE_COMPILER_AVAILABLE, sizeof comp, &comp, NULL);
+    const char *expect = getenv("DMABRIDGE_EXPECT_POCL");
+    return device && !comp && !(expect && strcmp(expect, "1") == 0) ? "no PoCL here" : NULL;
+}
 /* An extension entry point of the platform, as its typedef NAME_fn:
  * EXT_FN(platform, clHostMemAllocINTEL). NULL when the platform lacks it. */
 #define EXT_FN(platform, name) ((name##_fn)clGetExtensionFunctionAddressForPlatform((platform), #name))

@@ -76,16 +76,17 @@ static size_t alloc_size_t(const void *p, cl_dma_buf_info_dmabridge param) {
  * exactly where /dev/udmabuf opens, with its version. */
 static void test_advertised(void) {
     CHECK(alloc_fd && mem_fd && alloc_info && mem_info && host_alloc && mem_free);
-    char s[1024] = {0};
+    /* Room for PoCL's OpenCL C extensions too (pocl_programs_test.c). */
+    char s[4096] = {0};
     CHECK_ERR(clGetPlatformInfo(platform, CL_PLATFORM_EXTENSIONS, sizeof s, s, NULL), CL_SUCCESS);
     CHECK(has_word(s, CL_DMABRIDGE_DMA_BUF_EXPORT_EXTENSION_NAME) == have_udmabuf);
     CHECK_ERR(clGetDeviceInfo(device, CL_DEVICE_EXTENSIONS, sizeof s, s, NULL), CL_SUCCESS);
     CHECK(has_word(s, CL_DMABRIDGE_DMA_BUF_EXPORT_EXTENSION_NAME) == have_udmabuf);
-    cl_name_version nv[16];
+    cl_name_version nv[64];
     size_t size = 0;
     CHECK_ERR(clGetDeviceInfo(device, CL_DEVICE_EXTENSIONS_WITH_VERSION, sizeof nv, nv, &size), CL_SUCCESS);
     int found = 0;
-    for (size_t i = 0; i < size / sizeof nv[0] && i < 16; i++)
+    for (size_t i = 0; i < size / sizeof nv[0] && i < 64; i++)
         if (strcmp(nv[i].name, CL_DMABRIDGE_DMA_BUF_EXPORT_EXTENSION_NAME) == 0) {
             found = 1;
             CHECK(nv[i].version == CL_DMABRIDGE_DMA_BUF_EXPORT_EXTENSION_VERSION);

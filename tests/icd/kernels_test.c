@@ -149,6 +149,29 @@ static void test_source_program(void) {
     CHECK(clCreateProgramWithSource((cl_context)queue, 1, src, NULL, &err) == NULL && err == CL_INVALID_CONTEXT);
 }
 
+/* Without a compiler (tests/icd/run runs this file with DMABRIDGE_POCL=off)
+ * the device claims no OpenCL C beyond 1.0: none of the extensions OpenCL
+ * 3.0 requires of OpenCL C 1.1, no doubles, no OpenCL C features (PoCL's,
+ * when it is there: pocl_programs_test.c). */
+static void test_no_compiler_no_language(void) {
+    cl_bool comp = 1;
+    CHECK_ERR(clGetDeviceInfo(device, CL_DEVICE_COMPILER_AVAILABLE, sizeof comp, &comp, NULL), CL_SUCCESS);
+    CHECK(comp == CL_FALSE);
+    char ver[64] = {0}, ext[8192] = {0};
+    CHECK_ERR(clGetDeviceInfo(device, CL_DEVICE_OPENCL_C_VERSION, sizeof ver, ver, NULL), CL_SUCCESS);
+    CHECK(strncmp(ver, "OpenCL C 1.0", 12) == 0);
+    CHECK_ERR(clGetDeviceInfo(device, CL_DEVICE_EXTENSIONS, sizeof ext, ext, NULL), CL_SUCCESS);
+    CHECK(has_word(ext, "cl_intel_unified_shared_memory"));
+    CHECK(!has_word(ext, "cl_khr_global_int32_base_atomics") && !has_word(ext, "cl_khr_byte_addressable_store"));
+    CHECK(!has_word(ext, "cl_khr_fp64") && !has_word(ext, "cl_khr_int64_base_atomics"));
+    size_t size = 1;
+    CHECK_ERR(clGetDeviceInfo(device, CL_DEVICE_OPENCL_C_FEATURES, 0, NULL, &size), CL_SUCCESS);
+    CHECK(size == 0);
+    cl_device_fp_config fp = 1;
+    CHECK_ERR(clGetDeviceInfo(device, CL_DEVICE_DOUBLE_FP_CONFIG, sizeof fp, &fp, NULL), CL_SUCCESS);
+    CHECK(fp == 0);
+}
+
 static void test_kernel_objects(void) {
     cl_int err = 1;
     cl_program p = clCreateProgramWithBuiltInKernels(ctx, 1, &device, "fill_pattern_u32;copy_bytes", &err);
@@ -531,6 +554,7 @@ int main(void) {
     static const struct test_case tests[] = {
         {"kernels::builtin_program", test_builtin_program},
         {"kernels::source_program", test_source_program},
+        {"kernels::no_compiler_no_language", test_no_compiler_no_language},
         {"kernels::kernel_objects", test_kernel_objects},
         {"kernels::args_and_launch", test_args_and_launch},
         {"kernels::buffer_args", test_buffer_args},

@@ -12,7 +12,8 @@
  * and written by a kernel, seen through a second mapping of the dma-buf
  * (udmabuf); building for edu (no compute) answers CL_COMPILER_NOT_AVAILABLE
  * and its queue cannot run a kernel from source; an external physical buffer
- * (ivshmem's BAR) is refused as an argument. Without PoCL every test
+ * (ivshmem's BAR) is refused as an argument; a bus-addressable buffer
+ * filled by edu is read by a kernel. Without PoCL every test
  * is ignored, unless DMABRIDGE_EXPECT_POCL=1 (tests/icd/run on x86_64), when
  * that fails. Closing line: "N passed, N failed". */
 #define _GNU_SOURCE
@@ -503,7 +504,11 @@ static void test_kernel_writes_memfd_pages_in_place(void) {
 /* The guest's tests: each says why it does not run where its device is missing.
  * They build this one small kernel: under TCG PoCL's compile is most of their time. */
 static const char *why_not_here;
-static const char *FILL_SRC = "kernel void fill(global uint *p, uint v) { p[get_global_id(0)] = v + (uint)get_global_id(0); }\n";
+static const char *FILL_SRC =
+    "kernel void fill(global uint *p, uint v) { p[get_global_id(0)] = v + (uint)get_global_id(0); }\n"
+    "kernel void add(global uint *dst, global const uint *src, uint v) {\n"
+    "    dst[get_global_id(0)] = src[get_global_id(0)] + v;\n"
+    "}\n";
 
 static cl_program fill_program(void) {
     cl_int code = 1;
@@ -611,6 +616,56 @@ static void test_external_physical_refused(void) {
     clReleaseMemObject(x);
 }
 
+/* cl_amd_bus_addressable_memory with a kernel from source: a bus-addressable
+ * buffer made resident (its bus address in the IOMMU domain edu DMAs in) is
+ * filled by the edu engine (a write on edu's queue: edu's DMA into the
+ * buffer's pages), then a kernel on the CPU queue, ordered after edu's
+ * event, reads it in place and writes its sums to USM. */
+static void test_bus_addressable_filled_by_edu(void) {
+    cl_int err = 1;
+    cl_device_id devs[2] = {device, NULL};
+    CHECK_ERR(clGetDeviceIDs(platform, CL_DEVICE_TYPE_ACCELERATOR, 1, &devs[1], NULL), CL_SUCCESS);
+    clEnqueueMakeBuffersResidentAMD_fn resident = EXT_FN(platform, clEnqueueMakeBuffersResidentAMD);
+    cl_context both = clCreateContext(NULL, 2, devs, NULL, NULL, &err);
+    cl_command_queue cpu_q = clCreateCommandQueueWithProperties(both, devs[0], NULL, &err);
+    cl_command_queue edu_q = clCreateCommandQueueWithProperties(both, devs[1], NULL, &err);
+    enum { N = 4096 };
+    cl_mem bus = clCreateBuffer(both, CL_MEM_BUS_ADDRESSABLE_AMD, N * sizeof(cl_uint), NULL, &err);
+    CHECK(resident && both && cpu_q && edu_q && bus);
+    if (!resident || !bus) goto out;
+    cl_bus_address_amd at = {0, 0};
+    CHECK_ERR(resident(edu_q, 1, &bus, CL_TRUE, &at, 0, NULL, NULL), CL_SUCCESS);
+    CHECK(at.surface_bus_address != 0);
+    static cl_uint frame[N];
+    for (cl_uint i = 0; i < N; i++) frame[i] = i * 2654435761u;
+    cl_event filled = NULL, ran = NULL;
+    CHECK_ERR(clEnqueueWriteBuffer(edu_q, bus, CL_FALSE, 0, sizeof frame, frame, 0, NULL, &filled), CL_SUCCESS);
+    cl_uint *out = host_alloc(both, NULL, sizeof frame, 0, &err);
+    cl_program p = clCreateProgramWithSource(both, 1, &FILL_SRC, NULL, &err);
+    CHECK_ERR(clBuildProgram(p, 1, &devs[0], NULL, NULL, NULL), CL_SUCCESS);
+    cl_kernel k = clCreateKernel(p, "add", &err);
+    cl_uint v = 3;
+    CHECK_ERR(set_arg_ptr(k, 0, out), CL_SUCCESS);
+    CHECK_ERR(clSetKernelArg(k, 1, sizeof bus, &bus), CL_SUCCESS);
+    CHECK_ERR(clSetKernelArg(k, 2, sizeof v, &v), CL_SUCCESS);
+    size_t g = N;
+    CHECK_ERR(clEnqueueNDRangeKernel(cpu_q, k, 1, NULL, &g, NULL, 1, &filled, &ran), CL_SUCCESS);
+    CHECK_ERR(clWaitForEvents(1, &ran), CL_SUCCESS);
+    int ok = out != NULL;
+    for (cl_uint i = 0; ok && i < N; i++) ok &= out[i] == frame[i] + 3;
+    CHECK(ok);
+    clReleaseEvent(filled);
+    clReleaseEvent(ran);
+    clReleaseKernel(k);
+    clReleaseProgram(p);
+    if (out) mem_free(both, out);
+out:
+    if (bus) clReleaseMemObject(bus);
+    if (edu_q) clReleaseCommandQueue(edu_q);
+    if (cpu_q) clReleaseCommandQueue(cpu_q);
+    if (both) clReleaseContext(both);
+}
+
 /* Each guest test, or why it does not run here (NULL: it runs). */
 static const char *udmabuf_missing(void) {
     int fd = open("/dev/udmabuf", O_RDWR | O_CLOEXEC);
@@ -622,6 +677,13 @@ static const char *edu_missing(void) {
     cl_device_id d = NULL;
     if (clGetDeviceIDs(platform, CL_DEVICE_TYPE_ACCELERATOR, 1, &d, NULL) != CL_SUCCESS)
         return "needs an edu device: run in the QEMU guest (make test-guest-icd)";
+    return NULL;
+}
+static const char *bus_missing(void) {
+    char ext[4096] = {0};
+    clGetPlatformInfo(platform, CL_PLATFORM_EXTENSIONS, sizeof ext, ext, NULL);
+    if (edu_missing() || !has_word(ext, "cl_amd_bus_addressable_memory"))
+        return "needs an edu device and an IOMMU domain: run in the QEMU guest (make test-guest-icd)";
     return NULL;
 }
 static const char *bar_missing(void) {
@@ -640,6 +702,7 @@ static const struct {
     {"pocl::dma_buf_in_place", test_dma_buf_in_place, udmabuf_missing},
     {"pocl::edu_has_no_compiler", test_edu_has_no_compiler, edu_missing},
     {"pocl::external_physical_refused", test_external_physical_refused, bar_missing},
+    {"pocl::bus_addressable_filled_by_edu", test_bus_addressable_filled_by_edu, bus_missing},
 };
 
 static const struct test_case tests[] = {

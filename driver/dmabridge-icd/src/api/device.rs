@@ -92,8 +92,11 @@ pub(crate) unsafe extern "C" fn clGetDeviceInfo(
 }
 
 /// What PoCL changes of the CPU device's answers once it is loaded
-/// (`crate::pocl`): a compiler and a linker, and PoCL's OpenCL C versions.
-/// Without PoCL, and for other devices, the core's answers stand.
+/// (`crate::pocl`): a compiler and a linker, PoCL's OpenCL C versions, the
+/// OpenCL C extensions and features PoCL gives (added to the core's
+/// extensions; `pocl::language` says which), and with `cl_khr_fp64` PoCL's
+/// double-precision answers. Without PoCL, and for other devices, the core's
+/// answers stand.
 fn compiler_info(device: &Device, param: cl_device_info) -> Option<info::InfoValue> {
     if device.device_type != DeviceType::Cpu
         || !matches!(
@@ -102,16 +105,35 @@ fn compiler_info(device: &Device, param: cl_device_info) -> Option<info::InfoVal
                 | CL_DEVICE_LINKER_AVAILABLE
                 | CL_DEVICE_OPENCL_C_VERSION
                 | CL_DEVICE_OPENCL_C_ALL_VERSIONS
+                | CL_DEVICE_OPENCL_C_FEATURES
+                | CL_DEVICE_EXTENSIONS
+                | CL_DEVICE_EXTENSIONS_WITH_VERSION
+                | CL_DEVICE_DOUBLE_FP_CONFIG
+                | CL_DEVICE_PREFERRED_VECTOR_WIDTH_DOUBLE
+                | CL_DEVICE_NATIVE_VECTOR_WIDTH_DOUBLE
         )
     {
         return None;
     }
     let p = crate::pocl::get()?;
+    let lang = &p.language;
+    let versions = |list: &[(u32, String)]| list.iter().map(|(v, n)| info::NameVersion::new(n, *v)).collect::<Vec<_>>();
     Some(match param {
         CL_DEVICE_OPENCL_C_VERSION => info::InfoValue::Str(p.c_version.clone()),
-        CL_DEVICE_OPENCL_C_ALL_VERSIONS => {
-            info::InfoValue::NameVersions(p.c_all_versions.iter().map(|(v, n)| info::NameVersion::new(n, *v)).collect())
+        CL_DEVICE_OPENCL_C_ALL_VERSIONS => info::InfoValue::NameVersions(versions(&p.c_all_versions)),
+        CL_DEVICE_OPENCL_C_FEATURES => info::InfoValue::NameVersions(versions(&lang.features(device))),
+        CL_DEVICE_EXTENSIONS | CL_DEVICE_EXTENSIONS_WITH_VERSION => {
+            let mut all = info::device_extensions(device);
+            all.extend(versions(&lang.extensions(device)));
+            if param == CL_DEVICE_EXTENSIONS_WITH_VERSION {
+                info::InfoValue::NameVersions(all)
+            } else {
+                info::InfoValue::Str(all.iter().map(|e| e.name.as_str()).collect::<Vec<_>>().join(" "))
+            }
         }
+        CL_DEVICE_DOUBLE_FP_CONFIG => info::InfoValue::Bits(lang.double_fp_config),
+        CL_DEVICE_PREFERRED_VECTOR_WIDTH_DOUBLE => info::InfoValue::U32(lang.double_widths.0),
+        CL_DEVICE_NATIVE_VECTOR_WIDTH_DOUBLE => info::InfoValue::U32(lang.double_widths.1),
         _ => info::InfoValue::Bool(true),
     })
 }

@@ -4,6 +4,7 @@
 #![allow(non_snake_case)]
 
 pub mod amd;
+pub mod binary;
 pub mod context;
 pub mod device;
 pub mod event;

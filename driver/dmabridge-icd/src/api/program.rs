@@ -12,6 +12,7 @@ use dmabridge::runtime::info::InfoValue;
 use dmabridge::runtime::kernel::builtin_kernel_names;
 use opencl_sys::*;
 
+use super::binary;
 use super::context::ContextObj;
 use super::source::{self, Mode};
 use crate::entry::{object, slice, status, ClRes};
@@ -30,6 +31,8 @@ pub enum Contents {
     Source(String),
     /// The output of `clLinkProgram` over compiled source programs.
     Linked,
+    /// Program binaries (`clCreateProgramWithBinary`, `api::binary`).
+    Binary,
 }
 
 /// The state of the last build, per program (all its devices alike).
@@ -74,7 +77,7 @@ impl ProgramObj {
     pub(crate) fn kernel_names(&self) -> ClRes<Vec<String>> {
         match &self.contents {
             Contents::BuiltIn(names) => Ok(names.iter().map(|n| n.to_string()).collect()),
-            Contents::Source(_) | Contents::Linked => {
+            Contents::Source(_) | Contents::Linked | Contents::Binary => {
                 let p = crate::pocl::get().ok_or(CL_INVALID_PROGRAM_EXECUTABLE)?;
                 self.executable()?.kernel_names(p)
             }
@@ -161,10 +164,12 @@ pub(crate) unsafe extern "C" fn clCreateProgramWithBuiltInKernels(
     }
 }
 
-/// `clCreateProgramWithBinary`: dmabridge has no program binary format, so
-/// no binary is valid. After the argument checks (context, device list,
-/// `lengths` and `binaries` with an entry per device), every
-/// `binary_status` entry gets `CL_INVALID_BINARY` and so does the call.
+/// `clCreateProgramWithBinary`: binaries in PoCL's format for the CPU
+/// device (`api::binary`). After the argument checks (context, device list,
+/// `lengths` and `binaries` with a non-empty entry per device), each
+/// `binary_status` entry gets its device's status; `CL_INVALID_BINARY` if
+/// any is invalid (a device other than the CPU, a binary PoCL refuses, no
+/// PoCL). The program is not built yet: `clBuildProgram` builds it.
 pub(crate) unsafe extern "C" fn clCreateProgramWithBinary(
     context: cl_context,
     num_devices: cl_uint,
@@ -179,20 +184,28 @@ pub(crate) unsafe extern "C" fn clCreateProgramWithBinary(
     unsafe {
         object("clCreateProgramWithBinary", errcode_ret, || {
             let ctx = handles::get::<ContextObj>(context.cast())?;
-            let n = devices_in(&ctx.inner, num_devices, device_list)?.len();
+            let devices = devices_in(&ctx.inner, num_devices, device_list)?;
+            let n = devices.len();
             if lengths.is_null() || binaries.is_null() {
                 return Err(CL_INVALID_VALUE);
             }
             let (lens, bins) = (slice(lengths, n), slice(binaries.cast_const(), n));
-            if lens.iter().zip(bins).any(|(&len, bin)| len == 0 || bin.is_null()) {
+            if lens.iter().zip(bins).any(|(&len, bin)| len == 0 || len > isize::MAX as usize || bin.is_null()) {
                 return Err(CL_INVALID_VALUE);
             }
+            // The C contract: each binary holds its length's bytes.
+            let bytes: Vec<&[u8]> = lens.iter().zip(bins).map(|(&len, &bin)| slice(bin, len)).collect();
+            let made = binary::from_binaries(&devices, &bytes);
             if !binary_status.is_null() {
-                for i in 0..n {
-                    binary_status.add(i).write_unaligned(CL_INVALID_BINARY);
+                let status = made.as_ref().map_or_else(Clone::clone, |_| vec![CL_SUCCESS; n]);
+                for (i, s) in status.into_iter().enumerate() {
+                    binary_status.add(i).write_unaligned(s);
                 }
             }
-            Err(CL_INVALID_BINARY)
+            let prog = made.map_err(|_| CL_INVALID_BINARY)?;
+            let handle = new_program(ctx, devices, Contents::Binary);
+            binary::keep(&self::program(handle)?.inner, prog);
+            Ok(handle)
         })
     }
 }
@@ -291,6 +304,7 @@ unsafe fn check_build(
     sync::lock(&p.build).options = options.clone();
     match &p.contents {
         Contents::Source(src) => source::build(p, &devices, src, &options, mode),
+        Contents::Binary => binary::build(p, &devices, &options, matches!(mode, Mode::Compile(_))),
         // A linked program is an executable already; built-ins are built.
         Contents::Linked | Contents::BuiltIn(_) => Ok(()),
     }
@@ -434,9 +448,10 @@ pub(crate) unsafe extern "C" fn clLinkProgram(
     }
 }
 
-/// `clGetProgramInfo`. A program has no binary: `CL_PROGRAM_BINARY_SIZES`
-/// answers 0 for each device and `CL_PROGRAM_BINARIES` writes nothing
-/// through the application's pointers.
+/// `clGetProgramInfo`. `CL_PROGRAM_BINARY_SIZES` and `CL_PROGRAM_BINARIES`
+/// answer the CPU device's binary in PoCL's format once the program is
+/// compiled or built (`api::binary`), and size 0 (nothing written) for the
+/// other devices and before.
 pub(crate) unsafe extern "C" fn clGetProgramInfo(
     program: cl_program,
     param_name: cl_program_info,
@@ -444,15 +459,29 @@ pub(crate) unsafe extern "C" fn clGetProgramInfo(
     param_value: *mut c_void,
     param_value_size_ret: *mut usize,
 ) -> cl_int {
-    // CL_PROGRAM_BINARIES has the size rules but writes nothing: the one
+    // CL_PROGRAM_BINARIES writes through the application's pointers: the one
     // answer outside the generic path.
     if param_name == CL_PROGRAM_BINARIES {
         return status("clGetProgramInfo", || {
             let p = self::program(program)?;
-            // One pointer per device, each to a binary of 0 bytes.
+            // One pointer per device.
             let size = p.inner.devices.len() * std::mem::size_of::<*mut u8>();
             if !param_value.is_null() && param_value_size < size {
                 return Err(CL_INVALID_VALUE);
+            }
+            if !param_value.is_null() {
+                let bins = binary::binaries(&p.inner)?;
+                // SAFETY: the C contract: `param_value` holds a pointer per
+                // device (size checked above), each NULL (skipped) or room
+                // for CL_PROGRAM_BINARY_SIZES's bytes of its device.
+                unsafe {
+                    let dst = slice(param_value.cast_const().cast::<*mut u8>(), bins.len());
+                    for (bin, &to) in bins.iter().zip(dst) {
+                        if !to.is_null() && !bin.is_empty() {
+                            std::ptr::copy_nonoverlapping(bin.as_ptr(), to, bin.len());
+                        }
+                    }
+                }
             }
             // SAFETY: the C contract of `param_value_size_ret`.
             unsafe { crate::entry::write_opt(param_value_size_ret, size) };
@@ -469,9 +498,9 @@ pub(crate) unsafe extern "C" fn clGetProgramInfo(
                 CL_PROGRAM_NUM_DEVICES => InfoValue::U32(pi.devices.len() as cl_uint),
                 CL_PROGRAM_SOURCE => InfoValue::Str(match &pi.contents {
                     Contents::Source(s) => s.clone(),
-                    Contents::BuiltIn(_) | Contents::Linked => String::new(),
+                    Contents::BuiltIn(_) | Contents::Linked | Contents::Binary => String::new(),
                 }),
-                CL_PROGRAM_BINARY_SIZES => InfoValue::Sizes(vec![0; pi.devices.len()]),
+                CL_PROGRAM_BINARY_SIZES => InfoValue::Sizes(binary::binaries(pi)?.iter().map(Vec::len).collect()),
                 CL_PROGRAM_NUM_KERNELS => InfoValue::Usize(pi.kernel_names()?.len()),
                 CL_PROGRAM_KERNEL_NAMES => InfoValue::Str(pi.kernel_names()?.join(";")),
                 CL_PROGRAM_SCOPE_GLOBAL_CTORS_PRESENT | CL_PROGRAM_SCOPE_GLOBAL_DTORS_PRESENT => InfoValue::Bool(false),

@@ -25,6 +25,7 @@
 
 pub mod image;
 pub mod kernel;
+pub mod language;
 pub mod program;
 
 use std::ffi::{c_char, c_void, CStr, CString};
@@ -49,6 +50,9 @@ pub struct Pocl {
     pub version: String,
     /// `CL_DEVICE_OPENCL_C_ALL_VERSIONS` of PoCL's device: (version, name).
     pub c_all_versions: Vec<(u32, String)>,
+    /// The OpenCL C extensions and features PoCL's device gives, as
+    /// dmabridge passes them on.
+    pub language: language::Language,
 }
 
 // SAFETY: the handles are PoCL's; OpenCL objects may be used from any
@@ -218,6 +222,7 @@ unsafe fn setup(api: &'static cl_icd_dispatch, platform: cl_platform_id) -> Resu
         c_version: String::new(),
         version: String::new(),
         c_all_versions: Vec::new(),
+        language: language::Language::default(),
     };
     let mut device: cl_device_id = std::ptr::null_mut();
     let mut n: cl_uint = 0;
@@ -245,13 +250,29 @@ unsafe fn setup(api: &'static cl_icd_dispatch, platform: cl_platform_id) -> Resu
         unsafe { call!(p, clGetDeviceInfo(device, CL_DEVICE_OPENCL_C_VERSION, s, v, r)) }
     })
     .unwrap_or_default();
-    let all = Pocl::bytes(|s, v, r| {
-        // SAFETY: the device with a buffer of `s` bytes (or none).
-        unsafe { call!(p, clGetDeviceInfo(device, CL_DEVICE_OPENCL_C_ALL_VERSIONS, s, v, r)) }
-    })
-    .unwrap_or_default();
-    // cl_name_version: a cl_version, then a NUL-terminated name in 64 bytes.
-    let c_all_versions = all
+    let device_bytes = |param: cl_device_info| {
+        Pocl::bytes(|s, v, r| {
+            // SAFETY: the device with a buffer of `s` bytes (or none).
+            unsafe { call!(p, clGetDeviceInfo(device, param, s, v, r)) }
+        })
+        .unwrap_or_default()
+    };
+    let number =
+        |param: cl_device_info| device_bytes(param).iter().take(8).rev().fold(0u64, |acc, &b| acc << 8 | u64::from(b));
+    let c_all_versions = name_versions(&device_bytes(CL_DEVICE_OPENCL_C_ALL_VERSIONS));
+    let language = language::Language::new(
+        name_versions(&device_bytes(CL_DEVICE_EXTENSIONS_WITH_VERSION)),
+        name_versions(&device_bytes(CL_DEVICE_OPENCL_C_FEATURES)),
+        number(CL_DEVICE_DOUBLE_FP_CONFIG),
+        (number(CL_DEVICE_PREFERRED_VECTOR_WIDTH_DOUBLE) as u32, number(CL_DEVICE_NATIVE_VECTOR_WIDTH_DOUBLE) as u32),
+    );
+    Ok(Pocl { device, context, queue, version, c_version, c_all_versions, language, ..p })
+}
+
+/// A `cl_name_version[]` answer as (version, name) pairs: each entry a
+/// `cl_version`, then a NUL-terminated name in 64 bytes.
+fn name_versions(bytes: &[u8]) -> Vec<(u32, String)> {
+    bytes
         .chunks_exact(68)
         .map(|e| {
             let version = u32::from_ne_bytes([e[0], e[1], e[2], e[3]]);
@@ -259,6 +280,5 @@ unsafe fn setup(api: &'static cl_icd_dispatch, platform: cl_platform_id) -> Resu
             let end = name.iter().position(|&b| b == 0).unwrap_or(name.len());
             (version, String::from_utf8_lossy(&name[..end]).into_owned())
         })
-        .collect();
-    Ok(Pocl { device, context, queue, version, c_version, c_all_versions, ..p })
+        .collect()
 }

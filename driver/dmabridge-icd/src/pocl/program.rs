@@ -1,5 +1,5 @@
-//! A program from source as PoCL's program object: build, compile, link,
-//! the build log and the kernel names.
+//! A program from source or from a binary as PoCL's program object: build,
+//! compile, link, the build log, the kernel names and the binary.
 
 use std::ffi::{c_char, CString};
 
@@ -48,6 +48,81 @@ impl PoclProgram {
         // SAFETY: one NUL-terminated string, lengths NULL.
         let handle = unsafe { create!(p, clCreateProgramWithSource(p.context, 1, &mut ptr, std::ptr::null())) }?;
         Ok(PoclProgram { handle })
+    }
+
+    /// `clCreateProgramWithBinary` in PoCL's context: PoCL's own binary
+    /// format (what [`PoclProgram::binary`] gives), which PoCL checks
+    /// (`CL_INVALID_BINARY` for anything else).
+    pub fn with_binary(p: &Pocl, binary: &[u8]) -> Result<PoclProgram, cl_int> {
+        let len = binary.len();
+        let mut ptr = binary.as_ptr();
+        let mut status = CL_SUCCESS;
+        // SAFETY: one device, one binary of `len` readable bytes, one status.
+        let handle =
+            unsafe { create!(p, clCreateProgramWithBinary(p.context, 1, &p.device, &len, &mut ptr, &mut status)) }?;
+        Ok(PoclProgram { handle })
+    }
+
+    /// `CL_PROGRAM_BINARIES` of PoCL's device: empty when PoCL has none
+    /// (nothing compiled or built).
+    pub fn binary(&self, p: &Pocl) -> Result<Vec<u8>, cl_int> {
+        let mut size = 0usize;
+        // SAFETY: our program; one size_t (one device).
+        check(unsafe {
+            call!(
+                p,
+                clGetProgramInfo(
+                    self.handle,
+                    CL_PROGRAM_BINARY_SIZES,
+                    std::mem::size_of::<usize>(),
+                    (&mut size as *mut usize).cast(),
+                    std::ptr::null_mut()
+                )
+            )
+        })?;
+        let mut bytes = vec![0u8; size];
+        if size == 0 {
+            return Ok(bytes);
+        }
+        let mut ptr = bytes.as_mut_ptr();
+        // SAFETY: one pointer to `size` writable bytes, as PoCL answered.
+        check(unsafe {
+            call!(
+                p,
+                clGetProgramInfo(
+                    self.handle,
+                    CL_PROGRAM_BINARIES,
+                    std::mem::size_of::<*mut u8>(),
+                    (&mut ptr as *mut *mut u8).cast(),
+                    std::ptr::null_mut()
+                )
+            )
+        })?;
+        Ok(bytes)
+    }
+
+    /// `CL_PROGRAM_BINARY_TYPE` of PoCL's device.
+    pub fn binary_type(&self, p: &Pocl) -> cl_program_binary_type {
+        let mut t: cl_program_binary_type = CL_PROGRAM_BINARY_TYPE_NONE;
+        // SAFETY: our program and PoCL's device; one binary type.
+        let code = unsafe {
+            call!(
+                p,
+                clGetProgramBuildInfo(
+                    self.handle,
+                    p.device,
+                    CL_PROGRAM_BINARY_TYPE,
+                    std::mem::size_of_val(&t),
+                    (&mut t as *mut cl_program_binary_type).cast(),
+                    std::ptr::null_mut()
+                )
+            )
+        };
+        if code == CL_SUCCESS {
+            t
+        } else {
+            CL_PROGRAM_BINARY_TYPE_NONE
+        }
     }
 
     /// `clBuildProgram` for PoCL's device with `options`.
