@@ -13,7 +13,7 @@ RIG        := qemu/run-in-guest
 GUEST_RIG  := --edu 2 --bind 0000:00:10.0 --bind 0000:00:08.0 --module vgem --module vivid
 LOGS       := target/test-logs
 
-.PHONY: check-offline check-msrv deb test-deb test-deb-arm64 build-install
+.PHONY: check-offline check-msrv deb test-deb test-deb-arm64 build-install ci-deps
 .PHONY: all build deps guest demo test test-host test-icd icd install build-gst build-gst-tests test-gst test-gst-guest install-gst test-guest test-guest-icd test-guest-doc test-nonroot test-removal test-rig lint bench fuzz fuzz-icd clean-guest
 .PHONY: deps-arm64 build-arm64 build-arm64-doc test-arm64 test-arm64-run test-doc test-arm64-guest test-arm64-icd test-arm64-doc test-arm64-nonroot test-arm64-removal
 
@@ -314,6 +314,16 @@ check-msrv:
 	@msrv=$$(toolchain/fetch-msrv | tail -n 1) && \
 	$(MAKE) --no-print-directory check-offline OFFLINE_CARGO=$$msrv/bin/cargo OFFLINE_TARGET=target/msrv
 
+# What .ci/run's side-by-side jobs (make test, check-msrv, test-deb) need
+# from outside, fetched once before they start: the guest kernel and QEMU,
+# the aarch64 toolchain, Rust 1.85, the apt packages. (Each job also fetches
+# what it lacks by itself; the scripts are idempotent.)
+ci-deps: guest deps-arm64
+	@toolchain/fetch-msrv >/dev/null
+	@tests/icd-deps
+	@tests/gst-deps
+	@tests/apt-deps test-deb help2man
+
 # Debian packages for amd64 and arm64 (packaging/deb/build: from `make
 # install` into a staging DESTDIR, dpkg-deb; why not cargo-deb is said
 # there), in target/deb, then checked with lintian (errors fail; an initial
@@ -499,13 +509,22 @@ test-nonroot: guest
 # an engine finds itself (tests/guest/engine_loss.rs: a missed completion, a
 # register reading all ones) breaks both edus: a guest of its own too (21 s on
 # x86_64, 33 s on arm64, boot included: most of it is one 10 s edu timeout).
-# REMOVAL_RUN: the rig and the guest-test executable, set by the caller.
+# A PCIe error (AER_TESTS, x86_64 only): --aer-device adds QEMU's NVMe
+# controller behind a PCIe root port, the BAR device over its memory buffer;
+# the test has the rig inject an error at the port (25-27 s, boot included).
+# edu and ivshmem are plain PCI functions: vfio-pci gives them no error
+# interrupt. Not on arm64: there the port shares the function's IOMMU group,
+# and once VFIO holds the group the port's AER MSI faults in the SMMU (event
+# 0x10 at the ITS doorbell): the kernel never hears of the error.
+# removal_runs: the rig, the guest-test executable, the log, the tests.
 REMOVAL_RIG   := --edu 2 --bind 0000:00:10.0 --bind 0000:00:11.0 --bind 0000:00:08.0
 REMOVAL_TESTS := removal::edu_removed_while_its_queue_copies removal::ivshmem_removed_under_a_resident_external_buffer \
                  engine_loss::edu_lost_by_a_missed_completion_or_an_all_ones_register
+AER_RIG       := --aer-device --bind 0000:01:00.0
+AER_TESTS     := removal::bar_device_lost_to_a_pcie_error_while_its_queue_copies
 define removal_runs
 	status=0; \
-	for t in $(REMOVAL_TESTS); do \
+	for t in $(4); do \
 	    $(1) --env DMABRIDGE_BAR_DEVICE=0000:00:08.0,bar=2,engine=0000:00:10.0 -- $(2) --exact $$t --ignored \
 	        --test-threads=1 --nocapture --color never 2>&1 | tee -a $(3) || status=1; \
 	done; exit $$status
@@ -517,7 +536,7 @@ test-removal: guest
 	@$(CARGO) build -p dmabridge-cli --quiet  # the tests run dmabridge info after a removal
 	@bin=$$($(CARGO) test -p dmabridge-tests --test guest --no-run 2>&1 | sed -n 's/.*Executable .*(\(.*\)).*/\1/p' | tail -1); \
 	test -n "$$bin" || { echo "test-removal: could not build the guest tests"; exit 1; }; \
-	: >$(LOGS)/removal.log; set -o pipefail; $(call removal_runs,$(RIG) $(REMOVAL_RIG),$$bin,$(LOGS)/removal.log)
+	: >$(LOGS)/removal.log; set -o pipefail; $(call removal_runs,$(RIG) $(REMOVAL_RIG) $(AER_RIG),$$bin,$(LOGS)/removal.log,$(REMOVAL_TESTS) $(AER_TESTS))
 
 test-rig: guest
 	@mkdir -p $(LOGS)
@@ -654,7 +673,7 @@ test-arm64-removal:
 	@toolchain/cargo-aarch64 build -p dmabridge-cli --quiet  # the tests run dmabridge info after a removal
 	@bin=$$(toolchain/cargo-aarch64 test -p dmabridge-tests --test guest --no-run 2>&1 | sed -n 's/.*Executable .*(\(.*\)).*/\1/p' | tail -1); \
 	test -n "$$bin" || { echo "test-arm64-removal: could not build the guest tests"; exit 1; }; \
-	: >$(LOGS)/arm64-removal.log; set -o pipefail; $(call removal_runs,$(RIG) --arch arm64 $(REMOVAL_RIG),$$bin,$(LOGS)/arm64-removal.log)
+	: >$(LOGS)/arm64-removal.log; set -o pipefail; $(call removal_runs,$(RIG) --arch arm64 $(REMOVAL_RIG),$$bin,$(LOGS)/arm64-removal.log,$(REMOVAL_TESTS))
 
 test-arm64-icd:
 	@echo "== OpenCL ICD on arm64: the C tests and examples through the loader, inside the arm64 QEMU guest"
@@ -699,8 +718,10 @@ test-arm64-doc:
 # constants asserted against opencl-sys) is what its generator writes.
 # tools/layercheck: no module of the library names a layer above its own
 # (sys < memory < runtime < ext < pipeline, tools/layercheck/layers.conf),
-# every path resolved (use trees, crate/self/super, aliases, macro calls);
-# then its own tests, on fixtures that must fail and pass.
+# every path resolved (use trees, crate/self/super, aliases, macro calls),
+# and no crate-visible function or field carries an address as a bare
+# integer (in the library and, --addrs-only, the ICD); then its own tests,
+# on fixtures that must fail and pass.
 # constants asserted against opencl-sys) is what its generator writes. The lock
 # check: every lock in driver/*/src is taken through dmabridge::sync (one
 # policy: a poisoned lock is taken all the same, see driver/dmabridge/src/sync.rs),
@@ -711,6 +732,7 @@ lint:
 	cd driver/dmabridge-icd && python3 tools/gen-stubs.py --check
 	driver/dmabridge-icd/tools/gen-cl-asserts.py --check
 	$(CARGO) run -p layercheck --quiet -- driver/dmabridge/src
+	$(CARGO) run -p layercheck --quiet -- --addrs-only driver/dmabridge-icd/src
 	$(CARGO) test -p layercheck --quiet
 	@if grep -rnE '$(LOCK_MISUSE)' --include='*.rs' driver/*/src | grep -v '^driver/dmabridge/src/sync.rs:'; then \
 	    echo "lint: take locks with dmabridge::sync::{lock, read, write, wait, get_mut} (see driver/dmabridge/src/sync.rs)"; exit 1; fi

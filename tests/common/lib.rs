@@ -14,6 +14,37 @@ pub const EDU1: &str = "0000:00:11.0";
 /// The rig's ivshmem-plain function (bound to vfio-pci).
 pub const IVSHMEM: &str = "0000:00:08.0";
 
+/// The rig's PCIe function (`run-in-guest --aer-device`): QEMU's NVMe
+/// controller, whose controller memory buffer (BAR 2, 2 MiB) serves as the
+/// BAR device's memory. Unlike edu and ivshmem it is PCI Express, so
+/// vfio-pci gives it an error interrupt.
+pub const AER_FUNCTION: &str = "0000:01:00.0";
+/// The PCIe root port above it, where the rig injects errors.
+pub const AER_PORT: &str = "0000:00:1c.0";
+
+/// Has the rig inject the PCIe error `name` (a name or number of QEMU's
+/// `pcie_aer_inject_error`, e.g. `COMP_TIME`) at [`AER_PORT`] and returns
+/// QEMU's answer (`OK id: aer_rp ...` when injected). Panics outside `run-in-guest
+/// --aer-device` or when the rig does not answer within 60 s.
+pub fn inject_aer(name: &str) -> String {
+    let req = std::env::var("DMABRIDGE_RIG_AER")
+        .expect("DMABRIDGE_RIG_AER is not set: run this test with qemu/run-in-guest --aer-device");
+    let (tmp, done) = (format!("{req}.new"), format!("{req}.done"));
+    let _ = std::fs::remove_file(&done);
+    std::fs::write(&tmp, name).unwrap();
+    // Renamed, so that the rig never reads half a name.
+    std::fs::rename(&tmp, &req).unwrap();
+    let t = std::time::Instant::now();
+    loop {
+        if let Ok(answer) = std::fs::read_to_string(&done) {
+            println!("the rig injected {name} at {AER_PORT} ({:.1} s after the request)", t.elapsed().as_secs_f64());
+            return answer.trim().to_owned();
+        }
+        assert!(t.elapsed().as_secs() < 60, "the rig did not inject {name} within 60 s (is it --aer-device?)");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
 /// Parses one of the constants above.
 pub fn addr(s: &str) -> PciAddress {
     s.parse().unwrap()

@@ -551,8 +551,7 @@ fn dmabridge_capture(args: &[&str]) -> (bool, String) {
 
 /// `dmabridge capture --memory driver-khr`: the driver's own buffers
 /// imported the Khronos way, converted between acquire and release; bytes
-/// copied 0. (A test of its own: one more capture in the test below would
-/// take it past the runner's per-test timeout on a loaded machine.)
+/// copied 0.
 #[test]
 fn the_capture_command_imports_the_khronos_way() {
     require_guest();
@@ -563,37 +562,66 @@ fn the_capture_command_imports_the_khronos_way() {
     assert!(text.contains("captured 6 frames") && text.contains("bytes copied by dmabridge: 0 "), "{text}");
 }
 
-/// `dmabridge capture` end to end, as a user runs it: exported buffers and,
-/// with `--import`, the driver's own; the PNGs it writes hold the colour
-/// bars; bytes copied 0; clear errors for a device that does not capture,
-/// a busy one and a missing one.
-#[test]
-fn the_capture_command_runs_the_pipeline_and_reports_errors() {
+/// `dmabridge capture` end to end, as a user runs it, into `extra`'s
+/// memory: the PNGs it writes hold the colour bars; bytes copied 0. (One
+/// test per memory kind, each well inside the runner's per-test timeout on
+/// a loaded machine.)
+fn the_capture_command_writes_the_bars(extra: &[&str]) {
     require_guest();
     let dir = std::env::temp_dir().join(format!("dmabridge-capture-test-{}", std::process::id()));
-    for extra in [&[][..], &["--import"][..], &["--memory", "usm-shared"][..]] {
-        let _ = std::fs::remove_dir_all(&dir);
-        vivid_capture(); // the webcam input
-        let mut args = vec!["--frames", "6", "--fps", "30", "--png-count", "2", "--png-dir", dir.to_str().unwrap()];
-        args.extend_from_slice(extra);
-        let (ok, text) = dmabridge_capture(&args);
-        assert!(ok, "{extra:?}:\n{text}");
-        assert!(text.contains("bytes copied by dmabridge: 0 "), "{extra:?}:\n{text}");
-        assert!(text.contains("captured 6 frames"), "{text}");
-        for name in ["frame-000.png", "frame-005.png"] {
-            let png = std::fs::read(dir.join(name)).unwrap();
-            assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n", "{name}");
-            assert_eq!((&png[12..16], &png[16..24]), (&b"IHDR"[..], &[0, 0, 2, 128, 0, 0, 1, 224][..]), "640x480");
-        }
+    let _ = std::fs::remove_dir_all(&dir);
+    vivid_capture(); // the webcam input
+    let mut args = vec!["--frames", "6", "--fps", "30", "--png-count", "2", "--png-dir", dir.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    let (ok, text) = dmabridge_capture(&args);
+    assert!(ok, "{extra:?}:\n{text}");
+    assert!(text.contains("bytes copied by dmabridge: 0 "), "{extra:?}:\n{text}");
+    assert!(text.contains("captured 6 frames"), "{text}");
+    for name in ["frame-000.png", "frame-005.png"] {
+        let png = std::fs::read(dir.join(name)).unwrap();
+        assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n", "{name}");
+        assert_eq!((&png[12..16], &png[16..24]), (&b"IHDR"[..], &[0, 0, 2, 128, 0, 0, 1, 224][..]), "640x480");
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Into buffers dmabridge exports (the default).
+#[test]
+fn the_capture_command_runs_the_pipeline_on_exported_buffers() {
+    the_capture_command_writes_the_bars(&[]);
+}
+
+/// With `--import`: the driver's own buffers.
+#[test]
+fn the_capture_command_runs_the_pipeline_on_imported_buffers() {
+    the_capture_command_writes_the_bars(&["--import"]);
+}
+
+/// Into shared USM allocations.
+#[test]
+fn the_capture_command_runs_the_pipeline_on_shared_usm() {
+    the_capture_command_writes_the_bars(&["--memory", "usm-shared"]);
+}
+
+/// `--output`: every frame shown on vivid's output device too, the same
+/// dma-bufs, nothing copied.
+#[test]
+fn the_capture_command_shows_every_frame_on_an_output() {
+    require_guest();
     let output = find_output_beside(&vivid_capture()).unwrap();
-    // Every frame shown on the output too: the same dma-bufs, nothing copied.
     let out_path = output.path().to_str().unwrap().to_owned();
     let (ok, text) = dmabridge_capture(&["--output", &out_path, "--no-convert", "--frames", "30", "--quiet"]);
     assert!(ok, "--output:\n{text}");
     assert!(text.contains(&format!("every frame shown on {out_path} too")), "{text}");
     assert!(text.contains("captured 30 frames") && text.contains("bytes copied by dmabridge: 0 "), "{text}");
+}
+
+/// Clear errors for a device that does not capture, a missing one and a
+/// busy one.
+#[test]
+fn the_capture_command_reports_errors() {
+    require_guest();
+    let output = find_output_beside(&vivid_capture()).unwrap();
     let (ok, text) = dmabridge_capture(&["--device", output.path().to_str().unwrap(), "--png-count", "0"]);
     assert!(!ok && text.contains("is not a video capture device"), "{text}");
     let (ok, text) = dmabridge_capture(&["--device", "/dev/video99"]);

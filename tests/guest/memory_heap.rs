@@ -58,7 +58,7 @@ fn a_heap_allocation_is_a_dma_buf_and_a_dma_target() {
         c.unmap_dma(iova, PAGE as u64).unwrap();
 
         // Unknown pointers are refused; the neighbour was not disturbed.
-        assert_eq!(heap.export_dmabuf(&udmabuf, HostAddr(8)).unwrap_err(), ExportError::Unknown(8));
+        assert_eq!(heap.export_dmabuf(&udmabuf, HostAddr(8)).unwrap_err(), ExportError::Unknown(HostAddr(8)));
         // SAFETY: a live allocation.
         assert_eq!(unsafe { *(neighbour as *const u8) }, 0);
         drop((view, buf));

@@ -24,7 +24,7 @@ fn absurd_granule_counts_are_refused_before_anything_is_reserved() {
     match Heap::with_granules(MAX_GRANULES) {
         Ok(heap) => {
             let p = heap.alloc(5 << 20, 0, AllocMeta::HOST).unwrap().as_ptr() as usize;
-            assert_eq!(heap.lookup(HostAddr(p + (5 << 20) - 1)).unwrap().base, p);
+            assert_eq!(heap.lookup(HostAddr(p + (5 << 20) - 1)).unwrap().base, HostAddr(p));
             heap.free(HostAddr(p)).unwrap();
         }
         Err(e) => assert!(matches!(e, ReserveError::Os(_)), "{e}"),
@@ -60,7 +60,7 @@ fn hostile_heap_sizes_alignments_and_pointers_change_nothing() {
         assert_eq!(heap.alloc(8, align, AllocMeta::HOST), Err(AllocError::BadAlignment(align)));
     }
     for p in [0, 1, usize::MAX, usize::MAX - 63, half] {
-        assert_eq!(heap.free(HostAddr(p)), Err(FreeError::Unknown(p)));
+        assert_eq!(heap.free(HostAddr(p)), Err(FreeError::Unknown(HostAddr(p))));
         assert_eq!(heap.lookup(HostAddr(p)), None);
         assert!(!heap.owns_range(HostAddr(p)));
     }
@@ -87,7 +87,7 @@ fn hostile_local_memory_requests_change_nothing() {
     assert!(matches!(a.alloc(usize::MAX, 0), Err(LocalError::BadSize { .. })));
     assert_eq!(a.alloc(1, usize::MAX), Err(LocalError::BadAlignment(usize::MAX)));
     assert_eq!(a.free(usize::MAX), Err(LocalError::NotAllocated(usize::MAX)));
-    assert_eq!(a.free(half), Err(LocalError::Interior { offset: half, base: 0 }));
+    assert_eq!(a.free(half), Err(LocalError::Interior { offset: half, start: 0 }));
     assert_eq!(a.lookup(usize::MAX), None);
     assert_eq!((a.allocated(), a.count()), used);
     // Below the top, the allocator still works.
@@ -176,7 +176,7 @@ fn allocations_work_after_a_panic_under_a_heap_lock() {
     let mut live = Vec::new();
     ctx.heap().for_each_allocation(|a| live.push(a.base));
     live.sort_unstable();
-    let mut want = vec![small.as_ptr() as usize, large.as_ptr() as usize];
+    let mut want = vec![HostAddr::of(small.as_ptr()), HostAddr::of(large.as_ptr())];
     want.sort_unstable();
     assert_eq!(live, want, "the walk sees the live allocations, no more");
     usm::mem_free(&ctx, small.as_ptr()).unwrap();

@@ -402,7 +402,7 @@ impl World {
             if !a.live {
                 if let Some(info) = self.ctx.lookup(HostAddr(a.base)) {
                     prop_assert!(
-                        self.holder(info.base).is_some(),
+                        self.holder(info.base.0).is_some(),
                         "after {after}: freed {:?} allocation {:#x} is still known to the context ({info:?})",
                         a.kind,
                         a.base
@@ -412,7 +412,7 @@ impl World {
             }
             let info = self.ctx.lookup(HostAddr(a.base));
             prop_assert!(
-                info.as_ref().is_some_and(|i| i.base == a.base && i.size == a.data.len()),
+                info.as_ref().is_some_and(|i| i.base.0 == a.base && i.size == a.data.len()),
                 "after {after}: live {:?} allocation {:#x} ({} bytes) is gone: lookup gives {info:?}",
                 a.kind,
                 a.base,

@@ -11,7 +11,11 @@
 //! ones, its removal may be under way. A device lost during discovery (its
 //! request interrupt fired, an engine timed out) is reported unavailable
 //! (`CL_DEVICE_AVAILABLE` false), and a function the configuration names
-//! that is no longer in sysfs (removed) is named as gone.
+//! that is no longer in sysfs (removed) is named as gone. A device whose
+//! function, or a PCIe port above it, counted uncorrectable errors since boot
+//! (the kernel's AER counters) is reported with them, as a warning when it is
+//! available: a process using it then lost it, although the function works
+//! again after the kernel's recovery.
 
 use std::fmt;
 use std::path::Path;
@@ -22,6 +26,7 @@ use dmabridge::runtime::backend::bar::{BarConfig, ENV, UNPARSED};
 use dmabridge::runtime::platform::Platform;
 use dmabridge::sys::hints;
 use dmabridge::sys::pci::PciAddress;
+use dmabridge::sys::pci_aer;
 use dmabridge::sys::probe::Verdict;
 
 /// Whether a device can be used now.
@@ -55,6 +60,9 @@ pub struct DeviceReport {
     pub verdict: Verdict,
     /// How to fix it, when not ok.
     pub hint: Option<String>,
+    /// The uncorrectable PCIe errors counted since boot on its function or
+    /// a port above it (`None`: none counted).
+    pub pcie_errors: Option<String>,
 }
 
 /// The section: every device, then the section's verdict (the worst).
@@ -114,7 +122,25 @@ fn skipped(address: PciAddress, why: &str) -> DeviceReport {
     };
     let reason = if state == State::Gone { format!("not on the PCI bus (removed?); {why}") } else { why.to_owned() };
     let address = (address != UNPARSED).then(|| address.to_string());
-    DeviceReport { name: None, address, state, reason: Some(reason), verdict, hint: Some(hint) }
+    DeviceReport { name: None, address, state, reason: Some(reason), verdict, hint: Some(hint), pcie_errors: None }
+}
+
+/// Adds the uncorrectable PCIe errors counted on `d`'s function and the
+/// ports above it; an available device with some gets a warning.
+fn note_pcie_errors(d: &mut DeviceReport) {
+    let Some(address) = d.address.as_deref().and_then(|a| a.parse::<PciAddress>().ok()) else { return };
+    let counts = pci_aer::uncorrectable_errors(address);
+    if counts.is_empty() {
+        return;
+    }
+    d.pcie_errors = Some(counts.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "));
+    if d.verdict == Verdict::Ok {
+        d.verdict = Verdict::Warning;
+        d.hint = Some(format!(
+            "uncorrectable PCIe errors were reported on {address} or a port above it since boot (a process using it \
+             then lost it; the kernel recovered the link): see dmesg | grep AER, and check the device and its slot"
+        ));
+    }
 }
 
 impl DevicesReport {
@@ -136,6 +162,7 @@ impl DevicesReport {
                         reason: None,
                         verdict: Verdict::Ok,
                         hint: None,
+                        pcie_errors: None,
                     },
                     Some(e) => DeviceReport {
                         name: Some(d.name.clone()),
@@ -147,6 +174,7 @@ impl DevicesReport {
                         state: State::Unavailable,
                         reason: Some(format!("CL_DEVICE_AVAILABLE is false: {}", e.message)),
                         verdict: Verdict::Missing,
+                        pcie_errors: None,
                     },
                 }
             })
@@ -164,6 +192,7 @@ impl DevicesReport {
                 }
             }
         }
+        devices.iter_mut().for_each(note_pcie_errors);
         let verdict = devices.iter().map(|d| d.verdict).max().unwrap_or(Verdict::Ok);
         let hint = devices.iter().find_map(|d| d.hint.clone());
         let compiler = match dmabridge_icd::pocl::get() {
@@ -193,6 +222,9 @@ impl fmt::Display for DevicesReport {
             };
             let line = format!("  {:<10} {label:<22} {detail}", d.verdict.label());
             writeln!(f, "{}", line.trim_end())?;
+            if let Some(e) = &d.pcie_errors {
+                writeln!(f, "  {:10} uncorrectable PCIe errors since boot: {e}", "")?;
+            }
             if let Some(h) = &d.hint {
                 writeln!(f, "  {:10} fix: {h}", "")?;
             }

@@ -44,6 +44,7 @@ use std::sync::atomic::{compiler_fence, fence, AtomicBool, AtomicPtr, AtomicU8, 
 use std::sync::Once;
 use std::time::Duration;
 
+use dmabridge::sys::addr::HostAddr;
 use rustix::io::Errno;
 use rustix::thread::{membarrier, MembarrierCommand};
 
@@ -234,14 +235,14 @@ impl Drop for Protected<'_> {
 /// `None` when this thread already protects an address (a nested call):
 /// the caller then takes a counted reference instead.
 #[inline(always)]
-pub(crate) fn protect(local: &Local, addr: usize) -> Option<Protected<'_>> {
+pub(crate) fn protect(local: &Local, addr: HostAddr) -> Option<Protected<'_>> {
     if local.busy.replace(true) {
         return None;
     }
     // Claimed after the mode was decided (`claim_slot`), so that the mode
     // read below is the final one.
     let slot = local.slot();
-    slot.hazard.store(addr, Ordering::Relaxed);
+    slot.hazard.store(addr.0, Ordering::Relaxed);
     // The store must be ordered before the caller's liveness check: the
     // destroyer's membarrier supplies the hardware barrier, this fence keeps
     // the compiler from moving the check above the store.
@@ -294,7 +295,7 @@ fn barrier_on_all_threads() -> bool {
 /// `false` when it cannot be known that no thread still uses the object
 /// (see [`barrier_on_all_threads`]): the caller must then never free it.
 #[must_use]
-pub(crate) fn wait_unprotected(addr: usize) -> bool {
+pub(crate) fn wait_unprotected(addr: HostAddr) -> bool {
     if !barrier_on_all_threads() {
         return false;
     }
@@ -303,7 +304,7 @@ pub(crate) fn wait_unprotected(addr: usize) -> bool {
     // liveness check comes after the barrier above, so it sees the count at 0.
     for slot in slots().filter(|&s| !ptr::eq(s, mine)) {
         let mut spins = 0u32;
-        while slot.hazard.load(Ordering::Acquire) == addr {
+        while slot.hazard.load(Ordering::Acquire) == addr.0 {
             // A borrowing call is short (an allocation or a free): spin a
             // little, then yield, then sleep.
             spins += 1;

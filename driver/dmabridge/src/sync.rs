@@ -85,6 +85,6 @@ pub fn get_mut<T: ?Sized>(m: &mut Mutex<T>) -> &mut T {
 }
 
 /// [`get_mut`] for an `RwLock`.
-pub fn get_mut_rw<T: ?Sized>(l: &mut RwLock<T>) -> &mut T {
+pub(crate) fn get_mut_rw<T: ?Sized>(l: &mut RwLock<T>) -> &mut T {
     l.get_mut().unwrap_or_else(PoisonError::into_inner)
 }

@@ -1,5 +1,6 @@
 //! The second check: no crate-visible function takes or returns an address
-//! as a bare integer.
+//! as a bare integer, and no crate-visible struct field or enum variant field
+//! holds one.
 //!
 //! Process addresses, IOVAs and bus addresses have their own types in the
 //! library (`sys::addr::{HostAddr, Iova, BusAddr}`); a `u64`/`usize` beside
@@ -8,16 +9,19 @@
 //! named `addr`, `address`, `iova`, `bus`, `ptr` or `vaddr` (or ending in
 //! `_addr`, `_address`, `_iova`, `_ptr`, `_vaddr`) typed `u64` or `usize`,
 //! or a function named that way (`bus_address`, `iova`) returning one (or
-//! an `Option` of one). Crate-visible means `pub` or `pub(crate)`, and every
-//! method of a trait; `extern "C"` functions (the C boundary converts at its
-//! edge) and `#[cfg(test)]` items are not checked.
+//! an `Option` of one). A field is checked by the same names and also
+//! `base` (or ending in `_base`: a field that says where something starts),
+//! when it is `pub` or `pub(crate)` in a crate-visible struct, or a named
+//! field of a crate-visible enum's variant. Crate-visible means `pub` or
+//! `pub(crate)`, and every method of a trait; `extern "C"` functions (the C
+//! boundary converts at its edge) and `#[cfg(test)]` items are not checked.
 
 use std::path::{Path, PathBuf};
 
 use syn::visit::{self, Visit};
-use syn::{Attribute, FnArg, Pat, ReturnType, Signature, Type, Visibility};
+use syn::{Attribute, Fields, FnArg, Pat, ReturnType, Signature, Type, Visibility};
 
-/// A function that carries an address as a bare integer.
+/// A function or field that carries an address as a bare integer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BareAddress {
     /// The file it is in.
@@ -25,9 +29,9 @@ pub struct BareAddress {
     /// 1-based line of the parameter (or of the function's name, for a
     /// return type).
     pub line: usize,
-    /// The function.
+    /// The function, or the type whose field it is.
     pub function: String,
-    /// What is bare: `parameter iova: u64` or `returns u64`.
+    /// What is bare: `parameter iova: u64`, `returns u64` or `field base: usize`.
     pub what: String,
 }
 
@@ -78,6 +82,13 @@ fn names_address(name: &str) -> bool {
     const WHOLE: [&str; 6] = ["addr", "address", "iova", "bus", "ptr", "vaddr"];
     let name = name.trim_start_matches('_');
     WHOLE.contains(&name) || WHOLE.iter().any(|w| name.ends_with(&format!("_{w}")) && *w != "bus")
+}
+
+/// True if a field's name says it holds an address: as a parameter's, or
+/// `base`.
+fn field_names_address(name: &str) -> bool {
+    let bare = name.trim_start_matches('_');
+    names_address(name) || bare == "base" || bare.ends_with("_base")
 }
 
 /// True for `u64`, `usize`, or (for a return) `Option` of one.
@@ -146,6 +157,25 @@ impl Visitor<'_> {
     }
 }
 
+impl Visitor<'_> {
+    /// The named fields of `fields` that hold a bare address; `all` for an
+    /// enum variant's (as visible as the enum), else the crate-visible ones.
+    fn fields(&mut self, owner: &str, fields: &Fields, all: bool) {
+        let Fields::Named(named) = fields else { return };
+        for f in &named.named {
+            let Some(name) = &f.ident else { continue };
+            if (all || crate_visible(&f.vis)) && field_names_address(&name.to_string()) && is_bare(&f.ty, true) {
+                self.out.push(BareAddress {
+                    file: self.file.to_path_buf(),
+                    line: name.span().start().line,
+                    function: owner.to_string(),
+                    what: format!("field {name}: {}", type_name(&f.ty)),
+                });
+            }
+        }
+    }
+}
+
 fn type_name(ty: &Type) -> String {
     quote_free(ty)
 }
@@ -160,6 +190,20 @@ impl<'ast> Visit<'ast> for Visitor<'_> {
     fn visit_item_mod(&mut self, m: &'ast syn::ItemMod) {
         if !is_test(&m.attrs) {
             visit::visit_item_mod(self, m);
+        }
+    }
+
+    fn visit_item_struct(&mut self, s: &'ast syn::ItemStruct) {
+        if !is_test(&s.attrs) && crate_visible(&s.vis) {
+            self.fields(&s.ident.to_string(), &s.fields, false);
+        }
+    }
+
+    fn visit_item_enum(&mut self, e: &'ast syn::ItemEnum) {
+        if !is_test(&e.attrs) && crate_visible(&e.vis) {
+            for v in &e.variants {
+                self.fields(&format!("{}::{}", e.ident, v.ident), &v.fields, true);
+            }
         }
     }
 

@@ -12,7 +12,7 @@
 //! the module's own is reported with file, line and the path as written.
 //!
 //! A second check ([`addrs`]) reports crate-visible functions that take or
-//! return an address as a bare integer.
+//! return an address as a bare integer, and crate-visible fields that hold one.
 //!
 //! Not checked, on purpose: items under `#[cfg(test)]` (unit tests use the
 //! library through any layer, like the integration tests; they are not part

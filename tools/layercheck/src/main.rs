@@ -3,6 +3,9 @@
 //! `layers.conf` beside this tool). Exit status 1 when a module names a
 //! layer above its own (each such path printed with file and line), 2 when
 //! the check could not run.
+//!
+//! `layercheck --addrs-only SRC`: only the bare-address check, for a crate
+//! without the library's layers (the ICD).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -13,8 +16,10 @@ fn main() -> ExitCode {
     let mut args = std::env::args().skip(1);
     let mut config_path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("layers.conf");
     let mut src = None;
+    let mut addrs_only = false;
     while let Some(a) = args.next() {
         match a.as_str() {
+            "--addrs-only" => addrs_only = true,
             "--config" => match args.next() {
                 Some(p) => config_path = p.into(),
                 None => return usage("--config needs a file"),
@@ -25,6 +30,13 @@ fn main() -> ExitCode {
         }
     }
     let Some(src) = src else { return usage("no source folder given") };
+    if addrs_only {
+        return match bare_addresses(&src) {
+            Ok(true) => ExitCode::SUCCESS,
+            Ok(false) => ExitCode::FAILURE,
+            Err(code) => code,
+        };
+    }
     let result = Config::read(&config_path).and_then(|config| Ok((layercheck::check(&src, &config)?, config)));
     let (report, config) = match result {
         Ok(r) => r,
@@ -60,23 +72,13 @@ fn main() -> ExitCode {
         config.layers.join(" < "),
         if exceptions.is_empty() { String::new() } else { format!("; known exceptions: {}", exceptions.join(", ")) }
     );
-    let bare = match layercheck::addrs::check(&src) {
-        Ok(b) => b,
-        Err(e) => {
-            eprintln!("layercheck: {e}");
-            return ExitCode::from(2);
-        }
+    let bare_ok = match bare_addresses(&src) {
+        Ok(ok) => ok,
+        Err(code) => return code,
     };
-    for b in &bare {
-        println!("{b}");
-    }
-    if !bare.is_empty() {
-        println!("layercheck: FAILED: {} functions carry an address as a bare integer", bare.len());
-    }
     if report.violations.is_empty() {
         println!("layercheck: {summary}: no module names a layer above its own");
-        if bare.is_empty() {
-            println!("layercheck: no crate-visible function takes or returns an address as a bare integer");
+        if bare_ok {
             ExitCode::SUCCESS
         } else {
             ExitCode::FAILURE
@@ -92,11 +94,33 @@ fn main() -> ExitCode {
     }
 }
 
+/// Runs the bare-address check on `src` and prints what it finds: `Ok(true)`
+/// if nothing, the exit code if the check could not run.
+fn bare_addresses(src: &std::path::Path) -> Result<bool, ExitCode> {
+    let bare = layercheck::addrs::check(src).map_err(|e| {
+        eprintln!("layercheck: {e}");
+        ExitCode::from(2)
+    })?;
+    for b in &bare {
+        println!("{b}");
+    }
+    if bare.is_empty() {
+        println!(
+            "layercheck: {}: no crate-visible function or field takes, returns or holds an address as a bare integer",
+            src.display()
+        );
+    } else {
+        println!("layercheck: FAILED: {} functions or fields carry an address as a bare integer", bare.len());
+    }
+    Ok(bare.is_empty())
+}
+
 fn usage(why: &str) -> ExitCode {
     if !why.is_empty() {
         eprintln!("layercheck: {why}");
     }
     eprintln!("usage: layercheck [--config FILE] SRC   (SRC holds the crate's lib.rs)");
+    eprintln!("       layercheck --addrs-only SRC");
     if why.is_empty() {
         ExitCode::SUCCESS
     } else {

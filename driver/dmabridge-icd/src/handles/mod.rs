@@ -54,6 +54,7 @@ use crate::dispatch::DISPATCH;
 use crate::entry::ClRes;
 use crate::hazard;
 use crate::per_thread::{self, PerThread};
+use dmabridge::sys::addr::HostAddr;
 pub use platform::{
     check_platform, device, device_handle, device_list, devices, platform_handle, DeviceObj, PlatformObj, PLATFORM,
 };
@@ -189,7 +190,7 @@ impl<T> Drop for Obj<T> {
         // The strong count is 0: no new borrow starts; a borrowable kind
         // waits for the running ones before its object goes.
         let data = self.inner.ptr;
-        if !self.tag.borrowable() || hazard::wait_unprotected(data.as_ptr() as usize) {
+        if !self.tag.borrowable() || hazard::wait_unprotected(HostAddr::of(data.as_ptr())) {
             // SAFETY: the allocation `new_object` leaked from a `Box`,
             // freed once, here; no borrow of it is left (just waited for).
             drop(unsafe { Box::from_raw(data.as_ptr()) });

@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex, Weak};
 use super::{Header, Kind, Obj, Tag, KINDS};
 use crate::hazard;
 use crate::per_thread::PerThread;
+use dmabridge::sys::addr::HostAddr;
 
 /// How many released headers wait before the oldest is reused: a stale
 /// handle keeps answering `CL_INVALID_*` for at least this many releases.
@@ -58,7 +59,7 @@ impl Entry {
     /// is alive (after the protection, so it stays so until the result drops).
     #[inline(always)]
     pub(super) fn protect<'t>(&self, t: &'t PerThread) -> Option<hazard::Protected<'t>> {
-        let protected = hazard::protect(&t.hazard, self.data as usize)?;
+        let protected = hazard::protect(&t.hazard, HostAddr::of(self.data))?;
         (self.weak.strong_count() > 0).then_some(protected)
     }
 }

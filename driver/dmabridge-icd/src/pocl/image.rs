@@ -105,7 +105,7 @@ impl PoclImage {
         let f = img.format();
         let format = cl_image_format { image_channel_order: f.order, image_channel_data_type: f.data_type };
         let flags = CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR;
-        let host = at.ptr as *mut std::ffi::c_void;
+        let host = at.ptr.as_ptr() as *mut std::ffi::c_void;
         let buffer = match img.image_type() {
             mem_object::IMAGE1D_BUFFER => {
                 let bytes = d.width * img.element_size();

@@ -126,9 +126,9 @@ fn check_properties(properties: &[(u64, u64)]) -> ClResult<()> {
 /// The page span `[first, end)` of `info` in bytes (addresses).
 fn page_span(info: &AllocInfo) -> (usize, usize) {
     let page = crate::sys::page_size();
-    let first = info.base / page * page;
+    let first = info.base.0 / page * page;
     // The allocation exists, so its end does not overflow.
-    (first, (info.base + info.size).next_multiple_of(page))
+    (first, (info.base + info.size).0.next_multiple_of(page))
 }
 
 /// The heap allocation of `ctx` that holds `ptr`: `CL_INVALID_VALUE` if

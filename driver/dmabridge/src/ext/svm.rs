@@ -130,7 +130,7 @@ pub fn svm_free(ctx: &Arc<Context>, ptr: *mut u8) -> bool {
     }
     let p = ptr as usize;
     match ctx.heap().lookup(HostAddr(p)) {
-        Some(i) if i.base == p && i.meta.kind == AllocKind::Svm => {
+        Some(i) if i.base == HostAddr(p) && i.meta.kind == AllocKind::Svm => {
             ctx.free_heap_with(HostAddr(p), || ctx.heap().free(HostAddr(p))).is_ok()
         }
         _ => false,

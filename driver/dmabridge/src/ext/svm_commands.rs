@@ -14,7 +14,7 @@ use crate::ext::svm;
 use crate::ext::usm_commands::{self, migration};
 use crate::memory::heap::AllocKind;
 use crate::runtime::event::{command_type, Event};
-use crate::runtime::queue::{CommandUse, Queue};
+use crate::runtime::queue::{CommandUse, Queue, UsedRange};
 
 /// `cl_map_flags`.
 pub mod map_flags {
@@ -61,7 +61,7 @@ pub fn enqueue_svm_free(
     wait_list: &[Event],
 ) -> ClResult<Event> {
     let ptrs: Vec<usize> = pointers.iter().map(|&p| p as usize).collect();
-    let usage = CommandUse::Ranges(ptrs.iter().map(|&p| (p, 1)).collect());
+    let usage = CommandUse::Ranges(ptrs.iter().map(|&p| UsedRange::new(HostAddr(p), 1)).collect());
     let weak = Arc::downgrade(queue);
     let ctx = queue.context().clone();
     queue.enqueue_with_use(
@@ -196,7 +196,7 @@ pub fn enqueue_svm_map(
     {
         return cl_err!(InvalidValue, "map flags {flags:#x}: READ|WRITE, or WRITE_INVALIDATE_REGION alone");
     }
-    let usage = CommandUse::Range(svm_ptr as usize, size);
+    let usage = CommandUse::range(HostAddr::of(svm_ptr), size);
     queue.enqueue_with_use(command_type::SVM_MAP, wait_list, blocking, usage, Box::new(|| Ok(())))
 }
 
@@ -223,7 +223,7 @@ pub fn enqueue_svm_unmap(queue: &Arc<Queue>, svm_ptr: *mut u8, wait_list: &[Even
     if svm_ptr.is_null() {
         return cl_err!(InvalidValue, "svm_ptr is NULL");
     }
-    let usage = CommandUse::Range(svm_ptr as usize, 1);
+    let usage = CommandUse::range(HostAddr::of(svm_ptr), 1);
     queue.enqueue_with_use(command_type::SVM_UNMAP, wait_list, false, usage, Box::new(|| Ok(())))
 }
 
@@ -280,10 +280,10 @@ pub fn enqueue_svm_migrate_mem(
             return cl_err!(InvalidValue, "svm_pointers[{i}] ({p:?}) is not inside an SVM allocation of the context");
         };
         let size = sizes.map_or(0, |s| s[i]);
-        let (start, len) = if size == 0 { (info.base, info.size) } else { (p as usize, size) };
+        let (start, len) = if size == 0 { (info.base, info.size) } else { (HostAddr::of(p), size) };
         // Claimed (checked again under the claim lock), so that a free
         // before the command runs keeps it off the pages.
-        let claim = ctx.claim_range(HostAddr(start), len).filter(|c| c.info.meta.kind == AllocKind::Svm && c.in_heap);
+        let claim = ctx.claim_range(start, len).filter(|c| c.info.meta.kind == AllocKind::Svm && c.in_heap);
         let Some(claim) = claim else {
             return cl_err!(
                 InvalidValue,
@@ -294,7 +294,7 @@ pub fn enqueue_svm_migrate_mem(
         };
         claims.push((claim, start, len));
     }
-    let usage = CommandUse::Ranges(claims.iter().map(|&(_, start, len)| (start, len)).collect());
+    let usage = CommandUse::Ranges(claims.iter().map(|&(_, start, len)| UsedRange::new(start, len)).collect());
     queue.enqueue_with_use(
         command_type::MIGRATE_SVM_MEM_OBJECTS,
         wait_list,

@@ -354,7 +354,7 @@ pub fn mem_free(ctx: &Arc<Context>, ptr: *mut u8) -> ClResult<()> {
     }
     let p = ptr as usize;
     let freed = ctx.free_usm_with(HostAddr(p), || {
-        let info = ctx.heap().lookup(HostAddr(p)).filter(|i| i.base == p);
+        let info = ctx.heap().lookup(HostAddr(p)).filter(|i| i.base == HostAddr(p));
         if info.is_some_and(|i| i.meta.kind == AllocKind::Svm) {
             return Err(None);
         }
@@ -392,7 +392,7 @@ pub fn mem_free(ctx: &Arc<Context>, ptr: *mut u8) -> ClResult<()> {
 /// before its pages are freed.
 fn evict(info: &AllocInfo) {
     if let Some(domain) = Platform::get().dma_domain() {
-        domain.evict_within(HostAddr(info.base), info.size);
+        domain.evict_within(info.base, info.size);
     }
 }
 
@@ -479,7 +479,7 @@ pub fn get_mem_alloc_info(ctx: &Arc<Context>, ptr: *const u8, param: u32) -> ClR
             // SVM allocations are shared allocations of the same heap.
             Some(AllocKind::Shared | AllocKind::Svm) => mem_type::SHARED,
         }),
-        mem_info::ALLOC_BASE_PTR => MemAllocInfo::BasePtr(info.map_or(0, |i| i.base)),
+        mem_info::ALLOC_BASE_PTR => MemAllocInfo::BasePtr(info.map_or(0, |i| i.base.0)),
         mem_info::ALLOC_SIZE => MemAllocInfo::Size(info.map_or(0, |i| i.size)),
         mem_info::ALLOC_DEVICE => MemAllocInfo::Device(info.and_then(|i| i.meta.device).and_then(device)),
         mem_info::ALLOC_FLAGS => {

@@ -22,7 +22,7 @@ use crate::ext::usm;
 use crate::memory::heap::{AllocInfo, AllocKind};
 use crate::runtime::context::{range_inside, Context};
 use crate::runtime::event::{command_type, Event};
-use crate::runtime::queue::{self, CommandUse, Queue};
+use crate::runtime::queue::{self, CommandUse, Queue, UsedRange};
 use crate::runtime::{backend, transfer};
 use crate::sys::access::Access;
 use crate::sys::addr::HostAddr;
@@ -98,7 +98,7 @@ pub(crate) unsafe fn fill_as(
         command_type,
         wait_list,
         false,
-        CommandUse::Range(dst, size),
+        CommandUse::range(HostAddr(dst), size),
         Box::new(move || {
             // The memory of a lost device is inert: refused, not filled.
             transfer::io::check_reachable(HostAddr(dst), size).map_err(|e| e.code())?;
@@ -224,7 +224,7 @@ pub(crate) unsafe fn memcpy_as(
         command_type,
         wait_list,
         blocking,
-        CommandUse::Pair([(d, size), (s, size)]),
+        CommandUse::Pair([UsedRange::new(HostAddr(d), size), UsedRange::new(HostAddr(s), size)]),
         Box::new(move || {
             wait_export_fences(&ctx, s, size, Access::Read)?;
             wait_export_fences(&ctx, d, size, Access::Write)?;
@@ -315,14 +315,14 @@ pub fn enqueue_migrate_mem(
         command_type::MIGRATEMEM_INTEL,
         wait_list,
         false,
-        CommandUse::Range(p, size),
+        CommandUse::range(HostAddr(p), size),
         Box::new(move || {
             if !claim.in_heap {
                 // A device's local memory (a BAR device): already there.
                 return Ok(());
             }
             let ran = claim.run(|info| {
-                migrate(info, p, size, drop_content);
+                migrate(info, HostAddr(p), size, drop_content);
                 match domain {
                     Some(domain) => backend::residency::keep_resident(&ctx, &domain, info).map(drop).map_err(|e| {
                         log::warn!("clEnqueueMigrateMemINTEL of {p:#x}: {e}");
@@ -346,14 +346,14 @@ fn not_inside<T>(what: &str, ptr: *const u8, size: usize) -> ClResult<T> {
 /// Migrates `[p, p + size)`, which lies inside the heap allocation `info`
 /// (the caller checked, and holds a claim on it): populates the pages the
 /// range touches, or, with `drop_content`, drops the whole pages inside it.
-pub(crate) fn migrate(info: &AllocInfo, p: usize, size: usize, drop_content: bool) {
+pub(crate) fn migrate(info: &AllocInfo, p: HostAddr, size: usize, drop_content: bool) {
     debug_assert!(crate::runtime::context::range_inside(info, p, size));
     if size == 0 {
         return;
     }
     let page = crate::sys::page_size();
     // Inside the allocation, so no overflow: its end is a heap address.
-    let end = p + size;
+    let (p, end) = (p.0, (p + size).0);
     // Pages pinned in an IOMMU domain must keep their backing: dropping them
     // would leave the device on the old pages and the CPU on new ones.
     let resident = || {
@@ -420,7 +420,7 @@ pub fn enqueue_mem_advise(
 ) -> ClResult<Event> {
     queue::check_wait_list(queue.context(), wait_list)?;
     let p = ptr as usize;
-    if !queue.context().lookup(HostAddr(p)).is_some_and(|info| range_inside(&info, p, size)) {
+    if !queue.context().lookup(HostAddr(p)).is_some_and(|info| range_inside(&info, HostAddr(p), size)) {
         return not_inside("clEnqueueMemAdviseINTEL", ptr, size);
     }
     if advice != 0 {
@@ -434,7 +434,7 @@ pub fn enqueue_mem_advise(
         command_type::MEMADVISE_INTEL,
         wait_list,
         false,
-        CommandUse::Range(p, size),
+        CommandUse::range(HostAddr(p), size),
         Box::new(|| Ok(())),
     )
 }
@@ -466,11 +466,11 @@ pub fn mem_blocking_free(ctx: &Arc<Context>, ptr: *mut u8) -> ClResult<()> {
     if ptr.is_null() {
         return Ok(());
     }
-    let usm = ctx.lookup(HostAddr::of(ptr)).filter(|i| i.base == ptr as usize && i.meta.kind != AllocKind::Svm);
+    let usm = ctx.lookup(HostAddr::of(ptr)).filter(|i| i.base == HostAddr::of(ptr) && i.meta.kind != AllocKind::Svm);
     let Some(info) = usm else {
         // Not a USM allocation of the context: refused, without waiting.
         return usm::mem_free(ctx, ptr);
     };
-    queue::wait_for_context_commands_using(ctx, |u| u.touches_alloc(HostAddr(info.base), info.size, info.meta.kind));
+    queue::wait_for_context_commands_using(ctx, |u| u.touches_alloc(info.base, info.size, info.meta.kind));
     usm::mem_free(ctx, ptr)
 }

@@ -41,25 +41,25 @@ pub enum LocalError {
         region: usize,
     },
     /// The offset is inside an allocation but not its start.
-    #[error("offset {offset:#x} points inside the allocation at {base:#x}; only an allocation's start can be freed")]
+    #[error("offset {offset:#x} points inside the allocation at {start:#x}; only an allocation's start can be freed")]
     Interior {
         /// Offset given.
         offset: usize,
-        /// Start of the allocation it points into.
-        base: usize,
+        /// Offset of the start of the allocation it points into.
+        start: usize,
     },
     /// No allocation covers the offset (never allocated, or already freed).
     #[error("offset {0:#x} is not an allocation (never allocated, or already freed)")]
     NotAllocated(usize),
     /// Part of the range asked for by [`LocalAllocator::reserve`] is in use.
-    #[error("bytes {offset:#x}+{size:#x} are in use by the allocation at {base:#x}")]
+    #[error("bytes {offset:#x}+{size:#x} are in use by the allocation at {start:#x}")]
     Taken {
         /// Offset asked for.
         offset: usize,
         /// Bytes asked for.
         size: usize,
-        /// Start of an allocation in the way.
-        base: usize,
+        /// Offset of the start of an allocation in the way.
+        start: usize,
     },
 }
 
@@ -209,7 +209,7 @@ impl LocalAllocator {
         };
         let (start, end) = (offset / GRANULE * GRANULE, end.next_multiple_of(GRANULE).min(self.size));
         if let Some((&base, _)) = self.used.range(..end).next_back().filter(|(&s, r)| s + r.reserved > start) {
-            return Err(LocalError::Taken { offset, size, base });
+            return Err(LocalError::Taken { offset, size, start: base });
         }
         self.used.insert(start, Range { size: end - start, reserved: end - start });
         self.reserved += end - start;
@@ -228,7 +228,7 @@ impl LocalAllocator {
     /// use dmabridge::memory::local::{LocalAllocator, LocalError};
     /// let mut a = LocalAllocator::new(1 << 20);
     /// let x = a.alloc(100, 0)?;
-    /// assert_eq!(a.free(x + 1), Err(LocalError::Interior { offset: x + 1, base: x }));
+    /// assert_eq!(a.free(x + 1), Err(LocalError::Interior { offset: x + 1, start: x }));
     /// assert_eq!(a.free(x)?, 100);
     /// assert_eq!(a.free(x), Err(LocalError::NotAllocated(x)));
     /// # Ok::<(), LocalError>(())
@@ -240,7 +240,7 @@ impl LocalAllocator {
                 self.reserved -= r.reserved;
                 Ok(r.size)
             }
-            Some((base, _)) => Err(LocalError::Interior { offset, base }),
+            Some((base, _)) => Err(LocalError::Interior { offset, start: base }),
             None => Err(LocalError::NotAllocated(offset)),
         }
     }
@@ -302,7 +302,7 @@ mod tests {
         let mut a = LocalAllocator::new(1 << 20);
         let x = a.alloc(1000, 0).unwrap();
         let before = a.allocated();
-        assert_eq!(a.free(x + 999), Err(LocalError::Interior { offset: x + 999, base: x }));
+        assert_eq!(a.free(x + 999), Err(LocalError::Interior { offset: x + 999, start: x }));
         assert_eq!(a.free(x + 5000), Err(LocalError::NotAllocated(x + 5000)));
         assert_eq!((a.allocated(), a.count()), (before, 1));
         assert_eq!(a.lookup(x + 500), Some((x, 1000)));

@@ -73,7 +73,7 @@ impl VaSpace {
     /// ```
     /// use dmabridge::memory::vaspace::{ReserveError, VaSpace, GRANULE, MAX_GRANULES};
     /// let va = VaSpace::reserve(2)?;
-    /// assert_eq!(va.base() % GRANULE, 0);
+    /// assert!(va.base().is_aligned(GRANULE));
     /// assert_eq!(va.len(), 2 * GRANULE);
     /// let e = VaSpace::reserve(usize::MAX).unwrap_err();
     /// assert_eq!(e, ReserveError::Granules { granules: usize::MAX, max: MAX_GRANULES });
@@ -133,13 +133,13 @@ impl VaSpace {
     /// ```
     /// use dmabridge::memory::vaspace::{VaSpace, GRANULE};
     /// let va = VaSpace::reserve(1)?;
-    /// assert_eq!(va.base() % GRANULE, 0, "granule-aligned");
+    /// assert!(va.base().is_aligned(GRANULE), "granule-aligned");
     /// // SAFETY: the range is mapped read-write and nothing else refers to it.
-    /// unsafe { (va.base() as *mut u8).write(7) };
+    /// unsafe { va.base().as_ptr().write(7) };
     /// # Ok::<(), dmabridge::memory::vaspace::ReserveError>(())
     /// ```
-    pub fn base(&self) -> usize {
-        self.base.as_ptr() as usize
+    pub fn base(&self) -> HostAddr {
+        HostAddr::of(self.base.as_ptr())
     }
 
     /// Size of the range in bytes.
@@ -191,15 +191,15 @@ impl VaSpace {
     /// use dmabridge::memory::vaspace::{VaSpace, GRANULE};
     /// use dmabridge::sys::addr::HostAddr;
     /// let va = VaSpace::reserve(2)?;
-    /// assert_eq!(va.granule_of(HostAddr(va.base())), Some(0));
-    /// assert_eq!(va.granule_of(HostAddr(va.base() + GRANULE + 5)), Some(1));
-    /// assert_eq!(va.granule_of(HostAddr(va.base() + 2 * GRANULE)), None);
-    /// assert_eq!(va.granule_of(HostAddr(va.base() - 1)), None);
+    /// assert_eq!(va.granule_of(va.base()), Some(0));
+    /// assert_eq!(va.granule_of(va.base() + GRANULE + 5), Some(1));
+    /// assert_eq!(va.granule_of(va.base() + 2 * GRANULE), None);
+    /// assert_eq!(va.granule_of(HostAddr(va.base().0 - 1)), None);
     /// # Ok::<(), dmabridge::memory::vaspace::ReserveError>(())
     /// ```
     #[inline]
     pub fn granule_of(&self, addr: HostAddr) -> Option<usize> {
-        let off = addr.0.wrapping_sub(self.base());
+        let off = addr.0.wrapping_sub(self.base().0);
         (off < self.len).then_some(off / GRANULE)
     }
 
@@ -211,13 +211,13 @@ impl VaSpace {
     /// ```
     /// use dmabridge::memory::vaspace::{VaSpace, GRANULE};
     /// let va = VaSpace::reserve(2)?;
-    /// assert_eq!(va.granule_addr(1).0, va.base() + GRANULE);
+    /// assert_eq!(va.granule_addr(1), va.base() + GRANULE);
     /// assert_eq!(va.granule_of(va.granule_addr(1)), Some(1));
     /// # Ok::<(), dmabridge::memory::vaspace::ReserveError>(())
     /// ```
     #[inline]
     pub fn granule_addr(&self, g: usize) -> HostAddr {
-        HostAddr(self.base() + g * GRANULE)
+        self.base() + g * GRANULE
     }
 
     /// The memfd behind the range: byte `x` of the range is byte
@@ -230,7 +230,7 @@ impl VaSpace {
     /// use dmabridge::memory::vaspace::VaSpace;
     /// let va = VaSpace::reserve(1)?;
     /// // SAFETY: the range is mapped read-write and nothing else refers to it.
-    /// unsafe { (va.base() as *mut u8).add(10).write(42) };
+    /// unsafe { va.base().as_ptr().add(10).write(42) };
     /// let mut byte = [0u8; 1];
     /// rustix::io::pread(va.memfd(), &mut byte, 10).unwrap();
     /// assert_eq!(byte, [42], "the same pages");
@@ -250,7 +250,7 @@ impl VaSpace {
     /// let va = VaSpace::reserve(1)?;
     /// assert_eq!(va.resident_bytes()?, 0, "nothing touched yet");
     /// // SAFETY: the range is mapped read-write and nothing else refers to it.
-    /// unsafe { (va.base() as *mut u8).write_bytes(1, 1 << 20) };
+    /// unsafe { va.base().as_ptr().write_bytes(1, 1 << 20) };
     /// assert!(va.resident_bytes()? >= 1 << 20);
     /// # Ok::<(), dmabridge::memory::vaspace::ReserveError>(())
     /// ```

@@ -64,7 +64,7 @@ struct Owned {
     /// device), by address: which device, size asked for, flags. Local
     /// memory is per device, shared by every context that has the device;
     /// this table says which of its allocations are this context's.
-    local: BTreeMap<usize, LocalAlloc>,
+    local: BTreeMap<HostAddr, LocalAlloc>,
     /// The ranges enqueued commands hold ([`RangeClaim`]) until they run.
     claims: Vec<Claimed>,
     /// The id of the next claim.
@@ -76,7 +76,7 @@ struct Owned {
 struct Claimed {
     id: u64,
     /// The allocation's first byte.
-    base: usize,
+    base: HostAddr,
     /// Set when the allocation is freed before the claim runs (by a free
     /// that holds the list only for reading).
     cancelled: AtomicBool,
@@ -277,7 +277,7 @@ impl Context {
     ///     match d.local_memory() {
     ///         Some(_) => {
     ///             let p = ctx.local_alloc(d, 100, 0, 0)?;
-    ///             assert_eq!(ctx.lookup(HostAddr(p.as_ptr() as usize + 99)).unwrap().base, p.as_ptr() as usize);
+    ///             assert_eq!(ctx.lookup(HostAddr(p.as_ptr() as usize + 99)).unwrap().base, HostAddr::of(p.as_ptr()));
     ///             assert_eq!(ctx.local_free(HostAddr(p.as_ptr() as usize)), Some(Ok(100)));
     ///         }
     ///         None => assert!(ctx.local_alloc(d, 100, 0, 0).is_err()),
@@ -291,7 +291,7 @@ impl Context {
         };
         let p = memory.alloc(size, align)?;
         let entry = LocalAlloc { device: device.clone(), size, flags };
-        self.owned_write().local.insert(p.as_ptr() as usize, entry);
+        self.owned_write().local.insert(HostAddr::of(p.as_ptr()), entry);
         Ok(p)
     }
 
@@ -312,17 +312,17 @@ impl Context {
     /// # Ok::<(), dmabridge::error::ClError>(())
     /// ```
     pub fn local_free(&self, ptr: HostAddr) -> Option<ClResult<usize>> {
-        self.local_free_in(&mut self.owned_write(), ptr.0)
+        self.local_free_in(&mut self.owned_write(), ptr)
     }
 
     /// [`Context::local_free`], with the lock held.
-    fn local_free_in(&self, owned: &mut Owned, ptr: usize) -> Option<ClResult<usize>> {
+    fn local_free_in(&self, owned: &mut Owned, ptr: HostAddr) -> Option<ClResult<usize>> {
         let table = &mut owned.local;
         let found = table.range(..=ptr).next_back().map(|(&b, a)| (b, a.clone()));
         match found {
             Some((base, a)) if base == ptr => {
                 let memory = a.device.local_memory().expect("recorded for a device with local memory");
-                let r = memory.free(ptr as *const u8);
+                let r = memory.free(ptr.as_ptr());
                 if r.is_ok() {
                     table.remove(&base);
                 }
@@ -334,7 +334,7 @@ impl Context {
                 a.device.name
             )),
             _ => {
-                let owner = self.devices.iter().find(|d| d.local_memory().is_some_and(|m| m.contains(ptr as *const u8)))?;
+                let owner = self.devices.iter().find(|d| d.local_memory().is_some_and(|m| m.contains(ptr.as_ptr())))?;
                 Some(cl_err!(
                     InvalidValue,
                     "{ptr:#x} lies in the memory of {:?} but is not a USM allocation of this context (never allocated here, already freed, or a buffer's storage)",
@@ -359,7 +359,7 @@ impl Context {
     /// let ctx = Context::new(Platform::get().devices())?;
     /// let p = usm::host_mem_alloc(&ctx, &[], 100, 0)?;
     /// let info = ctx.lookup(HostAddr(p.as_ptr() as usize + 50)).unwrap();
-    /// assert_eq!((info.base, info.size, info.meta.kind), (p.as_ptr() as usize, 100, AllocKind::Host));
+    /// assert_eq!((info.base, info.size, info.meta.kind), (HostAddr::of(p.as_ptr()), 100, AllocKind::Host));
     /// usm::mem_free(&ctx, p.as_ptr())?;
     /// # Ok::<(), dmabridge::error::ClError>(())
     /// ```
@@ -367,7 +367,7 @@ impl Context {
         if let Some(info) = self.heap.lookup(ptr) {
             return Some(info);
         }
-        lookup_local(&self.owned_read(), ptr.0)
+        lookup_local(&self.owned_read(), ptr)
     }
 
     /// Number of this context's USM allocations in devices' local memory.
@@ -386,7 +386,7 @@ impl Context {
 
 /// The allocation of local memory that `ptr` points into, if this
 /// context's.
-fn lookup_local(owned: &Owned, ptr: usize) -> Option<AllocInfo> {
+fn lookup_local(owned: &Owned, ptr: HostAddr) -> Option<AllocInfo> {
     let (&base, a) = owned.local.range(..=ptr).next_back()?;
     (ptr - base < a.size).then(|| AllocInfo {
         base,
@@ -431,7 +431,6 @@ impl Context {
         let _closed = self.gate.close();
         let mut owned = self.owned_write();
         let in_heap = self.heap.lookup(start);
-        let start = start.0;
         let info = in_heap.or_else(|| lookup_local(&owned, start)).filter(|i| range_inside(i, start, len))?;
         let id = owned.next_claim;
         owned.next_claim += 1;
@@ -451,12 +450,11 @@ impl Context {
         ptr: HostAddr,
         heap_free: impl FnOnce() -> Result<T, E>,
     ) -> Freed<Result<T, E>> {
-        let ptr = ptr.0;
         // Local memory is the devices' own address ranges: no lock needed
         // to tell it from the heap's.
-        let local = self.devices.iter().any(|d| d.local_memory().is_some_and(|m| m.contains(ptr as *const u8)));
+        let local = self.devices.iter().any(|d| d.local_memory().is_some_and(|m| m.contains(ptr.as_ptr())));
         if !local {
-            return Freed::Heap(self.free_heap_with(HostAddr(ptr), heap_free));
+            return Freed::Heap(self.free_heap_with(ptr, heap_free));
         }
         let mut owned = self.owned_write();
         if let Some(r) = self.local_free_in(&mut owned, ptr) {
@@ -475,7 +473,6 @@ impl Context {
     /// between the free and its cancellation.
     pub(crate) fn free_heap_with<T, E>(&self, ptr: HostAddr, heap_free: impl FnOnce() -> Result<T, E>) -> Result<T, E> {
         let _freeing = self.gate.free(self.heap.shard_of(ptr));
-        let ptr = ptr.0;
         let freed = heap_free();
         // Claims are only added with the gate closed: 0 seen here stays 0
         // until `_freeing` drops.
@@ -486,7 +483,7 @@ impl Context {
     }
 }
 
-fn cancel_claims(owned: &Owned, base: usize) {
+fn cancel_claims(owned: &Owned, base: HostAddr) {
     for c in owned.claims.iter().filter(|c| c.base == base) {
         c.cancelled.store(true, Ordering::Relaxed);
     }
@@ -494,8 +491,8 @@ fn cancel_claims(owned: &Owned, base: usize) {
 
 /// True if `[start, start + len)` lies inside `info` (an empty range: if
 /// `start` does), without overflowing whatever the values.
-pub(crate) fn range_inside(info: &AllocInfo, start: usize, len: usize) -> bool {
-    match start.checked_sub(info.base) {
+pub(crate) fn range_inside(info: &AllocInfo, start: HostAddr, len: usize) -> bool {
+    match start.offset_from(info.base) {
         Some(off) if off < info.size => off.checked_add(len).is_some_and(|end| end <= info.size),
         _ => false,
     }
@@ -569,7 +566,7 @@ impl Drop for Context {
         let table = std::mem::take(&mut sync::get_mut_rw(&mut self.owned).local);
         for (base, a) in table {
             if let Some(m) = a.device.local_memory() {
-                let _ = m.free(base as *const u8);
+                let _ = m.free(base.as_ptr());
             }
         }
         let callbacks = std::mem::take(sync::get_mut(&mut self.destructors.0));
@@ -630,7 +627,7 @@ mod tests {
         // From another thread (another shard of the gate): still cancelled.
         assert!(finishes_on_another_shard((), || free(&ctx, a)));
         assert_eq!(ca.run(|_| ()), None, "freed before it ran");
-        assert_eq!(cb.run(|i| i.base), Some(b));
+        assert_eq!(cb.run(|i| i.base.0), Some(b));
         assert_eq!(ctx.claims.load(Ordering::Relaxed), 0, "run claims are dropped");
         free(&ctx, b);
     }

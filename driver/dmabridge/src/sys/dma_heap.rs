@@ -11,7 +11,7 @@ use super::ioctl::{ioctl_ptr, opcode, Opcode};
 use super::OsError;
 
 /// The folder of heap device nodes.
-pub const HEAP_DIR: &str = "/dev/dma_heap";
+pub(crate) const HEAP_DIR: &str = "/dev/dma_heap";
 
 #[repr(C)]
 struct DmaHeapAllocationData {

@@ -29,6 +29,7 @@ pub mod hints;
 pub mod memfd;
 pub mod mmap;
 pub mod pci;
+pub mod pci_aer;
 pub mod probe;
 pub mod udmabuf;
 pub mod uring;

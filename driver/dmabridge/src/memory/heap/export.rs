@@ -32,7 +32,7 @@ impl Heap {
     /// if let Ok(udmabuf) = Udmabuf::open() {
     ///     let dmabuf = heap.export_dmabuf(&udmabuf, HostAddr(p + 1))?;
     ///     assert_eq!(dmabuf.size()?, 3 << 20, "the pages it spans");
-    ///     assert!(matches!(heap.export_dmabuf(&udmabuf, HostAddr(8)), Err(ExportError::Unknown(8))));
+    ///     assert!(matches!(heap.export_dmabuf(&udmabuf, HostAddr(8)), Err(ExportError::Unknown(HostAddr(8)))));
     ///     // SAFETY: a live 3 MiB allocation that only this example uses.
     ///     unsafe { (p as *mut u8).write(7) };
     ///     heap.free(HostAddr(p))?;
@@ -88,9 +88,9 @@ impl Heap {
         ptr: HostAddr,
         create: impl FnOnce(BorrowedFd<'_>, u64, u64) -> Result<T, ExportError>,
     ) -> Result<T, ExportError> {
-        let unknown = || ExportError::Unknown(ptr.0);
+        let unknown = || ExportError::Unknown(ptr);
         let info = self.lookup(ptr).ok_or_else(unknown)?;
-        let g = self.va.granule_of(HostAddr(info.base)).ok_or_else(unknown)?;
+        let g = self.va.granule_of(info.base).ok_or_else(unknown)?;
         let start = self.table.start_of(g).ok_or_else(unknown)?;
         let rec = self.table.record(start).ok_or_else(unknown)?;
         let page = self.page;

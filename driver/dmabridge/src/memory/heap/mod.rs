@@ -45,7 +45,7 @@ use pool::{Class, Granules, Large, Pool};
 /// Smallest size class (and so the smallest alignment of any allocation).
 pub const MIN_CLASS: usize = 64;
 /// Largest pooled size; anything bigger gets its own memfd.
-pub const MAX_POOLED: usize = 1 << 20;
+pub(crate) const MAX_POOLED: usize = 1 << 20;
 const NUM_CLASSES: usize = (MAX_POOLED / MIN_CLASS).trailing_zeros() as usize + 1;
 /// Pools per size class. A thread allocates from one of them (its shard,
 /// [`shard`]) and a free goes to the pool of the chunk it is in, so threads
@@ -128,7 +128,7 @@ impl AllocMeta {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AllocInfo {
     /// First byte.
-    pub base: usize,
+    pub base: HostAddr,
     /// Size asked for.
     pub size: usize,
     /// Type, device, flags.
@@ -145,12 +145,12 @@ impl AllocInfo {
     /// ```
     /// use dmabridge::sys::addr::HostAddr;
     /// use dmabridge::memory::heap::{AllocInfo, AllocMeta};
-    /// let a = AllocInfo { base: 0x1000, size: 100, meta: AllocMeta::HOST };
+    /// let a = AllocInfo { base: HostAddr(0x1000), size: 100, meta: AllocMeta::HOST };
     /// assert!(a.contains(HostAddr(0x1000)) && a.contains(HostAddr(0x1000 + 99)));
     /// assert!(!a.contains(HostAddr(0x1000 + 100)) && !a.contains(HostAddr(0xfff)));
     /// ```
     pub fn contains(&self, ptr: HostAddr) -> bool {
-        ptr.0.wrapping_sub(self.base) < self.size
+        ptr.0.wrapping_sub(self.base.0) < self.size
     }
 }
 
@@ -182,14 +182,14 @@ pub enum FreeError {
     /// The pointer is not the start of a live allocation of this heap
     /// (never allocated here, already freed, or another heap's).
     #[error("{0:#x} is not an allocation of this heap (never allocated here, or already freed)")]
-    Unknown(usize),
+    Unknown(HostAddr),
     /// The pointer is inside an allocation, not at its start.
     #[error("{ptr:#x} points inside the allocation at {base:#x}: free takes the pointer the allocation returned")]
     Interior {
         /// Pointer given.
-        ptr: usize,
+        ptr: HostAddr,
         /// The allocation's start.
-        base: usize,
+        base: HostAddr,
     },
 }
 
@@ -198,7 +198,7 @@ pub enum FreeError {
 pub enum ExportError {
     /// The pointer is not in a live allocation.
     #[error("{0:#x} is not inside an allocation of this heap")]
-    Unknown(usize),
+    Unknown(HostAddr),
     /// udmabuf refused.
     #[error(transparent)]
     Udmabuf(#[from] UdmabufError),
@@ -341,7 +341,7 @@ impl Heap {
     /// let a = heap.alloc(100, 0, AllocMeta::HOST).unwrap().as_ptr() as usize;
     /// let b = heap.alloc(3 << 20, 0, dev).unwrap().as_ptr() as usize;
     /// let mut devices = Vec::new();
-    /// heap.for_each_allocation(|i| if i.meta.kind == AllocKind::Device { devices.push(i.base) });
+    /// heap.for_each_allocation(|i| if i.meta.kind == AllocKind::Device { devices.push(i.base.0) });
     /// assert_eq!(devices, [b]);
     /// # let _ = a;
     /// # Ok::<(), dmabridge::memory::vaspace::ReserveError>(())
@@ -352,7 +352,7 @@ impl Heap {
             let cls = sync::lock(&cls.0);
             for chunk in cls.chunks.iter().flatten() {
                 let Some(rec) = self.table.record(chunk.start) else { continue };
-                let base = self.va.granule_addr(chunk.start).0;
+                let base = self.va.granule_addr(chunk.start);
                 for (slot, word) in self.table.slots(rec).iter().take(chunk.bump as usize).enumerate() {
                     let word = word.load(Ordering::Acquire);
                     if slot_size(word) != 0 {
@@ -369,7 +369,7 @@ impl Heap {
         for &start in large.keys() {
             if let Some(rec) = self.table.record(start) {
                 f(&AllocInfo {
-                    base: self.va.granule_addr(start).0,
+                    base: self.va.granule_addr(start),
                     size: rec.size.load(Ordering::Acquire),
                     meta: AllocMeta::unpack(rec.meta.load(Ordering::Acquire)),
                 });
@@ -444,7 +444,7 @@ impl Heap {
     /// use dmabridge::memory::heap::{AllocInfo, AllocMeta, Heap};
     /// let heap = Heap::with_granules(4)?;
     /// let p = heap.alloc(1000, 0, AllocMeta::HOST)?.as_ptr() as usize;
-    /// assert_eq!(heap.lookup(HostAddr(p + 999)), Some(AllocInfo { base: p, size: 1000, meta: AllocMeta::HOST }));
+    /// assert_eq!(heap.lookup(HostAddr(p + 999)), Some(AllocInfo { base: HostAddr(p), size: 1000, meta: AllocMeta::HOST }));
     /// assert_eq!(heap.lookup(HostAddr(p + 1000)), None, "past its end");
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -453,11 +453,11 @@ impl Heap {
         let g = self.va.granule_of(ptr)?;
         let start = self.table.start_of(g)?;
         let rec = self.table.record(start)?;
-        let base = self.va.granule_addr(start).0;
+        let base = self.va.granule_addr(start);
         match rec.kind.load(Ordering::Acquire) {
             CHUNK => {
                 let csize = class_size(rec.class.load(Ordering::Acquire) as usize);
-                let slot = (ptr.0 - base) / csize;
+                let slot = (ptr - base) / csize;
                 let word = self.table.slots(rec).get(slot)?.load(Ordering::Acquire);
                 let info = AllocInfo {
                     base: base + slot * csize,
@@ -490,7 +490,7 @@ impl Heap {
     /// use dmabridge::memory::heap::{AllocMeta, FreeError, Heap};
     /// let heap = Heap::with_granules(4)?;
     /// let p = heap.alloc(1000, 0, AllocMeta::HOST)?.as_ptr() as usize;
-    /// assert_eq!(heap.free(HostAddr(p + 8)), Err(FreeError::Interior { ptr: p + 8, base: p }));
+    /// assert_eq!(heap.free(HostAddr(p + 8)), Err(FreeError::Interior { ptr: HostAddr(p + 8), base: HostAddr(p) }));
     /// assert_eq!(heap.free(HostAddr(p))?.size, 1000);
     /// assert!(heap.free(HostAddr(p)).is_err(), "double free");
     /// assert_eq!(heap.lookup(HostAddr(p)), None);
@@ -498,8 +498,7 @@ impl Heap {
     /// ```
     pub fn free(&self, ptr: HostAddr) -> Result<AllocInfo, FreeError> {
         let g = self.va.granule_of(ptr);
-        let ptr = ptr.0;
-        let info = self.lookup(HostAddr(ptr)).ok_or(FreeError::Unknown(ptr))?;
+        let info = self.lookup(ptr).ok_or(FreeError::Unknown(ptr))?;
         if info.base != ptr {
             return Err(FreeError::Interior { ptr, base: info.base });
         }
@@ -596,7 +595,7 @@ impl Heap {
 
 impl Drop for Heap {
     fn drop(&mut self) {
-        let (start, len) = (HostAddr(self.va.base()), self.va.len());
+        let (start, len) = (self.va.base(), self.va.len());
         for (_, hook) in std::mem::take(sync::get_mut(&mut self.drop_hooks)) {
             hook(start, len);
         }

@@ -180,7 +180,7 @@ impl Heap {
         if n > self.va.granules() {
             return Err(oom);
         }
-        let base_g = self.va.base() / GRANULE;
+        let base_g = self.va.base().0 / GRANULE;
         let mut large = sync::lock(&self.large);
         let start = sync::lock(&self.granules).take(n, align_g, base_g).ok_or(oom)?;
         large.insert(start, Large { granules: n, exported: false });
@@ -200,7 +200,7 @@ impl Heap {
             && rec.shard.load(Ordering::Acquire) as usize == s
     }
 
-    pub(super) fn free_pooled(&self, ptr: usize, start: usize) -> Result<AllocInfo, FreeError> {
+    pub(super) fn free_pooled(&self, ptr: HostAddr, start: usize) -> Result<AllocInfo, FreeError> {
         let rec = self.table.record(start).ok_or(FreeError::Unknown(ptr))?;
         let (c, s) = (rec.class.load(Ordering::Acquire) as usize, rec.shard.load(Ordering::Acquire) as usize);
         let mut cls = sync::lock(self.pool(c, s));
@@ -210,7 +210,7 @@ impl Heap {
             return Err(FreeError::Unknown(ptr));
         }
         let csize = class_size(c);
-        let base = self.va.granule_addr(start).0;
+        let base = self.va.granule_addr(start);
         let slot = (ptr - base) / csize;
         let word = self.table.slots(rec)[slot].swap(0, Ordering::AcqRel);
         if slot_size(word) == 0 {
@@ -336,7 +336,7 @@ impl Heap {
         sync::lock(&self.granules).give(chunk.start, 1);
     }
 
-    pub(super) fn free_large(&self, ptr: usize, start: usize) -> Result<AllocInfo, FreeError> {
+    pub(super) fn free_large(&self, ptr: HostAddr, start: usize) -> Result<AllocInfo, FreeError> {
         let mut large = sync::lock(&self.large);
         let rec = self.table.record(start).ok_or(FreeError::Unknown(ptr))?;
         if rec.kind.load(Ordering::Acquire) != LARGE || !large.contains_key(&start) {

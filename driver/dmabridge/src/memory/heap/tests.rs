@@ -11,11 +11,11 @@ fn lookups_find_every_interior_pointer_and_nothing_else() {
     let ptrs: Vec<usize> = sizes.iter().map(|&s| h.alloc(s, 0, AllocMeta::HOST).unwrap().as_ptr() as usize).collect();
     for (&p, &s) in ptrs.iter().zip(&sizes) {
         assert_eq!(p % MIN_CLASS, 0);
-        let want = AllocInfo { base: p, size: s, meta: AllocMeta::HOST };
+        let want = AllocInfo { base: HostAddr(p), size: s, meta: AllocMeta::HOST };
         assert_eq!(h.lookup(HostAddr(p)), Some(want));
         assert_eq!(h.lookup(HostAddr(p + s / 2)), Some(want));
         assert_eq!(h.lookup(HostAddr(p + s - 1)), Some(want));
-        assert_ne!(h.lookup(HostAddr(p + s)).map(|i| i.base), Some(p), "one past the end is not inside");
+        assert_ne!(h.lookup(HostAddr(p + s)).map(|i| i.base), Some(HostAddr(p)), "one past the end is not inside");
         // The memory is there and private to the allocation.
         // SAFETY: p..p+s is a live allocation of this test.
         unsafe { std::ptr::write_bytes(p as *mut u8, s as u8, s) };
@@ -39,17 +39,20 @@ fn bad_frees_change_nothing() {
     let h = Heap::with_granules(8).unwrap();
     let p = h.alloc(100, 0, AllocMeta::HOST).unwrap().as_ptr() as usize;
     let big = h.alloc(3 << 20, 0, AllocMeta::HOST).unwrap().as_ptr() as usize;
-    assert_eq!(h.free(HostAddr(p + 8)), Err(FreeError::Interior { ptr: p + 8, base: p }));
-    assert_eq!(h.free(HostAddr(big + 4096)), Err(FreeError::Interior { ptr: big + 4096, base: big }));
-    assert_eq!(h.free(HostAddr(12345)), Err(FreeError::Unknown(12345)));
+    assert_eq!(h.free(HostAddr(p + 8)), Err(FreeError::Interior { ptr: HostAddr(p + 8), base: HostAddr(p) }));
+    assert_eq!(
+        h.free(HostAddr(big + 4096)),
+        Err(FreeError::Interior { ptr: HostAddr(big + 4096), base: HostAddr(big) })
+    );
+    assert_eq!(h.free(HostAddr(12345)), Err(FreeError::Unknown(HostAddr(12345))));
     let other = Heap::with_granules(8).unwrap();
     let q = other.alloc(100, 0, AllocMeta::HOST).unwrap().as_ptr() as usize;
-    assert_eq!(h.free(HostAddr(q)), Err(FreeError::Unknown(q)), "another heap's pointer");
+    assert_eq!(h.free(HostAddr(q)), Err(FreeError::Unknown(HostAddr(q))), "another heap's pointer");
     assert_eq!(h.lookup(HostAddr(p)).unwrap().size, 100);
     assert_eq!(h.free(HostAddr(p)).unwrap().size, 100);
-    assert_eq!(h.free(HostAddr(p)), Err(FreeError::Unknown(p)), "double free");
+    assert_eq!(h.free(HostAddr(p)), Err(FreeError::Unknown(HostAddr(p))), "double free");
     assert_eq!(h.free(HostAddr(big)).unwrap().size, 3 << 20);
-    assert_eq!(h.free(HostAddr(big)), Err(FreeError::Unknown(big)));
+    assert_eq!(h.free(HostAddr(big)), Err(FreeError::Unknown(HostAddr(big))));
     assert_eq!(other.lookup(HostAddr(q)).unwrap().size, 100);
 }
 
@@ -118,7 +121,7 @@ fn threads_allocate_look_up_and_free_at_once() {
                     live.push((p, size));
                     if i % 3 == 0 {
                         let (q, qs) = live.swap_remove(i % live.len());
-                        assert_eq!(h.lookup(HostAddr(q + qs - 1)).unwrap().base, q);
+                        assert_eq!(h.lookup(HostAddr(q + qs - 1)).unwrap().base, HostAddr(q));
                         // SAFETY: still live.
                         assert_eq!(unsafe { *(q as *const u8) }, t as u8);
                         h.free(HostAddr(q)).unwrap();
@@ -203,7 +206,7 @@ fn the_shard_of_an_allocation_is_its_allocating_threads_from_any_thread() {
 /// udmabuf made the dma-buf (udmabuf exists only in the guest; the guest
 /// tests check the dma-buf side). Returns the exported byte range.
 fn mark_exported(h: &Heap, p: usize) -> (usize, usize) {
-    h.export_with(HostAddr(p), |_, offset, len| Ok((h.va.base() + offset as usize, len as usize))).unwrap()
+    h.export_with(HostAddr(p), |_, offset, len| Ok(((h.va.base() + offset as usize).0, len as usize))).unwrap()
 }
 
 /// The `n` bytes at `p`.

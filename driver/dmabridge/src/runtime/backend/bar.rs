@@ -144,9 +144,9 @@ impl LocalMemory for BarMemory {
         })?;
         sync::lock(&self.alloc).free(off).map_err(|e| {
             let what = match e {
-                LocalError::Interior { base, .. } => format!(
+                LocalError::Interior { start, .. } => format!(
                     "{ptr:?} points inside the device allocation at {:?}; free takes the pointer the allocation returned",
-                    self.mapping.as_ptr().wrapping_add(base)
+                    self.mapping.as_ptr().wrapping_add(start)
                 ),
                 _ => format!("{ptr:?} is not a live device allocation (never allocated, or already freed)"),
             };
@@ -410,17 +410,30 @@ impl Backend for BarBackend {
             }
         }
         match &self.engine {
-            // SAFETY: forwarded to the caller. The BAR side is resident in
-            // the engine's domain, so the engine maps only the host side.
-            Some(e) => unsafe { e.copy(dst, src, size) },
+            // The engine's transfers, a chunk at a time: a loss of this
+            // device (its error interrupt, its removal) does not stop the
+            // engine, whose own waits go on, so it is asked between chunks.
+            Some(e) => {
+                let chunk = e.max_transfer().max(1);
+                for at in (0..size).step_by(chunk) {
+                    self.loss.check(&self.name)?;
+                    let n = chunk.min(size - at);
+                    // SAFETY: forwarded to the caller (a part of its range).
+                    // The BAR side is resident in the engine's domain, so the
+                    // engine maps only the host side.
+                    unsafe { e.copy(dst.add(at), src.add(at), n) }?;
+                }
+            }
             None => {
                 // SAFETY: forwarded to the caller. The BAR mapping is
                 // registered as I/O memory: transfer::copy reaches it with
                 // aligned volatile accesses only (Device memory on arm64).
                 unsafe { transfer::copy(dst, src, size) };
-                Ok(())
             }
         }
+        // Lost while it ran: its bus addresses were revoked and its mapping
+        // made inert, so the bytes may have gone nowhere.
+        self.loss.check(&self.name)
     }
 
     fn local_memory(&self) -> Option<Arc<dyn LocalMemory>> {

@@ -95,7 +95,8 @@ impl Loss {
                 ClErrorKind::DeviceNotAvailable,
                 format!(
                     "{name} is no longer available: {why}; its queued and running commands failed. After the \
-                     function is back (rescan, bind to vfio-pci), a new process can use it"
+                     function is back (removed: rescan, bind to vfio-pci; in error: once the kernel recovered it), \
+                     a new process can use it"
                 ),
             )),
         }
@@ -186,7 +187,10 @@ impl Watch {
                 match fired {
                     STOP => {}
                     REQUEST => on_lost(format!("{name} was unbound or removed (the kernel asked for it back)")),
-                    _ => on_lost(format!("{name} reported an error (PCIe AER)")),
+                    _ => on_lost(format!(
+                        "{name} reported an uncorrectable error (PCIe AER: its function or the port above it; \
+                         dmesg | grep AER says which)"
+                    )),
                 }
             })
             .map_err(|e| {

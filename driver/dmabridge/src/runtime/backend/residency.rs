@@ -463,7 +463,7 @@ pub(crate) fn keep_resident(ctx: &Context, domain: &Arc<DmaDomain>, info: &Alloc
     // SAFETY: a live USM allocation, reached only through raw pointers;
     // devices write it only through enqueued commands (USM: the host keeps
     // off meanwhile), and it is evicted before its pages are freed.
-    let iova = unsafe { domain.ensure_resident(HostAddr(info.base), info.size) }?;
+    let iova = unsafe { domain.ensure_resident(info.base, info.size) }?;
     evict_on_heap_drop(ctx, domain);
     Ok(Some(iova))
 }

@@ -187,7 +187,7 @@ impl Target {
 
     /// The address of byte `offset` of the buffer object at this location.
     pub(crate) fn addr(&self, offset: usize) -> HostAddr {
-        HostAddr(self.placed.base + self.buffer.origin() + offset)
+        self.placed.base + self.buffer.origin() + offset
     }
 
     /// True if `[offset, offset + size)` of the buffer object is the whole
@@ -366,7 +366,7 @@ pub unsafe fn enqueue_read_buffer(
         unsafe { engine_copy(&device, HostAddr(dst), t.addr(offset), size) }
     });
     queue
-        .enqueue_with_use(command_type::READ_BUFFER, wait_list, blocking, CommandUse::Range(dst, size), work)
+        .enqueue_with_use(command_type::READ_BUFFER, wait_list, blocking, CommandUse::range(HostAddr(dst), size), work)
         .inspect_err(|_| undo.iter().for_each(Undo::run))
 }
 
@@ -419,7 +419,7 @@ pub unsafe fn enqueue_write_buffer(
         r
     });
     queue
-        .enqueue_with_use(command_type::WRITE_BUFFER, wait_list, blocking, CommandUse::Range(src, size), work)
+        .enqueue_with_use(command_type::WRITE_BUFFER, wait_list, blocking, CommandUse::range(HostAddr(src), size), work)
         .inspect_err(|_| undo.iter().for_each(Undo::run))
 }
 

@@ -20,6 +20,7 @@ use crate::runtime::event::{command_type, Event};
 use crate::runtime::queue::{check_wait_list, CommandUse, Queue};
 use crate::sync;
 use crate::sys::access::Access;
+use crate::sys::addr::HostAddr;
 
 use super::commands::{check_host_access, check_range, check_readable, check_target, check_writable};
 use super::store::Location;
@@ -290,7 +291,7 @@ pub(crate) fn map_as(
         began.store(true, Ordering::Release);
         Ok(())
     });
-    let usage = CommandUse::Range(ptr, size);
+    let usage = CommandUse::range(HostAddr(ptr), size);
     let undo = store_for_undo.clone();
     let event =
         queue.enqueue_with_use(cmd, wait_list, blocking, usage, work).inspect_err(|_| undo.undo_host_alloc(fresh))?;

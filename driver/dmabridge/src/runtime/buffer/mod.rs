@@ -161,7 +161,7 @@ pub(crate) fn check_exclusive(flags: u64) -> ClResult<()> {
 /// is this rule under its extension's name.)
 pub(crate) fn check_inside_svm(ctx: &Context, ptr: *const u8, size: usize) -> ClResult<()> {
     match ctx.heap().lookup(HostAddr::of(ptr)).filter(|i| i.meta.kind == AllocKind::Svm) {
-        Some(i) if (ptr as usize - i.base).checked_add(size).is_none_or(|end| end > i.size) => cl_err!(
+        Some(i) if (ptr as usize - i.base.0).checked_add(size).is_none_or(|end| end > i.size) => cl_err!(
             InvalidBufferSize,
             "a {size}-byte buffer at {ptr:?} runs past the end of its {}-byte SVM allocation at {:#x}",
             i.size,

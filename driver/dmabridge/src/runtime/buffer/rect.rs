@@ -269,7 +269,7 @@ pub(crate) unsafe fn read_rect(
         }
         Ok(())
     });
-    let usage = CommandUse::Range(base, host_end);
+    let usage = CommandUse::range(HostAddr(base), host_end);
     queue.enqueue_with_use(cmd, wait_list, blocking, usage, work).inspect_err(|_| undo.iter().for_each(Undo::run))
 }
 
@@ -340,7 +340,7 @@ pub(crate) unsafe fn write_rect(
         t.buffer.store().wrote(&mut st, t.loc);
         r
     });
-    let usage = CommandUse::Range(base, host_end);
+    let usage = CommandUse::range(HostAddr(base), host_end);
     queue.enqueue_with_use(cmd, wait_list, blocking, usage, work).inspect_err(|_| undo.iter().for_each(Undo::run))
 }
 

@@ -27,7 +27,7 @@ fn sat_rte(v: f32, lo: f32, hi: f32) -> i64 {
 
 /// An `f32` as IEEE half precision, rounded to nearest even (overflow to
 /// infinity, NaN kept a NaN).
-pub fn f32_to_f16(f: f32) -> u16 {
+pub(crate) fn f32_to_f16(f: f32) -> u16 {
     let x = f.to_bits();
     let sign = ((x >> 16) & 0x8000) as u16;
     let exp = ((x >> 23) & 0xff) as i32;

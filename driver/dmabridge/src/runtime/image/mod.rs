@@ -122,7 +122,8 @@ pub struct ImageLimits {
 /// The CPU device's limits: the full-profile minimums or above (the
 /// storage is linear host memory: only `CL_DEVICE_MAX_MEM_ALLOC_SIZE`
 /// really bounds an image, and creation checks that too).
-pub const CPU_LIMITS: ImageLimits = ImageLimits { max_2d: 16384, max_3d: 2048, max_buffer: 1 << 27, max_array: 2048 };
+pub(crate) const CPU_LIMITS: ImageLimits =
+    ImageLimits { max_2d: 16384, max_3d: 2048, max_buffer: 1 << 27, max_array: 2048 };
 
 /// The image limits of `device`, `None` if it has no image support
 /// (`CL_DEVICE_IMAGE_SUPPORT` false). Only the CPU device supports images:

@@ -74,7 +74,7 @@ fn checked(a: &[KernelArgValue]) -> Result<Geometry, String> {
     if (sw, sh) != (dw, dh) {
         return Err(format!("the images differ in size: {sw}x{sh} in, {dw}x{dh} out"));
     }
-    Ok(Geometry { width: sw, height: sh, src: (src.ptr, s.row_pitch()), dst: (dst.ptr, d.row_pitch()) })
+    Ok(Geometry { width: sw, height: sh, src: (src.ptr.0, s.row_pitch()), dst: (dst.ptr.0, d.row_pitch()) })
 }
 
 fn geometry(a: &[KernelArgValue]) -> Option<Geometry> {

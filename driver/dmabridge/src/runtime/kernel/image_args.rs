@@ -15,6 +15,7 @@ use super::{ArgKind, Kernel, KernelArgValue};
 use crate::cl_err;
 use crate::error::ClResult;
 use crate::runtime::image::Image;
+use crate::sys::addr::HostAddr;
 
 /// An image argument as a running kernel sees it: its pixels at `ptr` (the
 /// storage's bytes on the queue's device, from offset 0), laid out as
@@ -22,7 +23,7 @@ use crate::runtime::image::Image;
 #[derive(Debug, Clone)]
 pub struct ImageAt {
     /// The address of pixel (0, 0, 0).
-    pub ptr: usize,
+    pub ptr: HostAddr,
     /// The image (held while the launch runs).
     pub image: Arc<Image>,
 }

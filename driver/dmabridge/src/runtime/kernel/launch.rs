@@ -21,7 +21,7 @@ use crate::runtime::buffer::store::{Location, Store};
 use crate::runtime::buffer::Buffer;
 use crate::runtime::context::Context;
 use crate::runtime::event::Event;
-use crate::runtime::queue::{CommandUse, Completion, Queue};
+use crate::runtime::queue::{CommandUse, Completion, Queue, UsedRange};
 use crate::runtime::transfer;
 use crate::sys::access::Access;
 
@@ -256,7 +256,7 @@ fn launch(queue: &Arc<Queue>, kernel: &Arc<Kernel>, global: usize, ty: u32, wait
             Ok(t) => {
                 let ptr = t.addr(0).0;
                 args[i] = match image {
-                    Some(image) => KernelArgValue::ImageAt(super::ImageAt { ptr, image }),
+                    Some(image) => KernelArgValue::ImageAt(super::ImageAt { ptr: HostAddr(ptr), image }),
                     None => KernelArgValue::Pointer(ptr),
                 };
                 targets.push((i, t));
@@ -303,15 +303,17 @@ fn launch_args(
             );
         }
     }
-    let whole = |p: usize, len: usize| ctx.heap().lookup(HostAddr(p)).map_or((p, len), |i| (i.base, i.size));
-    let mut ranges: Vec<(usize, usize)> = Vec::new();
+    let whole = |p: HostAddr, len: usize| {
+        ctx.heap().lookup(p).map_or(UsedRange::new(p, len), |i| UsedRange::new(i.base, i.size))
+    };
+    let mut ranges: Vec<UsedRange> = Vec::new();
     for (i, a) in args.iter().enumerate() {
         if let Some(p) = a.as_ptr().filter(|p| !p.is_null()) {
             let len = extents.iter().find(|e| e.0 as usize == i).map_or(0, |e| e.1);
-            ranges.push(whole(p as usize, len));
+            ranges.push(whole(HostAddr::of(p), len));
         }
     }
-    ranges.extend(usm_ptrs.iter().filter(|&&p| p != 0).map(|&p| whole(p, 0)));
+    ranges.extend(usm_ptrs.iter().filter(|&&p| p != 0).map(|&p| whole(HostAddr(p), 0)));
     // The memory of a lost device is inert (see `transfer::io`): a launch
     // that reaches it fails when it runs rather than read zeros or write
     // nowhere, on whichever device.
@@ -385,8 +387,8 @@ fn launch_args(
         }
     };
     let work: Work = Box::new(move || {
-        for &(p, len) in &touched {
-            transfer::io::check_reachable(HostAddr(p), len.max(1)).map_err(|e| e.code())?;
+        for r in &touched {
+            transfer::io::check_reachable(r.start, r.len.max(1)).map_err(|e| e.code())?;
         }
         work()
     });
@@ -473,7 +475,7 @@ struct Reach {
     domain: Arc<DmaDomain>,
     device: u16,
     /// The pointer arguments' and `USM_PTRS` entries' allocations.
-    ranges: Vec<(usize, usize)>,
+    ranges: Vec<UsedRange>,
     /// Indirect host, device and shared access.
     indirect: [bool; 3],
 }
@@ -487,7 +489,7 @@ impl Reach {
     /// reason logged as a `log::warn!` record).
     fn make_resident(&self) -> Result<(), i32> {
         let heap = self.ctx.heap();
-        let mut infos: Vec<AllocInfo> = self.ranges.iter().filter_map(|&(p, _)| heap.lookup(HostAddr(p))).collect();
+        let mut infos: Vec<AllocInfo> = self.ranges.iter().filter_map(|r| heap.lookup(r.start)).collect();
         let [host, device, shared] = self.indirect;
         if host || device || shared {
             heap.for_each_allocation(|i| {
@@ -538,7 +540,7 @@ fn check_builtin(ctx: &Context, b: &Builtin, args: &[KernelArgValue]) -> ClResul
             return cl_err!(InvalidKernelArgs, "{}: argument {i} ({p:#x}) + {len} bytes overflows", b.name);
         }
         if let Some(info) = ctx.heap().lookup(HostAddr(p)) {
-            if p + len > info.base + info.size {
+            if p + len > (info.base + info.size).0 {
                 return cl_err!(
                     InvalidKernelArgs,
                     "{}: argument {i} needs {len} bytes from {p:#x}, past the end of its {}-byte allocation at {:#x}",

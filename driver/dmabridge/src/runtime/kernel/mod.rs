@@ -116,7 +116,7 @@ impl KernelArgValue {
     pub fn as_ptr(&self) -> Option<*const u8> {
         match self {
             KernelArgValue::Pointer(p) => Some(*p as *const u8),
-            KernelArgValue::ImageAt(at) => Some(at.ptr as *const u8),
+            KernelArgValue::ImageAt(at) => Some(at.ptr.as_ptr() as *const u8),
             KernelArgValue::Scalar(_) | KernelArgValue::Buffer(_) | KernelArgValue::Image(_) => None,
         }
     }

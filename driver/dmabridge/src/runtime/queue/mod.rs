@@ -74,7 +74,7 @@ use super::event::{command_type, Event};
 pub use completion::{AsyncWork, Completion};
 pub use props::{properties, QueueProps};
 pub use registry::{check_wait_list, queues_of, wait_for_context_commands_using};
-pub use usage::CommandUse;
+pub use usage::{CommandUse, UsedRange};
 
 use registry::NEXT_ID;
 use scheduler::{Run, Shared, State};
@@ -254,7 +254,7 @@ impl Queue {
     /// let ctx = Context::new(std::slice::from_ref(cpu))?;
     /// let queue = Queue::new(&ctx, cpu, QueueProps::default())?;
     /// let buf = vec![0u8; 4096];
-    /// let usage = CommandUse::Range(buf.as_ptr() as usize, buf.len());
+    /// let usage = CommandUse::range(dmabridge::sys::addr::HostAddr::of(buf.as_ptr()), buf.len());
     /// let ev = queue.enqueue_with_use(command_type::NATIVE_KERNEL, &[], false, usage, Box::new(|| Ok(())))?;
     /// Event::wait(&[ev])?;
     /// // A command whose work fails ends with its (negative) error code.
@@ -449,7 +449,7 @@ impl Queue {
     /// let queue = Queue::new(&ctx, cpu, QueueProps::default())?;
     /// let buf = vec![0u8; 64];
     /// let addr = buf.as_ptr() as usize;
-    /// let usage = CommandUse::Range(addr, 64);
+    /// let usage = CommandUse::range(dmabridge::sys::addr::HostAddr(addr), 64);
     /// queue.enqueue_with_use(command_type::NATIVE_KERNEL, &[], false, usage, Box::new(|| Ok(())))?;
     /// queue.wait_for_commands_using(|u| u.touches(dmabridge::sys::addr::HostAddr(addr), 64));
     /// # Ok::<(), dmabridge::error::ClError>(())

@@ -48,7 +48,7 @@ pub fn queues_of(context: &Arc<Context>) -> Vec<Arc<Queue>> {
 /// let queue = Queue::new(&ctx, cpu, QueueProps::default())?;
 /// let buf = vec![0u8; 64];
 /// let addr = buf.as_ptr() as usize;
-/// queue.enqueue_with_use(command_type::NATIVE_KERNEL, &[], false, CommandUse::Range(addr, 64), Box::new(|| Ok(())))?;
+/// queue.enqueue_with_use(command_type::NATIVE_KERNEL, &[], false, CommandUse::range(dmabridge::sys::addr::HostAddr(addr), 64), Box::new(|| Ok(())))?;
 /// // Returns once no command of any queue of `ctx` may still use `buf`.
 /// queue::wait_for_context_commands_using(&ctx, |u| u.touches(dmabridge::sys::addr::HostAddr(addr), buf.len()));
 /// # Ok::<(), dmabridge::error::ClError>(())

@@ -5,18 +5,17 @@
 use crate::sys::addr::HostAddr;
 
 /// The memory a command may access, so that freeing an allocation can wait
-/// for the commands that use it (`clMemBlockingFreeINTEL`). Ranges are
-/// `(start address, length in bytes)`.
+/// for the commands that use it (`clMemBlockingFreeINTEL`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CommandUse {
     /// No memory (markers, barriers).
     Nothing,
     /// One range (a fill, a map, an advice).
-    Range(usize, usize),
+    Range(UsedRange),
     /// Two ranges (a copy's destination and source).
-    Pair([(usize, usize); 2]),
+    Pair([UsedRange; 2]),
     /// Any number of ranges (a migration, a kernel's pointer arguments).
-    Ranges(Vec<(usize, usize)>),
+    Ranges(Vec<UsedRange>),
     /// Every USM allocation of the flagged types, plus explicit ranges (a
     /// kernel with indirect access: its pointer arguments and `USM_PTRS`).
     /// SVM allocations count as shared ones (`clGetMemAllocInfoINTEL`
@@ -29,13 +28,37 @@ pub enum CommandUse {
         /// `CL_KERNEL_EXEC_INFO_INDIRECT_SHARED_ACCESS_INTEL` (and SVM).
         shared: bool,
         /// Ranges used besides.
-        ranges: Vec<(usize, usize)>,
+        ranges: Vec<UsedRange>,
     },
     /// Any memory (work that did not say).
     All,
 }
 
+/// `len` bytes from `start` that a command may access. Not a checked
+/// [`Span`](crate::sys::addr::Span): a command declares what the caller
+/// passed, which may run past the end of the address space; the overlap
+/// test saturates instead, and an empty range counts as its first byte.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UsedRange {
+    /// The first byte.
+    pub start: HostAddr,
+    /// The length in bytes.
+    pub len: usize,
+}
+
+impl UsedRange {
+    /// `len` bytes from `start`.
+    pub const fn new(start: HostAddr, len: usize) -> UsedRange {
+        UsedRange { start, len }
+    }
+}
+
 impl CommandUse {
+    /// [`CommandUse::Range`] of `len` bytes from `start`.
+    pub const fn range(start: HostAddr, len: usize) -> CommandUse {
+        CommandUse::Range(UsedRange::new(start, len))
+    }
+
     /// True if the command may access a byte of `[start, start + len)`
     /// (an empty range counts as its first byte).
     ///
@@ -44,7 +67,8 @@ impl CommandUse {
     /// ```
     /// use dmabridge::runtime::queue::CommandUse;
     /// use dmabridge::sys::addr::HostAddr;
-    /// let copy = CommandUse::Pair([(0x1000, 16), (0x2000, 16)]);
+    /// use dmabridge::runtime::queue::UsedRange;
+    /// let copy = CommandUse::Pair([UsedRange::new(HostAddr(0x1000), 16), UsedRange::new(HostAddr(0x2000), 16)]);
     /// assert!(copy.touches(HostAddr(0x100f), 1));
     /// assert!(!copy.touches(HostAddr(0x1010), 0x100));
     /// assert!(!CommandUse::Nothing.touches(HostAddr(0x1000), 16));
@@ -54,10 +78,10 @@ impl CommandUse {
     pub fn touches(&self, start: HostAddr, len: usize) -> bool {
         let start = start.0;
         let end = start.saturating_add(len.max(1));
-        let hit = |&(s, l): &(usize, usize)| s < end && start < s.saturating_add(l.max(1));
+        let hit = |r: &UsedRange| r.start.0 < end && start < r.start.0.saturating_add(r.len.max(1));
         match self {
             CommandUse::Nothing => false,
-            CommandUse::Range(s, l) => hit(&(*s, *l)),
+            CommandUse::Range(r) => hit(r),
             CommandUse::Pair(r) => r.iter().any(hit),
             CommandUse::Ranges(r) => r.iter().any(hit),
             // The type of the memory is unknown here: any flag may cover it.
@@ -71,20 +95,9 @@ impl CommandUse {
     /// except that [`CommandUse::Kinds`] covers only allocations of its types.
     ///
     /// The test behind `clMemBlockingFreeINTEL` (seed 000): a kernel with
-    /// indirect access counts as using all allocations of its types.
-    ///
-    /// ```
-    /// use dmabridge::memory::heap::AllocKind;
-    /// use dmabridge::runtime::queue::CommandUse;
-    /// use dmabridge::sys::addr::HostAddr;
-    /// let k = CommandUse::Kinds { host: true, device: false, shared: false, ranges: vec![(0x9000, 8)] };
-    /// assert!(k.touches_alloc(HostAddr(0x1000), 64, AllocKind::Host));
-    /// assert!(!k.touches_alloc(HostAddr(0x1000), 64, AllocKind::Device));
-    /// assert!(k.touches_alloc(HostAddr(0x9000), 64, AllocKind::Device), "an explicit range");
-    /// assert!(CommandUse::Range(0x1000, 1).touches_alloc(HostAddr(0x1000), 64, AllocKind::Svm));
-    /// # Ok::<(), dmabridge::error::ClError>(())
-    /// ```
-    pub fn touches_alloc(&self, start: HostAddr, len: usize, kind: crate::memory::heap::AllocKind) -> bool {
+    /// indirect access counts as using all allocations of its types
+    /// (tested in `queue::tests::command_use_kinds_cover_their_types`).
+    pub(crate) fn touches_alloc(&self, start: HostAddr, len: usize, kind: crate::memory::heap::AllocKind) -> bool {
         use crate::memory::heap::AllocKind;
         match self {
             CommandUse::Kinds { host, device, shared, ranges } => {
@@ -93,7 +106,7 @@ impl CommandUse {
                     AllocKind::Device => *device,
                     AllocKind::Shared | AllocKind::Svm => *shared,
                 };
-                by_kind || ranges.iter().any(|&(s, l)| CommandUse::Range(s, l).touches(start, len))
+                by_kind || ranges.iter().any(|&r| CommandUse::Range(r).touches(start, len))
             }
             other => other.touches(start, len),
         }

@@ -97,8 +97,10 @@ impl Store {
     pub(super) fn device_alloc_locked(&self, st: &mut State, device: &Arc<Device>) -> ClResult<Placed> {
         if let Some(d) = st.device(device.index) {
             return Ok(match d.local {
-                Some(p) => Placed { base: p, local_device: Some(device.index) },
-                None => Placed { base: st.pages.expect("linked allocations have pages").0, local_device: None },
+                Some(p) => Placed { base: HostAddr(p), local_device: Some(device.index) },
+                None => {
+                    Placed { base: HostAddr(st.pages.expect("linked allocations have pages").0), local_device: None }
+                }
             });
         }
         let loc = Location::Device(device.index);
@@ -135,7 +137,7 @@ impl Store {
                     );
                 }
             }
-            Placed { base, local_device: None }
+            Placed { base: HostAddr(base), local_device: None }
         } else {
             let Some(local) = device.local_memory() else {
                 return cl_err!(
@@ -151,9 +153,9 @@ impl Store {
                 )
             })?;
             st.stats_mut(loc).bytes_allocated += self.size as u64;
-            Placed { base: p.as_ptr() as usize, local_device: Some(device.index) }
+            Placed { base: HostAddr::of(p.as_ptr()), local_device: Some(device.index) }
         };
-        st.devices.push(DeviceAlloc { device: device.clone(), local: placed.local_device.map(|_| placed.base) });
+        st.devices.push(DeviceAlloc { device: device.clone(), local: placed.local_device.map(|_| placed.base.0) });
         st.stats_mut(loc).allocations += 1;
         Ok(placed)
     }

@@ -174,7 +174,7 @@ impl Store {
 
     /// The store with `bracket`: its memory is used only between an acquire
     /// and a release, on the bracket's devices (see [`Bracket`]).
-    pub fn with_bracket(mut self, bracket: Bracket) -> Store {
+    pub(crate) fn with_bracket(mut self, bracket: Bracket) -> Store {
         self.bracket = Some(bracket);
         self
     }

@@ -211,7 +211,7 @@ pub(crate) struct Store {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Placed {
     /// The store's first byte there.
-    pub base: usize,
+    pub base: HostAddr,
     /// The device whose engine moves bytes there (`None`: the CPU).
     pub local_device: Option<u16>,
 }
@@ -348,7 +348,7 @@ impl Store {
 
     /// Makes the data current in the host pages now, on the calling thread
     /// (for an export). The host allocation must exist.
-    pub fn make_host_current(&self) -> ClResult<()> {
+    pub(crate) fn make_host_current(&self) -> ClResult<()> {
         let mut st = self.lock();
         self.make_current(&mut st, Location::Host, false).map_err(|c| {
             ClError::new(
@@ -381,7 +381,7 @@ impl Store {
     ///
     /// # Safety
     /// `src` must be valid for reads of the store's size.
-    pub unsafe fn init_from(&self, src: *const u8) -> ClResult<()> {
+    pub(crate) unsafe fn init_from(&self, src: *const u8) -> ClResult<()> {
         let mut st = self.lock();
         let p = self.host_alloc_locked(&mut st)?;
         // SAFETY: `p` is the store's fresh host pages (`size` bytes); the

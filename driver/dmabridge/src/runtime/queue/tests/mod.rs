@@ -140,16 +140,33 @@ fn queue_properties_from_and_to_bits() {
 
 #[test]
 fn command_use_ranges_overlap() {
-    let u = CommandUse::Pair([(0x1000, 0x100), (0x3000, 0x10)]);
+    let u = CommandUse::Pair([UsedRange::new(HostAddr(0x1000), 0x100), UsedRange::new(HostAddr(0x3000), 0x10)]);
     assert!(u.touches(HostAddr(0x10ff), 1) && u.touches(HostAddr(0xf00), 0x101) && u.touches(HostAddr(0x3008), 0));
     assert!(
         !u.touches(HostAddr(0x1100), 0x100) && !u.touches(HostAddr(0xf00), 0x100) && !u.touches(HostAddr(0x3010), 4)
     );
-    assert!(CommandUse::Range(0x10, 0).touches(HostAddr(0x10), 1));
-    assert!(CommandUse::Ranges(vec![(1, 1), (50, 10)]).touches(HostAddr(59), 100));
+    assert!(CommandUse::range(HostAddr(0x10), 0).touches(HostAddr(0x10), 1));
+    assert!(CommandUse::Ranges(vec![UsedRange::new(HostAddr(1), 1), UsedRange::new(HostAddr(50), 10)])
+        .touches(HostAddr(59), 100));
     assert!(!CommandUse::Ranges(vec![]).touches(HostAddr(0), usize::MAX));
     assert!(CommandUse::All.touches(HostAddr(12345), 1) && !CommandUse::Nothing.touches(HostAddr(0), usize::MAX));
-    assert!(CommandUse::Range(usize::MAX - 1, 100).touches(HostAddr(usize::MAX - 1), 1));
+    assert!(CommandUse::range(HostAddr(usize::MAX - 1), 100).touches(HostAddr(usize::MAX - 1), 1));
+}
+
+/// What was `CommandUse::touches_alloc`'s doc example.
+#[test]
+fn command_use_kinds_cover_their_types() {
+    use crate::memory::heap::AllocKind;
+    let k = CommandUse::Kinds {
+        host: true,
+        device: false,
+        shared: false,
+        ranges: vec![UsedRange::new(HostAddr(0x9000), 8)],
+    };
+    assert!(k.touches_alloc(HostAddr(0x1000), 64, AllocKind::Host));
+    assert!(!k.touches_alloc(HostAddr(0x1000), 64, AllocKind::Device));
+    assert!(k.touches_alloc(HostAddr(0x9000), 64, AllocKind::Device), "an explicit range");
+    assert!(CommandUse::range(HostAddr(0x1000), 1).touches_alloc(HostAddr(0x1000), 64, AllocKind::Svm));
 }
 
 #[test]

@@ -117,8 +117,10 @@ fn waiting_for_the_commands_that_use_memory() {
     let q_in = queue(&ctx, IN_ORDER);
     let gate = Event::user(&ctx);
     let w = std::slice::from_ref(&gate);
-    let a = q.enqueue_with_use(command_type::MEMFILL_INTEL, w, false, CommandUse::Range(0x1000, 0x100), ok()).unwrap();
-    let pair = CommandUse::Pair([(0x5000, 0x10), (0x6000, 0x10)]);
+    let a = q
+        .enqueue_with_use(command_type::MEMFILL_INTEL, w, false, CommandUse::range(HostAddr(0x1000), 0x100), ok())
+        .unwrap();
+    let pair = CommandUse::Pair([UsedRange::new(HostAddr(0x5000), 0x10), UsedRange::new(HostAddr(0x6000), 0x10)]);
     let b = q_in.enqueue_with_use(command_type::MEMCPY_INTEL, w, false, pair, ok()).unwrap();
     let q2 = q.clone();
     within("waiting for commands that use nothing pending", move || {

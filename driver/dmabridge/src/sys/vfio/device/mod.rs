@@ -541,7 +541,7 @@ impl Device {
     ///
     /// Read-modify-write of `PCI_COMMAND` with `pread(2)` and `pwrite(2)` of
     /// the config region.
-    pub fn disable_bus_master(&self) -> Result<(), VfioError> {
+    pub(crate) fn disable_bus_master(&self) -> Result<(), VfioError> {
         let cmd = self.config_read_u16(PCI_COMMAND)?;
         if cmd & PCI_COMMAND_MASTER != 0 {
             self.config_write_u16(PCI_COMMAND, cmd & !PCI_COMMAND_MASTER)?;
