@@ -73,7 +73,7 @@ impl Heap {
         if crate::memory::exports::count() == 0 {
             return Vec::new();
         }
-        let Some(offset) = addr.0.checked_sub(self.va.base()).filter(|o| *o < self.va.len()) else {
+        let Some(offset) = addr.0.checked_sub(self.va.base().0).filter(|o| *o < self.va.len()) else {
             return Vec::new();
         };
         crate::memory::exports::fences(self.va.memfd(), offset as u64, len as u64, dir)
