@@ -194,6 +194,15 @@ pub struct Dequeued {
     pub timestamp: Duration,
 }
 
+impl Dequeued {
+    /// Whether the driver flagged the frame as corrupted
+    /// ([`BUF_FLAG_ERROR`]: a transfer error, a lost sync): its bytes are
+    /// not a picture, and it still has to be queued again.
+    pub fn is_corrupted(&self) -> bool {
+        self.flags & BUF_FLAG_ERROR != 0
+    }
+}
+
 /// An input or output of a device (`VIDIOC_ENUMINPUT`/`VIDIOC_ENUMOUTPUT`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Port {
