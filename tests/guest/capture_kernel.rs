@@ -20,6 +20,8 @@ use dmabridge::runtime::program::pocl;
 use dmabridge::sys::v4l2::VideoDevice;
 use dmabridge_tests::{cpu_context, require_guest};
 
+use super::capture::dmabridge_capture as capture;
+
 const TIMEOUT: Duration = Duration::from_secs(20);
 
 /// A writable kernel cache for PoCL, for this process (set before PoCL is
@@ -106,11 +108,6 @@ fn the_example_kernel_gives_the_builtins_bytes_on_vivid_noise() {
         assert_eq!(stream.bytes_copied(), 0, "{memory:?}: the kernel read the frames in place");
     }
     vivid_restore();
-}
-
-fn capture(args: &[&str]) -> (bool, String) {
-    let out = std::process::Command::new(dmabridge_tests::dmabridge_bin()).arg("capture").args(args).output().unwrap();
-    (out.status.success(), format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)))
 }
 
 /// `dmabridge capture --kernel examples/cl/yuyv_to_rgba.cl` as a user runs

@@ -1,4 +1,4 @@
-//! Kernels from source (PoCL's, [`pocl::kernel`](super::pocl::kernel)):
+//! Kernels from source (PoCL's, [`pocl::kernel`]):
 //! their arguments as dmabridge keeps them, and a launch as a dmabridge
 //! command.
 //!
@@ -89,7 +89,8 @@ impl Kernel {
     /// let ctx = Context::new(std::slice::from_ref(Platform::get().cpu()))?;
     /// let p = Program::from_source(&ctx, "kernel void k(void) {}")?;
     /// p.build("")?;
-    /// let k = Kernel::with_program(&ctx, &p.executable()?, "k")?;
+    /// let exe = p.executable()?;
+    /// let k = Kernel::with_program(&ctx, &exe, "k")?;
     /// assert_eq!(k.num_args(), 0);
     /// # Ok::<(), dmabridge::error::ClError>(())
     /// ```
@@ -116,7 +117,8 @@ impl Kernel {
     /// p.build("")?;
     /// let k = Kernel::new(&p, "k")?;
     /// k.set_arg_value(0, &7i32.to_ne_bytes())?;
-    /// assert_eq!(k.clone_kernel(&p.executable()?)?.name(), "k");
+    /// let exe = p.executable()?;
+    /// assert_eq!(k.clone_kernel(&exe)?.name(), "k");
     /// # Ok::<(), dmabridge::error::ClError>(())
     /// ```
     pub fn clone_kernel(&self, program: &PoclProgram) -> ClResult<Kernel> {
@@ -184,7 +186,7 @@ impl Kernel {
     /// use dmabridge::runtime::{context::Context, platform::Platform};
     /// # if pocl::get().is_none() { return Ok(()) } // needs PoCL (pocl-opencl-icd)
     /// let ctx = Context::new(std::slice::from_ref(Platform::get().cpu()))?;
-    /// let p = Program::from_source(&ctx, "kernel void k(global int **t) { *t[0] = 1; }")?;
+    /// let p = Program::from_source(&ctx, "kernel void k(global int *t) { t[0] = 1; }")?;
     /// p.build("")?;
     /// let k = Kernel::new(&p, "k")?;
     /// k.exec_info().set_exec_info_indirect_access(exec_info::INDIRECT_HOST_ACCESS, true)?;
@@ -264,7 +266,7 @@ impl Kernel {
     /// PoCL can make (`CL_INVALID_ARG_VALUE`, with what PoCL lacks).
     ///
     /// A launch hands PoCL an image of its own over the image's pages
-    /// ([`pocl::image`](super::pocl::image)), in place.
+    /// ([`pocl::image`]), in place.
     pub fn set_arg_image(&self, index: u32, image: &Arc<Image>) -> ClResult<()> {
         let declared = match self.arg_class(index)? {
             ArgClass::Image(declared) => declared,
