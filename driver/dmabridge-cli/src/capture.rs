@@ -326,11 +326,17 @@ pub fn run(args: &Args) -> Outcome {
     let mut sequence = SequenceCounter::default();
     let mut latencies = Vec::with_capacity(args.frames as usize);
     let mut written = Vec::new();
+    let mut corrupted_frames = 0u32;
     for n in 0..args.frames {
         let d = stream.dequeue(FRAME_TIMEOUT).with_context(|| format!("waiting for frame {n}"))?;
         let handed_back = Instant::now();
         sequence.observe(d.sequence);
-        if let Some(converter) = converter.as_mut() {
+        // A frame the driver flagged as corrupted is not a picture: neither
+        // converted nor written, only counted (and shown on the output, which
+        // keeps its pace).
+        let corrupted = d.is_corrupted();
+        corrupted_frames += u32::from(corrupted);
+        if let Some(converter) = converter.as_mut().filter(|_| !corrupted) {
             let rgba = match converter {
                 Convert::Buffers(c) => c.convert(&stream, d.index),
                 Convert::Images(c) => c.convert(&stream, d.index),
@@ -353,7 +359,8 @@ pub fn run(args: &Args) -> Outcome {
         latencies.push(latency);
         if !args.quiet {
             progress.clear();
-            println!("{n:>6} {:>8} {:>6} {:>10}", d.sequence, d.index, ms(latency));
+            let note = if corrupted { "  flagged corrupted by the driver: not converted" } else { "" };
+            println!("{n:>6} {:>8} {:>6} {:>10}{note}", d.sequence, d.index, ms(latency));
         }
         progress.show(n + 1, args.frames, start);
     }
@@ -377,6 +384,12 @@ pub fn run(args: &Args) -> Outcome {
         ms(pick(50)),
         ms(pick(100))
     );
+    if corrupted_frames > 0 {
+        println!(
+            "{corrupted_frames} frame(s) flagged corrupted by the driver (V4L2_BUF_FLAG_ERROR): not converted; \
+             check the source's signal and cabling"
+        );
+    }
     println!(
         "CPU time: {:.3} ms per frame (this process, all threads: {} in all)",
         cpu.as_secs_f64() * 1e3 / args.frames as f64,
