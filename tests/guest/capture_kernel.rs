@@ -112,9 +112,8 @@ fn the_example_kernel_gives_the_builtins_bytes_on_vivid_noise() {
 
 /// `dmabridge capture --kernel examples/cl/yuyv_to_rgba.cl` as a user runs
 /// it: the PNG it writes is the built-in run's (a static pattern, no text
-/// drawn: every frame the same), 0 bytes copied; a kernel that does not
-/// build prints its build log and names the file (a kernel of another
-/// shape: `tests/host/programs.rs`).
+/// drawn: every frame the same), 0 bytes copied. (A kernel of another
+/// shape is refused with the convention: `tests/host/programs.rs`.)
 #[test]
 fn the_capture_command_runs_a_kernel_from_a_file() {
     require_guest();
@@ -136,6 +135,20 @@ fn the_capture_command_runs_a_kernel_from_a_file() {
     assert!(ok, "built-in:\n{text}");
     let png = |d: &PathBuf| std::fs::read(d.join("frame-000.png")).unwrap();
     assert!(png(&dirs[0]) == png(&dirs[1]), "the kernel's PNG is the built-in's");
+    let _ = std::fs::remove_dir_all(&base);
+    vivid_restore();
+}
+
+/// A kernel that does not build: the command fails with a line naming the
+/// file and PoCL's build log. (A test of its own: each PoCL build takes
+/// tens of seconds under TCG, and guest-runner gives a test 120 s.)
+#[test]
+fn the_capture_command_prints_the_build_log_of_a_bad_kernel() {
+    require_guest();
+    pocl_cache();
+    vivid_with("100% Color Squares");
+    let base = std::env::temp_dir().join(format!("dmabridge-bad-kernel-test-{}", std::process::id()));
+    std::fs::create_dir_all(&base).unwrap();
 
     let bad = base.join("bad.cl");
     std::fs::write(&bad, "kernel void broken(global uchar *a) { a[0] = undeclared_name; }").unwrap();
