@@ -544,7 +544,8 @@ fn heap_and_vgem_dma_bufs_carry_frames_into_imported_buffers() {
     }
 }
 
-fn dmabridge_capture(args: &[&str]) -> (bool, String) {
+/// `dmabridge capture ARGS`: whether it succeeded, and its stdout and stderr.
+pub(crate) fn dmabridge_capture(args: &[&str]) -> (bool, String) {
     let out = std::process::Command::new(dmabridge_tests::dmabridge_bin()).arg("capture").args(args).output().unwrap();
     (out.status.success(), format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)))
 }
