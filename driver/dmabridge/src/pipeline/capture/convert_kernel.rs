@@ -173,10 +173,9 @@ impl KernelConverter {
             _ => None,
         };
         run_bracketed_with(&self.queue, external, || {
-            // SAFETY: the frame is dequeued (the driver does not write it)
-            // and lives as long as the stream; the RGBA image is this
-            // converter's, which `&mut self` keeps to this launch; the
-            // launch is waited for before this returns.
+            // SAFETY: the dequeued frame (the driver does not write it) lives as long as
+            // the stream; `&mut self` keeps the converter's RGBA image to this launch,
+            // which is waited for before this returns.
             unsafe { self.kernel.enqueue(&self.queue, &self.range, &[]) }
         })?;
         cpu.end().map_err(device)?;
