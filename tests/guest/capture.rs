@@ -544,7 +544,8 @@ fn heap_and_vgem_dma_bufs_carry_frames_into_imported_buffers() {
     }
 }
 
-fn dmabridge_capture(args: &[&str]) -> (bool, String) {
+/// `dmabridge capture ARGS`: whether it succeeded, and its stdout and stderr.
+pub(crate) fn dmabridge_capture(args: &[&str]) -> (bool, String) {
     let out = std::process::Command::new(dmabridge_tests::dmabridge_bin()).arg("capture").args(args).output().unwrap();
     (out.status.success(), format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)))
 }
@@ -614,6 +615,24 @@ fn the_capture_command_shows_every_frame_on_an_output() {
     assert!(ok, "--output:\n{text}");
     assert!(text.contains(&format!("every frame shown on {out_path} too")), "{text}");
     assert!(text.contains("captured 30 frames") && text.contains("bytes copied by dmabridge: 0 "), "{text}");
+}
+
+/// A frame the driver flags as corrupted (vivid's "Inject
+/// V4L2_BUF_FLAG_ERROR" button, pressed before the stream starts: the first
+/// frame carries the flag) is counted and left unconverted; the others are
+/// converted and written as usual.
+#[test]
+fn the_capture_command_counts_and_skips_frames_flagged_corrupted() {
+    require_guest();
+    let dev = vivid_capture();
+    let button = dev.find_control("Inject V4L2_BUF_FLAG_ERROR").unwrap().expect("vivid's error injection controls");
+    dev.set_control(button.id, 1).unwrap();
+    drop(dev);
+    let (ok, text) = dmabridge_capture(&["--frames", "4", "--fps", "30", "--png-count", "0"]);
+    assert!(ok, "{text}");
+    assert!(text.contains("1 frame(s) flagged corrupted by the driver (V4L2_BUF_FLAG_ERROR)"), "{text}");
+    assert_eq!(text.matches("flagged corrupted by the driver: not converted").count(), 1, "{text}");
+    assert!(text.contains("captured 4 frames") && text.contains("bytes copied by dmabridge: 0 "), "{text}");
 }
 
 /// Clear errors for a device that does not capture, a missing one and a

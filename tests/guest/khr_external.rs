@@ -12,9 +12,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use dmabridge::error::ClErrorKind;
-use dmabridge::ext::arm_import::import_dma_buf;
+use dmabridge::ext::arm_import::{import_dma_buf, recognised_exports};
 use dmabridge::ext::khr_external::memory::{self, MemProperties};
 use dmabridge::ext::khr_external::semaphore::{self, SemaphoreProperties, SEMAPHORE_TYPE_BINARY_KHR};
+use dmabridge::ext::{dma_buf_export, usm, usm_commands};
 use dmabridge::runtime::buffer::map::{self, map_flags};
 use dmabridge::runtime::buffer::store::Location;
 use dmabridge::runtime::buffer::{commands, mem_flags, Buffer};
@@ -361,6 +362,49 @@ fn a_cpu_access_to_an_exported_buffer_waits_for_a_foreign_fence() {
     let gem = dev.import(&dma_buf).unwrap();
     let fence = dev.vgem_attach_fence_to_import(&gem, true).unwrap();
     fill_waits_for(&q, &b, &dev, fence, 0x21);
+}
+
+/// The same for a USM allocation exported by the heap
+/// (`clGetMemAllocDmaBufFdDMABRIDGE`): vgem's write fence on the export holds
+/// a USM fill of the allocation, and a copy out of it (a read: a write fence
+/// holds it too), until the test signals it; exporting it again and again
+/// keeps no fd per export.
+#[test]
+fn a_usm_command_on_an_exported_allocation_waits_for_a_foreign_fence() {
+    let (ctx, q) = cpu();
+    let dev = DrmDevice::open_vgem().expect("the guest suite loads vgem");
+    const N: usize = 4096;
+    let p = usm::host_mem_alloc(&ctx, &[], N, 0).unwrap().as_ptr();
+    let export = dma_buf_export::export_mem_alloc(&ctx, p, &[]).unwrap();
+    let gem = dev.import(&export.dmabuf).unwrap();
+    let fence = dev.vgem_attach_fence_to_import(&gem, true).unwrap();
+    // SAFETY: `p` holds N bytes that nothing else touches until the fill completes.
+    let filled = unsafe { usm_commands::enqueue_mem_fill(&q, p, &[0x5a], N, &[]) }.unwrap();
+    still_held(&filled);
+    waits_in_io_uring();
+    dev.vgem_signal(fence).unwrap();
+    Event::wait(&[filled]).unwrap();
+    // SAFETY: the fill completed: the N bytes at `p` are initialised.
+    assert!(unsafe { std::slice::from_raw_parts(p, N) }.iter().all(|&b| b == 0x5a));
+
+    let fence = dev.vgem_attach_fence_to_import(&gem, true).unwrap();
+    let mut out = vec![0u8; N];
+    // SAFETY: `out` and `p` outlive the copy, which is waited for below.
+    let copied = unsafe { usm_commands::enqueue_memcpy(&q, false, out.as_mut_ptr(), p, N, &[]) }.unwrap();
+    still_held(&copied);
+    dev.vgem_signal(fence).unwrap();
+    Event::wait(&[copied]).unwrap();
+    assert_eq!(out, vec![0x5a; N]);
+
+    // The registry's duplicate of an export nobody else holds goes at the
+    // next export: exported once per frame, the allocation keeps no fd per
+    // export (the live one, the last one).
+    let before = recognised_exports();
+    for _ in 0..10 {
+        drop(dma_buf_export::export_mem_alloc(&ctx, p, &[]).unwrap());
+    }
+    assert!(recognised_exports() <= before + 1, "{before} records before, {} after", recognised_exports());
+    usm::mem_free(&ctx, p).unwrap();
 }
 
 /// A fill of all of `b` is held by vgem's `fence` (its worker asleep in

@@ -8,6 +8,7 @@ mod arm_import;
 mod bar_device;
 mod buffer;
 mod capture;
+mod capture_kernel;
 mod dma_buf;
 mod dma_heaps;
 mod drm;

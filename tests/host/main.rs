@@ -20,6 +20,7 @@ mod kmod;
 mod logging;
 mod memory;
 mod missing;
+mod programs;
 mod svm;
 mod svm_commands;
 mod sys_safety;

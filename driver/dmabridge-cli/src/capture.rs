@@ -15,7 +15,8 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context as _};
 
 use dmabridge::pipeline::capture::{
-    find_capture_device, hdmi_output, Converter, FrameMemory, ImageConverter, Sink, Stream, StreamConfig,
+    find_capture_device, hdmi_output, Converter, FrameMemory, ImageConverter, KernelConverter, Sink, Stream,
+    StreamConfig, FRAME_KERNEL_SIGNATURE,
 };
 use dmabridge::pipeline::sequence::SequenceCounter;
 use dmabridge::runtime::{context::Context, platform::Platform};
@@ -37,6 +38,15 @@ into its own buffers, which dmabridge imports (VIDIOC_EXPBUF, then
 clImportMemoryARM). The built-in kernel yuyv_to_rgba converts every frame on a
 dmabridge queue where it lies; a few frames are written as PNG. With --output,
 every frame is also shown on a V4L2 output device: the same dma-buf, no copy.
+
+With --kernel FILE.cl[:NAME], your own OpenCL C kernel runs on every frame
+instead of the built-in conversion, where the frame lies (PoCL compiles it:
+apt install pocl-opencl-icd). It takes the built-in's arguments,
+  {FRAME_KERNEL_SIGNATURE}
+(src: the YUYV frame at its line pitch src_stride; dst: the RGBA image,
+dst_stride = width * 4) and runs over {{ceil(width / 2), height}} work-items,
+one per pair of pixels, as examples/cl/yuyv_to_rgba.cl does; NAME defaults to
+the file's only kernel. A build error prints the build log.
 
 Prints a line per frame (sequence number, buffer, latency from the moment the
 driver hands the frame back to the converted image), then frames/s, dropped
@@ -103,6 +113,14 @@ pub struct Args {
     /// without, nothing copied. Not with usm-host or usm-shared.
     #[arg(long, conflicts_with = "no_convert")]
     images: bool,
+    /// Run your OpenCL C kernel NAME of FILE.cl on every frame instead of
+    /// the built-in conversion (PoCL compiles it; NAME defaults to the
+    /// file's only kernel): `kernel void NAME(global const uchar *src,
+    /// global uchar *dst, uint width, uint height, uint src_stride, uint
+    /// dst_stride)` over {ceil(width / 2), height} work-items, as
+    /// examples/cl/yuyv_to_rgba.cl.
+    #[arg(long, value_name = "FILE.cl[:NAME]", conflicts_with_all = ["no_convert", "images"], value_parser = parse_kernel)]
+    kernel: Option<(PathBuf, Option<String>)>,
     /// No line per frame: the summary only.
     #[arg(long)]
     quiet: bool,
@@ -123,6 +141,23 @@ fn parse_size(s: &str) -> Result<(u32, u32), String> {
         return Err(format!("{s:?}: width and height must be positive and the width even (YUYV pairs pixels)"));
     }
     Ok((w, h))
+}
+
+/// `FILE.cl[:NAME]`: the file and, after the last colon, a kernel name (a
+/// C identifier; a colon followed by anything else is part of the path).
+fn parse_kernel(s: &str) -> Result<(PathBuf, Option<String>), String> {
+    let ident = |n: &str| {
+        n.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+    };
+    let (file, name) = match s.rsplit_once(':') {
+        Some((file, name)) if ident(name) => (file, Some(name.to_owned())),
+        _ => (s, None),
+    };
+    if file.is_empty() {
+        return Err(format!("{s:?}: write FILE.cl or FILE.cl:NAME"));
+    }
+    Ok((PathBuf::from(file), name))
 }
 
 fn parse_format(s: &str) -> Result<FourCc, String> {
@@ -195,10 +230,26 @@ fn cpu_time() -> Duration {
     Duration::new(t.tv_sec.max(0) as u64, t.tv_nsec.clamp(0, 999_999_999) as u32)
 }
 
-/// The conversion `--images` picks.
+/// The conversion `--images` or `--kernel` picks.
 enum Convert {
     Buffers(Converter),
     Images(ImageConverter),
+    Kernel(KernelConverter),
+}
+
+/// The converter of `--kernel FILE[:NAME]`: the file read and built, or
+/// the build log with the file named.
+fn kernel_converter(
+    ctx: &std::sync::Arc<Context>,
+    stream: &Stream,
+    (file, name): &(PathBuf, Option<String>),
+) -> anyhow::Result<KernelConverter> {
+    let source =
+        std::fs::read_to_string(file).with_context(|| format!("reading the OpenCL C kernel {}", file.display()))?;
+    let c = KernelConverter::new(ctx, &stream.format(), &source, name.as_deref(), "")
+        .with_context(|| format!("building the OpenCL C kernel in {}", file.display()))?;
+    println!("kernel: {} of {}, compiled by PoCL, on every frame where it lies", c.name(), file.display());
+    Ok(c)
 }
 
 /// Runs the capture.
@@ -249,6 +300,9 @@ pub fn run(args: &Args) -> Outcome {
     };
     let mut converter = match (args.no_convert, args.images) {
         (true, _) => None,
+        (false, false) if args.kernel.is_some() => {
+            args.kernel.as_ref().map(|k| kernel_converter(&ctx, &stream, k)).transpose()?.map(Convert::Kernel)
+        }
         (false, false) => {
             Some(Convert::Buffers(Converter::new(&ctx, &stream.format()).context("setting up yuyv_to_rgba")?))
         }
@@ -272,14 +326,21 @@ pub fn run(args: &Args) -> Outcome {
     let mut sequence = SequenceCounter::default();
     let mut latencies = Vec::with_capacity(args.frames as usize);
     let mut written = Vec::new();
+    let mut corrupted_frames = 0u32;
     for n in 0..args.frames {
         let d = stream.dequeue(FRAME_TIMEOUT).with_context(|| format!("waiting for frame {n}"))?;
         let handed_back = Instant::now();
         sequence.observe(d.sequence);
-        if let Some(converter) = converter.as_mut() {
+        // A frame the driver flagged as corrupted is not a picture: neither
+        // converted nor written, only counted (and shown on the output, which
+        // keeps its pace).
+        let corrupted = d.is_corrupted();
+        corrupted_frames += u32::from(corrupted);
+        if let Some(converter) = converter.as_mut().filter(|_| !corrupted) {
             let rgba = match converter {
                 Convert::Buffers(c) => c.convert(&stream, d.index),
                 Convert::Images(c) => c.convert(&stream, d.index),
+                Convert::Kernel(c) => c.convert(&stream, d.index),
             }
             .with_context(|| format!("converting frame {n}"))?;
             if pngs.contains(&n) {
@@ -298,7 +359,8 @@ pub fn run(args: &Args) -> Outcome {
         latencies.push(latency);
         if !args.quiet {
             progress.clear();
-            println!("{n:>6} {:>8} {:>6} {:>10}", d.sequence, d.index, ms(latency));
+            let note = if corrupted { "  flagged corrupted by the driver: not converted" } else { "" };
+            println!("{n:>6} {:>8} {:>6} {:>10}{note}", d.sequence, d.index, ms(latency));
         }
         progress.show(n + 1, args.frames, start);
     }
@@ -322,14 +384,23 @@ pub fn run(args: &Args) -> Outcome {
         ms(pick(50)),
         ms(pick(100))
     );
+    if corrupted_frames > 0 {
+        println!(
+            "{corrupted_frames} frame(s) flagged corrupted by the driver (V4L2_BUF_FLAG_ERROR): not converted; \
+             check the source's signal and cabling"
+        );
+    }
     println!(
         "CPU time: {:.3} ms per frame (this process, all threads: {} in all)",
         cpu.as_secs_f64() * 1e3 / args.frames as f64,
         ms(cpu)
     );
-    println!(
-        "bytes copied by dmabridge: {copied} (the driver wrote the frames into memory yuyv_to_rgba read in place)"
-    );
+    let reader = match &converter {
+        Some(Convert::Kernel(c)) => c.name().to_owned(),
+        Some(Convert::Images(_)) => "yuyv_to_rgba_image".into(),
+        _ => "yuyv_to_rgba".into(),
+    };
+    println!("bytes copied by dmabridge: {copied} (the driver wrote the frames into memory {reader} read in place)");
     if !written.is_empty() {
         let names: Vec<String> = written.iter().map(|p| p.display().to_string()).collect();
         println!("PNG: {}", names.join(", "));
@@ -350,6 +421,10 @@ mod tests {
         assert!(parse_size("641x480").is_err() && parse_size("0x4").is_err() && parse_size("640").is_err());
         assert_eq!(parse_format("YUYV"), Ok(FourCc::YUYV));
         assert!(parse_format("rgb").is_err());
+        assert_eq!(parse_kernel("k.cl"), Ok((PathBuf::from("k.cl"), None)));
+        assert_eq!(parse_kernel("dir/k.cl:yuyv_2"), Ok((PathBuf::from("dir/k.cl"), Some("yuyv_2".into()))));
+        assert_eq!(parse_kernel("c:/k.cl"), Ok((PathBuf::from("c:/k.cl"), None)));
+        assert!(parse_kernel(":name").is_err());
         assert_eq!(png_frames(60, 3), vec![0, 29, 59]);
         assert_eq!(png_frames(2, 3), vec![0, 1]);
         assert_eq!(png_frames(10, 1), vec![0]);

@@ -15,9 +15,13 @@ const _: () = {
     assert!(dmabridge::error::code::MEM_COPY_OVERLAP as i128 == opencl_sys::CL_MEM_COPY_OVERLAP as i128, "CL_MEM_COPY_OVERLAP");
     assert!(dmabridge::error::code::IMAGE_FORMAT_MISMATCH as i128 == opencl_sys::CL_IMAGE_FORMAT_MISMATCH as i128, "CL_IMAGE_FORMAT_MISMATCH");
     assert!(dmabridge::error::code::IMAGE_FORMAT_NOT_SUPPORTED as i128 == opencl_sys::CL_IMAGE_FORMAT_NOT_SUPPORTED as i128, "CL_IMAGE_FORMAT_NOT_SUPPORTED");
+    assert!(dmabridge::error::code::BUILD_PROGRAM_FAILURE as i128 == opencl_sys::CL_BUILD_PROGRAM_FAILURE as i128, "CL_BUILD_PROGRAM_FAILURE");
     assert!(dmabridge::error::code::MAP_FAILURE as i128 == opencl_sys::CL_MAP_FAILURE as i128, "CL_MAP_FAILURE");
     assert!(dmabridge::error::code::MISALIGNED_SUB_BUFFER_OFFSET as i128 == opencl_sys::CL_MISALIGNED_SUB_BUFFER_OFFSET as i128, "CL_MISALIGNED_SUB_BUFFER_OFFSET");
     assert!(dmabridge::error::code::EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST as i128 == opencl_sys::CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST as i128, "CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST");
+    assert!(dmabridge::error::code::COMPILE_PROGRAM_FAILURE as i128 == opencl_sys::CL_COMPILE_PROGRAM_FAILURE as i128, "CL_COMPILE_PROGRAM_FAILURE");
+    assert!(dmabridge::error::code::LINKER_NOT_AVAILABLE as i128 == opencl_sys::CL_LINKER_NOT_AVAILABLE as i128, "CL_LINKER_NOT_AVAILABLE");
+    assert!(dmabridge::error::code::LINK_PROGRAM_FAILURE as i128 == opencl_sys::CL_LINK_PROGRAM_FAILURE as i128, "CL_LINK_PROGRAM_FAILURE");
     assert!(dmabridge::error::code::INVALID_VALUE as i128 == opencl_sys::CL_INVALID_VALUE as i128, "CL_INVALID_VALUE");
     assert!(dmabridge::error::code::INVALID_DEVICE_TYPE as i128 == opencl_sys::CL_INVALID_DEVICE_TYPE as i128, "CL_INVALID_DEVICE_TYPE");
     assert!(dmabridge::error::code::INVALID_PLATFORM as i128 == opencl_sys::CL_INVALID_PLATFORM as i128, "CL_INVALID_PLATFORM");
@@ -30,7 +34,12 @@ const _: () = {
     assert!(dmabridge::error::code::INVALID_IMAGE_FORMAT_DESCRIPTOR as i128 == opencl_sys::CL_INVALID_IMAGE_FORMAT_DESCRIPTOR as i128, "CL_INVALID_IMAGE_FORMAT_DESCRIPTOR");
     assert!(dmabridge::error::code::INVALID_IMAGE_SIZE as i128 == opencl_sys::CL_INVALID_IMAGE_SIZE as i128, "CL_INVALID_IMAGE_SIZE");
     assert!(dmabridge::error::code::INVALID_SAMPLER as i128 == opencl_sys::CL_INVALID_SAMPLER as i128, "CL_INVALID_SAMPLER");
+    assert!(dmabridge::error::code::INVALID_BINARY as i128 == opencl_sys::CL_INVALID_BINARY as i128, "CL_INVALID_BINARY");
+    assert!(dmabridge::error::code::INVALID_BUILD_OPTIONS as i128 == opencl_sys::CL_INVALID_BUILD_OPTIONS as i128, "CL_INVALID_BUILD_OPTIONS");
+    assert!(dmabridge::error::code::INVALID_PROGRAM as i128 == opencl_sys::CL_INVALID_PROGRAM as i128, "CL_INVALID_PROGRAM");
+    assert!(dmabridge::error::code::INVALID_PROGRAM_EXECUTABLE as i128 == opencl_sys::CL_INVALID_PROGRAM_EXECUTABLE as i128, "CL_INVALID_PROGRAM_EXECUTABLE");
     assert!(dmabridge::error::code::INVALID_KERNEL_NAME as i128 == opencl_sys::CL_INVALID_KERNEL_NAME as i128, "CL_INVALID_KERNEL_NAME");
+    assert!(dmabridge::error::code::INVALID_KERNEL_DEFINITION as i128 == opencl_sys::CL_INVALID_KERNEL_DEFINITION as i128, "CL_INVALID_KERNEL_DEFINITION");
     assert!(dmabridge::error::code::INVALID_KERNEL as i128 == opencl_sys::CL_INVALID_KERNEL as i128, "CL_INVALID_KERNEL");
     assert!(dmabridge::error::code::INVALID_ARG_INDEX as i128 == opencl_sys::CL_INVALID_ARG_INDEX as i128, "CL_INVALID_ARG_INDEX");
     assert!(dmabridge::error::code::INVALID_ARG_VALUE as i128 == opencl_sys::CL_INVALID_ARG_VALUE as i128, "CL_INVALID_ARG_VALUE");
@@ -47,6 +56,8 @@ const _: () = {
     assert!(dmabridge::error::code::INVALID_GLOBAL_WORK_SIZE as i128 == opencl_sys::CL_INVALID_GLOBAL_WORK_SIZE as i128, "CL_INVALID_GLOBAL_WORK_SIZE");
     assert!(dmabridge::error::code::INVALID_PROPERTY as i128 == opencl_sys::CL_INVALID_PROPERTY as i128, "CL_INVALID_PROPERTY");
     assert!(dmabridge::error::code::INVALID_IMAGE_DESCRIPTOR as i128 == opencl_sys::CL_INVALID_IMAGE_DESCRIPTOR as i128, "CL_INVALID_IMAGE_DESCRIPTOR");
+    assert!(dmabridge::error::code::INVALID_COMPILER_OPTIONS as i128 == opencl_sys::CL_INVALID_COMPILER_OPTIONS as i128, "CL_INVALID_COMPILER_OPTIONS");
+    assert!(dmabridge::error::code::INVALID_LINKER_OPTIONS as i128 == opencl_sys::CL_INVALID_LINKER_OPTIONS as i128, "CL_INVALID_LINKER_OPTIONS");
     assert!(dmabridge::error::code::INVALID_SEMAPHORE_KHR as i128 == opencl_sys::CL_INVALID_SEMAPHORE_KHR as i128, "CL_INVALID_SEMAPHORE_KHR");
     assert!(dmabridge::ext::svm::flags::READ_WRITE as i128 == opencl_sys::CL_MEM_READ_WRITE as i128, "CL_MEM_READ_WRITE");
     assert!(dmabridge::ext::svm::flags::WRITE_ONLY as i128 == opencl_sys::CL_MEM_WRITE_ONLY as i128, "CL_MEM_WRITE_ONLY");
@@ -410,6 +421,8 @@ const _: () = {
     assert!(dmabridge::runtime::kernel::exec_info::INDIRECT_DEVICE_ACCESS as i128 == opencl_sys::CL_KERNEL_EXEC_INFO_INDIRECT_DEVICE_ACCESS_INTEL as i128, "CL_KERNEL_EXEC_INFO_INDIRECT_DEVICE_ACCESS_INTEL");
     assert!(dmabridge::runtime::kernel::exec_info::INDIRECT_SHARED_ACCESS as i128 == opencl_sys::CL_KERNEL_EXEC_INFO_INDIRECT_SHARED_ACCESS_INTEL as i128, "CL_KERNEL_EXEC_INFO_INDIRECT_SHARED_ACCESS_INTEL");
     assert!(dmabridge::runtime::kernel::exec_info::USM_PTRS as i128 == opencl_sys::CL_KERNEL_EXEC_INFO_USM_PTRS_INTEL as i128, "CL_KERNEL_EXEC_INFO_USM_PTRS_INTEL");
+    assert!(dmabridge::runtime::program::BINARY_TYPE_COMPILED_OBJECT as i128 == opencl_sys::CL_PROGRAM_BINARY_TYPE_COMPILED_OBJECT as i128, "CL_PROGRAM_BINARY_TYPE_COMPILED_OBJECT");
+    assert!(dmabridge::runtime::program::BINARY_TYPE_EXECUTABLE as i128 == opencl_sys::CL_PROGRAM_BINARY_TYPE_EXECUTABLE as i128, "CL_PROGRAM_BINARY_TYPE_EXECUTABLE");
     assert!(dmabridge::runtime::queue::properties::OUT_OF_ORDER_EXEC_MODE_ENABLE as i128 == opencl_sys::CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE as i128, "CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE");
     assert!(dmabridge::runtime::queue::properties::PROFILING_ENABLE as i128 == opencl_sys::CL_QUEUE_PROFILING_ENABLE as i128, "CL_QUEUE_PROFILING_ENABLE");
     assert!(dmabridge::runtime::queue::properties::ON_DEVICE as i128 == opencl_sys::CL_QUEUE_ON_DEVICE as i128, "CL_QUEUE_ON_DEVICE");

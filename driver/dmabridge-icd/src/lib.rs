@@ -33,7 +33,9 @@ mod hazard;
 mod info;
 pub mod notify;
 mod per_thread;
-pub mod pocl;
+/// PoCL, the OpenCL C compiler and executor of the CPU device: the core's
+/// (`dmabridge::runtime::program::pocl`).
+pub use dmabridge::runtime::program::pocl;
 mod stubs;
 
 use std::ffi::{c_char, c_void};

@@ -10,9 +10,10 @@
 //!    the errno.
 //! 2. [`memory`] — the address reservation and allocation table, the memfd
 //!    heap, IOVA allocation, sub-allocation of a device's BAR.
-//! 3. [`runtime`] — platform, devices, contexts, queues, events, kernels,
-//!    buffer objects, transfers, info queries, and the device backends (edu's
-//!    DMA engine, the BAR device, the DMA domain and residency).
+//! 3. [`runtime`] — platform, devices, contexts, queues, events, kernels
+//!    (built-in, native, and OpenCL C from source through PoCL), buffer
+//!    objects, transfers, info queries, and the device backends (edu's DMA
+//!    engine, the BAR device, the DMA domain and residency).
 //! 4. [`ext`] — one module per OpenCL extension (USM, SVM,
 //!    `cl_amd_bus_addressable_memory`, `cl_arm_import_memory`,
 //!    `cl_dmabridge_dma_buf_export`), speaking its vocabulary; errors are

@@ -11,6 +11,8 @@ use std::os::fd::BorrowedFd;
 use std::sync::{Arc, Mutex};
 
 use common::*;
+use dmabridge::pipeline::capture::{find_capture_device, find_output_beside, hdmi_loopback};
+use dmabridge::sys::v4l2::VideoDevice;
 use gst::prelude::*;
 use gstdmabridge::DmabridgeAllocator;
 
@@ -144,6 +146,29 @@ fn pool_cycles_body() {
     });
 }
 
+/// A memory stays mapped between maps (mapped once, read-write, when
+/// made): an element mapping every frame does not fault the dma-buf's pages
+/// in again each time, and a first read-only map does not keep a later
+/// writer out.
+#[test]
+fn memories_stay_mapped_read_write_between_maps() {
+    init();
+    let alloc = DmabridgeAllocator::new();
+    let mut mem = alloc.upcast_ref::<gst::Allocator>().alloc(3 * 4096, None).expect("a dmabridge memory");
+    let first = mem.map_readable().expect("a read map").as_ptr() as usize;
+    let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+    let mapped =
+        maps.lines().any(|l| l.split('-').next().and_then(|a| usize::from_str_radix(a, 16).ok()) == Some(first));
+    assert!(mapped, "the dma-buf's mapping at {first:#x} is gone after the unmap:\n{maps}");
+    let mut map = mem.get_mut().unwrap().map_writable().expect("a write map after a read map");
+    assert_eq!(map.as_ptr() as usize, first, "the same mapping");
+    map[0] = 7;
+    drop(map);
+    let heap = alloc.heap_address(&mem).expect("the memory's heap address");
+    // SAFETY: `mem` keeps the heap allocation alive; nothing writes it now.
+    assert_eq!(unsafe { heap.read_volatile() }, 7, "written through to the heap's pages");
+}
+
 /// vivid's 640x480 test pattern (75% BT.601 colour bars): at line 240, the
 /// centre of each of the 8 bars as (Y, U, V), left to right.
 const VIVID_BARS: [(u8, u8, u8); 8] = [
@@ -275,4 +300,176 @@ fn an_edu_device_is_refused_at_the_state_change_naming_it() {
         assert!(text.contains(part), "{part:?} not in: {text}");
     }
     el.set_state(gst::State::Null).unwrap();
+}
+
+/// Puts vivid's capture device back on its webcam input when dropped (the
+/// input persists across processes: the other vivid tests need the webcam's
+/// colour bars), even when the loopback test fails.
+struct WebcamAfterwards(VideoDevice);
+
+impl Drop for WebcamAfterwards {
+    fn drop(&mut self) {
+        let webcam = self.0.inputs().ok().and_then(|i| i.into_iter().find(|i| i.name.starts_with("Webcam")));
+        if let Some(w) = webcam {
+            let _ = self.0.set_input(w.index);
+        }
+    }
+}
+
+/// The frames of the loopback test: bytes in 16..216, which vivid's HDMI
+/// path passes through unchanged (limited-range YUYV values). Frame `id`
+/// is one of four bodies, each different on every line, made once (at
+/// opt-level 0 under TCG a byte loop per frame would starve the output),
+/// under a header naming `id` (three digits base 200), so that every frame
+/// sent differs from the others and a captured frame names the one it
+/// should be.
+struct LoopbackFrames {
+    bodies: Vec<Vec<u8>>,
+}
+
+impl LoopbackFrames {
+    const HEADER: usize = 3;
+
+    fn new(len: usize) -> LoopbackFrames {
+        let body = |k: usize| (0..len).map(|i| 16 + ((i / 2 + i / 1280 * 3 + k * 37) % 200) as u8).collect();
+        LoopbackFrames { bodies: (0..4).map(body).collect() }
+    }
+
+    /// Writes frame `id` into `out`.
+    fn write(&self, id: usize, out: &mut [u8]) {
+        out.copy_from_slice(&self.bodies[id % 4]);
+        for (d, b) in out[..Self::HEADER].iter_mut().enumerate() {
+            *b = 16 + (id / 200usize.pow(d as u32) % 200) as u8;
+        }
+    }
+
+    /// The id `frame`'s header names, if `frame` is exactly that frame.
+    fn id_of(&self, frame: &[u8]) -> Option<usize> {
+        let digits = frame.get(..Self::HEADER)?;
+        if digits.iter().any(|&b| !(16..216).contains(&b)) {
+            return None;
+        }
+        let id = digits.iter().rev().fold(0, |n, &b| n * 200 + (b - 16) as usize);
+        let mut expected = vec![0; frame.len()];
+        self.write(id, &mut expected);
+        (expected == frame).then_some(id)
+    }
+}
+
+/// Output direction through GStreamer: `appsrc` pushes known frames written
+/// into buffers of the dmabridge pool to `v4l2sink io-mode=dmabuf-import`
+/// on vivid's output (/dev/video1: it queues their fds, dmabridge exports);
+/// with the HDMI output looped back to the HDMI input, `v4l2src` on
+/// /dev/video0 returns exactly the bytes sent, in the order sent.
+#[test]
+fn vivid_hdmi_loopback_returns_the_bytes_sent_from_dmabridge_memory() {
+    init();
+    const W: u32 = 640;
+    const H: u32 = 480;
+    let capture = find_capture_device(None).expect("vivid (test-gst-guest's rig loads it)");
+    let output = find_output_beside(&capture).unwrap();
+    let timings = hdmi_loopback(&capture, &output, W, H, 60.0).unwrap();
+    let _restore = WebcamAfterwards(capture);
+    drop(output);
+    let out = gst::parse::launch(
+        "appsrc name=src format=time block=true max-bytes=1300000 \
+         ! v4l2sink name=sink device=/dev/video1 io-mode=dmabuf-import sync=false",
+    )
+    .unwrap()
+    .downcast::<gst::Pipeline>()
+    .unwrap();
+    // The caps v4l2sink takes: the HDMI timings' rate (59.94 Hz; it refuses
+    // any other) and the colorimetry the output reports (it refuses any
+    // other too), read from its pad once it has opened the device.
+    out.set_state(gst::State::Ready).unwrap();
+    let wanted = gst::Caps::builder("video/x-raw")
+        .field("format", "YUY2")
+        .field("width", W as i32)
+        .field("height", H as i32)
+        .field("framerate", gst::Fraction::approximate_f64(timings.fps()).unwrap())
+        .build();
+    let sink_pad = out.by_name("sink").unwrap().static_pad("sink").unwrap();
+    let mut caps = sink_pad.query_caps(Some(&wanted));
+    assert!(!caps.is_empty(), "v4l2sink on /dev/video1 does not take {wanted}");
+    caps.fixate();
+    let src = out.by_name("src").unwrap().downcast::<gst_app::AppSrc>().unwrap();
+    src.set_caps(Some(&caps));
+    // What v4l2sink queues is the pool's memory itself, not a copy.
+    let failures: Arc<Mutex<Vec<String>>> = Arc::default();
+    let failed = failures.clone();
+    sink_pad.add_probe(gst::PadProbeType::BUFFER, move |_, info| {
+        if let Some(buf) = info.buffer() {
+            if let Err(e) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| check_export(buf, "v4l2sink's"))) {
+                failed.lock().unwrap().push(format!("{:?}", e.downcast_ref::<String>()));
+            }
+        }
+        gst::PadProbeReturn::Ok
+    });
+    let alloc = DmabridgeAllocator::new();
+    let (pool, size) = gstdmabridge::pool::video_pool(&alloc, &caps, 4, 4).unwrap();
+    let size = size as usize;
+    assert_eq!(size, (W * H * 2) as usize);
+    let frames_sent = Arc::new(LoopbackFrames::new(size));
+    let frames_expected = frames_sent.clone();
+    pool.set_active(true).unwrap();
+    out.set_state(gst::State::Playing).unwrap();
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let stopped = stop.clone();
+    // Paced by the output: the pool's 4 buffers come back as vivid's
+    // output gives them back, one a frame period.
+    let feeder = std::thread::spawn(move || {
+        let mut sent = 0;
+        while !stopped.load(std::sync::atomic::Ordering::Relaxed) {
+            let Ok(mut buf) = pool.acquire_buffer(None) else { break };
+            {
+                let b = buf.get_mut().unwrap();
+                let mut map = b.map_writable().unwrap();
+                frames_sent.write(sent + 1, &mut map);
+            }
+            if src.push_buffer(buf).is_err() {
+                break;
+            }
+            sent += 1;
+        }
+        let _ = src.end_of_stream();
+        let _ = pool.set_active(false);
+        sent
+    });
+    let cap = gst::parse::launch(&format!(
+        "v4l2src device=/dev/video0 ! video/x-raw,format=YUY2,width={W},height={H} \
+         ! appsink name=sink sync=false max-buffers=2"
+    ))
+    .unwrap()
+    .downcast::<gst::Pipeline>()
+    .unwrap();
+    let sink = cap.by_name("sink").unwrap().downcast::<gst_app::AppSink>().unwrap();
+    cap.set_state(gst::State::Playing).unwrap();
+    let mut matched = Vec::new();
+    let mut frames = 0;
+    while frames < 12 {
+        let Some(sample) = sink.try_pull_sample(gst::ClockTime::from_seconds(20)) else { break };
+        let map = sample.buffer().unwrap().map_readable().unwrap();
+        assert_eq!(map.len(), size, "a captured frame's size");
+        matched.extend(frames_expected.id_of(&map));
+        frames += 1;
+    }
+    // The errors first: a pipeline set to NULL drops its bus's messages.
+    let cap_error = cap.bus().unwrap().pop_filtered(&[gst::MessageType::Error]);
+    let out_error = out.bus().unwrap().pop_filtered(&[gst::MessageType::Error]);
+    cap.set_state(gst::State::Null).unwrap();
+    // NULL also wakes the feeder if it waits for a buffer or for appsrc.
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    out.set_state(gst::State::Null).unwrap();
+    let sent = feeder.join().unwrap();
+    println!("{frames} frames captured, {sent} sent; captured frames that are exactly a sent frame: {matched:?}");
+    assert!(cap_error.is_none() && out_error.is_none(), "capture: {cap_error:?}, output: {out_error:?}");
+    assert!(failures.lock().unwrap().is_empty(), "{:?}", failures.lock().unwrap());
+    assert_eq!(frames, 12, "frames captured");
+    assert!(matched.len() >= 6, "most captured frames are exactly a sent frame: {matched:?}");
+    assert!(matched.windows(2).all(|w| w[0] <= w[1]), "in the order they were sent: {matched:?}");
+    // vivid shows a frame again when the next is late: repeats are fine,
+    // an output stuck on one frame is not.
+    let distinct = matched.windows(2).filter(|w| w[0] != w[1]).count() + 1;
+    assert!(distinct >= 4, "the capture follows the frames sent: {matched:?}");
+    assert!(alloc.allocated() <= 4, "the pool recycles its 4 buffers: {} allocated", alloc.allocated());
 }

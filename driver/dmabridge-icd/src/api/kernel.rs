@@ -22,7 +22,7 @@ use super::event::return_event;
 use super::memobj::{mem, mem_object};
 use super::program::{program, ProgramObj};
 use super::queue::queue;
-use super::source_kernel::{MemArg, SourceKernel};
+use super::source_kernel::{self, MemArg, SourceKernel};
 use crate::entry::{object, slice, status, wait_list, Cl, ClRes};
 use crate::handles::{self, DeviceObj, Kind, Obj, Tag};
 use crate::info::{get_info, Handles};
@@ -69,7 +69,7 @@ pub(crate) fn kernel(handle: cl_kernel) -> ClRes<Arc<Obj<KernelObj>>> {
 /// program's devices that offers it.
 fn new_kernel(p: &Arc<Obj<ProgramObj>>, name: &str) -> ClRes<cl_kernel> {
     if !matches!(p.inner.contents, super::program::Contents::BuiltIn(_)) {
-        let source = SourceKernel::new(&*p.inner.executable()?, name)?;
+        let source = SourceKernel::with_program(&p.inner.context.inner.ctx, &*p.inner.executable()?, name).cl()?;
         return kernel_object(p, Some(Arc::new(source)));
     }
     let device = p
@@ -104,7 +104,7 @@ pub(crate) unsafe extern "C" fn clCloneKernel(source_kernel: cl_kernel, errcode_
             let k = handles::get::<KernelObj>(source_kernel.cast())?;
             let indirect_ptrs = Mutex::new(sync::lock(&k.inner.indirect_ptrs).clone());
             let source = match &k.inner.source {
-                Some(s) => Some(Arc::new(s.clone_kernel(&*k.inner.program.inner.executable()?)?)),
+                Some(s) => Some(Arc::new(s.clone_kernel(&*k.inner.program.inner.executable()?).cl()?)),
                 None => None,
             };
             k.inner.program.inner.kernels.fetch_add(1, Ordering::AcqRel);
@@ -204,7 +204,8 @@ pub(crate) unsafe extern "C" fn clSetKernelArg(
         if let Some(s) = &k.inner.source {
             // SAFETY: the C contract of `arg_value`.
             return unsafe {
-                s.set_arg(
+                source_kernel::set_arg(
+                    s,
                     arg_index,
                     arg_size,
                     arg_value,
@@ -278,7 +279,7 @@ pub(crate) unsafe extern "C" fn clSetKernelArgSVMPointer(
     status("clSetKernelArgSVMPointer", || {
         let k = self::kernel(kernel)?;
         if let Some(s) = &k.inner.source {
-            return s.set_arg_pointer(arg_index, arg_value.cast());
+            return s.set_arg_pointer(arg_index, arg_value.cast()).cl();
         }
         k.inner.kernel.set_arg_mem_pointer(arg_index, arg_value.cast()).cl()
     })
@@ -293,7 +294,7 @@ pub(crate) unsafe extern "C" fn clSetKernelArgMemPointerINTEL(
     status("clSetKernelArgMemPointerINTEL", || {
         let k = self::kernel(kernel)?;
         if let Some(s) = &k.inner.source {
-            return s.set_arg_pointer(arg_index, arg_value.cast());
+            return s.set_arg_pointer(arg_index, arg_value.cast()).cl();
         }
         k.inner.kernel.set_arg_mem_pointer(arg_index, arg_value.cast()).cl()
     })
@@ -366,7 +367,7 @@ pub(crate) unsafe extern "C" fn clGetKernelInfo(
                 // The program is the ICD's object: its handle, pointer-sized.
                 kernel_param::PROGRAM => InfoValue::Usize(handles::handle_of(&k.inner.program) as usize),
                 CL_KERNEL_FUNCTION_NAME if k.inner.source.is_some() => {
-                    InfoValue::Str(k.inner.source.as_ref().map(|s| s.pocl.name.clone()).unwrap_or_default())
+                    InfoValue::Str(k.inner.source.as_ref().map(|s| s.name().to_owned()).unwrap_or_default())
                 }
                 CL_KERNEL_NUM_ARGS if k.inner.source.is_some() => {
                     InfoValue::U32(k.inner.source.as_ref().map_or(0, |s| s.num_args()))
@@ -394,7 +395,7 @@ pub(crate) unsafe extern "C" fn clGetKernelWorkGroupInfo(
             let k = self::kernel(kernel)?;
             check_work_group_device(&k.inner, device)?;
             let p = crate::pocl::get().ok_or(CL_INVALID_KERNEL)?;
-            let bytes = s.pocl.work_group_info(p, param_name)?;
+            let bytes = s.pocl().work_group_info(p, param_name)?;
             // SAFETY: the C contract of the `param_value` arguments.
             unsafe { crate::entry::info_bytes(&bytes, param_value_size, param_value, param_value_size_ret) }
         });
@@ -442,7 +443,7 @@ pub(crate) unsafe extern "C" fn clGetKernelArgInfo(
             if arg_index >= s.num_args() {
                 return Err(CL_INVALID_ARG_INDEX);
             }
-            let bytes = s.pocl.arg_info(p, arg_index, param_name)?;
+            let bytes = s.pocl().arg_info(p, arg_index, param_name)?;
             // SAFETY: the C contract of the `param_value` arguments.
             return unsafe { crate::entry::info_bytes(&bytes, param_value_size, param_value, param_value_size_ret) };
         }
@@ -496,7 +497,7 @@ pub(crate) unsafe extern "C" fn clEnqueueNDRangeKernel(
         unsafe {
             let wait = wait_list(num_events_in_wait_list, event_wait_list)?;
             let ev = match &k.inner.source {
-                Some(s) => s.enqueue(&q.inner.queue, &k.inner.kernel, &range, &wait)?,
+                Some(s) => s.enqueue_with_exec_info(&q.inner.queue, &k.inner.kernel, &range, &wait).cl()?,
                 None => kernel::enqueue_range(&q.inner.queue, &k.inner.kernel, &range, &wait).cl()?,
             };
             return_event(&q, ev, event)
@@ -520,7 +521,8 @@ pub(crate) unsafe extern "C" fn clEnqueueTask(
             let wait = wait_list(num_events_in_wait_list, event_wait_list)?;
             let ev = match &k.inner.source {
                 Some(s) => {
-                    s.enqueue(&q.inner.queue, &k.inner.kernel, &NdRange::new(&[1], None, Some(&[1])).cl()?, &wait)?
+                    let one = NdRange::new(&[1], None, Some(&[1])).cl()?;
+                    s.enqueue_with_exec_info(&q.inner.queue, &k.inner.kernel, &one, &wait).cl()?
                 }
                 None => kernel::enqueue_task(&q.inner.queue, &k.inner.kernel, &wait).cl()?,
             };

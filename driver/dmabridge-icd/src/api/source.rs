@@ -1,5 +1,5 @@
 //! Programs from source: `clBuildProgram`, `clCompileProgram` and
-//! `clLinkProgram` through PoCL (`crate::pocl`), for the CPU device.
+//! `clLinkProgram` through PoCL (the core's `runtime::program`), for the CPU device.
 //!
 //! The CPU device is the one device with a compiler (with PoCL). A build
 //! whose devices include another one (edu, the BAR device: no compute)
@@ -8,7 +8,8 @@
 
 use std::sync::Arc;
 
-use dmabridge::runtime::device::{Device, DeviceType};
+use dmabridge::runtime::device::Device;
+use dmabridge::runtime::program::{self, build_source};
 use dmabridge::sync;
 use opencl_sys::*;
 
@@ -39,63 +40,35 @@ fn failed(p: &ProgramObj, code: cl_int, log: String) -> ClRes<()> {
     Err(code)
 }
 
-/// The devices without a compiler among `devices`, as a log line.
-fn no_compiler(devices: &[Arc<Device>]) -> Option<String> {
-    let names: Vec<&str> =
-        devices.iter().filter(|d| d.device_type != DeviceType::Cpu).map(|d| d.name.as_str()).collect();
-    (!names.is_empty()).then(|| {
-        format!(
-            "{names:?} cannot build OpenCL C: only the CPU device runs kernels from source; \
-             name the CPU device alone in device_list"
-        )
-    })
-}
-
 /// Builds or compiles `src` for `devices` (the program's, or those the
-/// call names).
+/// call names): the core's [`build_source`], its outcome kept as the
+/// program's build state.
 pub(crate) fn build(p: &ProgramObj, devices: &[Arc<Device>], src: &str, options: &str, mode: Mode) -> ClRes<()> {
-    if let Some(why) = no_compiler(devices) {
-        return failed(p, CL_COMPILER_NOT_AVAILABLE, why);
-    }
-    let Some(pocl) = pocl::get() else {
-        return failed(p, CL_COMPILER_NOT_AVAILABLE, pocl::no_compiler_log());
+    let headers: Vec<(Option<&str>, String)> = match mode {
+        Mode::Build => Vec::new(),
+        Mode::Compile(hs) => hs
+            .iter()
+            .map(|(h, name)| match &h.inner.contents {
+                Contents::Source(hsrc) => (Some(hsrc.as_str()), name.clone()),
+                _ => (None, name.clone()),
+            })
+            .collect(),
     };
-    let prog = match PoclProgram::with_source(pocl, src) {
-        Ok(prog) => prog,
-        Err(code) => return failed(p, code, format!("PoCL refused the source (clCreateProgramWithSource: {code})")),
+    let mode = match mode {
+        Mode::Build => program::Mode::Build,
+        Mode::Compile(_) => program::Mode::Compile(&headers),
     };
-    let (r, binary_type) = match mode {
-        Mode::Build => (prog.build(pocl, options), CL_PROGRAM_BINARY_TYPE_EXECUTABLE),
-        Mode::Compile(headers) => {
-            let mut hs = Vec::new();
-            for (h, name) in headers {
-                let Contents::Source(hsrc) = &h.inner.contents else {
-                    return failed(p, CL_INVALID_OPERATION, format!("header {name:?} is not a program from source"));
-                };
-                match PoclProgram::with_source(pocl, hsrc) {
-                    Ok(hp) => hs.push((hp, name.clone())),
-                    Err(code) => return failed(p, code, format!("header {name:?}: PoCL refused it ({code})")),
-                }
-            }
-            let refs: Vec<(&PoclProgram, String)> = hs.iter().map(|(h, n)| (h, n.clone())).collect();
-            (prog.compile(pocl, options, &refs), CL_PROGRAM_BINARY_TYPE_COMPILED_OBJECT)
+    match build_source(devices, src, options, mode) {
+        Err(e) => failed(p, e.code, e.message),
+        Ok(built) => {
+            let mut b = sync::lock(&p.build);
+            b.status = CL_BUILD_SUCCESS;
+            b.binary_type = cl_program_binary_type::from(built.binary_type);
+            b.log = built.log;
+            b.pocl = Some(built.program);
+            Ok(())
         }
-    };
-    let log = prog.log(pocl);
-    if let Err(code) = r {
-        let what = if code == CL_INVALID_BUILD_OPTIONS || code == CL_INVALID_COMPILER_OPTIONS {
-            format!("invalid options {options:?}")
-        } else {
-            "the build failed".to_string()
-        };
-        return failed(p, code, format!("{what} (PoCL: {code}); build log:\n{log}"));
     }
-    let mut b = sync::lock(&p.build);
-    b.status = CL_BUILD_SUCCESS;
-    b.binary_type = binary_type;
-    b.log = log;
-    b.pocl = Some(Arc::new(prog));
-    Ok(())
 }
 
 /// `clLinkProgram` of compiled programs from source: a new program with
@@ -108,7 +81,7 @@ pub(crate) fn link(
     inputs: &[Arc<Obj<ProgramObj>>],
     options: &str,
 ) -> ClRes<cl_program> {
-    if let Some(why) = no_compiler(&devices) {
+    if let Some(why) = program::no_compiler(&devices) {
         note_error(CL_LINKER_NOT_AVAILABLE, why);
         return Err(CL_LINKER_NOT_AVAILABLE);
     }

@@ -235,6 +235,13 @@ pub fn export_mem_alloc(ctx: &Context, ptr: *const u8, properties: &[(u64, u64)]
             ClError::new(ClErrorKind::OutOfResources, format!("exporting {ptr:#x} as a dma-buf: {e}"))
         }
     })?;
+    // USM and SVM commands wait for the fences other drivers attach to it
+    // (ext/usm_commands.rs). Without the registry's duplicate they cannot:
+    // as a failed record of the export (memory::exports::note), that is
+    // logged, and the export stands.
+    if let Err(e) = crate::memory::exports::watch_fences(&dmabuf) {
+        log::warn!("the export of {ptr:#x}: other drivers' fences on it will not be waited for: {e}");
+    }
     Ok(Export { dmabuf, offset: ptr - first })
 }
 

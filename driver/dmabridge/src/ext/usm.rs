@@ -16,7 +16,7 @@ use crate::error::{ClError, ClErrorKind, ClResult};
 use crate::memory::heap::{AllocInfo, AllocKind, AllocMeta, FreeError};
 use crate::runtime::backend::residency;
 use crate::runtime::context::{Context, Freed};
-use crate::runtime::device::{Device, UsmCaps};
+use crate::runtime::device::Device;
 use crate::runtime::info::{Extension, InfoValue, Requires, EXTENSIONS};
 use crate::runtime::platform::Platform;
 use crate::sys::addr::{BusAddr, HostAddr};
@@ -492,21 +492,4 @@ pub fn get_mem_alloc_info(ctx: &Arc<Context>, ptr: *const u8, param: u32) -> ClR
             )
         }
     })
-}
-
-/// The five USM capability queries of a device (`clGetDeviceInfo` with
-/// `CL_DEVICE_*_MEM_CAPABILITIES_INTEL`).
-///
-/// ```
-/// use dmabridge::ext::usm;
-/// use dmabridge::runtime::{device::usm_caps, platform::Platform};
-/// let caps = usm::device_usm_capabilities(Platform::get().cpu());
-/// assert_eq!(caps.host, usm_caps::ALL);
-/// assert_eq!(caps.shared_system, usm_caps::ALL, "the CPU reaches any pointer of the process");
-/// for d in Platform::get().devices() {
-///     assert_eq!(usm::device_usm_capabilities(d), d.usm);
-/// }
-/// ```
-pub fn device_usm_capabilities(device: &Device) -> UsmCaps {
-    device.usm
 }

@@ -7,6 +7,12 @@
 //! `unsafe`. Migration and advice are safe: their range must lie inside one
 //! allocation of the queue's context, and a migration never acts on an
 //! allocation freed before it ran.
+//!
+//! A fill or a copy of memory the context's heap exported as a dma-buf
+//! (`clGetMemAllocDmaBufFdDMABRIDGE`) first waits for the fences other
+//! drivers attached to the export
+//! ([`Heap::export_fences`](crate::memory::heap::Heap::export_fences)), as
+//! buffer commands do for a buffer's exports.
 
 use std::sync::Arc;
 
@@ -18,6 +24,7 @@ use crate::runtime::context::{range_inside, Context};
 use crate::runtime::event::{command_type, Event};
 use crate::runtime::queue::{self, CommandUse, Queue, UsedRange};
 use crate::runtime::{backend, transfer};
+use crate::sys::access::Access;
 use crate::sys::addr::HostAddr;
 
 /// `cl_mem_migration_flags`.
@@ -86,6 +93,7 @@ pub(crate) unsafe fn fill_as(
 ) -> ClResult<Event> {
     check_fill(dst, pattern, size)?;
     let (dst, pattern) = (dst as usize, pattern.to_vec());
+    let ctx = queue.context().clone();
     queue.enqueue_with_use(
         command_type,
         wait_list,
@@ -94,12 +102,25 @@ pub(crate) unsafe fn fill_as(
         Box::new(move || {
             // The memory of a lost device is inert: refused, not filled.
             transfer::io::check_reachable(HostAddr(dst), size).map_err(|e| e.code())?;
+            wait_export_fences(&ctx, dst, size, Access::Write)?;
             // SAFETY: the caller keeps `dst..dst + size` valid and unshared
             // until the event completes; the shape was checked above.
             unsafe { transfer::fill(dst as *mut u8, &pattern, size) };
             Ok(())
         }),
     )
+}
+
+/// Waits, through the thread's io_uring, for the fences other drivers
+/// attached to the dma-bufs `ctx`'s heap exported of `[addr, addr + len)`
+/// (a GPU or an encoder that imported one and still writes or reads it),
+/// before a CPU access of `dir`. Nothing to wait for when that memory was
+/// never exported. The error is a command status.
+fn wait_export_fences(ctx: &Context, addr: usize, len: usize, dir: Access) -> Result<(), i32> {
+    for fence in ctx.heap().export_fences(HostAddr(addr), len, dir) {
+        crate::runtime::fence::wait_sync_file(&fence, || false)?;
+    }
+    Ok(())
 }
 
 /// The shape rules shared by `clEnqueueMemFillINTEL` and `clEnqueueSVMMemFill`.
@@ -198,12 +219,15 @@ pub(crate) unsafe fn memcpy_as(
     }
     let (d, s) = (dst as usize, src as usize);
     let device = queue.device().clone();
+    let ctx = queue.context().clone();
     queue.enqueue_with_use(
         command_type,
         wait_list,
         blocking,
         CommandUse::Pair([UsedRange::new(HostAddr(d), size), UsedRange::new(HostAddr(s), size)]),
         Box::new(move || {
+            wait_export_fences(&ctx, s, size, Access::Read)?;
+            wait_export_fences(&ctx, d, size, Access::Write)?;
             // SAFETY: the caller keeps both ranges valid until the event
             // completes; they do not overlap (checked above). The queue's
             // device copies: memcpy on the CPU, DMA on a device with an engine.

@@ -7,7 +7,9 @@
 //! cannot pin the PFN mapping of a udmabuf) asks the registry
 //! ([`lock`] and [`Exports::find`]) for the memfd pages behind it, and pins
 //! those instead. The registry lives with the heap, whose pages it
-//! describes; `cl_arm_import_memory` is its reader.
+//! describes; `cl_arm_import_memory` is its reader, and so are the commands
+//! that touch those pages on the CPU ([`fences`]: the fences other drivers
+//! attached to the exports).
 
 use std::collections::HashMap;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
@@ -15,12 +17,17 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::sync;
-use crate::sys::dma_buf::DmaBuf;
+use crate::sys::access::Access;
+use crate::sys::dma_buf::{DmaBuf, SyncFile};
 
 /// A dma-buf dmabridge exported from memfd pages: the memfd (a dup, one
-/// for every record of that memfd) and the range of it the dma-buf maps.
+/// for every record of that memfd), the range of it the dma-buf maps, and,
+/// for an export whose fences the registry watches ([`watch_fences`]), a
+/// duplicate of the dma-buf, whose implicit fences (another driver's work
+/// on the pages) [`fences`] reads.
 #[derive(Debug)]
 pub(crate) struct ExportRecord {
+    dma_buf: Option<DmaBuf>,
     memfd: Arc<OwnedFd>,
     memfd_inode: u64,
     offset: u64,
@@ -72,6 +79,12 @@ pub(crate) fn lock() -> Exports {
 pub(crate) fn note(dma_buf: &DmaBuf, memfd: BorrowedFd<'_>, offset: u64, len: u64) {
     let mut ex = lock();
     let map = ex.0.get_or_insert_with(HashMap::new);
+    // A watched export nobody else holds any more (no fd in any process,
+    // no importing driver: only our duplicate is left) can be neither
+    // imported nor given new fences: its record goes, so that an allocation
+    // exported again and again (once per frame, say) does not keep an fd per
+    // export. Where the kernel does not tell, it stays.
+    map.retain(|_, r| r.dma_buf.as_ref().is_none_or(|d| d.file_refs() != Some(1)));
     let record = (|| -> Result<(u64, ExportRecord), String> {
         let inode = dma_buf.inode().map_err(|e| e.to_string())?;
         let memfd_inode = rustix::fs::fstat(memfd).map_err(|e| e.to_string())?.st_ino;
@@ -81,15 +94,48 @@ pub(crate) fn note(dma_buf: &DmaBuf, memfd: BorrowedFd<'_>, offset: u64, len: u6
             Some(r) => r.memfd.clone(),
             None => Arc::new(memfd.try_clone_to_owned().map_err(|e| e.to_string())?),
         };
-        Ok((inode, ExportRecord { memfd, memfd_inode, offset, len }))
+        Ok((inode, ExportRecord { dma_buf: None, memfd, memfd_inode, offset, len }))
     })();
-    match record {
-        Ok((inode, record)) => {
-            map.insert(inode, record);
-            EXPORT_COUNT.store(map.len(), Ordering::Release);
-        }
-        Err(e) => log::warn!("recording a dma-buf export for later imports: {e}"),
+    if let Err(e) = &record {
+        log::warn!("recording a dma-buf export for later imports: {e}");
     }
+    if let Ok((inode, record)) = record {
+        map.insert(inode, record);
+    }
+    EXPORT_COUNT.store(map.len(), Ordering::Release);
+}
+
+/// Keeps a duplicate of `dma_buf`, an export [`note`] recorded, so that
+/// [`fences`] finds the fences other drivers attach to it. For exports
+/// that nothing else watches (the heap's exports of USM and SVM
+/// allocations; a buffer's store keeps its own exports). The error says
+/// why (no record: the pages were handed back meanwhile; no fd left).
+pub(crate) fn watch_fences(dma_buf: &DmaBuf) -> Result<(), String> {
+    let inode = dma_buf.inode().map_err(|e| e.to_string())?;
+    let mut ex = lock();
+    let record = ex.0.as_mut().and_then(|m| m.get_mut(&inode)).ok_or("the export is not recorded")?;
+    record.dma_buf = Some(dma_buf.try_clone().map_err(|e| e.to_string())?);
+    Ok(())
+}
+
+/// The implicit fences, as sync_files, of the watched exports of `memfd`'s pages
+/// that overlap `[offset, offset + len)`: what a CPU access of `dir` to
+/// those pages must wait for (the writers' fences for a read, every user's
+/// for a write), as another driver (a GPU, an encoder) that imported an
+/// export may still be using them. Empty without exports (no lock taken),
+/// and on kernels without `DMA_BUF_IOCTL_EXPORT_SYNC_FILE` (before 6.0).
+pub(crate) fn fences(memfd: BorrowedFd<'_>, offset: u64, len: u64, dir: Access) -> Vec<SyncFile> {
+    if EXPORT_COUNT.load(Ordering::Acquire) == 0 {
+        return Vec::new();
+    }
+    let Ok(st) = rustix::fs::fstat(memfd) else { return Vec::new() };
+    let end = offset.saturating_add(len);
+    let ex = lock();
+    let Some(map) = ex.0.as_ref() else { return Vec::new() };
+    map.values()
+        .filter(|r| r.memfd_inode == st.st_ino && r.offset < end && offset < r.offset + r.len)
+        .filter_map(|r| r.dma_buf.as_ref()?.export_sync_file(dir).ok())
+        .collect()
 }
 
 /// Forgets the exports of `memfd`'s pages that overlap `[offset, offset +

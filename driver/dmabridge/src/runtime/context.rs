@@ -278,7 +278,8 @@ impl Context {
     ///         Some(_) => {
     ///             let p = ctx.local_alloc(d, 100, 0, 0)?;
     ///             assert_eq!(ctx.lookup(HostAddr(p.as_ptr() as usize + 99)).unwrap().base, HostAddr::of(p.as_ptr()));
-    ///             assert_eq!(ctx.local_free(HostAddr(p.as_ptr() as usize)), Some(Ok(100)));
+    ///             dmabridge::ext::usm::mem_free(&ctx, p.as_ptr())?;
+    ///             assert!(ctx.lookup(HostAddr::of(p.as_ptr())).is_none());
     ///         }
     ///         None => assert!(ctx.local_alloc(d, 100, 0, 0).is_err()),
     ///     }
@@ -301,21 +302,8 @@ impl Context {
     /// for an interior pointer, a freed one, or one that is not this
     /// context's USM allocation (another context's, or a buffer's storage).
     ///
-    /// `clMemFreeINTEL` of a device allocation of a BAR device (seed 000).
-    ///
-    /// ```
-    /// use dmabridge::sys::addr::HostAddr;
-    /// use dmabridge::runtime::{context::Context, platform::Platform};
-    /// let ctx = Context::new(Platform::get().devices())?;
-    /// let v = vec![0u8; 16];
-    /// assert_eq!(ctx.local_free(HostAddr(v.as_ptr() as usize)), None, "host memory");
-    /// # Ok::<(), dmabridge::error::ClError>(())
-    /// ```
-    pub fn local_free(&self, ptr: HostAddr) -> Option<ClResult<usize>> {
-        self.local_free_in(&mut self.owned_write(), ptr)
-    }
-
-    /// [`Context::local_free`], with the lock held.
+    /// `clMemFreeINTEL` of a device allocation of a BAR device (seed 000),
+    /// with the lock held (see [`Context::free_usm_with`]).
     fn local_free_in(&self, owned: &mut Owned, ptr: HostAddr) -> Option<ClResult<usize>> {
         let table = &mut owned.local;
         let found = table.range(..=ptr).next_back().map(|(&b, a)| (b, a.clone()));
@@ -440,7 +428,7 @@ impl Context {
     }
 
     /// Frees the USM allocation that starts at `ptr`: a local-memory one of
-    /// this context as [`Context::local_free`] does, else (the heap's) by
+    /// this context as `local_free_in` does, else (the heap's) by
     /// `heap_free`; if that succeeds, every claim on the allocation is
     /// cancelled before the lock is let go, so that no command enqueued
     /// before the free acts on the pages afterwards. A refused free cancels
@@ -595,6 +583,15 @@ mod tests {
             Freed::Heap(r) => drop(r.unwrap()),
             Freed::Local(_) => panic!("{p:#x} is not in the heap"),
         }
+    }
+
+    #[test]
+    fn host_memory_is_no_local_free() {
+        // Was the doc example of the public `Context::local_free` (removed:
+        // no caller but its examples; `local_free_in` is the one in use).
+        let ctx = Context::new(Platform::get().devices()).unwrap();
+        let v = [0u8; 16];
+        assert_eq!(ctx.local_free_in(&mut ctx.owned_write(), HostAddr(v.as_ptr() as usize)), None, "host memory");
     }
 
     #[test]

@@ -410,3 +410,18 @@ impl Device {
         self.backend()?.into_bar()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runtime::platform::Platform;
+
+    #[test]
+    fn the_cpu_reaches_every_usm_kind_and_any_pointer() {
+        // Was the doc example of `ext::usm::device_usm_capabilities`
+        // (removed: it returned `device.usm`, and nothing called it).
+        let caps = Platform::get().cpu().usm;
+        assert_eq!(caps.host, usm_caps::ALL);
+        assert_eq!(caps.shared_system, usm_caps::ALL, "the CPU reaches any pointer of the process");
+    }
+}

@@ -12,5 +12,6 @@ pub mod image;
 pub mod info;
 pub mod kernel;
 pub mod platform;
+pub mod program;
 pub mod queue;
 pub mod transfer;

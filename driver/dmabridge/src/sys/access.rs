@@ -27,25 +27,6 @@ impl Access {
         }
     }
 
-    /// The access of `read` and `write` permissions; `None` for neither.
-    ///
-    /// ```
-    /// use dmabridge::sys::access::Access;
-    ///
-    /// assert_eq!(Access::from_flags(true, false), Some(Access::Read));
-    /// assert_eq!(Access::from_flags(false, true), Some(Access::Write));
-    /// assert_eq!(Access::from_flags(true, true), Some(Access::ReadWrite));
-    /// assert_eq!(Access::from_flags(false, false), None);
-    /// ```
-    pub fn from_flags(read: bool, write: bool) -> Option<Access> {
-        match (read, write) {
-            (true, false) => Some(Access::Read),
-            (false, true) => Some(Access::Write),
-            (true, true) => Some(Access::ReadWrite),
-            (false, false) => None,
-        }
-    }
-
     /// True if the access reads: the direction of a device's DMA mapping or
     /// a dma-buf sync (a mapping is always readable: see [`Access::Write`]).
     ///

@@ -2,7 +2,7 @@
 //! the fd), free (unwrap, give the heap allocation back).
 
 use std::collections::HashMap;
-use std::os::fd::BorrowedFd;
+use std::os::fd::{BorrowedFd, IntoRawFd};
 use std::sync::{Arc, Mutex};
 
 use dmabridge::ext::{dma_buf_export, usm};
@@ -90,15 +90,44 @@ impl DmabridgeAllocator {
             )));
         }
         let inode = export.dmabuf.inode().map_err(|e| free(format!("fstat of the exported dma-buf: {e}")))?;
-        // SAFETY: the fd is the export's own, handed over (into_fd) to the
-        // memory, which closes it when freed; `len` is the dma-buf's size.
-        let mem = unsafe { self.obj().alloc_dmabuf(export.dmabuf.into_fd(), len) }
+        // Kept mapped: GStreamer's fd memory otherwise mmaps the dma-buf at
+        // every map and munmaps it at every unmap, so each frame an element
+        // maps (dmabridgeconvert's input and output, every frame) faulted
+        // in all its pages again through udmabuf's fault handler: in the
+        // guest pipeline bench (benches/guest_pipeline.rs) that was about
+        // half of dmabridgeconvert's CPU time. Mapped once read-write here,
+        // so a first read-only map does not fix the mapping's protection.
+        let fd = export.dmabuf.into_fd().into_raw_fd();
+        // SAFETY: the fd is the export's own, handed over to the memory,
+        // which closes it when freed; `len` is the dma-buf's size.
+        let mem = unsafe { self.obj().alloc_dmabuf_with_flags(fd, len, gst_allocators::FdMemoryFlags::KEEP_MAPPED) }
             .map_err(|e| free(format!("wrapping the dma-buf: {e}")))?;
+        if !map_read_write(&mem) {
+            return Err(free(format!("mapping the {len}-byte dma-buf read-write failed")));
+        }
         let mut st = sync::lock(&self.state);
         st.heap.insert(inode, ptr.as_ptr() as usize);
         st.allocated += 1;
         Ok(mem)
     }
+}
+
+/// Maps `mem` for reading and writing once, and unmaps it: a memory kept
+/// mapped keeps that first mapping's protection (gst-rs maps read or
+/// write only, never both).
+fn map_read_write(mem: &gst::Memory) -> bool {
+    let mut info = std::mem::MaybeUninit::<gst::ffi::GstMapInfo>::uninit();
+    let flags = gst::ffi::GST_MAP_READ | gst::ffi::GST_MAP_WRITE;
+    // SAFETY: `mem` is a live memory of this allocator, not yet shared (so
+    // writable); `info` is filled by a successful map and handed back to
+    // unmap as it is.
+    unsafe {
+        if gst::ffi::gst_memory_map(mem.as_mut_ptr(), info.as_mut_ptr(), flags) == glib::ffi::GFALSE {
+            return false;
+        }
+        gst::ffi::gst_memory_unmap(mem.as_mut_ptr(), info.as_mut_ptr());
+    }
+    true
 }
 
 unsafe impl AllocatorImpl for DmabridgeAllocator {

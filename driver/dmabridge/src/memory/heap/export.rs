@@ -1,6 +1,8 @@
 //! Exporting the pages of an allocation as a dma-buf.
 
 use super::*;
+use crate::sys::access::Access;
+use crate::sys::dma_buf::SyncFile;
 
 impl Heap {
     /// Exports the pages that the allocation holding `ptr` spans as a
@@ -47,6 +49,34 @@ impl Heap {
             crate::memory::exports::note(&dmabuf, memfd, offset, len);
             Ok(dmabuf)
         })
+    }
+
+    /// The fences other drivers attached to the dma-bufs exported of the
+    /// heap's pages under `[addr, addr + len)` ([`export_dmabuf`](Self::export_dmabuf)),
+    /// for a CPU access of `dir` to wait for. Empty for a range outside the
+    /// heap, and at once (no lock, no system call) while nothing is exported.
+    ///
+    /// No OpenCL function of its own: what USM and SVM commands wait for
+    /// before they touch an exported allocation.
+    ///
+    /// ```
+    /// use dmabridge::memory::heap::{AllocMeta, Heap};
+    /// use dmabridge::sys::access::Access;
+    /// use dmabridge::sys::addr::HostAddr;
+    /// let heap = Heap::with_granules(1)?;
+    /// let p = heap.alloc(4096, 0, AllocMeta::HOST)?.as_ptr() as usize;
+    /// // Not exported: nothing to wait for.
+    /// assert!(heap.export_fences(HostAddr(p), 4096, Access::Write).is_empty());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn export_fences(&self, addr: HostAddr, len: usize, dir: Access) -> Vec<SyncFile> {
+        if crate::memory::exports::count() == 0 {
+            return Vec::new();
+        }
+        let Some(offset) = addr.0.checked_sub(self.va.base().0).filter(|o| *o < self.va.len()) else {
+            return Vec::new();
+        };
+        crate::memory::exports::fences(self.va.memfd(), offset as u64, len as u64, dir)
     }
 
     /// The bookkeeping of [`export_dmabuf`](Self::export_dmabuf) around

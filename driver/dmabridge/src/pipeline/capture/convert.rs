@@ -24,7 +24,48 @@ pub struct Converter {
     kernel: Arc<Kernel>,
     width: u32,
     height: u32,
-    rgba: usize,
+    rgba: RgbaUsm,
+}
+
+/// The RGBA image a converter writes: a USM host allocation of its
+/// context (4 bytes a pixel, rows packed), freed when dropped (after the
+/// converter's `Drop` finished its queue).
+pub(super) struct RgbaUsm {
+    ctx: Arc<Context>,
+    ptr: usize,
+    len: usize,
+}
+
+impl RgbaUsm {
+    pub(super) fn new(ctx: &Arc<Context>, width: u32, height: u32) -> Result<RgbaUsm, PipelineError> {
+        let len = width as usize * height as usize * 4;
+        let ptr = usm::host_mem_alloc(ctx, &[], len.max(1), 0)?.as_ptr() as usize;
+        Ok(RgbaUsm { ctx: ctx.clone(), ptr, len })
+    }
+
+    /// Its address, for a kernel argument.
+    pub(super) fn ptr(&self) -> *const u8 {
+        self.ptr as *const u8
+    }
+
+    /// Its bytes, once the kernel that wrote them finished.
+    ///
+    /// # Safety
+    /// No command writes the image while the slice lives (the converter's
+    /// `&self` borrow keeps the next conversion away).
+    pub(super) unsafe fn bytes(&self) -> &[u8] {
+        // SAFETY: this USM allocation of `len` bytes lives as long as
+        // `self`; the caller keeps writers away.
+        unsafe { std::slice::from_raw_parts(self.ptr as *const u8, self.len) }
+    }
+}
+
+impl Drop for RgbaUsm {
+    fn drop(&mut self) {
+        if let Err(e) = usm::mem_free(&self.ctx, self.ptr as *mut u8) {
+            log::warn!("freeing the RGBA image: {e}");
+        }
+    }
 }
 
 impl std::fmt::Debug for Converter {
@@ -61,8 +102,7 @@ impl Converter {
             .ok_or_else(|| PipelineError::Unsupported("the context has no CPU device to convert on".into()))?;
         let queue = Queue::new(ctx, cpu, QueueProps::default())?;
         let kernel = Kernel::builtin(ctx, cpu, "yuyv_to_rgba")?;
-        let rgba_len = format.width as usize * format.height as usize * 4;
-        let rgba = usm::host_mem_alloc(ctx, &[], rgba_len.max(1), 0)?.as_ptr() as usize;
+        let rgba = RgbaUsm::new(ctx, format.width, format.height)?;
         Ok(Converter { ctx: ctx.clone(), queue, kernel, width: format.width, height: format.height, rgba })
     }
 
@@ -91,7 +131,7 @@ impl Converter {
             Storage::Usm(p) => self.kernel.set_arg_mem_pointer(0, *p as *const u8)?,
             Storage::Buffer(b) => self.kernel.set_arg_buffer(0, b)?,
         }
-        self.kernel.set_arg_mem_pointer(1, self.rgba as *const u8)?;
+        self.kernel.set_arg_mem_pointer(1, self.rgba.ptr())?;
         self.kernel.set_arg_scalar(2, &self.width.to_ne_bytes())?;
         self.kernel.set_arg_scalar(3, &self.height.to_ne_bytes())?;
         let cpu = frame
@@ -110,11 +150,9 @@ impl Converter {
         // `&mut self` keeps the RGBA image to this launch.
         unsafe { run_bracketed(&self.queue, &self.kernel, self.height as usize, external) }?;
         cpu.end().map_err(|error| PipelineError::Device { path: stream.dev.path().to_owned(), error })?;
-        let len = self.width as usize * self.height as usize * 4;
-        // SAFETY: the image is this converter's USM allocation of `len`
-        // bytes, written by the finished kernel; `&self` borrowed for the
-        // slice's life keeps the next conversion from writing it.
-        Ok(unsafe { std::slice::from_raw_parts(self.rgba as *const u8, len) })
+        // SAFETY: the finished kernel wrote the image; `&self` borrowed for
+        // the slice's life keeps the next conversion from writing it.
+        Ok(unsafe { self.rgba.bytes() })
     }
 }
 
@@ -160,11 +198,23 @@ pub(super) unsafe fn run_bracketed(
     rows: usize,
     external: Option<&[Arc<crate::runtime::buffer::Buffer>]>,
 ) -> Result<(), PipelineError> {
+    run_bracketed_with(queue, external, || {
+        // SAFETY: forwarded to the caller.
+        unsafe { kernel::enqueue_nd_range(queue, kernel, rows, &[]) }
+    })
+}
+
+/// As [`run_bracketed`] with the launch `launch` enqueues on `queue` (a
+/// kernel from source: [`KernelConverter`](super::KernelConverter)).
+pub(super) fn run_bracketed_with(
+    queue: &Arc<Queue>,
+    external: Option<&[Arc<crate::runtime::buffer::Buffer>]>,
+    launch: impl FnOnce() -> crate::error::ClResult<Event>,
+) -> Result<(), PipelineError> {
     if let Some(b) = external {
         khr_memory::enqueue_acquire(queue, b, &[])?;
     }
-    // SAFETY: forwarded to the caller.
-    let launched = unsafe { kernel::enqueue_nd_range(queue, kernel, rows, &[]) };
+    let launched = launch();
     let event = match external {
         Some(b) => {
             let released = khr_memory::enqueue_release(queue, b, &[]);
@@ -179,11 +229,9 @@ pub(super) unsafe fn run_bracketed(
 
 impl Drop for Converter {
     fn drop(&mut self) {
+        // Before `rgba` is freed (fields drop after this).
         if let Err(e) = self.queue.finish() {
             log::warn!("finishing the conversion queue: {e}");
-        }
-        if let Err(e) = usm::mem_free(&self.ctx, self.rgba as *mut u8) {
-            log::warn!("freeing the RGBA image: {e}");
         }
     }
 }

@@ -8,7 +8,9 @@
 //! objects, exported as dma-bufs (`cl_dmabridge_dma_buf_export`) and queued
 //! with `V4L2_MEMORY_DMABUF`, so the driver reads and writes their pages
 //! itself. A [`Converter`] runs the CPU device's `yuyv_to_rgba` built-in on
-//! a dequeued frame, in place, inside a `DMA_BUF_IOCTL_SYNC` bracket.
+//! a dequeued frame, in place, inside a `DMA_BUF_IOCTL_SYNC` bracket; a
+//! [`KernelConverter`] runs a kernel from OpenCL C source there instead
+//! (PoCL compiles it).
 //! The other direction works too: the driver's own buffers, exported with
 //! `VIDIOC_EXPBUF`, imported with `clImportMemoryARM`
 //! ([`FrameMemory::Driver`]). [`Stream::bytes_copied`] counts the frame
@@ -22,11 +24,14 @@
 //!
 //! One idea a file: [`PipelineError`] here; `frame` (where frames live),
 //! `stream` (the buffer queue), `convert` (the built-in kernel on a frame),
+//! `convert_image` (the same through images), `convert_kernel` (a kernel
+//! from source on a frame),
 //! `sink` (an output showing a stream's frames), `devices` (finding the
 //! nodes, the HDMI loopback).
 
 mod convert;
 mod convert_image;
+mod convert_kernel;
 mod devices;
 mod frame;
 mod sink;
@@ -43,6 +48,7 @@ use crate::sys::OsError;
 
 pub use convert::Converter;
 pub use convert_image::ImageConverter;
+pub use convert_kernel::{KernelConverter, FRAME_KERNEL_SIGNATURE};
 pub use devices::{find_capture_device, find_output_beside, hdmi_loopback, hdmi_output};
 pub use frame::{Frame, FrameMemory};
 pub use sink::Sink;
@@ -103,6 +109,9 @@ pub enum PipelineError {
     /// An allocation, export or kernel of the runtime failed.
     #[error(transparent)]
     Cl(#[from] ClError),
+    /// A kernel from source did not build: what failed, with the build log.
+    #[error(transparent)]
+    Build(#[from] crate::runtime::program::BuildError),
     /// The device cannot do what was asked (e.g. no HDMI loopback).
     #[error("{0}")]
     Unsupported(String),

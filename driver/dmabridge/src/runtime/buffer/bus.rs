@@ -12,6 +12,12 @@ use super::Buffer;
 use crate::runtime::context::Context;
 
 impl Buffer {
+    /// A buffer over imported memory (`clImportMemoryARM`, seed 004): its
+    /// store was made by the import; `flags` are already checked.
+    pub(crate) fn imported(ctx: &Arc<Context>, flags: u64, size: usize, store: Store) -> Arc<Buffer> {
+        Buffer::around_store(ctx, flags, size, Arc::new(store), None)
+    }
+
     /// A buffer over `store`, with `flags` as they are (checked by the
     /// caller), no host pointer and no parent; `extension` is what the
     /// creating extension keeps of it ([`Buffer::extension`]).

@@ -266,11 +266,6 @@ impl ImageFormat {
         // DEPTH_STENCIL with FLOAT is 32-bit depth + 8-bit stencil padded.
         Ok(if self.order == order::DEPTH_STENCIL && self.data_type == FLOAT { 8 } else { size })
     }
-
-    /// True for the video formats, which only 2D images take.
-    pub fn is_video(&self) -> bool {
-        matches!(self.order, order::YUYV_INTEL | order::NV12_INTEL)
-    }
 }
 
 /// The channel data types OpenCL 3.0 requires for `CL_R`, `CL_RG` and `CL_RGBA`.

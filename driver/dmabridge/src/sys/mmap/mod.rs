@@ -12,8 +12,8 @@
 //! * **Faults that fail.** A page of the mapping that is no longer (or never
 //!   was) backed by the object — a file that shrank, a range past its end —
 //!   kills the process with `SIGBUS` at the first touch. So the generic
-//!   constructors over an arbitrary fd, [`Mapping::shared`] and
-//!   [`Mapping::shared_populated`], are `unsafe fn`s whose contract is that
+//!   constructor over an arbitrary fd, [`Mapping::shared`], is an
+//!   `unsafe fn` whose contract is that
 //!   every mapped page stays backed for the life of the mapping (the shape
 //!   memmap2 chose for `Mmap::map`): any fd may be handed in, and another
 //!   process may truncate a file it shares. Safe code gets a `Mapping` only
@@ -175,37 +175,6 @@ impl Mapping {
     pub unsafe fn shared(fd: BorrowedFd<'_>, offset: u64, len: usize, access: Access) -> OsResult<Mapping> {
         // SAFETY: forwarded to the caller.
         unsafe { Self::with_flags(fd, offset, len, access, MapFlags::SHARED) }
-    }
-
-    /// Like [`Mapping::shared`], with `MAP_POPULATE`: the pages are faulted in
-    /// now rather than on first touch.
-    ///
-    /// Wraps `mmap(2)` with `MAP_SHARED | MAP_POPULATE`; `munmap(2)` on drop.
-    ///
-    /// # Safety
-    /// As for [`Mapping::shared`]: every mapped page must stay backed for the
-    /// life of the mapping (populating now does not keep a page from being
-    /// truncated away later).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use std::os::fd::AsFd;
-    /// use dmabridge::sys::memfd::{Memfd, Seals};
-    /// use dmabridge::sys::mmap::{Access, Mapping};
-    ///
-    /// let m = Memfd::create(c"populated", 8192)?;
-    /// m.add_seals(Seals::SHRINK)?;
-    /// // SAFETY: the memfd is 8192 bytes long, sealed against shrinking and
-    /// // not on hugetlbfs.
-    /// let map = unsafe { Mapping::shared_populated(m.as_fd(), 0, 8192, Access::Read) }?;
-    /// assert_eq!(map.len(), 8192);
-    /// assert_eq!(map.read_u64(4096), 0);
-    /// # Ok::<(), dmabridge::sys::OsError>(())
-    /// ```
-    pub unsafe fn shared_populated(fd: BorrowedFd<'_>, offset: u64, len: usize, access: Access) -> OsResult<Mapping> {
-        // SAFETY: forwarded to the caller.
-        unsafe { Self::with_flags(fd, offset, len, access, MapFlags::SHARED | MapFlags::POPULATE) }
     }
 
     /// # Safety

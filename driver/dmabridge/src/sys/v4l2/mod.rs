@@ -56,10 +56,6 @@ pub struct FourCc(pub u32);
 impl FourCc {
     /// `V4L2_PIX_FMT_YUYV`: packed YUV 4:2:2, Y0 U Y1 V.
     pub const YUYV: FourCc = FourCc::new(*b"YUYV");
-    /// `V4L2_PIX_FMT_UYVY`: packed YUV 4:2:2, U Y0 V Y1.
-    pub const UYVY: FourCc = FourCc::new(*b"UYVY");
-    /// `V4L2_PIX_FMT_RGB24`: packed R G B.
-    pub const RGB24: FourCc = FourCc::new(*b"RGB3");
 
     /// The code of four characters (`v4l2_fourcc(a, b, c, d)`).
     ///
@@ -196,6 +192,15 @@ pub struct Dequeued {
     /// When the frame was captured (or consumed), `CLOCK_MONOTONIC` for
     /// the usual drivers.
     pub timestamp: Duration,
+}
+
+impl Dequeued {
+    /// Whether the driver flagged the frame as corrupted
+    /// ([`BUF_FLAG_ERROR`]: a transfer error, a lost sync): its bytes are
+    /// not a picture, and it still has to be queued again.
+    pub fn is_corrupted(&self) -> bool {
+        self.flags & BUF_FLAG_ERROR != 0
+    }
 }
 
 /// An input or output of a device (`VIDIOC_ENUMINPUT`/`VIDIOC_ENUMOUTPUT`).

@@ -115,28 +115,6 @@ impl VideoDevice {
         Ok(list)
     }
 
-    /// The current DV timings.
-    ///
-    /// Wraps `VIDIOC_G_DV_TIMINGS`.
-    ///
-    /// ```no_run
-    /// use dmabridge::sys::v4l2::VideoDevice;
-    /// let dev = VideoDevice::open("/dev/video0".as_ref())?;
-    /// // DV timings belong to an HDMI input: select one first (vivid's default
-    /// // input is a webcam, which answers ENODATA).
-    /// if let Some(hdmi) = dev.inputs()?.into_iter().find(|i| i.name.starts_with("HDMI")) {
-    ///     dev.set_input(hdmi.index)?;
-    ///     println!("{:?}", dev.dv_timings()?);
-    ///     dev.set_input(0)?; // back to the webcam
-    /// }
-    /// # Ok::<(), dmabridge::sys::OsError>(())
-    /// ```
-    pub fn dv_timings(&self) -> OsResult<DvTimings> {
-        let mut raw = RawDvTimings { type_: V4L2_DV_BT_656_1120, bt: [0; 128] };
-        self.ioctl("VIDIOC_G_DV_TIMINGS", VIDIOC_G_DV_TIMINGS, &mut raw)?;
-        Ok(DvTimings(raw))
-    }
-
     /// Sets the DV timings of the current (HDMI) input or output; the
     /// format follows them (its size becomes the active size).
     ///

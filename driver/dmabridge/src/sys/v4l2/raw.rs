@@ -230,7 +230,6 @@ pub(super) const VIDIOC_S_INPUT: Opcode = opcode::read_write::<i32>(b'V', 39);
 pub(super) const VIDIOC_S_OUTPUT: Opcode = opcode::read_write::<i32>(b'V', 47);
 pub(super) const VIDIOC_ENUMOUTPUT: Opcode = opcode::read_write::<RawOutput>(b'V', 48);
 pub(super) const VIDIOC_S_DV_TIMINGS: Opcode = opcode::read_write::<RawDvTimings>(b'V', 87);
-pub(super) const VIDIOC_G_DV_TIMINGS: Opcode = opcode::read_write::<RawDvTimings>(b'V', 88);
 pub(super) const VIDIOC_ENUM_DV_TIMINGS: Opcode = opcode::read_write::<RawEnumDvTimings>(b'V', 98);
 pub(super) const VIDIOC_QUERY_EXT_CTRL: Opcode = opcode::read_write::<RawQueryExtCtrl>(b'V', 103);
 
@@ -254,5 +253,4 @@ const _: () = {
 
 pub(super) const V4L2_CTRL_FLAG_NEXT_CTRL: u32 = 0x8000_0000;
 pub(super) const V4L2_CTRL_FLAG_NEXT_COMPOUND: u32 = 0x4000_0000;
-pub(super) const V4L2_DV_BT_656_1120: u32 = 0;
 pub(super) const V4L2_FIELD_NONE: u32 = 1;

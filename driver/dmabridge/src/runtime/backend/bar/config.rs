@@ -118,23 +118,6 @@ impl BarConfig {
             })],
         }
     }
-
-    /// The entry as [`ENV`] takes it.
-    ///
-    /// No OpenCL function of its own: device discovery (`clGetDeviceIDs`) configuration.
-    ///
-    /// ```
-    /// use dmabridge::runtime::backend::bar::BarConfig;
-    /// let c: BarConfig = "00:08.0, bar=2".parse()?;
-    /// assert_eq!(c.to_env_entry(), "0000:00:08.0,bar=2");
-    /// # Ok::<(), dmabridge::runtime::backend::bar::BadBarConfig>(())
-    /// ```
-    pub fn to_env_entry(&self) -> String {
-        match self.engine {
-            Some(e) => format!("{},bar={},engine={e}", self.address, self.bar),
-            None => format!("{},bar={}", self.address, self.bar),
-        }
-    }
 }
 
 #[cfg(test)]

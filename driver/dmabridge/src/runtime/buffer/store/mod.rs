@@ -238,6 +238,13 @@ impl Store {
         self.size
     }
 
+    /// True for remote memory (another device's BAR, [`Store::new_remote`]):
+    /// I/O memory, which only the runtime's own copies reach (a compiled
+    /// kernel's loads and stores on it are refused).
+    pub(crate) fn is_remote(&self) -> bool {
+        self.remote.is_some()
+    }
+
     /// Keeps a duplicate of `dma_buf`, an export of the store's host pages,
     /// so that CPU accesses wait for the fences other drivers attach to it
     /// ([`wait_export_fences`](Self::wait_export_fences)).

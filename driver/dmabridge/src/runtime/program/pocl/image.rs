@@ -25,9 +25,9 @@
 
 use std::sync::OnceLock;
 
-use dmabridge::runtime::image::format::ImageFormat;
-use dmabridge::runtime::image::mem_object;
-use dmabridge::runtime::kernel::ImageAt;
+use crate::runtime::image::format::ImageFormat;
+use crate::runtime::image::mem_object;
+use crate::runtime::kernel::ImageAt;
 use opencl_sys::*;
 
 use super::{call, check, create, Pocl};

@@ -18,9 +18,9 @@ use opencl_sys::*;
 use super::image::{PoclImage, PoclSampler};
 use super::program::PoclProgram;
 use super::{call, check, create, Pocl};
-use dmabridge::runtime::kernel::ImageAt;
-use dmabridge::runtime::queue::Completion;
-use dmabridge::sync;
+use crate::runtime::kernel::ImageAt;
+use crate::runtime::queue::Completion;
+use crate::sync;
 
 /// What an argument of a kernel from source is, by address space.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -196,7 +196,7 @@ impl PoclKernel {
         }
         let n =
             bytes.get(..std::mem::size_of::<usize>()).and_then(|b| b.try_into().ok()).map_or(0, usize::from_ne_bytes);
-        Ok(n.min(dmabridge::runtime::info::MAX_WORK_GROUP_SIZE).to_ne_bytes().to_vec())
+        Ok(n.min(crate::runtime::info::MAX_WORK_GROUP_SIZE).to_ne_bytes().to_vec())
     }
 
     /// Checks a value argument as PoCL would set it (its size against the

@@ -13,8 +13,8 @@
 
 use opencl_sys::*;
 
-use dmabridge::runtime::device::Device;
-use dmabridge::runtime::info::{self, InfoValue};
+use crate::runtime::device::Device;
+use crate::runtime::info::{self, InfoValue};
 
 /// The OpenCL C extensions that need nothing of the platform beyond
 /// compiling and running kernels on the host's CPU (atomics, byte stores,
@@ -142,7 +142,7 @@ pub fn feature_holds(name: &str, device: &Device, lang: &Language) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use dmabridge::runtime::platform::Platform;
+    use crate::runtime::platform::Platform;
 
     fn v(list: &[&str]) -> Vec<(u32, String)> {
         list.iter().map(|n| (1 << 22, n.to_string())).collect()

@@ -1,27 +1,32 @@
 //! The OpenCL C compiler and kernel executor of the CPU device: PoCL
 //! (Debian's `pocl-opencl-icd`, `libpocl.so.2`), loaded at run time.
 //!
-//! dmabridge writes no compiler. When a program from source is built, the
-//! ICD `dlopen`s PoCL privately (`RTLD_LOCAL`: its `cl*` symbols never
-//! shadow the loader's), asks it for its platform through
-//! `clIcdGetPlatformIDsKHR` and calls everything else through the dispatch
-//! table every PoCL object starts with, as an ICD loader would. The
-//! application never sees PoCL's platform: one PoCL context on PoCL's CPU
-//! device and one in-order PoCL queue serve every dmabridge context.
-//! Programs ([`program`]) and kernels ([`kernel`]) are PoCL's objects
-//! behind dmabridge's handles; a launch is a dmabridge command whose work
-//! sets the arguments on PoCL's kernel and runs it on PoCL's queue, with
-//! dmabridge's own pages as the pointers (no copy: PoCL uses pointers given
-//! through `clSetKernelArgSVMPointer` in place, which `tests/icd/pocl_test.c`
-//! pins, since PoCL does not promise it for memory it did not allocate).
+//! dmabridge writes no compiler. When a program from source is first built
+//! (through [`Program`](super::Program) or the ICD), the runtime `dlopen`s
+//! PoCL privately (`RTLD_LOCAL`: its `cl*` symbols never shadow an ICD
+//! loader's), asks it for its platform through `clIcdGetPlatformIDsKHR` and
+//! calls everything else through the dispatch table every PoCL object
+//! starts with, as an ICD loader would. Nobody sees PoCL's platform: one
+//! PoCL context on PoCL's CPU device and one in-order PoCL queue serve every
+//! dmabridge context. Programs ([`program`]) and kernels ([`kernel`]) are
+//! PoCL's objects behind dmabridge's; a launch is a dmabridge command whose
+//! work sets the arguments on PoCL's kernel and runs it on PoCL's queue,
+//! with dmabridge's own pages as the pointers (no copy: PoCL uses pointers
+//! given through `clSetKernelArgSVMPointer` in place, which
+//! `tests/icd/pocl_test.c` pins, since PoCL does not promise it for memory
+//! it did not allocate).
 //!
 //! PoCL is optional: without it (not installed, not loadable, or
 //! `DMABRIDGE_POCL=off`) [`get`] answers `None`, `CL_DEVICE_COMPILER_AVAILABLE`
 //! is false and a build answers `CL_COMPILER_NOT_AVAILABLE`, as before.
 //! `DMABRIDGE_POCL=/path/libpocl.so.2` loads another build.
 //!
+//! The items here speak PoCL's raw `cl_int` codes (the ICD passes them on
+//! as they are); [`Program`](super::Program) and [`Kernel`](super::Kernel)
+//! are the Rust API over them.
+//!
 //! `libloading` would wrap `dlopen`; the four libc calls here do not need a
-//! crate (the ICD already depends on `libc`).
+//! crate.
 
 pub mod image;
 pub mod kernel;
@@ -75,10 +80,10 @@ pub fn why_not() -> Option<&'static str> {
 }
 
 /// The message of a build when PoCL is not there.
-pub(crate) fn no_compiler_log() -> String {
+pub fn no_compiler_log() -> String {
     format!(
         "dmabridge builds OpenCL C with PoCL, which is not available: {}. Install Debian's pocl-opencl-icd \
-         (it provides {LIBRARY}), or use built-in and native kernels",
+         (`apt install pocl-opencl-icd`: it provides {LIBRARY}), or use built-in and native kernels",
         why_not().unwrap_or("unknown reason")
     )
 }

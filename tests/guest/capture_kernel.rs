@@ -1,0 +1,160 @@
+//! A user's OpenCL C kernel on vivid's frames (`KernelConverter`,
+//! `dmabridge capture --kernel`): `examples/cl/yuyv_to_rgba.cl`, compiled
+//! by PoCL (the guest sees the host's `pocl-opencl-icd`), gives the bytes
+//! of the built-in `yuyv_to_rgba` on the same frames, read where the driver
+//! wrote them (0 bytes copied). As `tests/icd/pocl_test.c`'s
+//! `yuyv_kernel_matches_builtin_on_vivid` does through the ICD, the frames
+//! are vivid's "Noise" pattern, checked to be noise: on the colour bars'
+//! eight colours a kernel that rounds differently could still agree.
+//! PoCL compiles each kernel again in every process under TCG (tens of
+//! seconds on a loaded host): one build per test. Its kernel cache must be
+//! writable (the guest's / is not: `POCL_CACHE_DIR`, as tests/icd/run sets).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use dmabridge::pipeline::capture::{
+    find_capture_device, Converter, FrameMemory, KernelConverter, Stream, StreamConfig,
+};
+use dmabridge::runtime::program::pocl;
+use dmabridge::sys::v4l2::VideoDevice;
+use dmabridge_tests::{cpu_context, require_guest};
+
+use super::capture::dmabridge_capture as capture;
+
+const TIMEOUT: Duration = Duration::from_secs(20);
+
+/// A writable kernel cache for PoCL, for this process (set before PoCL is
+/// loaded; guest-runner runs each test in a process of its own) and its
+/// children.
+fn pocl_cache() {
+    let dir = std::env::temp_dir().join(format!("pocl-cache-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::env::set_var("POCL_CACHE_DIR", &dir);
+}
+
+fn example_kernel() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../examples/cl/yuyv_to_rgba.cl")
+}
+
+/// Sets vivid's menu control `control` to its entry `item`.
+fn set_menu(dev: &VideoDevice, control: &str, item: &str) {
+    let c = dev.find_control(control).unwrap().unwrap_or_else(|| panic!("vivid has a {control:?} control"));
+    let items = dev.menu_items(&c).unwrap();
+    let (value, _) = items
+        .iter()
+        .find(|(_, name)| name == item)
+        .unwrap_or_else(|| panic!("{control:?} has no entry {item:?}: {items:?}"));
+    dev.set_control(c.id, *value as i32).unwrap();
+}
+
+/// vivid's capture device on its webcam input with `pattern` and no text
+/// drawn over the picture (each frame the same while the pattern is static).
+fn vivid_with(pattern: &str) -> VideoDevice {
+    let dev = find_capture_device(None).expect("the guest suite loads vivid (--module vivid)");
+    let webcam = dev.inputs().unwrap().into_iter().find(|i| i.name.starts_with("Webcam")).unwrap();
+    dev.set_input(webcam.index).unwrap();
+    set_menu(&dev, "Test Pattern", pattern);
+    set_menu(&dev, "OSD Text Mode", "None");
+    dev
+}
+
+/// vivid as the other tests of this boot expect it: colour bars, text on.
+fn vivid_restore() {
+    let dev = find_capture_device(None).unwrap();
+    set_menu(&dev, "Test Pattern", "75% Colorbar");
+    set_menu(&dev, "OSD Text Mode", "All");
+}
+
+/// How many of the 256 values of R an RGBA image holds.
+fn reds(rgba: &[u8]) -> usize {
+    let mut seen = [false; 256];
+    rgba.chunks_exact(4).for_each(|p| seen[p[0] as usize] = true);
+    seen.iter().filter(|&&s| s).count()
+}
+
+/// The kernel and the built-in convert the same dequeued noise frames to
+/// the same bytes, in buffer objects and in USM; nothing is copied.
+#[test]
+fn the_example_kernel_gives_the_builtins_bytes_on_vivid_noise() {
+    require_guest();
+    pocl_cache();
+    assert!(pocl::get().is_some(), "PoCL in the guest: {:?}", pocl::why_not());
+    let ctx = cpu_context();
+    let source = std::fs::read_to_string(example_kernel()).unwrap();
+    let mut ours: Option<KernelConverter> = None;
+    for memory in [FrameMemory::Buffer, FrameMemory::UsmHost] {
+        let cfg = StreamConfig { fps: Some(30), memory, ..StreamConfig::default() };
+        let mut stream = Stream::capture(&ctx, vivid_with("Noise"), &cfg).unwrap();
+        let f = stream.format();
+        let kernel = match ours.as_mut() {
+            Some(k) => k,
+            None => ours.insert(KernelConverter::new(&ctx, &f, &source, None, "").unwrap()),
+        };
+        assert_eq!(kernel.name(), "yuyv_to_rgba");
+        let mut builtin = Converter::new(&ctx, &f).unwrap();
+        stream.queue_all().unwrap();
+        stream.start().unwrap();
+        for n in 0..2 {
+            let d = stream.dequeue(TIMEOUT).unwrap();
+            let want = builtin.convert(&stream, d.index).unwrap().to_vec();
+            let got = kernel.convert(&stream, d.index).unwrap();
+            let first = got.iter().zip(&want).position(|(a, b)| a != b);
+            assert!(first.is_none(), "{memory:?} frame {n}: first different byte {first:?} (RGBA, row-major)");
+            assert!(reds(&want) > 128, "{memory:?} frame {n} is noise: {} values of R", reds(&want));
+            stream.queue(d.index).unwrap();
+        }
+        stream.stop().unwrap();
+        assert_eq!(stream.bytes_copied(), 0, "{memory:?}: the kernel read the frames in place");
+    }
+    vivid_restore();
+}
+
+/// `dmabridge capture --kernel examples/cl/yuyv_to_rgba.cl` as a user runs
+/// it: the PNG it writes is the built-in run's (a static pattern, no text
+/// drawn: every frame the same), 0 bytes copied. (A kernel of another
+/// shape is refused with the convention: `tests/host/programs.rs`.)
+#[test]
+fn the_capture_command_runs_a_kernel_from_a_file() {
+    require_guest();
+    pocl_cache();
+    vivid_with("100% Color Squares");
+    let base = std::env::temp_dir().join(format!("dmabridge-kernel-test-{}", std::process::id()));
+    let dirs = [base.join("kernel"), base.join("builtin")];
+    let file = example_kernel();
+    let file = file.to_str().unwrap();
+    let common = ["--frames", "3", "--fps", "30", "--png-count", "1", "--quiet", "--png-dir"];
+    let (ok, text) = capture(&[&common[..], &[dirs[0].to_str().unwrap(), "--kernel", file]].concat());
+    assert!(ok, "--kernel:\n{text}");
+    assert!(text.contains("kernel: yuyv_to_rgba of") && text.contains("captured 3 frames"), "{text}");
+    assert!(
+        text.contains("bytes copied by dmabridge: 0 (the driver wrote the frames into memory yuyv_to_rgba"),
+        "{text}"
+    );
+    let (ok, text) = capture(&[&common[..], &[dirs[1].to_str().unwrap()]].concat());
+    assert!(ok, "built-in:\n{text}");
+    let png = |d: &PathBuf| std::fs::read(d.join("frame-000.png")).unwrap();
+    assert!(png(&dirs[0]) == png(&dirs[1]), "the kernel's PNG is the built-in's");
+    let _ = std::fs::remove_dir_all(&base);
+    vivid_restore();
+}
+
+/// A kernel that does not build: the command fails with a line naming the
+/// file and PoCL's build log. (A test of its own: each PoCL build takes
+/// tens of seconds under TCG, and guest-runner gives a test 120 s.)
+#[test]
+fn the_capture_command_prints_the_build_log_of_a_bad_kernel() {
+    require_guest();
+    pocl_cache();
+    vivid_with("100% Color Squares");
+    let base = std::env::temp_dir().join(format!("dmabridge-bad-kernel-test-{}", std::process::id()));
+    std::fs::create_dir_all(&base).unwrap();
+
+    let bad = base.join("bad.cl");
+    std::fs::write(&bad, "kernel void broken(global uchar *a) { a[0] = undeclared_name; }").unwrap();
+    let (ok, text) = capture(&["--frames", "1", "--png-count", "0", "--kernel", bad.to_str().unwrap()]);
+    assert!(!ok && text.contains(bad.to_str().unwrap()) && text.contains("build log"), "{text}");
+    assert!(text.contains("undeclared_name"), "the build log is printed:\n{text}");
+    let _ = std::fs::remove_dir_all(&base);
+    vivid_restore();
+}
