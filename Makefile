@@ -152,7 +152,7 @@ endif
 # longest arm64 step. Measured on the 2-core machine: from an empty target
 # folder 7 min 47 s of CPU, the guest run included (15 min 55 s wall, niced,
 # beside others' builds at load 13-14); with the build up to date 70 s wall
-# (the guest run alone 45-98 s, by load).
+# (the guest run alone 40-98 s, by load, for the suite's 8 tests).
 A64_QUEUE := test-arm64-gst-guest test-arm64-guest test-arm64-doc test-arm64-nonroot test-deb-arm64 test-arm64-icd test-arm64-removal
 test: guest deps-arm64
 	@rm -rf $(LOGS) && mkdir -p $(LOGS)
@@ -720,7 +720,7 @@ test-arm64-icd:
 # $(GST_A64_TARGET), run in the arm64 guest, whose userland has GStreamer's
 # libraries and the plugins the tests use (qemu/guest-arm64.lock). The
 # plugin path's links name the guest's arm64 plugins (they dangle on the host).
-# No test skips on arm64: all six pass there (measured times: see A64_QUEUE).
+# No test skips on arm64: every one passes there (measured times: see A64_QUEUE).
 GST_A64_PLUGINS := target/gst-guest-plugins-arm64
 test-arm64-gst-guest: deps-arm64
 	@mkdir -p $(LOGS)
