@@ -6,9 +6,9 @@
 //! `yuyv_kernel_matches_builtin_on_vivid` does through the ICD, the frames
 //! are vivid's "Noise" pattern, checked to be noise: on the colour bars'
 //! eight colours a kernel that rounds differently could still agree.
-//! PoCL compiles each kernel again in every process under TCG (tens of
-//! seconds on a loaded host): one build per test. Its kernel cache must be
-//! writable (the guest's / is not: `POCL_CACHE_DIR`, as tests/icd/run sets).
+//! PoCL's compile takes tens of seconds under TCG; its kernel cache, which
+//! must be writable (the guest's / is not: `POCL_CACHE_DIR`, as
+//! tests/icd/run sets), is shared by the tests of one guest run.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -26,9 +26,12 @@ const TIMEOUT: Duration = Duration::from_secs(20);
 
 /// A writable kernel cache for PoCL, for this process (set before PoCL is
 /// loaded; guest-runner runs each test in a process of its own) and its
-/// children.
+/// children. One folder for the guest's tests: PoCL keys its cache by
+/// source, options and device, so a test that builds the example kernel
+/// after another did loads the binary instead of compiling it again (the
+/// build is most of each test's time under TCG); run alone, a test builds.
 fn pocl_cache() {
-    let dir = std::env::temp_dir().join(format!("pocl-cache-{}", std::process::id()));
+    let dir = std::env::temp_dir().join("dmabridge-tests-pocl-cache");
     std::fs::create_dir_all(&dir).unwrap();
     std::env::set_var("POCL_CACHE_DIR", &dir);
 }
