@@ -273,13 +273,11 @@ fn vivid_captures_into_dmabridge_memory_with_dmabuf_import() {
 /// v4l2src keeps queued), however long the stream runs.
 #[test]
 fn a_thousand_frames_captured_into_the_pool_allocate_no_more_than_its_size() {
-    let seen: Arc<Mutex<Option<DmabridgeAllocator>>> = Arc::default();
-    let (record, counts) = (seen.clone(), Arc::new(Mutex::new(Vec::new())));
+    let counts = Arc::new(Mutex::new(Vec::new()));
     let count = counts.clone();
     let imported = vivid_run("dmabuf-import", Run { frames: 1000, width: 320, height: 180, fps: 60 }, move |buf| {
         let a = check_export(buf, "v4l2src's buffer");
         count.lock().unwrap().push(a.allocated());
-        *record.lock().unwrap() = Some(a);
     });
     assert_eq!(imported, 0, "dmabridge's own exports are not imported");
     let counts = counts.lock().unwrap();
@@ -287,7 +285,6 @@ fn a_thousand_frames_captured_into_the_pool_allocate_no_more_than_its_size() {
     // The pool dmabridgeconvert proposes has no upper bound of its own
     // (max 0): its size is what v4l2src keeps queued, at most V4L2's 32
     // (VIDEO_MAX_FRAME). It reaches it in the first frames and stays.
-    assert!(seen.lock().unwrap().is_some());
     assert!(counts[999] <= 32, "{} buffers allocated in all", counts[999]);
     assert_eq!(counts[100], counts[999], "the pool allocated after frame 100: {} then {}", counts[100], counts[999]);
 }
