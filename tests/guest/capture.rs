@@ -23,8 +23,10 @@ use dmabridge::runtime::context::Context;
 use dmabridge::runtime::kernel::yuv_to_rgb;
 use dmabridge::sys::access::Access;
 use dmabridge::sys::dma_buf::DmaBuf;
-use dmabridge::sys::v4l2::{Dequeued, VideoDevice};
+use dmabridge::sys::v4l2::Dequeued;
 use dmabridge_tests::{cpu_context, require_guest, Resources};
+
+use super::vivid;
 
 const TIMEOUT: Duration = Duration::from_secs(20);
 const W: u32 = 640;
@@ -77,22 +79,11 @@ fn frame_bytes(dmabuf: &DmaBuf, len: usize) -> Vec<u8> {
     out
 }
 
-/// vivid's capture device, on its webcam input (the colour bars): vivid's
-/// state outlives the processes of the guest, and the loopback test leaves
-/// it on HDMI.
-fn vivid_capture() -> VideoDevice {
-    let dev = find_capture_device(None).expect("the guest suite loads vivid (--module vivid)");
-    assert_eq!(dev.capability().driver, "vivid", "{}", dev.path().display());
-    let webcam = dev.inputs().unwrap().into_iter().find(|i| i.name.starts_with("Webcam")).unwrap();
-    dev.set_input(webcam.index).unwrap();
-    dev
-}
-
 /// Captures `n` frames into `memory`, checking each one's bars in YUYV and,
 /// converted on a dmabridge queue, in RGBA; returns the sequence numbers.
 fn capture_and_check(ctx: &Arc<Context>, memory: FrameMemory, n: usize) -> Vec<u32> {
     let cfg = StreamConfig { fps: Some(60), memory, ..StreamConfig::default() };
-    let mut stream = Stream::capture(ctx, vivid_capture(), &cfg).unwrap();
+    let mut stream = Stream::capture(ctx, vivid::webcam(), &cfg).unwrap();
     let f = stream.format();
     assert_eq!((f.width, f.height, f.bytes_per_line, f.size_image), (W, H, W * 2, W * H * 2));
     let mut converter = Converter::new(ctx, &f).unwrap();
@@ -154,10 +145,10 @@ fn vivid_captures_into_exported_usm_and_buffers() {
 fn a_busy_device_is_reported_as_busy() {
     require_guest();
     let ctx = cpu_context();
-    let mut first = Stream::capture(&ctx, vivid_capture(), &StreamConfig::default()).unwrap();
+    let mut first = Stream::capture(&ctx, vivid::webcam(), &StreamConfig::default()).unwrap();
     first.queue_all().unwrap();
     first.start().unwrap();
-    let err = Stream::capture(&ctx, vivid_capture(), &StreamConfig::default()).unwrap_err();
+    let err = Stream::capture(&ctx, vivid::webcam(), &StreamConfig::default()).unwrap_err();
     assert!(matches!(&err, PipelineError::Busy { path, .. } if path.ends_with("video0")), "{err:?}");
     assert!(err.to_string().contains("busy"), "{err}");
     first.dequeue(TIMEOUT).unwrap();
@@ -183,7 +174,7 @@ fn write_pattern(p: *mut u8, len: usize, id: u8) -> Vec<u8> {
 fn vivid_output_consumes_dmabridge_frames_and_hdmi_loopback_returns_them() {
     require_guest();
     let ctx = cpu_context();
-    let capture = vivid_capture();
+    let capture = vivid::webcam();
     let output = find_output_beside(&capture).unwrap();
     let timings = hdmi_loopback(&capture, &output, W, H, 60.0).unwrap();
     assert_eq!((timings.width(), timings.height()), (W, H));
@@ -238,7 +229,7 @@ fn vivid_output_consumes_dmabridge_frames_and_hdmi_loopback_returns_them() {
 fn forwarding_keeps_the_output_shallow_and_every_frame_going_round() {
     require_guest();
     let ctx = cpu_context();
-    let capture = vivid_capture();
+    let capture = vivid::webcam();
     let output = find_output_beside(&capture).unwrap();
     hdmi_loopback(&capture, &output, W, H, 60.0).unwrap();
     let cfg = StreamConfig { buffers: 6, ..StreamConfig::default() };
@@ -385,7 +376,7 @@ fn vivid_own_buffers_imported_the_khronos_way_are_converted_in_place() {
     require_guest();
     let ctx = cpu_context();
     let cfg = StreamConfig { memory: FrameMemory::DriverKhr, ..StreamConfig::default() };
-    let stream = Stream::capture(&ctx, vivid_capture(), &cfg).unwrap();
+    let stream = Stream::capture(&ctx, vivid::webcam(), &cfg).unwrap();
     for frame in stream.frames() {
         let b = frame.buffer().expect("an imported buffer object");
         assert!(dmabridge::ext::khr_external::memory::is_external(b));
@@ -406,7 +397,7 @@ fn vivid_own_buffers_are_imported_and_converted_in_place() {
     let seqs = capture_and_check(&ctx, FrameMemory::Driver, 8);
     println!("Driver: frames {seqs:?}");
     let cfg = StreamConfig { memory: FrameMemory::Driver, ..StreamConfig::default() };
-    let stream = Stream::capture(&ctx, vivid_capture(), &cfg).unwrap();
+    let stream = Stream::capture(&ctx, vivid::webcam(), &cfg).unwrap();
     for frame in stream.frames() {
         let b = frame.buffer().expect("an imported buffer object");
         assert_eq!(b.size(), (W * H * 2) as usize);
@@ -436,7 +427,7 @@ fn child_edu_reaches_vivid_buffers_imported_in_place() {
     let edu = edu.cloned().unwrap_or_else(|| panic!("no edu device: {:?}", p.devices()));
     let ctx = Context::new(&[p.cpu().clone(), edu.clone()]).unwrap();
     let cfg = StreamConfig { memory: FrameMemory::Driver, ..StreamConfig::default() };
-    let mut stream = Stream::capture(&ctx, vivid_capture(), &cfg).expect("vivid's vmalloc buffers import for edu");
+    let mut stream = Stream::capture(&ctx, vivid::webcam(), &cfg).expect("vivid's vmalloc buffers import for edu");
     stream.queue_all().unwrap();
     stream.start().unwrap();
     let d = stream.dequeue(TIMEOUT).unwrap();
@@ -525,7 +516,7 @@ fn heap_and_vgem_dma_bufs_carry_frames_into_imported_buffers() {
         sources.insert(0, ("system heap", [heap.alloc(size as u64).unwrap(), heap.alloc(size as u64).unwrap()]));
     }
     for (what, dmabufs) in &sources {
-        let dev = vivid_capture();
+        let dev = vivid::webcam();
         dev.set_format(BufType::Capture, W, H, FourCc::YUYV).unwrap();
         assert!(dev.request_buffers(BufType::Capture, Memory::DmaBuf, 2).unwrap() >= 2);
         for (i, dmabuf) in dmabufs.iter().enumerate() {
@@ -556,7 +547,7 @@ pub(crate) fn dmabridge_capture(args: &[&str]) -> (bool, String) {
 #[test]
 fn the_capture_command_imports_the_khronos_way() {
     require_guest();
-    vivid_capture(); // the webcam input
+    vivid::webcam(); // the webcam input
     let (ok, text) = dmabridge_capture(&["--frames", "6", "--fps", "30", "--png-count", "0", "--memory", "driver-khr"]);
     assert!(ok, "{text}");
     assert!(text.contains("cl_khr_external_memory_dma_buf"), "{text}");
@@ -571,7 +562,7 @@ fn the_capture_command_writes_the_bars(extra: &[&str]) {
     require_guest();
     let dir = std::env::temp_dir().join(format!("dmabridge-capture-test-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    vivid_capture(); // the webcam input
+    vivid::webcam(); // the webcam input
     let mut args = vec!["--frames", "6", "--fps", "30", "--png-count", "2", "--png-dir", dir.to_str().unwrap()];
     args.extend_from_slice(extra);
     let (ok, text) = dmabridge_capture(&args);
@@ -609,7 +600,7 @@ fn the_capture_command_runs_the_pipeline_on_shared_usm() {
 #[test]
 fn the_capture_command_shows_every_frame_on_an_output() {
     require_guest();
-    let output = find_output_beside(&vivid_capture()).unwrap();
+    let output = find_output_beside(&vivid::webcam()).unwrap();
     let out_path = output.path().to_str().unwrap().to_owned();
     let (ok, text) = dmabridge_capture(&["--output", &out_path, "--no-convert", "--frames", "30", "--quiet"]);
     assert!(ok, "--output:\n{text}");
@@ -624,7 +615,7 @@ fn the_capture_command_shows_every_frame_on_an_output() {
 #[test]
 fn the_capture_command_counts_and_skips_frames_flagged_corrupted() {
     require_guest();
-    let dev = vivid_capture();
+    let dev = vivid::webcam();
     let button = dev.find_control("Inject V4L2_BUF_FLAG_ERROR").unwrap().expect("vivid's error injection controls");
     dev.set_control(button.id, 1).unwrap();
     drop(dev);
@@ -640,13 +631,13 @@ fn the_capture_command_counts_and_skips_frames_flagged_corrupted() {
 #[test]
 fn the_capture_command_reports_errors() {
     require_guest();
-    let output = find_output_beside(&vivid_capture()).unwrap();
+    let output = find_output_beside(&vivid::webcam()).unwrap();
     let (ok, text) = dmabridge_capture(&["--device", output.path().to_str().unwrap(), "--png-count", "0"]);
     assert!(!ok && text.contains("is not a video capture device"), "{text}");
     let (ok, text) = dmabridge_capture(&["--device", "/dev/video99"]);
     assert!(!ok && text.contains("/dev/video99") && text.contains("No such file"), "{text}");
     let ctx = cpu_context();
-    let mut holder = Stream::capture(&ctx, vivid_capture(), &StreamConfig::default()).unwrap();
+    let mut holder = Stream::capture(&ctx, vivid::webcam(), &StreamConfig::default()).unwrap();
     holder.queue_all().unwrap();
     let (ok, text) = dmabridge_capture(&["--png-count", "0"]);
     assert!(!ok && text.contains("is busy") && text.contains("EBUSY"), "{text}");

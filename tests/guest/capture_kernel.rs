@@ -13,14 +13,12 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use dmabridge::pipeline::capture::{
-    find_capture_device, Converter, FrameMemory, KernelConverter, Stream, StreamConfig,
-};
+use dmabridge::pipeline::capture::{Converter, FrameMemory, KernelConverter, Stream, StreamConfig};
 use dmabridge::runtime::program::pocl;
-use dmabridge::sys::v4l2::VideoDevice;
 use dmabridge_tests::{cpu_context, require_guest};
 
 use super::capture::dmabridge_capture as capture;
+use super::vivid;
 
 const TIMEOUT: Duration = Duration::from_secs(20);
 
@@ -38,35 +36,6 @@ fn pocl_cache() {
 
 fn example_kernel() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../examples/cl/yuyv_to_rgba.cl")
-}
-
-/// Sets vivid's menu control `control` to its entry `item`.
-fn set_menu(dev: &VideoDevice, control: &str, item: &str) {
-    let c = dev.find_control(control).unwrap().unwrap_or_else(|| panic!("vivid has a {control:?} control"));
-    let items = dev.menu_items(&c).unwrap();
-    let (value, _) = items
-        .iter()
-        .find(|(_, name)| name == item)
-        .unwrap_or_else(|| panic!("{control:?} has no entry {item:?}: {items:?}"));
-    dev.set_control(c.id, *value as i32).unwrap();
-}
-
-/// vivid's capture device on its webcam input with `pattern` and no text
-/// drawn over the picture (each frame the same while the pattern is static).
-fn vivid_with(pattern: &str) -> VideoDevice {
-    let dev = find_capture_device(None).expect("the guest suite loads vivid (--module vivid)");
-    let webcam = dev.inputs().unwrap().into_iter().find(|i| i.name.starts_with("Webcam")).unwrap();
-    dev.set_input(webcam.index).unwrap();
-    set_menu(&dev, "Test Pattern", pattern);
-    set_menu(&dev, "OSD Text Mode", "None");
-    dev
-}
-
-/// vivid as the other tests of this boot expect it: colour bars, text on.
-fn vivid_restore() {
-    let dev = find_capture_device(None).unwrap();
-    set_menu(&dev, "Test Pattern", "75% Colorbar");
-    set_menu(&dev, "OSD Text Mode", "All");
 }
 
 /// How many of the 256 values of R an RGBA image holds.
@@ -88,7 +57,7 @@ fn the_example_kernel_gives_the_builtins_bytes_on_vivid_noise() {
     let mut ours: Option<KernelConverter> = None;
     for memory in [FrameMemory::Buffer, FrameMemory::UsmHost] {
         let cfg = StreamConfig { fps: Some(30), memory, ..StreamConfig::default() };
-        let mut stream = Stream::capture(&ctx, vivid_with("Noise"), &cfg).unwrap();
+        let mut stream = Stream::capture(&ctx, vivid::webcam_with("Noise", "None"), &cfg).unwrap();
         let f = stream.format();
         let kernel = match ours.as_mut() {
             Some(k) => k,
@@ -110,7 +79,6 @@ fn the_example_kernel_gives_the_builtins_bytes_on_vivid_noise() {
         stream.stop().unwrap();
         assert_eq!(stream.bytes_copied(), 0, "{memory:?}: the kernel read the frames in place");
     }
-    vivid_restore();
 }
 
 /// `dmabridge capture --kernel examples/cl/yuyv_to_rgba.cl` as a user runs
@@ -121,7 +89,7 @@ fn the_example_kernel_gives_the_builtins_bytes_on_vivid_noise() {
 fn the_capture_command_runs_a_kernel_from_a_file() {
     require_guest();
     pocl_cache();
-    vivid_with("100% Color Squares");
+    vivid::webcam_with("100% Color Squares", "None");
     let base = std::env::temp_dir().join(format!("dmabridge-kernel-test-{}", std::process::id()));
     let dirs = [base.join("kernel"), base.join("builtin")];
     let file = example_kernel();
@@ -139,7 +107,6 @@ fn the_capture_command_runs_a_kernel_from_a_file() {
     let png = |d: &PathBuf| std::fs::read(d.join("frame-000.png")).unwrap();
     assert!(png(&dirs[0]) == png(&dirs[1]), "the kernel's PNG is the built-in's");
     let _ = std::fs::remove_dir_all(&base);
-    vivid_restore();
 }
 
 /// A kernel that does not build: the command fails with a line naming the
@@ -149,7 +116,7 @@ fn the_capture_command_runs_a_kernel_from_a_file() {
 fn the_capture_command_prints_the_build_log_of_a_bad_kernel() {
     require_guest();
     pocl_cache();
-    vivid_with("100% Color Squares");
+    vivid::webcam();
     let base = std::env::temp_dir().join(format!("dmabridge-bad-kernel-test-{}", std::process::id()));
     std::fs::create_dir_all(&base).unwrap();
 
@@ -159,5 +126,4 @@ fn the_capture_command_prints_the_build_log_of_a_bad_kernel() {
     assert!(!ok && text.contains(bad.to_str().unwrap()) && text.contains("build log"), "{text}");
     assert!(text.contains("undeclared_name"), "the build log is printed:\n{text}");
     let _ = std::fs::remove_dir_all(&base);
-    vivid_restore();
 }

@@ -15,7 +15,7 @@ use std::time::Duration;
 use dmabridge::ext::arm_import::import_dma_buf;
 use dmabridge::ext::khr_external::image::create_image_with_properties;
 use dmabridge::ext::khr_external::memory::{self, MemProperties};
-use dmabridge::pipeline::capture::{find_capture_device, Converter, FrameMemory, ImageConverter, Stream, StreamConfig};
+use dmabridge::pipeline::capture::{Converter, FrameMemory, ImageConverter, Stream, StreamConfig};
 use dmabridge::runtime::buffer::{store::Location, Buffer};
 use dmabridge::runtime::context::Context;
 use dmabridge::runtime::event::Event;
@@ -27,6 +27,8 @@ use dmabridge::sys::access::Access;
 use dmabridge::sys::memfd::{Memfd, Seals};
 use dmabridge::sys::udmabuf::Udmabuf;
 use dmabridge_tests::{cpu_context_and_queue, require_guest};
+
+use super::vivid;
 
 const W: usize = 64;
 const H: usize = 16;
@@ -156,14 +158,6 @@ fn image_over_an_arm_imported_dma_buf_is_written_in_place() {
     assert_rows_in_memfd(&memfd, &expected_rgba(&yuyv_bytes), "ARM import");
 }
 
-/// vivid's capture device on its webcam input (the colour bars).
-fn vivid() -> dmabridge::sys::v4l2::VideoDevice {
-    let dev = find_capture_device(None).expect("the guest suite loads vivid (--module vivid)");
-    let webcam = dev.inputs().unwrap().into_iter().find(|i| i.name.starts_with("Webcam")).unwrap();
-    dev.set_input(webcam.index).unwrap();
-    dev
-}
-
 /// vivid's frames, in the driver's buffers imported the Khronos way (each
 /// frame's dma-buf imported as a CL_YUYV_INTEL image at the frame's pitch)
 /// and in dmabridge's exported buffers (an image over the buffer):
@@ -176,7 +170,7 @@ fn vivid_frames_as_images_convert_like_buffers() {
     // (An image over an ARM-imported dma-buf: the udmabuf test above.)
     for memory in [FrameMemory::DriverKhr, FrameMemory::Buffer] {
         let cfg = StreamConfig { fps: Some(60), memory, ..StreamConfig::default() };
-        let mut stream = Stream::capture(&ctx, vivid(), &cfg).unwrap();
+        let mut stream = Stream::capture(&ctx, vivid::webcam(), &cfg).unwrap();
         let f = stream.format();
         let mut buffers = Converter::new(&ctx, &f).unwrap();
         let mut images = ImageConverter::new(&ctx, &f).unwrap();
@@ -206,7 +200,7 @@ fn vivid_frames_as_images_convert_like_buffers() {
 #[test]
 fn the_capture_command_hands_frames_over_as_images() {
     require_guest();
-    vivid();
+    vivid::webcam();
     let out = std::process::Command::new(dmabridge_tests::dmabridge_bin())
         .args(["capture", "--frames", "4", "--fps", "30", "--png-count", "0", "--memory", "driver-khr", "--images"])
         .output()

@@ -26,3 +26,4 @@ mod signals;
 mod udev;
 mod udmabuf;
 mod vfio;
+mod vivid;
