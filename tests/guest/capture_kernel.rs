@@ -34,6 +34,27 @@ fn pocl_cache() {
     std::env::set_var("POCL_CACHE_DIR", &dir);
 }
 
+/// What the guest shows of PoCL's files, for a test that found PoCL missing:
+/// in the CI run of 0b3de19 (a fresh machine, loaded) the guest's dlopen of
+/// `libpocl.so.2` answered ENOENT while the host's loaded it, which no run
+/// since has shown again. Says whether the library, its target and the
+/// dynamic linker's cache entry are there as the guest sees them.
+fn pocl_files() -> String {
+    let lib = PathBuf::from(format!("/usr/lib/{}-linux-gnu/{}", std::env::consts::ARCH, pocl::LIBRARY));
+    let link = std::fs::read_link(&lib).map(|t| t.display().to_string());
+    let file = std::fs::metadata(&lib).map(|m| m.len());
+    let cache = std::fs::read("/etc/ld.so.cache").map(|c| (c.len(), c.windows(12).any(|w| w == b"libpocl.so.2")));
+    format!(
+        "{}: symlink to {link:?}, file of {file:?} bytes; /etc/ld.so.cache (length, names libpocl.so.2): {cache:?}",
+        lib.display()
+    )
+}
+
+/// Panics unless `text` (a capture run's output) shows that PoCL loaded.
+fn assert_pocl_loaded(text: &str) {
+    assert!(!text.contains("PoCL is not available"), "{text}\n{}", pocl_files());
+}
+
 fn example_kernel() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../examples/cl/yuyv_to_rgba.cl")
 }
@@ -51,7 +72,7 @@ fn reds(rgba: &[u8]) -> usize {
 fn the_example_kernel_gives_the_builtins_bytes_on_vivid_noise() {
     require_guest();
     pocl_cache();
-    assert!(pocl::get().is_some(), "PoCL in the guest: {:?}", pocl::why_not());
+    assert!(pocl::get().is_some(), "PoCL in the guest: {:?}\n{}", pocl::why_not(), pocl_files());
     let ctx = cpu_context();
     let source = std::fs::read_to_string(example_kernel()).unwrap();
     let mut ours: Option<KernelConverter> = None;
@@ -96,6 +117,7 @@ fn the_capture_command_runs_a_kernel_from_a_file() {
     let file = file.to_str().unwrap();
     let common = ["--frames", "3", "--fps", "30", "--png-count", "1", "--quiet", "--png-dir"];
     let (ok, text) = capture(&[&common[..], &[dirs[0].to_str().unwrap(), "--kernel", file]].concat());
+    assert_pocl_loaded(&text);
     assert!(ok, "--kernel:\n{text}");
     assert!(text.contains("kernel: yuyv_to_rgba of") && text.contains("captured 3 frames"), "{text}");
     assert!(
@@ -123,6 +145,7 @@ fn the_capture_command_prints_the_build_log_of_a_bad_kernel() {
     let bad = base.join("bad.cl");
     std::fs::write(&bad, "kernel void broken(global uchar *a) { a[0] = undeclared_name; }").unwrap();
     let (ok, text) = capture(&["--frames", "1", "--png-count", "0", "--kernel", bad.to_str().unwrap()]);
+    assert_pocl_loaded(&text);
     assert!(!ok && text.contains(bad.to_str().unwrap()) && text.contains("build log"), "{text}");
     assert!(text.contains("undeclared_name"), "the build log is printed:\n{text}");
     let _ = std::fs::remove_dir_all(&base);
