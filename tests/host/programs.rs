@@ -15,7 +15,7 @@ use dmabridge::runtime::buffer::{commands, store::Location, Buffer};
 use dmabridge::runtime::context::Context;
 use dmabridge::runtime::event::Event;
 use dmabridge::runtime::kernel::{Kernel as BuiltIn, NdRange};
-use dmabridge::runtime::program::{pocl, Kernel, Program};
+use dmabridge::runtime::program::{pocl, Kernel, Program, BINARY_TYPE_COMPILED_OBJECT, BINARY_TYPE_EXECUTABLE};
 use dmabridge::runtime::queue::Queue;
 use dmabridge::sys::v4l2::{FourCc, PixFormat};
 use dmabridge_tests::{cpu_context_and_queue, err_kind, run_alone};
@@ -68,6 +68,54 @@ fn a_build_error_carries_the_log() {
     let e = Program::from_source(&ctx, "kernel void k(void) {}").unwrap().build("-no-such-option").unwrap_err();
     assert_eq!(e.code, -43, "CL_INVALID_BUILD_OPTIONS: {e}");
     assert_eq!(dmabridge::error::ClError::from(e).kind, ClErrorKind::InvalidBuildOptions);
+}
+
+/// `clCompileProgram` and `clLinkProgram` through the Rust API: a header
+/// found by its include name, objects that are not executables, a link
+/// into a new program, and each refusal leaving the inputs as they were.
+#[test]
+fn programs_compile_with_headers_and_link() {
+    let Some((ctx, queue)) = with_pocl("programs_compile_with_headers_and_link") else { return };
+    let header = Program::from_source(&ctx, "#define FACTOR 3").unwrap();
+    let lib = Program::from_source(&ctx, "#include \"factor.h\"\nint scale(int x) { return FACTOR * x; }").unwrap();
+    let main =
+        Program::from_source(&ctx, "int scale(int);\nkernel void k(global int *p) { p[0] = scale(p[0]); }").unwrap();
+    assert_eq!(lib.binary_type(), 0, "CL_PROGRAM_BINARY_TYPE_NONE before a compile");
+    let e = lib.compile("", &[]).unwrap_err();
+    assert_eq!(e.code, -15, "CL_COMPILE_PROGRAM_FAILURE without the header: {e}");
+    assert!(e.log.contains("factor.h"), "{}", e.log);
+    lib.compile("", &[(&header, "factor.h")]).unwrap();
+    main.compile("", &[]).unwrap();
+    assert_eq!((lib.binary_type(), main.binary_type()), (BINARY_TYPE_COMPILED_OBJECT, BINARY_TYPE_COMPILED_OBJECT));
+    assert_eq!(
+        err_kind(Kernel::new(&main, "k")),
+        ClErrorKind::InvalidProgramExecutable,
+        "an object has no kernels to run"
+    );
+
+    // Refusals: no input, an input that is not an object, one of another
+    // context, a symbol nobody defines.
+    assert_eq!(Program::link(&ctx, &[], "").unwrap_err().code, -30, "CL_INVALID_VALUE");
+    assert_eq!(Program::link(&ctx, &[&lib, &header], "").unwrap_err().code, -59, "CL_INVALID_OPERATION");
+    let (other, _) = cpu_context_and_queue();
+    assert_eq!(Program::link(&other, &[&lib, &main], "").unwrap_err().code, -34, "CL_INVALID_CONTEXT");
+    let e = Program::link(&ctx, &[&main], "").unwrap_err();
+    assert_eq!(e.code, -17, "CL_LINK_PROGRAM_FAILURE: {e}");
+    assert_eq!(main.binary_type(), BINARY_TYPE_COMPILED_OBJECT, "a failed link leaves its inputs as they were");
+
+    let exe = Program::link(&ctx, &[&lib, &main], "").unwrap();
+    assert_eq!((exe.binary_type(), exe.source()), (BINARY_TYPE_EXECUTABLE, ""));
+    assert_eq!(exe.kernel_names().unwrap(), ["k"]);
+    let k = Kernel::new(&exe, "k").unwrap();
+    let p = usm::shared_mem_alloc(&ctx, None, &[], 4, 0).unwrap().as_ptr();
+    // SAFETY: `p` holds 4 bytes of the shared allocation just made.
+    unsafe { p.cast::<i32>().write(7) };
+    k.set_arg_pointer(0, p).unwrap();
+    // SAFETY: `p` lives until after the wait; one work-item writes its 4 bytes.
+    Event::wait(&[unsafe { k.enqueue(&queue, &NdRange::new(&[1], None, None).unwrap(), &[]) }.unwrap()]).unwrap();
+    // SAFETY: the launch has ended.
+    assert_eq!(unsafe { p.cast::<i32>().read() }, 21, "scale() from the other object ran");
+    usm::mem_free(&ctx, p).unwrap();
 }
 
 #[test]

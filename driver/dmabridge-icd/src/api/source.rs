@@ -18,7 +18,7 @@ use super::program::{new_program, Contents, ProgramObj};
 use crate::entry::ClRes;
 use crate::handles::Obj;
 use crate::notify::note_error;
-use crate::pocl::{self, program::PoclProgram};
+use crate::pocl::program::PoclProgram;
 
 /// What `clBuildProgram` or `clCompileProgram` asks.
 pub(crate) enum Mode<'a> {
@@ -81,14 +81,10 @@ pub(crate) fn link(
     inputs: &[Arc<Obj<ProgramObj>>],
     options: &str,
 ) -> ClRes<cl_program> {
-    if let Some(why) = program::no_compiler(&devices) {
-        note_error(CL_LINKER_NOT_AVAILABLE, why);
-        return Err(CL_LINKER_NOT_AVAILABLE);
+    if let Err(e) = program::check_linker(&devices) {
+        note_error(e.code, e.message);
+        return Err(e.code);
     }
-    let Some(pocl) = pocl::get() else {
-        note_error(CL_LINKER_NOT_AVAILABLE, pocl::no_compiler_log());
-        return Err(CL_LINKER_NOT_AVAILABLE);
-    };
     let mut objects = Vec::new();
     for (i, input) in inputs.iter().enumerate() {
         let b = sync::lock(&input.inner.build);
@@ -104,24 +100,21 @@ pub(crate) fn link(
         }
     }
     let refs: Vec<&PoclProgram> = objects.iter().map(|o| o.as_ref()).collect();
-    let (linked, code) = PoclProgram::link(pocl, options, &refs);
-    let log = linked.as_ref().map(|l| l.log(pocl)).unwrap_or_default();
-    match linked {
-        Some(l) if code == CL_SUCCESS => {
+    match program::link(&devices, &refs, options) {
+        Ok(linked) => {
             let handle = new_program(ctx, devices, Contents::Linked);
             let p = super::program::program(handle)?;
             let mut b = sync::lock(&p.inner.build);
             b.status = CL_BUILD_SUCCESS;
             b.binary_type = CL_PROGRAM_BINARY_TYPE_EXECUTABLE;
             b.options = options.to_owned();
-            b.log = log;
-            b.pocl = Some(Arc::new(l));
+            b.log = linked.log;
+            b.pocl = Some(linked.program);
             Ok(handle)
         }
-        _ => {
-            let code = if code == CL_SUCCESS { CL_LINK_PROGRAM_FAILURE } else { code };
-            note_error(code, format!("the link failed (PoCL: {code}); link log:\n{log}"));
-            Err(code)
+        Err(e) => {
+            note_error(e.code, e.message);
+            Err(e.code)
         }
     }
 }

@@ -139,14 +139,7 @@ pub fn no_compiler(devices: &[Arc<Device>]) -> Option<String> {
 /// # Ok::<(), dmabridge::error::ClError>(())
 /// ```
 pub fn build_source(devices: &[Arc<Device>], source: &str, options: &str, mode: Mode) -> Result<Built, BuildError> {
-    const COMPILER_NOT_AVAILABLE: i32 = crate::error::code::COMPILER_NOT_AVAILABLE;
-    if let Some(why) = no_compiler(devices) {
-        return Err(BuildError::new(COMPILER_NOT_AVAILABLE, why.clone(), why));
-    }
-    let Some(p) = pocl::get() else {
-        let log = pocl::no_compiler_log();
-        return Err(BuildError::new(COMPILER_NOT_AVAILABLE, log.clone(), log));
-    };
+    let p = compiler_for(devices, crate::error::code::COMPILER_NOT_AVAILABLE)?;
     let refused = |code: i32, what: String| BuildError::new(code, what, String::new());
     let prog = PoclProgram::with_source(p, source)
         .map_err(|code| refused(code, format!("PoCL refused the source (clCreateProgramWithSource: {code})")))?;
@@ -180,6 +173,65 @@ pub fn build_source(devices: &[Arc<Device>], source: &str, options: &str, mode: 
     Ok(Built { program: Arc::new(prog), log, binary_type })
 }
 
+/// PoCL, when every one of `devices` can build OpenCL C and PoCL is there;
+/// else the error with `code` (`CL_COMPILER_NOT_AVAILABLE` or
+/// `CL_LINKER_NOT_AVAILABLE`) whose message and log say why.
+fn compiler_for(devices: &[Arc<Device>], code: i32) -> Result<&'static pocl::Pocl, BuildError> {
+    if let Some(why) = no_compiler(devices) {
+        return Err(BuildError::new(code, why.clone(), why));
+    }
+    pocl::get().ok_or_else(|| {
+        let log = pocl::no_compiler_log();
+        BuildError::new(code, log.clone(), log)
+    })
+}
+
+/// Whether `devices` can link OpenCL C objects: `CL_LINKER_NOT_AVAILABLE`
+/// with the reason when one of them has no compiler or PoCL is missing
+/// (what [`link`] answers first).
+///
+/// ```
+/// use dmabridge::runtime::{platform::Platform, program};
+/// let cpu = std::slice::from_ref(Platform::get().cpu());
+/// assert_eq!(program::check_linker(cpu).is_ok(), program::pocl::get().is_some());
+/// ```
+pub fn check_linker(devices: &[Arc<Device>]) -> Result<(), BuildError> {
+    compiler_for(devices, crate::error::code::LINKER_NOT_AVAILABLE).map(|_| ())
+}
+
+/// `clLinkProgram` of compiled `objects` (each from a compile:
+/// [`Mode::Compile`]) for `devices` with `options`, through PoCL: the
+/// executable and its log, or why not (`CL_LINKER_NOT_AVAILABLE` as
+/// [`check_linker`] says; PoCL's code, or `CL_LINK_PROGRAM_FAILURE` when it
+/// gave none, with the link log).
+///
+/// ```
+/// use dmabridge::runtime::platform::Platform;
+/// use dmabridge::runtime::program::{build_source, link, pocl, Mode};
+/// # if pocl::get().is_none() { return Ok(()) } // needs PoCL (pocl-opencl-icd)
+/// let cpu = std::slice::from_ref(Platform::get().cpu());
+/// let a = build_source(cpu, "int twice(int x) { return 2 * x; }", "", Mode::Compile(&[]))?;
+/// let b = build_source(cpu, "int twice(int);\nkernel void k(global int *p) { p[0] = twice(p[0]); }", "", Mode::Compile(&[]))?;
+/// let exe = link(cpu, &[&a.program, &b.program], "")?;
+/// assert_eq!(exe.program.kernel_names(pocl::get().unwrap()), Ok(vec!["k".to_string()]));
+/// # Ok::<(), dmabridge::runtime::program::BuildError>(())
+/// ```
+pub fn link(devices: &[Arc<Device>], objects: &[&PoclProgram], options: &str) -> Result<Built, BuildError> {
+    let p = compiler_for(devices, crate::error::code::LINKER_NOT_AVAILABLE)?;
+    let (linked, code) = PoclProgram::link(p, options, objects);
+    let log = linked.as_ref().map(|l| l.log(p)).unwrap_or_default();
+    match linked {
+        Some(l) if code == crate::error::code::SUCCESS => {
+            Ok(Built { program: Arc::new(l), log, binary_type: BINARY_TYPE_EXECUTABLE })
+        }
+        _ => {
+            let code =
+                if code == crate::error::code::SUCCESS { crate::error::code::LINK_PROGRAM_FAILURE } else { code };
+            Err(BuildError::new(code, format!("the link failed (PoCL: {code}); link log:\n{log}"), log))
+        }
+    }
+}
+
 /// An OpenCL C program from source (`clCreateProgramWithSource`), built
 /// for its context's CPU device by PoCL.
 #[derive(Debug)]
@@ -194,6 +246,17 @@ pub struct Program {
 struct State {
     built: Option<Built>,
     log: String,
+}
+
+/// The CPU devices of `ctx` (the ones that build OpenCL C), or the error
+/// with `code` that says the context has none.
+fn cpu_of(ctx: &Context, code: i32) -> Result<Vec<Arc<Device>>, BuildError> {
+    let cpu: Vec<Arc<Device>> = ctx.devices().iter().filter(|d| d.device_type == DeviceType::Cpu).cloned().collect();
+    if cpu.is_empty() {
+        let why = "the context has no CPU device: only the CPU device builds OpenCL C".to_string();
+        return Err(BuildError::new(code, why.clone(), why));
+    }
+    Ok(cpu)
 }
 
 impl Program {
@@ -242,14 +305,101 @@ impl Program {
     /// # Ok::<(), dmabridge::error::ClError>(())
     /// ```
     pub fn build(&self, options: &str) -> Result<(), BuildError> {
-        let cpu: Vec<Arc<Device>> =
-            self.context.devices().iter().filter(|d| d.device_type == DeviceType::Cpu).cloned().collect();
-        let r = if cpu.is_empty() {
-            let why = "the context has no CPU device: only the CPU device builds OpenCL C".to_string();
-            Err(BuildError::new(crate::error::code::COMPILER_NOT_AVAILABLE, why.clone(), why))
-        } else {
-            build_source(&cpu, &self.source, options, Mode::Build)
-        };
+        let r = cpu_of(&self.context, crate::error::code::COMPILER_NOT_AVAILABLE)
+            .and_then(|cpu| build_source(&cpu, &self.source, options, Mode::Build));
+        self.record(r)
+    }
+
+    /// `clCompileProgram` for the context's CPU device with `options`: a
+    /// compiled object, for [`Program::link`]. `headers` are the programs
+    /// whose sources an `#include` of their name (the second of each pair)
+    /// finds.
+    ///
+    /// Errors: as [`Program::build`] (`CL_COMPILE_PROGRAM_FAILURE` for
+    /// source that does not compile, `CL_INVALID_COMPILER_OPTIONS`).
+    ///
+    /// ```
+    /// use dmabridge::runtime::program::{pocl, Program, BINARY_TYPE_COMPILED_OBJECT};
+    /// use dmabridge::runtime::{context::Context, platform::Platform};
+    /// # if pocl::get().is_none() { return Ok(()) } // needs PoCL (pocl-opencl-icd)
+    /// let ctx = Context::new(std::slice::from_ref(Platform::get().cpu()))?;
+    /// let header = Program::from_source(&ctx, "#define SCALE 3")?;
+    /// let p = Program::from_source(&ctx, "#include \"scale.h\"\nint scale(int x) { return SCALE * x; }")?;
+    /// p.compile("", &[(&header, "scale.h")])?;
+    /// assert_eq!(p.binary_type(), BINARY_TYPE_COMPILED_OBJECT);
+    /// assert!(p.kernel_names().is_err()); // an object, not an executable
+    /// # Ok::<(), dmabridge::error::ClError>(())
+    /// ```
+    pub fn compile(&self, options: &str, headers: &[(&Program, &str)]) -> Result<(), BuildError> {
+        let headers: Vec<(Option<&str>, String)> =
+            headers.iter().map(|(h, name)| (Some(h.source.as_str()), name.to_string())).collect();
+        let r = cpu_of(&self.context, crate::error::code::COMPILER_NOT_AVAILABLE)
+            .and_then(|cpu| build_source(&cpu, &self.source, options, Mode::Compile(&headers)));
+        self.record(r)
+    }
+
+    /// `clLinkProgram`: a new program, built, from the compiled objects
+    /// `inputs` ([`Program::compile`]) of `ctx` with `options` (e.g.
+    /// `-create-library` is PoCL's to take or refuse). The new program has
+    /// no source; its log is the link's.
+    ///
+    /// Errors: `CL_INVALID_VALUE` for no input; `CL_INVALID_CONTEXT` for an
+    /// input of another context; `CL_INVALID_OPERATION` for an input that
+    /// is not a compiled object; `CL_LINKER_NOT_AVAILABLE` without PoCL or
+    /// a CPU device; PoCL's `CL_LINK_PROGRAM_FAILURE` (unresolved symbols)
+    /// with the log.
+    ///
+    /// ```
+    /// use dmabridge::runtime::program::{pocl, Program};
+    /// use dmabridge::runtime::{context::Context, platform::Platform};
+    /// # if pocl::get().is_none() { return Ok(()) } // needs PoCL (pocl-opencl-icd)
+    /// let ctx = Context::new(std::slice::from_ref(Platform::get().cpu()))?;
+    /// let lib = Program::from_source(&ctx, "int twice(int x) { return 2 * x; }")?;
+    /// let main = Program::from_source(&ctx, "int twice(int);\nkernel void k(global int *p) { p[0] = twice(p[0]); }")?;
+    /// lib.compile("", &[])?;
+    /// main.compile("", &[])?;
+    /// let exe = Program::link(&ctx, &[&lib, &main], "")?;
+    /// assert_eq!(exe.kernel_names()?, ["k"]);
+    /// assert_eq!(Program::link(&ctx, &[&main], "").unwrap_err().code, -17); // twice: unresolved
+    /// # Ok::<(), dmabridge::error::ClError>(())
+    /// ```
+    pub fn link(ctx: &Arc<Context>, inputs: &[&Program], options: &str) -> Result<Program, BuildError> {
+        use crate::error::code;
+        let refused = |code: i32, why: String| BuildError::new(code, why, String::new());
+        if inputs.is_empty() {
+            return Err(refused(code::INVALID_VALUE, "no input program to link".into()));
+        }
+        let mut objects = Vec::with_capacity(inputs.len());
+        for (i, input) in inputs.iter().enumerate() {
+            if !Arc::ptr_eq(&input.context, ctx) {
+                return Err(refused(code::INVALID_CONTEXT, format!("input program {i} belongs to another context")));
+            }
+            match &sync::lock(&input.state).built {
+                Some(b) if b.binary_type == BINARY_TYPE_COMPILED_OBJECT => objects.push(b.program.clone()),
+                _ => {
+                    let why =
+                        format!("input program {i} is not a compiled object: compile it first (Program::compile)");
+                    return Err(refused(code::INVALID_OPERATION, why));
+                }
+            }
+        }
+        let refs: Vec<&PoclProgram> = objects.iter().map(|o| o.as_ref()).collect();
+        let linked = Program { context: ctx.clone(), source: String::new(), state: Mutex::default() };
+        let r = cpu_of(ctx, code::LINKER_NOT_AVAILABLE).and_then(|cpu| link(&cpu, &refs, options));
+        linked.record(r).map(|()| linked)
+    }
+
+    /// `CL_PROGRAM_BINARY_TYPE`: [`BINARY_TYPE_EXECUTABLE`] after a build or
+    /// a link, [`BINARY_TYPE_COMPILED_OBJECT`] after a compile, 0
+    /// (`CL_PROGRAM_BINARY_TYPE_NONE`) before either or after a failure.
+    ///
+    /// See [`Program::compile`].
+    pub fn binary_type(&self) -> u32 {
+        sync::lock(&self.state).built.as_ref().map_or(0, |b| b.binary_type)
+    }
+
+    /// Keeps a build's, compile's or link's outcome (and its log).
+    fn record(&self, r: Result<Built, BuildError>) -> Result<(), BuildError> {
         let mut st = sync::lock(&self.state);
         match r {
             Ok(built) => {
@@ -290,7 +440,11 @@ impl Program {
     /// See [`Kernel::with_program`].
     pub fn executable(&self) -> ClResult<Arc<PoclProgram>> {
         match &sync::lock(&self.state).built {
-            Some(b) => Ok(b.program.clone()),
+            Some(b) if b.binary_type == BINARY_TYPE_EXECUTABLE => Ok(b.program.clone()),
+            Some(_) => cl_err!(
+                InvalidProgramExecutable,
+                "the program is a compiled object: link it into an executable first (Program::link)"
+            ),
             None => cl_err!(InvalidProgramExecutable, "the program is not built: build it first (Program::build)"),
         }
     }
