@@ -24,6 +24,29 @@ fn select(dir: &Path, src: Option<&Path>) -> Vec<String> {
     names
 }
 
+/// `tests/device-doctests --every --without-pocl` (the arm64 guest, which
+/// has no PoCL): every example but those that link PoCL's module.
+#[test]
+fn a_guest_without_pocl_runs_every_example_but_the_pocl_ones() {
+    let examples = FakeExamples::new(
+        "docsel-nopocl",
+        &[
+            ("a_calls_node_open", "# _ZN9dmabridge3sys4node4open17h0123456789abcdefE\necho ran a"),
+            ("b_links_pocl", "# _ZN9dmabridge7runtime7program4pocl3get17h0123456789abcdefE\necho ran b"),
+            ("c_adds", "# _ZN9dmabridge3sys5plain3add17h0123456789abcdefE\necho ran c"),
+            ("d_pocl_impl", "# _$LT$dmabridge..runtime..program..pocl..Pocl$u20$as$u20$x$GT$\necho ran d"),
+            ("driver_dmabridge_src_runtime_program_mod_rs_1_0", "echo ran e"),
+        ],
+    );
+    let src = fake_source(&examples.0);
+    let mut cmd = Command::new(repo_root().join("tests/device-doctests"));
+    let out = cmd.args(["--every", "--without-pocl"]).arg(&examples.0).arg(&src).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let mut picked: Vec<String> = text(&out.stdout).lines().map(str::to_owned).collect();
+    picked.sort();
+    assert_eq!(picked, ["a_calls_node_open", "c_adds", "driver_dmabridge_src_runtime_program_mod_rs_1_0"]);
+}
+
 /// A fake library source: `sys/node.rs` opens a device node in its code,
 /// `sys/plain.rs` names one in a comment only, `pipeline/mod.rs` reads sysfs.
 fn fake_source(root: &Path) -> PathBuf {
