@@ -90,6 +90,7 @@ fn capture_and_check(ctx: &Arc<Context>, memory: FrameMemory, n: usize) -> Vec<u
     stream.queue_all().unwrap();
     stream.start().unwrap();
     let mut seqs = Vec::new();
+    let mut indices = Vec::new();
     for _ in 0..n {
         let d: Dequeued = stream.dequeue(TIMEOUT).unwrap();
         assert_eq!(d.bytes_used, f.size_image, "{memory:?}: a whole frame");
@@ -106,13 +107,18 @@ fn capture_and_check(ctx: &Arc<Context>, memory: FrameMemory, n: usize) -> Vec<u
         let rgba = converter.convert(&stream, d.index).unwrap();
         assert_bars_rgba(rgba, &format!("{memory:?} frame {} converted", d.sequence));
         seqs.push(d.sequence);
+        indices.push(d.index);
         stream.queue(d.index).unwrap();
     }
-    // vivid stamps two frames with one number once, early, when it resyncs
-    // its counter after a frame-rate change (VIDIOC_S_PARM).
-    let repeats = seqs.windows(2).filter(|w| w[0] == w[1]).count();
+    // Each dequeue hands out a frame the driver filled since the last one:
+    // with every buffer queued in turn, never the one just given back.
+    // vivid numbers a frame by the time since the stream started, so two
+    // ticks of its thread within one frame period carry one number: the
+    // numbers may repeat (seen twice in one stream on a loaded host) but
+    // never go back, and they advance.
+    assert!(indices.windows(2).all(|w| w[0] != w[1]), "{memory:?}: a buffer twice in a row: {indices:?}");
     assert!(seqs.windows(2).all(|w| w[0] <= w[1]), "{memory:?}: sequence numbers never go back: {seqs:?}");
-    assert!(repeats <= 1, "{memory:?}: and increase (one repeat at most): {seqs:?}");
+    assert!(seqs[n - 1] > seqs[0], "{memory:?}: and advance: {seqs:?}");
     assert_eq!(stream.bytes_copied(), 0, "{memory:?}: dmabridge moved no frame byte");
     if memory == FrameMemory::Buffer {
         let b = stream.frames()[0].buffer().unwrap();
