@@ -84,6 +84,44 @@ pub fn host_program_runs_or_skip(test: &str, program: &str) -> bool {
     runs
 }
 
+/// Whether PoCL (kernels from source) loads here. Where it must
+/// (`DMABRIDGE_EXPECT_POCL` set: make test-host, and tests/guest-runner in
+/// the x86_64 guests) a missing PoCL fails `test`, with what this machine
+/// shows of its files; elsewhere (the arm64 guest has none) `test` says so
+/// on stderr and is skipped (false).
+pub fn pocl_or_skip(test: &str) -> bool {
+    use dmabridge::runtime::program::pocl;
+    if pocl::get().is_some() {
+        return true;
+    }
+    assert!(
+        std::env::var_os("DMABRIDGE_EXPECT_POCL").is_none(),
+        "DMABRIDGE_EXPECT_POCL is set and PoCL is missing: {:?}\n{}",
+        pocl::why_not(),
+        pocl_files()
+    );
+    eprintln!("{test}: skipped, no PoCL ({:?}): apt install pocl-opencl-icd", pocl::why_not());
+    false
+}
+
+/// What this machine shows of PoCL's files, for a test that found PoCL
+/// missing where it must be: whether the library, its symlink target and
+/// the dynamic linker's cache entry are there.
+pub fn pocl_files() -> String {
+    let lib = std::path::PathBuf::from(format!(
+        "/usr/lib/{}-linux-gnu/{}",
+        std::env::consts::ARCH,
+        dmabridge::runtime::program::pocl::LIBRARY
+    ));
+    let link = std::fs::read_link(&lib).map(|t| t.display().to_string());
+    let file = std::fs::metadata(&lib).map(|m| m.len());
+    let cache = std::fs::read("/etc/ld.so.cache").map(|c| (c.len(), c.windows(12).any(|w| w == b"libpocl.so.2")));
+    format!(
+        "{}: symlink to {link:?}, file of {file:?} bytes; /etc/ld.so.cache (length, names libpocl.so.2): {cache:?}",
+        lib.display()
+    )
+}
+
 /// Open fds of this process.
 pub fn fd_count() -> usize {
     std::fs::read_dir("/proc/self/fd").unwrap().count()

@@ -15,8 +15,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use dmabridge::pipeline::capture::{Converter, FrameMemory, KernelConverter, Stream, StreamConfig};
-use dmabridge::runtime::program::pocl;
-use dmabridge_tests::{cpu_context, require_guest};
+use dmabridge_tests::{cpu_context, pocl_files, pocl_or_skip, require_guest};
 
 use super::capture::dmabridge_capture as capture;
 use super::vivid;
@@ -33,37 +32,6 @@ fn pocl_cache() {
     let dir = std::env::temp_dir().join("dmabridge-tests-pocl-cache");
     std::fs::create_dir_all(&dir).unwrap();
     std::env::set_var("POCL_CACHE_DIR", &dir);
-}
-
-/// What the guest shows of PoCL's files, for a test that found PoCL missing
-/// where it must be: whether the library, its symlink target and the
-/// dynamic linker's cache entry are there as the guest sees them.
-fn pocl_files() -> String {
-    let lib = PathBuf::from(format!("/usr/lib/{}-linux-gnu/{}", std::env::consts::ARCH, pocl::LIBRARY));
-    let link = std::fs::read_link(&lib).map(|t| t.display().to_string());
-    let file = std::fs::metadata(&lib).map(|m| m.len());
-    let cache = std::fs::read("/etc/ld.so.cache").map(|c| (c.len(), c.windows(12).any(|w| w == b"libpocl.so.2")));
-    format!(
-        "{}: symlink to {link:?}, file of {file:?} bytes; /etc/ld.so.cache (length, names libpocl.so.2): {cache:?}",
-        lib.display()
-    )
-}
-
-/// Whether `test` runs: PoCL loads, or it is missing where it need not be
-/// (the arm64 guest has none; tests/guest-runner sets
-/// DMABRIDGE_EXPECT_POCL=1 in the x86_64 guests, where it must load).
-fn pocl_or_skip(test: &str) -> bool {
-    if pocl::get().is_some() {
-        return true;
-    }
-    assert!(
-        std::env::var_os("DMABRIDGE_EXPECT_POCL").is_none(),
-        "PoCL in the guest: {:?}\n{}",
-        pocl::why_not(),
-        pocl_files()
-    );
-    println!("{test}: skipped: no PoCL in this guest ({:?})", pocl::why_not());
-    false
 }
 
 /// Panics unless `text` (a capture run's output) shows that PoCL loaded.

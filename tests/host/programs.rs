@@ -18,21 +18,12 @@ use dmabridge::runtime::kernel::{Kernel as BuiltIn, NdRange};
 use dmabridge::runtime::program::{pocl, Kernel, Program, BINARY_TYPE_COMPILED_OBJECT, BINARY_TYPE_EXECUTABLE};
 use dmabridge::runtime::queue::Queue;
 use dmabridge::sys::v4l2::{FourCc, PixFormat};
-use dmabridge_tests::{cpu_context_and_queue, err_kind, run_alone};
+use dmabridge_tests::{cpu_context_and_queue, err_kind, pocl_or_skip, run_alone};
 
 /// A context and queue on the CPU device when PoCL is there; else `None`
 /// after saying why the test does not run here.
 fn with_pocl(test: &str) -> Option<(Arc<Context>, Arc<Queue>)> {
-    if pocl::get().is_none() {
-        assert!(
-            std::env::var_os("DMABRIDGE_EXPECT_POCL").is_none(),
-            "DMABRIDGE_EXPECT_POCL is set and PoCL is missing: {:?}",
-            pocl::why_not()
-        );
-        eprintln!("{test}: skipped, no PoCL ({:?}): apt install pocl-opencl-icd", pocl::why_not());
-        return None;
-    }
-    Some(cpu_context_and_queue())
+    pocl_or_skip(test).then(cpu_context_and_queue)
 }
 
 /// A small YUYV frame's format.
