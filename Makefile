@@ -139,21 +139,24 @@ ifeq ($(ARCH),x86_64)
 endif
 
 # After the host tests, two lanes share the machine's two cores. Lane 1 (in
-# the foreground): the x86_64 guest suites. Lane 2 (in the background): the
-# aarch64 build (library, CLI, guest tests, the ICD's C programs), then the
-# arm64 guest suites, taken one at a time from a queue
-# ($(LOGS)/arm64.queue, longest first). Lane 1, once its suites are done and
-# the aarch64 build has succeeded, takes from the same queue. A TCG guest
-# keeps about one core busy, so the arm64 suites no longer wait for the x86
-# ones (measured: see tests/README.md). Lane 2's output is printed when both
-# are done; each step's time is in $(LOGS)/times.txt and under the summary.
+# the foreground): the x86_64 guest tests, the GStreamer plugin's and the doc
+# examples. Lane 2 (in the background): the aarch64 build (library,
+# CLI, guest tests, the ICD's C programs). Then both take suites one at a
+# time from a shared queue ($(LOGS)/shared.queue, longest first): the arm64
+# guest suites and the x86_64 ones that can run in either lane, so that
+# neither lane idles while the other has a long list. Lane 1 takes an arm64
+# suite only once the aarch64 build is done (until then the first x86_64
+# one); if that build failed, the arm64 suites fail, said once, and the
+# x86_64 ones still run. A TCG guest keeps about one core busy (measured:
+# see tests/README.md). Lane 2's output is printed when both are done; each
+# step's time is in $(LOGS)/times.txt and under the summary.
 # test-arm64-gst-guest comes first: it cross-builds the GStreamer plugin's
 # guest tests itself (gstreamer-rs for aarch64, in $(GST_A64_TARGET)), the
 # longest arm64 step. Measured on the 2-core machine: from an empty target
 # folder 7 min 47 s of CPU, the guest run included (15 min 55 s wall, niced,
 # beside others' builds at load 13-14); with the build up to date 70 s wall
 # (the guest run alone 40-98 s, by load, for the suite's 8 tests).
-# Not in make test's queue (make test-arm64 runs them too): the doc examples
+# Not in make test (make test-arm64 runs them): the doc examples
 # on arm64 (test-arm64-doc: 563 examples compiled for aarch64 and run under
 # TCG: 336-494 s of guest time in the last two fresh-clone runs, beside
 # their build) and test-arm64-nonroot (what it checks on
@@ -162,47 +165,49 @@ endif
 # examples are the same code on both architectures and run on the host and
 # in the x86_64 guest; the arm64 guest suites check what differs by
 # architecture (SMMUv3, non-coherent syncs, c_char, the aarch64 build).
-A64_QUEUE := test-arm64-gst-guest test-arm64-guest test-deb-arm64 test-arm64-icd test-arm64-removal
+# The queue, longest first (times of a fresh-clone CI run, 2026-12-07:
+# 315, 222, 155, 126, 123, 104, 86, 84, 56 and 42 s).
+SHARED_QUEUE := test-arm64-gst-guest test-rig test-guest-icd test-arm64-guest test-deb-arm64 test-deb \
+                test-nonroot test-removal test-arm64-icd test-arm64-removal
 test: guest deps-arm64
 	@rm -rf $(LOGS) && mkdir -p $(LOGS)
-	@status=0; q=$(LOGS)/arm64.queue; \
+	@status=0; q=$(LOGS)/shared.queue; \
 	step() { local t=$$SECONDS; $(MAKE) --no-print-directory "$$@" || status=1; \
 	    echo "$$1: $$((SECONDS - t)) s" >>$(LOGS)/times.txt; }; \
-	take() { flock $$q.lock sh -c 'head -n 1 "$$0"; sed -i 1d "$$0"' $$q; }; \
-	arm64_suites() { local s; while s=$$(take) && [ -n "$$s" ]; do step "$$s"; done; }; \
+	take() { flock $$q.lock sh -c 'if [ "$$1" = x86 ]; then l=$$(grep -n -m 1 -v arm64 "$$0"); else l=$$(grep -n -m 1 . "$$0"); fi || exit 0; \
+	    sed -i "$${l%%:*}d" "$$0"; echo "$${l#*:}"' $$q "$$1"; }; \
+	built() { [ -f $(LOGS)/arm64-build.rc ] || ! kill -0 $$lane2 2>/dev/null; }; \
+	build_ok() { [ "$$(cat $(LOGS)/arm64-build.rc 2>/dev/null)" = 0 ]; }; \
 	( $(MAKE) --no-print-directory build-gst-tests >$(LOGS)/gst-build.txt 2>&1; echo $$? >$(LOGS)/gst-build.rc ) & \
 	gstb=$$!; \
 	step test-host GST_IN_LANE=1; \
-	printf '%s\n' $(A64_QUEUE) >$$q; \
+	printf '%s\n' $(SHARED_QUEUE) >$$q; \
 	t=$$SECONDS; \
 	( $(MAKE) --no-print-directory build-arm64 >$(LOGS)/arm64-build.txt 2>&1; rc=$$?; \
 	  echo "build-arm64 (lane 2): $$((SECONDS - t)) s" >>$(LOGS)/times.txt; \
 	  echo "$$rc" >$(LOGS)/arm64-build.rc; \
 	  [ "$$rc" = 0 ] || exit 0; \
-	  arm64_suites >$(LOGS)/lane2.txt 2>&1; exit $$status ) & \
+	  while s=$$(take any) && [ -n "$$s" ]; do step "$$s"; done >$(LOGS)/lane2.txt 2>&1; exit $$status ) & \
 	lane2=$$!; \
 	step test-guest; \
 	wait $$gstb; \
 	if [ "$$(cat $(LOGS)/gst-build.rc 2>/dev/null)" = 0 ]; then step test-gst; step test-gst-guest; \
 	else status=1; { echo "test-gst: FAILED: the GStreamer plugin did not build (see $(LOGS)/gst-build.txt):"; \
 	    tail -n 30 $(LOGS)/gst-build.txt; } | tee $(LOGS)/gst-build.log; fi; \
-	step test-guest-icd; \
 	step test-guest-doc DOCTESTS_BUILT=1; \
-	step test-nonroot; \
-	step test-removal; \
-	step test-deb; \
-	step test-rig; \
-	while [ ! -f $(LOGS)/arm64-build.rc ] && kill -0 $$lane2 2>/dev/null; do sleep 2; done; \
-	read -r rc <$(LOGS)/arm64-build.rc || rc=1; \
-	if [ "$$rc" = 0 ]; then \
-	    arm64_suites; \
-	else \
+	while :; do \
+	    if built; then s=$$(take any); else s=$$(take x86); fi; \
+	    if [ -z "$$s" ]; then built && break; sleep 2; continue; fi; \
+	    case $$s in *arm64*) build_ok || continue ;; esac; \
+	    step "$$s"; \
+	done; \
+	if ! build_ok; then \
 	    status=1; \
 	    { echo "test-arm64: FAILED: the aarch64 build failed, the arm64 guest suites did not run (see $(LOGS)/arm64-build.txt):"; \
 	      tail -n 30 $(LOGS)/arm64-build.txt; } | tee $(LOGS)/arm64-build.log; \
 	fi; \
 	wait $$lane2 || status=1; \
-	if [ -s $(LOGS)/lane2.txt ]; then echo "== the arm64 suites lane 2 ran ($(LOGS)/lane2.txt):"; cat $(LOGS)/lane2.txt; fi; \
+	if [ -s $(LOGS)/lane2.txt ]; then echo "== the suites lane 2 ran ($(LOGS)/lane2.txt):"; cat $(LOGS)/lane2.txt; fi; \
 	tests/summarize $(LOGS)/*.log; \
 	echo "time per step (s): $$(tr '\n' ';' <$(LOGS)/times.txt | sed 's/;$$//; s/;/; /g')"; \
 	echo "make test: $$SECONDS s"; \
@@ -429,7 +434,7 @@ endef
 # The arm64 packages the same way, in the arm64 guest (run-in-guest --arch
 # arm64 --clean-root --udevd; dpkg, passwd and setpriv come from
 # qemu/guest-arm64.lock, which registers that userland in the guest's own
-# dpkg database). Part of make test's arm64 queue (A64_QUEUE), after
+# dpkg database). Part of make test's shared queue (SHARED_QUEUE), after
 # build-arm64, whose debug build it packages (DEB_TEST_PROFILE, as test-deb).
 # What differs from test-deb, and why: no GStreamer plugin (that board has
 # GStreamer's libraries and the plugins of test-arm64-gst-guest, which tests
@@ -751,7 +756,7 @@ test-arm64-icd:
 # $(GST_A64_TARGET), run in the arm64 guest, whose userland has GStreamer's
 # libraries and the plugins the tests use (qemu/guest-arm64.lock). The
 # plugin path's links name the guest's arm64 plugins (they dangle on the host).
-# No test skips on arm64: every one passes there (measured times: see A64_QUEUE).
+# No test skips on arm64: every one passes there (measured times: see SHARED_QUEUE).
 GST_A64_PLUGINS := target/gst-guest-plugins-arm64
 test-arm64-gst-guest: deps-arm64
 	@mkdir -p $(LOGS)
