@@ -121,7 +121,8 @@ fn the_capture_command_runs_a_kernel_from_a_file() {
 }
 
 /// A kernel that does not build: the command fails with a line naming the
-/// file and PoCL's build log. (A test of its own: each PoCL build takes
+/// file and PoCL's build log; --kernel-options reach the compiler, and
+/// options it does not know fail the command. (A test of its own: each PoCL build takes
 /// tens of seconds under TCG, and guest-runner gives a test 120 s.)
 #[test]
 fn the_capture_command_prints_the_build_log_of_a_bad_kernel() {
@@ -134,11 +135,21 @@ fn the_capture_command_prints_the_build_log_of_a_bad_kernel() {
     let base = std::env::temp_dir().join(format!("dmabridge-bad-kernel-test-{}", std::process::id()));
     std::fs::create_dir_all(&base).unwrap();
 
+    // OFFSET comes from --kernel-options: the log names only the other name.
     let bad = base.join("bad.cl");
-    std::fs::write(&bad, "kernel void broken(global uchar *a) { a[0] = undeclared_name; }").unwrap();
-    let (ok, text) = capture(&["--frames", "1", "--png-count", "0", "--kernel", bad.to_str().unwrap()]);
+    std::fs::write(&bad, "kernel void broken(global uchar *a) { a[0] = undeclared_name + OFFSET; }").unwrap();
+    let bad = bad.to_str().unwrap();
+    let (ok, text) =
+        capture(&["--frames", "1", "--png-count", "0", "--kernel", bad, "--kernel-options", "-D OFFSET=1"]);
     assert_pocl_loaded(&text);
-    assert!(!ok && text.contains(bad.to_str().unwrap()) && text.contains("build log"), "{text}");
+    assert!(!ok && text.contains(bad) && text.contains("build log"), "{text}");
     assert!(text.contains("undeclared_name"), "the build log is printed:\n{text}");
+    assert!(!text.contains("OFFSET'"), "--kernel-options reached the compiler:\n{text}");
+    // An option the compiler does not know fails before the first frame,
+    // naming the options (PoCL checks them before it compiles anything).
+    let file = example_kernel();
+    let args = ["--frames", "1", "--png-count", "0", "--kernel", file.to_str().unwrap(), "--kernel-options=-no-such"];
+    let (ok, text) = capture(&args);
+    assert!(!ok && text.contains("with options \"-no-such\"") && text.contains("-43"), "{text}");
     let _ = std::fs::remove_dir_all(&base);
 }

@@ -76,3 +76,26 @@ fn capture_without_a_capture_device_says_how_to_get_one() {
         );
     }
 }
+
+/// `--kernel-options` belongs to `--kernel`: alone it is a usage error
+/// (clap's status 2) that names what it needs; a value that starts with a
+/// dash is taken as the options, not as a flag.
+#[test]
+fn kernel_options_need_a_kernel() {
+    let out = Command::new(dmabridge_bin()).args(["capture", "--kernel-options", "-D X=1"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--kernel-options") && stderr.contains("--kernel <FILE.cl[:NAME]>"), "{stderr}");
+    // With a kernel, the options parse and the command gets as far as the
+    // capture device (/dev/null is none).
+    let stderr = failing(Command::new(dmabridge_bin()).args([
+        "capture",
+        "--device",
+        "/dev/null",
+        "--kernel",
+        "k.cl",
+        "--kernel-options",
+        "-D X=1 -cl-fast-relaxed-math",
+    ]));
+    assert!(stderr.starts_with("dmabridge: capture: finding the capture device: /dev/null"), "{stderr}");
+}

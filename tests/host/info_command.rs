@@ -413,3 +413,38 @@ fn info_names_a_configured_function_that_is_gone() {
     let r: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert!(r["devices"].is_null() && r["overall"].is_object(), "{r}");
 }
+
+/// Where PoCL cannot make or write its kernel cache (a read-only root with
+/// the default folder under `$HOME`), the report says there is no compiler
+/// for that reason, names the folder and the variable that chose it, and
+/// gives `POCL_CACHE_DIR` as the fix — not the install, PoCL is installed —
+/// and PoCL's own message about mismatched libstdc++ versions is not
+/// printed (PoCL's devices never start).
+#[test]
+fn a_kernel_cache_pocl_cannot_write_is_named_with_its_fix() {
+    if !dmabridge_tests::pocl_or_skip("a_kernel_cache_pocl_cannot_write_is_named_with_its_fix") {
+        return;
+    }
+    // /dev/null is not a folder: nothing can be made under it, even by root.
+    let cases = [
+        ("XDG_CACHE_HOME", "/dev/null/cache", "/dev/null/cache/pocl/kcache"),
+        ("POCL_CACHE_DIR", "/dev/null/pocl", "/dev/null/pocl"),
+    ];
+    for (var, value, folder) in cases {
+        let o = run(Command::new(dmabridge_bin()).arg("info").env_remove("POCL_CACHE_DIR").env(var, value));
+        let (text, err) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+        let lines: Vec<&str> = text.lines().collect();
+        let i = lines
+            .iter()
+            .position(|l| l.contains("compiler") && l.contains("CL_COMPILER_NOT_AVAILABLE"))
+            .unwrap_or_else(|| panic!("{var}={value}: no line saying there is no compiler:\n{text}"));
+        assert!(lines[i].contains(folder) && lines[i].contains(&format!("from {var}")), "{var}={value}: {}", lines[i]);
+        let fix = lines.get(i + 1).copied().unwrap_or_default();
+        assert!(fix.trim_start().starts_with("fix: set POCL_CACHE_DIR"), "{var}={value}: the fix: {fix:?}\n{text}");
+        assert!(!text.contains("apt-get install pocl") && !err.contains("libstdc++"), "{var}={value}:\n{text}\n{err}");
+        let v = info_json_of(Command::new(dmabridge_bin()).env_remove("POCL_CACHE_DIR").env(var, value));
+        let no = &v["devices"]["compiler"]["Err"];
+        assert!(no["why"].as_str().is_some_and(|w| w.contains(folder)), "{var}={value}: {no}");
+        assert!(no["fix"].as_str().is_some_and(|f| f.contains("POCL_CACHE_DIR")), "{var}={value}: {no}");
+    }
+}

@@ -211,6 +211,53 @@ fn child_without_pocl() {
     assert!(e.contains("needs PoCL") && e.contains("apt install pocl-opencl-icd"), "{e}");
 }
 
+/// A kernel cache folder PoCL could not make (a read-only root, where the
+/// default lies under `$HOME`): a build answers `CL_COMPILER_NOT_AVAILABLE`
+/// and its log names the folder and the fix, `POCL_CACHE_DIR`; with
+/// `POCL_CACHE_DIR` naming a folder that does not exist yet, PoCL loads and
+/// the folder is made.
+#[test]
+fn a_cache_folder_pocl_cannot_write_is_named_in_the_build_log() {
+    if !pocl_or_skip("a_cache_folder_pocl_cannot_write_is_named_in_the_build_log") {
+        return;
+    }
+    // /dev/null is not a folder: nothing can be made under it, even by root.
+    run_alone(
+        "programs::child_with_an_unusable_cache",
+        &[("POCL_CACHE_DIR", None), ("XDG_CACHE_HOME", Some("/dev/null/cache"))],
+    );
+    let dir = std::env::temp_dir().join(format!("dmabridge-pocl-cache-{}", std::process::id()));
+    let folder = dir.join("new/folder");
+    run_alone("programs::child_with_a_new_cache", &[("POCL_CACHE_DIR", Some(folder.to_str().unwrap()))]);
+    let made = folder.is_dir();
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(made, "PoCL's cache folder {} was made", folder.display());
+}
+
+#[test]
+#[ignore = "run by a_cache_folder_pocl_cannot_write_is_named_in_the_build_log in a child process"]
+fn child_with_an_unusable_cache() {
+    assert!(pocl::get().is_none());
+    let why = pocl::why_not().unwrap();
+    assert!(why.contains("/dev/null/cache/pocl/kcache") && why.contains("XDG_CACHE_HOME"), "{why}");
+    let (ctx, _) = cpu_context_and_queue();
+    let e = Program::from_source(&ctx, "kernel void k(void) {}").unwrap().build("").unwrap_err();
+    assert_eq!(e.code, -3, "CL_COMPILER_NOT_AVAILABLE: {e}");
+    assert!(e.log.contains("/dev/null/cache/pocl/kcache") && e.log.contains("set POCL_CACHE_DIR"), "{}", e.log);
+    assert!(!e.log.contains("apt install"), "PoCL is installed: {}", e.log);
+    let f = frame_format();
+    let e = KernelConverter::new(&ctx, &f, YUYV, None, "").unwrap_err().to_string();
+    assert!(e.contains("needs PoCL") && e.contains("set POCL_CACHE_DIR"), "{e}");
+}
+
+#[test]
+#[ignore = "run by a_cache_folder_pocl_cannot_write_is_named_in_the_build_log in a child process"]
+fn child_with_a_new_cache() {
+    assert!(pocl::get().is_some(), "{:?}", pocl::why_not());
+    let (ctx, _) = cpu_context_and_queue();
+    Program::from_source(&ctx, "kernel void k(global int *x) { x[0] = 1; }").unwrap().build("").unwrap();
+}
+
 /// `dmabridge capture --kernel`'s converter refuses a kernel that does not
 /// take a frame's arguments, saying what it must look like, and a program
 /// of several kernels without a name (no device needed: it fails before

@@ -46,7 +46,10 @@ apt install pocl-opencl-icd). It takes the built-in's arguments,
 (src: the YUYV frame at its line pitch src_stride; dst: the RGBA image,
 dst_stride = width * 4) and runs over {{ceil(width / 2), height}} work-items,
 one per pair of pixels, as examples/cl/yuyv_to_rgba.cl does; NAME defaults to
-the file's only kernel. A build error prints the build log.
+the file's only kernel; --kernel-options passes build options (-D NAME=VALUE,
+-cl-fast-relaxed-math, ...). A build error prints the build log. PoCL keeps
+what it compiles in $POCL_CACHE_DIR (default ~/.cache/pocl/kcache): on a
+read-only root, point POCL_CACHE_DIR at a writable folder.
 
 Prints a line per frame (sequence number, buffer, latency from the moment the
 driver hands the frame back to the converted image), then frames/s, dropped
@@ -121,6 +124,11 @@ pub struct Args {
     /// examples/cl/yuyv_to_rgba.cl.
     #[arg(long, value_name = "FILE.cl[:NAME]", conflicts_with_all = ["no_convert", "images"], value_parser = parse_kernel)]
     kernel: Option<(PathBuf, Option<String>)>,
+    /// Build options for --kernel's program, as clBuildProgram takes them
+    /// (e.g. --kernel-options='-D GAIN=2 -cl-fast-relaxed-math'); a wrong
+    /// option fails before the first frame with PoCL's CL_INVALID_BUILD_OPTIONS.
+    #[arg(long, value_name = "OPTIONS", requires = "kernel", allow_hyphen_values = true, default_value = "")]
+    kernel_options: String,
     /// No line per frame: the summary only.
     #[arg(long)]
     quiet: bool,
@@ -243,11 +251,14 @@ fn kernel_converter(
     ctx: &std::sync::Arc<Context>,
     stream: &Stream,
     (file, name): &(PathBuf, Option<String>),
+    options: &str,
 ) -> anyhow::Result<KernelConverter> {
     let source =
         std::fs::read_to_string(file).with_context(|| format!("reading the OpenCL C kernel {}", file.display()))?;
-    let c = KernelConverter::new(ctx, &stream.format(), &source, name.as_deref(), "")
-        .with_context(|| format!("building the OpenCL C kernel in {}", file.display()))?;
+    let c = KernelConverter::new(ctx, &stream.format(), &source, name.as_deref(), options).with_context(|| {
+        let with = if options.is_empty() { String::new() } else { format!(" with options {options:?}") };
+        format!("building the OpenCL C kernel in {}{with}", file.display())
+    })?;
     println!("kernel: {} of {}, compiled by PoCL, on every frame where it lies", c.name(), file.display());
     Ok(c)
 }
@@ -300,9 +311,12 @@ pub fn run(args: &Args) -> Outcome {
     };
     let mut converter = match (args.no_convert, args.images) {
         (true, _) => None,
-        (false, false) if args.kernel.is_some() => {
-            args.kernel.as_ref().map(|k| kernel_converter(&ctx, &stream, k)).transpose()?.map(Convert::Kernel)
-        }
+        (false, false) if args.kernel.is_some() => args
+            .kernel
+            .as_ref()
+            .map(|k| kernel_converter(&ctx, &stream, k, &args.kernel_options))
+            .transpose()?
+            .map(Convert::Kernel),
         (false, false) => {
             Some(Convert::Buffers(Converter::new(&ctx, &stream.format()).context("setting up yuyv_to_rgba")?))
         }

@@ -76,8 +76,16 @@ pub struct DevicesReport {
     pub hint: Option<String>,
     /// Programs from source on the CPU device: PoCL's version and OpenCL C
     /// version when the ICD can load it (`CL_DEVICE_COMPILER_AVAILABLE`
-    /// true), else why not (false: builds answer `CL_COMPILER_NOT_AVAILABLE`).
-    pub compiler: Result<String, String>,
+    /// true), else why not and the fix (false: builds answer
+    /// `CL_COMPILER_NOT_AVAILABLE`).
+    pub compiler: Result<String, NoCompiler>,
+}
+
+/// Why the CPU device has no compiler, and the fix.
+#[derive(Debug, Clone, Serialize)]
+pub struct NoCompiler {
+    pub why: String,
+    pub fix: String,
 }
 
 fn bring_back(address: impl fmt::Display) -> String {
@@ -197,7 +205,10 @@ impl DevicesReport {
         let hint = devices.iter().find_map(|d| d.hint.clone());
         let compiler = match dmabridge_icd::pocl::get() {
             Some(p) => Ok(format!("{} ({})", p.version, p.c_version)),
-            None => Err(dmabridge_icd::pocl::why_not().unwrap_or("unknown").to_owned()),
+            None => Err(NoCompiler {
+                why: dmabridge_icd::pocl::why_not().unwrap_or("unknown").to_owned(),
+                fix: dmabridge_icd::pocl::fix().unwrap_or("apt-get install pocl-opencl-icd").to_owned(),
+            }),
         };
         DevicesReport { devices, verdict, hint, compiler }
     }
@@ -232,18 +243,13 @@ impl fmt::Display for DevicesReport {
         // Optional: without a compiler the report's verdict stays the devices'.
         match &self.compiler {
             Ok(c) => writeln!(f, "  {:<10} {:<22} OpenCL C from source on the CPU device: {c}", "ok", "compiler")?,
-            Err(why) => {
+            Err(NoCompiler { why, fix }) => {
                 writeln!(
                     f,
                     "  {:<10} {:<22} none: clBuildProgram answers CL_COMPILER_NOT_AVAILABLE ({why})",
                     "info", "compiler"
                 )?;
-                writeln!(
-                    f,
-                    "  {:10} fix: apt-get install pocl-opencl-icd (dmabridge's ICD loads {})",
-                    "",
-                    dmabridge_icd::pocl::LIBRARY
-                )?;
+                writeln!(f, "  {:10} fix: {fix}", "")?;
             }
         }
         Ok(())

@@ -43,7 +43,8 @@ pub struct Args {
                      has a \"verdict\" (\"ok\", \"warning\", \"no-access\" or \"missing\") and a\n\
                      \"hint\", null when ok; \"overall\".\"paths\" lists the zero-copy paths;\n\
                      \"devices\".\"devices\" lists the OpenCL devices, each with a \"state\"\n\
-                     (\"available\", \"unavailable\" or \"gone\") and a \"reason\"."
+                     (\"available\", \"unavailable\" or \"gone\") and a \"reason\";\n\
+                     \"devices\".\"compiler\" is {\"Ok\": PoCL's version} or {\"Err\": {\"why\", \"fix\"}}."
     )]
     json: bool,
     /// Leave out the OpenCL devices (which opens the platform's VFIO groups).

@@ -277,7 +277,9 @@ fn icd_vendor_files() -> (PathBuf, Vec<PathBuf>) {
 /// `vendors` if given, else left as it is.
 fn execute(exe: &Path, args: &[&str], vendors: Option<&Path>) -> Result<(String, String), String> {
     let mut cmd = Command::new(exe);
-    cmd.args(args);
+    // From the checkout's root, as bench/icd/run runs it: the peer reads
+    // examples/cl/yuyv_to_rgba.cl from there (cargo bench runs in driver/dmabridge).
+    cmd.args(args).current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."));
     if let Some(v) = vendors {
         cmd.env("OCL_ICD_VENDORS", v);
     }

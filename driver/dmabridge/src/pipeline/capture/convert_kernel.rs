@@ -90,8 +90,9 @@ impl KernelConverter {
         if pocl::get().is_none() {
             return Err(PipelineError::Unsupported(format!(
                 "running an OpenCL C kernel on the frames needs PoCL, which compiles it, and PoCL is not available \
-                 ({}): install it with `apt install pocl-opencl-icd`",
-                pocl::why_not().unwrap_or("unknown reason")
+                 ({}): {}",
+                pocl::why_not().unwrap_or("unknown reason"),
+                pocl::fix().unwrap_or("install it with `apt install pocl-opencl-icd`")
             )));
         }
         let cpu =

@@ -28,6 +28,7 @@
 //! `libloading` would wrap `dlopen`; the four libc calls here do not need a
 //! crate.
 
+pub mod cache;
 pub mod image;
 pub mod kernel;
 pub mod language;
@@ -67,7 +68,24 @@ unsafe impl Send for Pocl {}
 // SAFETY: as `Send`.
 unsafe impl Sync for Pocl {}
 
-static POCL: OnceLock<Result<Pocl, String>> = OnceLock::new();
+/// Why PoCL is not loaded, and what would make it load.
+#[derive(Debug)]
+struct Unavailable {
+    why: String,
+    fix: &'static str,
+}
+
+/// The fix for PoCL missing or not loadable.
+const INSTALL: &str = "install Debian's pocl-opencl-icd (`apt install pocl-opencl-icd`: it provides libpocl.so.2), \
+                       or use built-in and native kernels";
+
+impl From<String> for Unavailable {
+    fn from(why: String) -> Unavailable {
+        Unavailable { why, fix: INSTALL }
+    }
+}
+
+static POCL: OnceLock<Result<Pocl, Unavailable>> = OnceLock::new();
 
 /// PoCL, loaded on the first call; `None` when it cannot be (why: [`why_not`]).
 pub fn get() -> Option<&'static Pocl> {
@@ -76,15 +94,22 @@ pub fn get() -> Option<&'static Pocl> {
 
 /// Why [`get`] answers `None` (`None` when PoCL is loaded).
 pub fn why_not() -> Option<&'static str> {
-    POCL.get_or_init(load).as_ref().err().map(String::as_str)
+    POCL.get_or_init(load).as_ref().err().map(|u| u.why.as_str())
 }
 
-/// The message of a build when PoCL is not there.
+/// What would make PoCL load where [`get`] answers `None`: install it, or,
+/// when its kernel cache folder cannot be written, name another
+/// ([`cache::FIX`]). `None` when PoCL is loaded.
+pub fn fix() -> Option<&'static str> {
+    POCL.get_or_init(load).as_ref().err().map(|u| u.fix)
+}
+
+/// The message of a build when PoCL is not there: why, and the fix.
 pub fn no_compiler_log() -> String {
     format!(
-        "dmabridge builds OpenCL C with PoCL, which is not available: {}. Install Debian's pocl-opencl-icd \
-         (`apt install pocl-opencl-icd`: it provides {LIBRARY}), or use built-in and native kernels",
-        why_not().unwrap_or("unknown reason")
+        "dmabridge builds OpenCL C with PoCL, which is not available: {}. To use it: {}",
+        why_not().unwrap_or("unknown reason"),
+        fix().unwrap_or(INSTALL)
     )
 }
 
@@ -152,16 +177,16 @@ impl Pocl {
 }
 
 /// Loads PoCL and makes its context and queue, or says why not.
-fn load() -> Result<Pocl, String> {
+fn load() -> Result<Pocl, Unavailable> {
     let name = match std::env::var("DMABRIDGE_POCL") {
-        Ok(v) if v == "off" || v == "0" => return Err("DMABRIDGE_POCL=off".into()),
+        Ok(v) if v == "off" || v == "0" => return Err(String::from("DMABRIDGE_POCL=off").into()),
         Ok(v) if !v.is_empty() => v,
         _ => LIBRARY.to_string(),
     };
     let r = open(&name);
     match &r {
         Ok(p) => log::info!("PoCL {} ({name}) compiles and runs OpenCL C on the CPU device", p.version),
-        Err(e) => log::info!("no OpenCL C compiler: {e}"),
+        Err(e) => log::info!("no OpenCL C compiler: {}", e.why),
     }
     r
 }
@@ -169,7 +194,7 @@ fn load() -> Result<Pocl, String> {
 type GetPlatforms = unsafe extern "C" fn(cl_uint, *mut cl_platform_id, *mut cl_uint) -> cl_int;
 type GetAddress = unsafe extern "C" fn(*const c_char) -> *mut c_void;
 
-fn open(name: &str) -> Result<Pocl, String> {
+fn open(name: &str) -> Result<Pocl, Unavailable> {
     let cname = CString::new(name).map_err(|_| format!("DMABRIDGE_POCL={name:?} holds a NUL byte"))?;
     // SAFETY: dlopen with a C string; the library stays loaded for the
     // process's life (never dlclosed: its objects and threads live on).
@@ -183,19 +208,22 @@ fn open(name: &str) -> Result<Pocl, String> {
             // SAFETY: as above.
             unsafe { CStr::from_ptr(why) }.to_string_lossy().into_owned()
         };
-        return Err(format!("cannot load {name}: {why}"));
+        return Err(format!("cannot load {name}: {why}").into());
     }
+    // Before PoCL's devices start (they make the cache folder, or fail with
+    // a misleading message): see `cache`.
+    cache::check().map_err(|why| Unavailable { why, fix: cache::FIX })?;
     // SAFETY: dlsym on the handle just opened, with a C string.
     let gefa = unsafe { libc::dlsym(lib, c"clGetExtensionFunctionAddress".as_ptr()) };
     if gefa.is_null() {
-        return Err(format!("{name} exports no clGetExtensionFunctionAddress: not an OpenCL ICD"));
+        return Err(format!("{name} exports no clGetExtensionFunctionAddress: not an OpenCL ICD").into());
     }
     // SAFETY: the symbol is the ICD's clGetExtensionFunctionAddress (cl_khr_icd).
     let gefa: GetAddress = unsafe { std::mem::transmute::<*mut c_void, GetAddress>(gefa) };
     // SAFETY: a C string; the answer is NULL or the entry point named.
     let gp = unsafe { gefa(c"clIcdGetPlatformIDsKHR".as_ptr()) };
     if gp.is_null() {
-        return Err(format!("{name} has no clIcdGetPlatformIDsKHR"));
+        return Err(format!("{name} has no clIcdGetPlatformIDsKHR").into());
     }
     // SAFETY: clIcdGetPlatformIDsKHR has the signature of clGetPlatformIDs.
     let gp: GetPlatforms = unsafe { std::mem::transmute::<*mut c_void, GetPlatforms>(gp) };
@@ -204,14 +232,14 @@ fn open(name: &str) -> Result<Pocl, String> {
     // SAFETY: room for one platform.
     let code = unsafe { gp(1, &mut platform, &mut n) };
     if code != CL_SUCCESS || n == 0 || platform.is_null() {
-        return Err(format!("{name} reports no platform (clIcdGetPlatformIDsKHR: {code})"));
+        return Err(format!("{name} reports no platform (clIcdGetPlatformIDsKHR: {code})").into());
     }
     // SAFETY: an ICD's platform starts with its dispatch table, which lives
     // as long as the library (never unloaded).
     let api: &'static cl_icd_dispatch = unsafe { &**platform.cast::<*const cl_icd_dispatch>() };
     // SAFETY: PoCL's own entry points with valid arguments, as documented
     // by OpenCL; each output is checked before use.
-    unsafe { setup(api, platform) }.map_err(|e| format!("{name}: {e}"))
+    unsafe { setup(api, platform) }.map_err(|e| format!("{name}: {e}").into())
 }
 
 /// PoCL's CPU device, a context on it and an in-order queue.
