@@ -187,3 +187,33 @@ fn info_reports_a_device_held_by_another_process_unavailable() {
     let line = text.lines().rfind(|l| l.contains(EDU0)).unwrap();
     assert!(line.starts_with("  WARNING    ") && line.contains("unavailable: "), "{line}\n{text}");
 }
+
+/// The guest's root is read-only, as on many boards: PoCL's default kernel
+/// cache (`~/.cache/pocl/kcache`) can be neither made nor written there. The
+/// report says the compiler is missing for that reason, names the folder
+/// and the fix (`POCL_CACHE_DIR`); pointed at a writable folder, PoCL loads.
+#[test]
+fn a_read_only_root_names_pocls_cache_and_the_fix() {
+    require_guest();
+    if !dmabridge_tests::pocl_or_skip("a_read_only_root_names_pocls_cache_and_the_fix") {
+        return;
+    }
+    let compiler = |cmd: &mut Command| {
+        let o = cmd.args(["info", "--json"]).output().unwrap();
+        assert!(o.status.success(), "dmabridge info --json: {}", String::from_utf8_lossy(&o.stderr));
+        let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+        (v["devices"]["compiler"].clone(), String::from_utf8_lossy(&o.stderr).into_owned())
+    };
+    let mut cmd = Command::new(dmabridge_bin());
+    cmd.env_remove("POCL_CACHE_DIR").env_remove("XDG_CACHE_HOME").env("HOME", "/root");
+    let (c, stderr) = compiler(&mut cmd);
+    let why = c["Err"]["why"].as_str().unwrap_or_else(|| panic!("no compiler expected: {c}"));
+    assert!(why.contains("/root/.cache/pocl/kcache") && why.contains("(from HOME)"), "{why}");
+    assert!(why.contains("Read-only file system"), "{why}");
+    assert!(c["Err"]["fix"].as_str().unwrap().starts_with("set POCL_CACHE_DIR"), "{c}");
+    assert!(!stderr.contains("libstdc++"), "PoCL did not start: {stderr}");
+    let dir = std::env::temp_dir().join(format!("dmabridge-info-pocl-{}", std::process::id()));
+    let (c, _) = compiler(Command::new(dmabridge_bin()).env("POCL_CACHE_DIR", &dir));
+    assert!(c["Ok"].as_str().is_some_and(|v| v.contains("PoCL")), "{c}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
