@@ -203,12 +203,9 @@ impl DevicesReport {
         devices.iter_mut().for_each(note_pcie_errors);
         let verdict = devices.iter().map(|d| d.verdict).max().unwrap_or(Verdict::Ok);
         let hint = devices.iter().find_map(|d| d.hint.clone());
-        let compiler = match dmabridge_icd::pocl::get() {
-            Some(p) => Ok(format!("{} ({})", p.version, p.c_version)),
-            None => Err(NoCompiler {
-                why: dmabridge_icd::pocl::why_not().unwrap_or("unknown").to_owned(),
-                fix: dmabridge_icd::pocl::fix().unwrap_or("apt-get install pocl-opencl-icd").to_owned(),
-            }),
+        let compiler = match dmabridge_icd::pocl::status() {
+            Ok(p) => Ok(format!("{} ({})", p.version, p.c_version)),
+            Err(u) => Err(NoCompiler { why: u.why.clone(), fix: u.fix.to_owned() }),
         };
         DevicesReport { devices, verdict, hint, compiler }
     }

@@ -87,12 +87,11 @@ impl KernelConverter {
         if format.fourcc != FourCc::YUYV {
             return Err(PipelineError::Unsupported(format!("frame kernels take YUYV frames, not {}", format.fourcc)));
         }
-        if pocl::get().is_none() {
+        if let Err(u) = pocl::status() {
             return Err(PipelineError::Unsupported(format!(
                 "running an OpenCL C kernel on the frames needs PoCL, which compiles it, and PoCL is not available \
                  ({}): {}",
-                pocl::why_not().unwrap_or("unknown reason"),
-                pocl::fix().unwrap_or("install it with `apt install pocl-opencl-icd`")
+                u.why, u.fix
             )));
         }
         let cpu =

@@ -55,10 +55,10 @@ pub fn folder() -> (PathBuf, &'static str) {
 /// folder, why, and which variable chose it.
 pub fn check() -> Result<(), String> {
     let (dir, from) = folder();
-    let fail = |e: std::io::Error| format!("PoCL's kernel cache {} (from {from}) is not usable: {e}", dir.display());
     if dir.as_os_str().is_empty() {
         return Err("POCL_CACHE_DIR is set but empty: PoCL needs a folder for its kernel cache".into());
     }
+    let fail = |e: std::io::Error| format!("PoCL's kernel cache {} (from {from}) is not usable: {e}", dir.display());
     std::fs::create_dir_all(&dir).map_err(fail)?;
     access(&dir, Access::WRITE_OK | Access::EXEC_OK).map_err(|e| fail(e.into()))
 }

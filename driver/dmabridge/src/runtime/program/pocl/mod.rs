@@ -70,9 +70,12 @@ unsafe impl Sync for Pocl {}
 
 /// Why PoCL is not loaded, and what would make it load.
 #[derive(Debug)]
-struct Unavailable {
-    why: String,
-    fix: &'static str,
+pub struct Unavailable {
+    /// Why: not installed or not loadable, `DMABRIDGE_POCL=off`, a kernel
+    /// cache folder it could not write, a PoCL without a CPU device.
+    pub why: String,
+    /// The fix: install it, or, for the cache folder, [`cache::FIX`].
+    pub fix: &'static str,
 }
 
 /// The fix for PoCL missing or not loadable.
@@ -87,30 +90,29 @@ impl From<String> for Unavailable {
 
 static POCL: OnceLock<Result<Pocl, Unavailable>> = OnceLock::new();
 
-/// PoCL, loaded on the first call; `None` when it cannot be (why: [`why_not`]).
+/// PoCL, loaded on the first call, or why it cannot be and the fix.
+pub fn status() -> Result<&'static Pocl, &'static Unavailable> {
+    POCL.get_or_init(load).as_ref()
+}
+
+/// PoCL, loaded on the first call; `None` when it cannot be (why: [`status`]).
 pub fn get() -> Option<&'static Pocl> {
-    POCL.get_or_init(load).as_ref().ok()
+    status().ok()
 }
 
 /// Why [`get`] answers `None` (`None` when PoCL is loaded).
 pub fn why_not() -> Option<&'static str> {
-    POCL.get_or_init(load).as_ref().err().map(|u| u.why.as_str())
-}
-
-/// What would make PoCL load where [`get`] answers `None`: install it, or,
-/// when its kernel cache folder cannot be written, name another
-/// ([`cache::FIX`]). `None` when PoCL is loaded.
-pub fn fix() -> Option<&'static str> {
-    POCL.get_or_init(load).as_ref().err().map(|u| u.fix)
+    status().err().map(|u| u.why.as_str())
 }
 
 /// The message of a build when PoCL is not there: why, and the fix.
 pub fn no_compiler_log() -> String {
-    format!(
-        "dmabridge builds OpenCL C with PoCL, which is not available: {}. To use it: {}",
-        why_not().unwrap_or("unknown reason"),
-        fix().unwrap_or(INSTALL)
-    )
+    match status() {
+        Err(u) => {
+            format!("dmabridge builds OpenCL C with PoCL, which is not available: {}. To use it: {}", u.why, u.fix)
+        }
+        Ok(p) => format!("PoCL {} is loaded", p.version),
+    }
 }
 
 /// The `cl_int` of a PoCL call as a result.
