@@ -23,8 +23,9 @@ use super::vivid;
 const TIMEOUT: Duration = Duration::from_secs(20);
 
 /// A writable kernel cache for PoCL, for this process (set before PoCL is
-/// loaded; guest-runner runs each test in a process of its own) and its
-/// children. One folder for the guest's tests: PoCL keys its cache by
+/// loaded, which `pocl_or_skip` does: set after it, the process kept
+/// guest-runner's folder and the next test compiled again, ~25 s under TCG;
+/// guest-runner runs each test in a process of its own) and its children. One folder for the guest's tests: PoCL keys its cache by
 /// source, options and device, so a test that builds the example kernel
 /// after another did loads the binary instead of compiling it again (the
 /// build is most of each test's time under TCG); run alone, a test builds.
@@ -55,10 +56,10 @@ fn reds(rgba: &[u8]) -> usize {
 #[test]
 fn the_example_kernel_gives_the_builtins_bytes_on_vivid_noise() {
     require_guest();
+    pocl_cache();
     if !pocl_or_skip("the_example_kernel_gives_the_builtins_bytes_on_vivid_noise") {
         return;
     }
-    pocl_cache();
     let ctx = cpu_context();
     let source = std::fs::read_to_string(example_kernel()).unwrap();
     let mut ours: Option<KernelConverter> = None;
@@ -95,10 +96,10 @@ fn the_example_kernel_gives_the_builtins_bytes_on_vivid_noise() {
 #[test]
 fn the_capture_command_runs_a_kernel_from_a_file() {
     require_guest();
+    pocl_cache();
     if !pocl_or_skip("the_capture_command_runs_a_kernel_from_a_file") {
         return;
     }
-    pocl_cache();
     vivid::webcam_with("100% Color Squares", "None");
     let base = std::env::temp_dir().join(format!("dmabridge-kernel-test-{}", std::process::id()));
     let dirs = [base.join("kernel"), base.join("builtin")];
@@ -127,10 +128,10 @@ fn the_capture_command_runs_a_kernel_from_a_file() {
 #[test]
 fn the_capture_command_prints_the_build_log_of_a_bad_kernel() {
     require_guest();
+    pocl_cache();
     if !pocl_or_skip("the_capture_command_prints_the_build_log_of_a_bad_kernel") {
         return;
     }
-    pocl_cache();
     vivid::webcam();
     let base = std::env::temp_dir().join(format!("dmabridge-bad-kernel-test-{}", std::process::id()));
     std::fs::create_dir_all(&base).unwrap();
