@@ -213,12 +213,26 @@ test: guest deps-arm64
 	echo "make test: $$SECONDS s"; \
 	exit $$status
 
+# One shape for every debug build of this workspace that make test makes,
+# on both architectures: every member (--workspace), with a test target
+# among those built (so that dev-dependencies count). cargo resolves
+# features per invocation, from the packages named and whether tests are
+# built: until 2026-12-07 `-p dmabridge-cli`, `-p dmabridge-icd`,
+# `-p dmabridge-tests` and `--workspace` without tests each gave the
+# library's dependencies (rustix's net, log's std, syn's full and
+# extra-traits, so the whole proc-macro stack) other features, and make test
+# built the library (opt-level 1) four times for each architecture. Any
+# `cargo test --workspace ...` or `cargo build $(DEV_BUILD) ...` shares one
+# build of it. DEV_BUILD itself: the library, the ICD (cdylib), the CLI and
+# the guest tests.
+DEV_BUILD := --workspace --lib --bins --test guest
+
 test-host:
 	@mkdir -p $(LOGS)
 	@echo "== host tests (unit, doc and integration tests on this machine)"
 	@tests/icd-deps
-	@$(CARGO) build -p dmabridge-cli --quiet
-	@$(MAKE) --no-print-directory icd ICD_PROFILE=debug  # tests/icd-client loads target/debug/dmabridge.icd
+	@$(CARGO) build $(DEV_BUILD) --quiet
+	@echo "$(CURDIR)/target/debug/libdmabridge_icd.so" > target/debug/dmabridge.icd  # tests/icd-client loads it
 	@# tests/icd-deps installed PoCL: the Rust tests of kernels from source
 	@# (tests/host/programs.rs) fail instead of skipping when it cannot load.
 	@set -o pipefail; DMABRIDGE_EXPECT_POCL=1 $(CARGO) test --workspace --lib --bins --tests --examples --color never -- --test-threads=1 2>&1 | tee $(LOGS)/host.log
@@ -235,7 +249,7 @@ test-icd:
 # The ICD and target/<profile>/dmabridge.icd (for OCL_ICD_VENDORS=...).
 ICD_PROFILE ?= release
 icd:
-	@$(CARGO) build -p dmabridge-icd $(if $(filter release,$(ICD_PROFILE)),--release) --quiet
+	@$(CARGO) build $(if $(filter release,$(ICD_PROFILE)),-p dmabridge-icd --release,$(DEV_BUILD)) --quiet
 	@echo "$(CURDIR)/target/$(ICD_PROFILE)/libdmabridge_icd.so" > target/$(ICD_PROFILE)/dmabridge.icd
 	@echo "wrote target/$(ICD_PROFILE)/dmabridge.icd: OCL_ICD_VENDORS=$(CURDIR)/target/$(ICD_PROFILE)/dmabridge.icd"
 
@@ -276,6 +290,11 @@ VERSION    := $(shell sed -n '/^version = /{s/.*"\(.*\)"/\1/p;q}' Cargo.toml)
 # what make test builds anyway, see test-deb).
 INSTALL_PROFILE ?= release
 INSTALL_FLAGS   := $(if $(filter release,$(INSTALL_PROFILE)),--release)
+# What a release install builds: the CLI and the ICD. A debug one (make
+# test's packages) builds them as make test does (DEV_BUILD, above): named
+# with -p, the library got other features and was built once more.
+INSTALL_CRATES  := $(if $(filter release,$(INSTALL_PROFILE)),-p dmabridge-cli -p dmabridge-icd,$(DEV_BUILD))
+INSTALL_HELP    := $(if $(filter release,$(INSTALL_PROFILE)),-p dmabridge-cli,$(DEV_BUILD))
 ifeq ($(ARCH),arm64)
 INSTALL_CARGO := toolchain/cargo-aarch64
 INSTALL_BIN   := target/aarch64/aarch64-unknown-linux-gnu/$(INSTALL_PROFILE)
@@ -289,8 +308,8 @@ INSTALL_GST   ?= 1
 build-install:
 	@command -v help2man >/dev/null || { echo "make install: no help2man (it writes the man pages from --help): apt-get install help2man"; exit 1; }
 	@case "$(INSTALL_PROFILE)" in release | debug) ;; *) echo "make install: INSTALL_PROFILE is release or debug"; exit 1 ;; esac
-	$(INSTALL_CARGO) build $(INSTALL_FLAGS) --locked -p dmabridge-cli -p dmabridge-icd
-	$(CARGO) build $(INSTALL_FLAGS) --locked -p dmabridge-cli --quiet  # the man page's --help
+	$(INSTALL_CARGO) build $(INSTALL_FLAGS) --locked $(INSTALL_CRATES)
+	$(CARGO) build $(INSTALL_FLAGS) --locked $(INSTALL_HELP) --quiet  # the man page's --help
 	@mkdir -p target/man
 	@# The help texts name the source tree's tools only when run from it
 	@# (dmabridge::sys::hints): the man pages are written from copies outside it.
@@ -492,8 +511,8 @@ install-gst:
 test-guest: guest
 	@mkdir -p $(LOGS)
 	@echo "== guest tests (built here, run inside the QEMU guest)"
-	@$(CARGO) build -p dmabridge-cli --quiet
-	@bin=$$($(CARGO) test -p dmabridge-tests --test guest --no-run 2>&1 | sed -n 's/.*Executable .*(\(.*\)).*/\1/p' | tail -1); \
+	@$(CARGO) build $(DEV_BUILD) --quiet
+	@bin=$$($(CARGO) test --workspace --test guest --no-run 2>&1 | sed -n 's/.*Executable .*(\(.*\)).*/\1/p' | tail -1); \
 	test -n "$$bin" || { echo "test-guest: could not build the guest tests"; exit 1; }; \
 	set -o pipefail; $(RIG) $(GUEST_RIG) -- tests/guest-runner $$bin --color never 2>&1 | tee $(LOGS)/guest.log
 
@@ -542,7 +561,7 @@ test-guest-doc: guest
 	@status=0; : >$(LOGS)/guest-doc.log; \
 	if [ "$(DOCTESTS_BUILT)" != 1 ]; then \
 	    rm -rf $(DOCTESTS); \
-	    $(call persist_doctests,$(DOCTESTS)) $(CARGO) test -p dmabridge --doc --color never >$(LOGS)/guest-doc-build.txt 2>&1 \
+	    $(call persist_doctests,$(DOCTESTS)) $(CARGO) test --workspace --doc --color never >$(LOGS)/guest-doc-build.txt 2>&1 \
 	        || { status=1; $(call doc_build_failed,test-guest-doc,$(LOGS)/guest-doc-build.txt) | tee $(LOGS)/guest-doc.log; }; \
 	fi; \
 	tests/device-doctests --without-pocl $(DOCTESTS) >$(LOGS)/guest-doc.list || status=1; \
@@ -559,7 +578,7 @@ test-guest-doc: guest
 test-nonroot: guest
 	@mkdir -p $(LOGS)
 	@echo "== as a service user: dmabridge info, proof, capture and the ICD's C tests, in the QEMU guest"
-	@$(CARGO) build -p dmabridge-cli --quiet
+	@$(CARGO) build $(DEV_BUILD) --quiet
 	@test -f target/debug/dmabridge.icd -a -d target/debug/icd-tests || tests/icd/run >/dev/null 2>&1 || true
 	@set -o pipefail; $(RIG) $(GUEST_RIG) --udev -- tests/nonroot/run 2>&1 | tee $(LOGS)/nonroot.log
 
@@ -594,18 +613,18 @@ endef
 test-removal: guest
 	@mkdir -p $(LOGS)
 	@echo "== device removal, each test in a guest of its own"
-	@$(CARGO) build -p dmabridge-cli --quiet  # the tests run dmabridge info after a removal
-	@bin=$$($(CARGO) test -p dmabridge-tests --test guest --no-run 2>&1 | sed -n 's/.*Executable .*(\(.*\)).*/\1/p' | tail -1); \
+	@$(CARGO) build $(DEV_BUILD) --quiet  # the tests run dmabridge info after a removal
+	@bin=$$($(CARGO) test --workspace --test guest --no-run 2>&1 | sed -n 's/.*Executable .*(\(.*\)).*/\1/p' | tail -1); \
 	test -n "$$bin" || { echo "test-removal: could not build the guest tests"; exit 1; }; \
 	: >$(LOGS)/removal.log; set -o pipefail; $(call removal_runs,$(RIG) $(REMOVAL_RIG) $(AER_RIG),$$bin,$(LOGS)/removal.log,$(REMOVAL_TESTS) $(AER_TESTS))
 
 test-rig: guest
 	@mkdir -p $(LOGS)
 	@echo "== rig tests (host side: boot guests, check what crosses the boundary)"
-	@$(CARGO) build -p dmabridge-cli --quiet
-	@$(CARGO) test -p dmabridge-tests --test guest --no-run --quiet 2>/dev/null
+	@$(CARGO) build $(DEV_BUILD) --quiet
+	@$(CARGO) test --workspace --test guest --no-run --quiet 2>/dev/null
 	@test -d $(DOCTESTS) || $(MAKE) --no-print-directory test-doc >/dev/null  # rig/doc_selection.rs reads them
-	@set -o pipefail; $(CARGO) test -p dmabridge-tests --test rig --color never -- --test-threads=1 2>&1 | tee $(LOGS)/rig.log
+	@set -o pipefail; $(CARGO) test --workspace --test rig --color never -- --test-threads=1 2>&1 | tee $(LOGS)/rig.log
 
 # Benchmarks print the peers' figures from the same run beside ours. First the C
 # program bench/icd/icd_bench.c through the ICD loader, one column each for
@@ -679,7 +698,7 @@ FUZZ_ICD_CALLS ?= 400
 FUZZ_ICD_FLAGS ?=
 fuzz:
 	@mkdir -p $(LOGS)
-	@bin=$$($(CARGO) test -p dmabridge-tests --test prop --no-run 2>&1 | sed -n 's/.*Executable .*(\(.*\)).*/\1/p' | tail -1); \
+	@bin=$$($(CARGO) test --workspace --test prop --no-run 2>&1 | sed -n 's/.*Executable .*(\(.*\)).*/\1/p' | tail -1); \
 	test -n "$$bin" || { echo "fuzz: could not build tests/prop"; exit 1; }; \
 	echo "== property-based tests, $(FUZZ_CASES) cases per property, at most $(FUZZ_SECONDS) s"; \
 	set -o pipefail; PROPTEST_CASES=$(FUZZ_CASES) timeout -k 10 $(FUZZ_SECONDS) $$bin --color never 2>&1 | tee $(LOGS)/fuzz.log; \
@@ -711,8 +730,7 @@ deps-arm64:
 
 build-arm64: deps-arm64
 	@echo "== building for aarch64-unknown-linux-gnu (toolchain/cargo-aarch64, target/aarch64)"
-	@toolchain/cargo-aarch64 build --workspace --quiet
-	@toolchain/cargo-aarch64 test -p dmabridge-tests --test guest --no-run --quiet
+	@toolchain/cargo-aarch64 build $(DEV_BUILD) --quiet
 	@tests/icd/run --arch arm64
 
 # Part of `make test`; alone: `make test-arm64`.
@@ -734,15 +752,15 @@ test-arm64-run:
 
 test-arm64-guest:
 	@echo "== guest tests on arm64 (built here for aarch64, run inside the arm64 QEMU guest)"
-	@bin=$$(toolchain/cargo-aarch64 test -p dmabridge-tests --test guest --no-run 2>&1 | sed -n 's/.*Executable .*(\(.*\)).*/\1/p' | tail -1); \
+	@bin=$$(toolchain/cargo-aarch64 test --workspace --test guest --no-run 2>&1 | sed -n 's/.*Executable .*(\(.*\)).*/\1/p' | tail -1); \
 	test -n "$$bin" || { echo "test-arm64-guest: could not build the guest tests"; exit 1; }; \
 	set -o pipefail; $(RIG_A64) -- tests/guest-runner $$bin --color never 2>&1 | tee $(LOGS)/arm64-guest.log
 
 test-arm64-removal:
 	@mkdir -p $(LOGS)
 	@echo "== device removal on arm64, each test in an arm64 guest of its own"
-	@toolchain/cargo-aarch64 build -p dmabridge-cli --quiet  # the tests run dmabridge info after a removal
-	@bin=$$(toolchain/cargo-aarch64 test -p dmabridge-tests --test guest --no-run 2>&1 | sed -n 's/.*Executable .*(\(.*\)).*/\1/p' | tail -1); \
+	@toolchain/cargo-aarch64 build $(DEV_BUILD) --quiet  # the tests run dmabridge info after a removal
+	@bin=$$(toolchain/cargo-aarch64 test --workspace --test guest --no-run 2>&1 | sed -n 's/.*Executable .*(\(.*\)).*/\1/p' | tail -1); \
 	test -n "$$bin" || { echo "test-arm64-removal: could not build the guest tests"; exit 1; }; \
 	: >$(LOGS)/arm64-removal.log; set -o pipefail; $(call removal_runs,$(RIG) --arch arm64 $(REMOVAL_RIG),$$bin,$(LOGS)/arm64-removal.log,$(REMOVAL_TESTS))
 
@@ -783,7 +801,7 @@ build-arm64-doc: deps-arm64
 	@echo "== compiling the doc examples for aarch64 ($(A64_DOCTESTS))"
 	@rm -rf $(A64_DOCTESTS) $(A64_DOCTESTS).failed
 	@CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER=true $(call persist_doctests,$(A64_DOCTESTS)) \
-	    toolchain/cargo-aarch64 test -p dmabridge --doc --color never >$(LOGS)/arm64-doc-build.txt 2>&1 \
+	    toolchain/cargo-aarch64 test --workspace --doc --color never >$(LOGS)/arm64-doc-build.txt 2>&1 \
 	    || { $(call doc_build_failed,test-arm64-doc,$(LOGS)/arm64-doc-build.txt) >$(A64_DOCTESTS).failed; exit 1; }
 
 # Builds them (build-arm64-doc), then runs every example (no host runs the
