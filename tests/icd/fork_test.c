@@ -50,6 +50,20 @@ static void *borrow_in_a_loop(void *arg) {
     return NULL;
 }
 
+/* Creates and releases buffers of borrowed_ctx over and over: each takes
+ * the ICD's handle registry lock twice, so a fork often lands while this
+ * thread holds it (the child, which needs that lock for its context, then
+ * waited forever: the ICD now takes the lock itself around a fork). */
+static void *churn_in_a_loop(void *arg) {
+    (void)arg;
+    while (!atomic_load(&stop)) {
+        cl_int err;
+        cl_mem b = clCreateBuffer(borrowed_ctx, CL_MEM_READ_WRITE, 64, NULL, &err);
+        if (!b || err != CL_SUCCESS || clReleaseMemObject(b) != CL_SUCCESS) atomic_store(&stop, 3);
+    }
+    return NULL;
+}
+
 /* The child: a context of its own created, used and released, then its
  * copy of the parent's context released (the destruction that waits for
  * the slots). 0 when every call answered CL_SUCCESS. */
@@ -89,9 +103,9 @@ static int wait_child(pid_t pid) {
     }
 }
 
-/* Threads borrow a context in a loop while another forks: each child
- * creates, uses and releases a context and releases the parent's, within
- * CHILD_LIMIT_S. */
+/* Threads borrow a context in a loop, and one creates and releases buffers,
+ * while another forks: each child creates, uses and releases a context and
+ * releases the parent's, within CHILD_LIMIT_S. */
 static void test_a_child_releases_a_context_another_thread_was_borrowing(void) {
     cl_int err;
     borrowed_ctx = clCreateContext(NULL, 1, &device, NULL, NULL, &err);
@@ -103,6 +117,9 @@ static void test_a_child_releases_a_context_another_thread_was_borrowing(void) {
     for (; started < BORROWERS; started++)
         if (pthread_create(&t[started], NULL, borrow_in_a_loop, NULL) != 0) break;
     CHECK(started == BORROWERS);
+    pthread_t churner;
+    int churning = pthread_create(&churner, NULL, churn_in_a_loop, NULL) == 0;
+    CHECK(churning);
     struct timespec tick = {0, 1000000};
     while (atomic_load(&calls) < 1000 * started && !atomic_load(&stop)) nanosleep(&tick, NULL);
     int hung = 0;
@@ -123,8 +140,11 @@ static void test_a_child_releases_a_context_another_thread_was_borrowing(void) {
     }
     if (atomic_load(&stop) == 2) printf("    clMemFreeINTEL(ctx, NULL) failed in the borrowing thread\n");
     CHECK(atomic_load(&stop) != 2);
+    if (atomic_load(&stop) == 3) printf("    clCreateBuffer or clReleaseMemObject failed in the churning thread\n");
+    CHECK(atomic_load(&stop) != 3);
     atomic_store(&stop, 1);
     for (int i = 0; i < started; i++) pthread_join(t[i], NULL);
+    if (churning) pthread_join(churner, NULL);
     CHECK_ERR(clReleaseContext(borrowed_ctx), CL_SUCCESS);
 }
 

@@ -2,10 +2,11 @@
 //! quarantine, and each thread's cache of its last lookups.
 
 use std::any::{Any, TypeId};
+use std::cell::RefCell;
 use std::collections::{BTreeMap, VecDeque};
 use std::ffi::c_void;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, Once, Weak};
 
 use super::{Header, Kind, Obj, Tag, KINDS};
 use crate::hazard;
@@ -103,10 +104,42 @@ impl Registry {
     }
 }
 
+static LIVE: Mutex<Registry> = Mutex::new(Registry { live: BTreeMap::new(), quarantine: VecDeque::new(), fresh: &[] });
+
 pub(super) fn registry() -> &'static Mutex<Registry> {
-    static LIVE: Mutex<Registry> =
-        Mutex::new(Registry { live: BTreeMap::new(), quarantine: VecDeque::new(), fresh: &[] });
+    static AT_FORK: Once = Once::new();
+    AT_FORK.call_once(|| {
+        // SAFETY: the handlers only take and give back this lock on the
+        // forking thread (see `before_fork`).
+        let rc = unsafe { libc::pthread_atfork(Some(before_fork), Some(after_fork), Some(after_fork)) };
+        if rc != 0 {
+            log::warn!("pthread_atfork: error {rc}; a forked child may wait for the handle registry forever");
+        }
+    });
     &LIVE
+}
+
+thread_local! {
+    /// The registry's lock, held by the forking thread across a `fork`.
+    static HELD_ACROSS_FORK: RefCell<Option<MutexGuard<'static, Registry>>> = const { RefCell::new(None) };
+}
+
+/// Takes the registry's lock before a `fork`, so that no other thread holds
+/// it when the process is copied: the child has only the forking thread, and
+/// a lock another thread held would stay locked there forever (every
+/// `clCreate*` and uncached lookup of the child would hang; seen under load
+/// in tests/icd/fork_test.c, a thread's first lookup landing on the fork).
+/// The ICD holds the lock only inside its own calls and never runs the
+/// application's code under it, so the forking thread cannot hold it here.
+extern "C" fn before_fork() {
+    let guard = dmabridge::sync::lock(&LIVE);
+    let _ = HELD_ACROSS_FORK.try_with(|h| *h.borrow_mut() = Some(guard));
+}
+
+/// Gives the lock back after a `fork`, in the parent and in the child (the
+/// same thread in both, which the lock belongs to).
+extern "C" fn after_fork() {
+    let _ = HELD_ACROSS_FORK.try_with(|h| h.borrow_mut().take());
 }
 
 /// A lookup this thread made: the registry's answer again, without its
