@@ -25,7 +25,8 @@ const TIMEOUT: Duration = Duration::from_secs(20);
 /// A writable kernel cache for PoCL, for this process (set before PoCL is
 /// loaded, which `pocl_or_skip` does: set after it, the process kept
 /// guest-runner's folder and the next test compiled again, ~25 s under TCG;
-/// guest-runner runs each test in a process of its own) and its children. One folder for the guest's tests: PoCL keys its cache by
+/// guest-runner runs each test in a process of its own) and its children.
+/// One folder for the guest's tests: PoCL keys its cache by
 /// source, options and device, so a test that builds the example kernel
 /// after another did loads the binary instead of compiling it again (the
 /// build is most of each test's time under TCG); run alone, a test builds.
