@@ -23,8 +23,12 @@ use crate::sys::uring::EventWaiter;
 const SLICE: Duration = Duration::from_millis(100);
 
 thread_local! {
-    /// The thread's ring, made at its first wait.
-    static WAITER: RefCell<Option<EventWaiter>> = const { RefCell::new(None) };
+    /// The thread's ring, made at its first wait, and the process it was
+    /// made in. A ring's queues are shared memory: after a `fork` the
+    /// child's thread would submit into, and reap from, the very ring its
+    /// parent's thread sleeps on (each taking the other's completions), so
+    /// a child makes a ring of its own.
+    static WAITER: RefCell<Option<(u32, EventWaiter)>> = const { RefCell::new(None) };
 }
 
 /// Sleeps until `fence` signals, or until `give_up` answers true (asked
@@ -87,13 +91,63 @@ pub fn with_thread_ring<R>(f: impl FnOnce(&mut EventWaiter) -> Result<R, i32>) -
             log::warn!("a wait inside a wait on the same thread: refused");
             return Err(code::OUT_OF_RESOURCES);
         };
-        if slot.is_none() {
-            *slot = Some(EventWaiter::new(RING_FDS).map_err(|e| {
+        let pid = std::process::id();
+        if slot.as_ref().is_none_or(|(made_in, _)| *made_in != pid) {
+            let waiter = EventWaiter::new(RING_FDS).map_err(|e| {
                 log::warn!("waiting on a command's thread: no io_uring: {e}");
                 code::OUT_OF_RESOURCES
-            })?);
+            })?;
+            // A parent's ring is dropped here: the child's mappings and fd
+            // go, the parent's ring lives on in the parent.
+            *slot = Some((pid, waiter));
         }
-        let Some(waiter) = slot.as_mut() else { return Err(code::OUT_OF_RESOURCES) };
+        let Some((_, waiter)) = slot.as_mut() else { return Err(code::OUT_OF_RESOURCES) };
         f(waiter)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sys::eventfd::EventFd;
+    use crate::sys::forked;
+    use std::time::Instant;
+
+    /// The forking thread had a ring; after the fork, parent and child each
+    /// wait through their thread's ring at the same time. Sharing one ring,
+    /// each reaped the other's completions: the child's ready eventfd ended
+    /// the parent's wait early, or the child's wait ended empty.
+    #[test]
+    fn a_forked_child_waits_on_a_ring_of_its_own() {
+        if !forked::alone_in_a_child("runtime::fence::tests::a_forked_child_waits_on_a_ring_of_its_own") {
+            return;
+        }
+        let (never, ready) = (EventFd::new().unwrap(), EventFd::new().unwrap());
+        ready.signal(1).unwrap();
+        // The thread's ring, made before the fork.
+        assert_eq!(with_thread_ring(|w| w.wait_readable(&[ready.as_fd()], None).map_err(|_| -1)), Ok(vec![0]));
+        // SAFETY: the child waits on its own copies of the eventfds and
+        // leaves with `_exit`; this process has no other thread.
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0, "fork: {}", std::io::Error::last_os_error());
+        if pid == 0 {
+            // Let the parent fall asleep on its ring first, then wait (a
+            // ready fd: at once) over and over while it sleeps.
+            std::thread::sleep(Duration::from_millis(200));
+            let all = (0..50).all(|_| {
+                with_thread_ring(|w| w.wait_readable(&[ready.as_fd()], Some(Duration::from_secs(1))).map_err(|_| -1))
+                    == Ok(vec![0])
+            });
+            // SAFETY: ends the child without running the parent's atexit work.
+            unsafe { libc::_exit(if all { 0 } else { 1 }) };
+        }
+        let start = Instant::now();
+        let parents =
+            with_thread_ring(|w| w.wait_readable(&[never.as_fd()], Some(Duration::from_secs(1))).map_err(|_| -1));
+        let slept = start.elapsed();
+        let code = forked::exit_code(pid, Duration::from_secs(30), "the child's waits");
+        assert_eq!(code, 0, "a wait of the child did not see its ready eventfd");
+        assert_eq!(parents, Ok(vec![]), "the parent's wait on an eventfd nobody signals");
+        assert!(slept >= Duration::from_millis(900), "the parent's 1 s wait ended after {slept:?}");
+    }
 }

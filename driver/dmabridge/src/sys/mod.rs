@@ -25,6 +25,8 @@ pub mod dma_heap;
 pub mod doc_support;
 pub mod drm;
 pub mod eventfd;
+#[cfg(test)]
+pub(crate) mod forked;
 pub mod hints;
 pub mod memfd;
 pub mod mmap;

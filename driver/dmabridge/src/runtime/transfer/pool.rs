@@ -69,6 +69,11 @@ struct Pool {
     wake: Condvar,
     /// Helper threads running (set once, when the pool starts).
     helpers: AtomicUsize,
+    /// The process that started the helpers. The child of a `fork` has none
+    /// of them, and `jobs` may have been locked by one of the parent's
+    /// helpers at the fork, never to be unlocked there: a child runs its
+    /// transfers on the calling thread alone and never touches `jobs`.
+    pid: u32,
 }
 
 static POOL: OnceLock<Arc<Pool>> = OnceLock::new();
@@ -81,8 +86,12 @@ pub(super) fn threads() -> usize {
 fn pool() -> &'static Arc<Pool> {
     POOL.get_or_init(|| {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let pool =
-            Arc::new(Pool { jobs: Mutex::new(VecDeque::new()), wake: Condvar::new(), helpers: AtomicUsize::new(0) });
+        let pool = Arc::new(Pool {
+            jobs: Mutex::new(VecDeque::new()),
+            wake: Condvar::new(),
+            helpers: AtomicUsize::new(0),
+            pid: std::process::id(),
+        });
         for k in 0..cores.clamp(1, MAX_THREADS) - 1 {
             let p = pool.clone();
             if let Err(e) = std::thread::Builder::new().name(format!("dmab-xfer-{k}")).spawn(move || helper(&p)) {
@@ -128,7 +137,8 @@ pub(super) unsafe fn run(op: Op, size: usize, chunk: usize) {
         all_done: Condvar::new(),
     });
     let pool = pool();
-    let shared = parts > 1 && pool.helpers.load(Ordering::Relaxed) > 0;
+    // getpid(2) once per transfer of at least PARALLEL_THRESHOLD bytes.
+    let shared = parts > 1 && pool.helpers.load(Ordering::Relaxed) > 0 && pool.pid == std::process::id();
     if shared {
         sync::lock(&pool.jobs).push_back(job.clone());
         pool.wake.notify_all();
@@ -141,5 +151,60 @@ pub(super) unsafe fn run(op: Op, size: usize, chunk: usize) {
     drop(done);
     if shared {
         sync::lock(&pool.jobs).retain(|j| !Arc::ptr_eq(j, &job));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sys::forked;
+    use std::time::Duration;
+
+    /// A helper of the parent holds the job list's lock when the process
+    /// forks (here for as long as the test lasts; in a program, while it
+    /// looks for work): the child's large fill must not wait for it.
+    #[test]
+    fn a_forked_child_transfers_without_the_parents_helpers() {
+        if !forked::alone_in_a_child(
+            "runtime::transfer::pool::tests::a_forked_child_transfers_without_the_parents_helpers",
+        ) {
+            return;
+        }
+        let pool = pool();
+        if pool.helpers.load(Ordering::Relaxed) == 0 {
+            eprintln!("one core: no helper threads, nothing to strand");
+            return;
+        }
+        let (held_tx, held_rx) = std::sync::mpsc::channel();
+        let (end_tx, end_rx) = std::sync::mpsc::channel::<()>();
+        let holder = std::thread::spawn(move || {
+            let _jobs = sync::lock(&pool.jobs);
+            held_tx.send(()).unwrap();
+            let _ = end_rx.recv();
+        });
+        held_rx.recv().unwrap();
+        let size = 4 << 20;
+        let mut dst = vec![0u8; size];
+        let addr = dst.as_mut_ptr() as usize;
+        // SAFETY: the child fills its own copy of `dst` (valid for `size`
+        // bytes) and leaves with `_exit`; no other thread of this process
+        // holds a lock the child needs but the job list's, held on purpose.
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0, "fork: {}", std::io::Error::last_os_error());
+        if pid == 0 {
+            let mut pattern = [0u8; crate::runtime::transfer::MAX_PATTERN];
+            pattern[0] = 0xa5;
+            // SAFETY: `[addr, addr + size)` is the child's copy of `dst`.
+            unsafe { run(Op::Fill { dst: addr, pattern, len: 1 }, size, size / 8) };
+            // SAFETY: reads the bytes just filled, inside `dst`.
+            let ok = unsafe { std::slice::from_raw_parts(addr as *const u8, size) }.iter().all(|&b| b == 0xa5);
+            // SAFETY: ends the child without running the parent's atexit work.
+            unsafe { libc::_exit(if ok { 0 } else { 1 }) };
+        }
+        let code = forked::exit_code(pid, Duration::from_secs(30), "the child's fill (for the job list's lock?)");
+        end_tx.send(()).unwrap();
+        holder.join().unwrap();
+        assert_eq!(code, 0, "the child's fill did not fill");
+        drop(dst);
     }
 }

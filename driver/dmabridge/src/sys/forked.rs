@@ -1,0 +1,44 @@
+//! Test support for what a child of `fork` may do: run a test alone in a
+//! child process of the test binary (so that no other test's threads hold a
+//! lock when it forks), and wait for a forked child with a time limit.
+
+use std::time::{Duration, Instant};
+
+/// Runs test `path` (its full path, `module::tests::name`) alone in a child
+/// process of this test binary: `true` in that child (run the test), `false`
+/// in the parent, which has checked that the child passed.
+pub(crate) fn alone_in_a_child(path: &str) -> bool {
+    const CHILD: &str = "DMABRIDGE_TEST_ALONE";
+    if std::env::var_os(CHILD).is_some() {
+        return true;
+    }
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([path, "--exact", "--test-threads=1", "--nocapture"])
+        .env(CHILD, "1")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && text.contains("1 passed"), "{path} in a child process failed:\n{text}");
+    false
+}
+
+/// The exit code of child `pid` of `fork`; panics saying `what` still waits
+/// if it has not ended within `limit` (the child is killed then).
+pub(crate) fn exit_code(pid: libc::pid_t, limit: Duration, what: &str) -> i32 {
+    let mut status = 0;
+    let deadline = Instant::now() + limit;
+    // SAFETY: waitpid on our own child, with a valid status pointer.
+    while unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) } == 0 {
+        if Instant::now() > deadline {
+            // SAFETY: our own child, then reaped.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+                libc::waitpid(pid, &mut status, 0);
+            }
+            panic!("{what} still waits after {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(libc::WIFEXITED(status), "the child ended by signal: status {status:#x}");
+    libc::WEXITSTATUS(status)
+}
