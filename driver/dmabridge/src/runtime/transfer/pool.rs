@@ -172,7 +172,7 @@ mod tests {
         }
         let pool = pool();
         if pool.helpers.load(Ordering::Relaxed) == 0 {
-            eprintln!("one core: no helper threads, nothing to strand");
+            println!("one core: no helper threads, nothing to strand");
             return;
         }
         let (held_tx, held_rx) = std::sync::mpsc::channel();
