@@ -130,29 +130,32 @@ fn child_device_copy_errors_leak_nothing() {
     let domain = p.dma_domain().unwrap();
     let ctx = Context::new(p.devices()).unwrap();
     let buf = usm::host_mem_alloc(&ctx, &[], 8192, 0).unwrap().as_ptr();
-    // An address range that is certainly not mapped: map two pages, unmap.
-    // SAFETY: a fresh anonymous mapping, unmapped at once; only its address
-    // is kept.
+    // A range the device can never pin: two pages reserved without any
+    // access, kept for the whole test. (An unmapped range is no good here:
+    // a freshly unmapped one lies at the edge of free address space, and the
+    // next mmap of anyone in the process, the allocator's included, takes
+    // it. One CI run saw the copy succeed from such a "hole".)
+    // SAFETY: a fresh anonymous reservation that nothing else uses; it is
+    // never read or written, only handed to the device, which refuses it.
     let hole = unsafe {
-        let p = rustix::mm::mmap_anonymous(
+        rustix::mm::mmap_anonymous(
             std::ptr::null_mut(),
             8192,
-            rustix::mm::ProtFlags::READ,
+            rustix::mm::ProtFlags::empty(),
             rustix::mm::MapFlags::PRIVATE,
         )
-        .unwrap();
-        rustix::mm::munmap(p, 8192).unwrap();
-        p.cast::<u8>()
-    };
+    }
+    .unwrap()
+    .cast::<u8>();
     let before = Resources::now();
     for _ in 0..3 {
-        // SAFETY: the device refuses the unmapped range before any transfer;
+        // SAFETY: the device refuses the reserved range before any transfer;
         // `buf` is a valid allocation.
         unsafe {
-            // Unmapped source: the first mapping fails.
+            // Inaccessible source: the first mapping fails.
             assert_eq!(device_copy(&e, buf, hole.add(5), 100), Err(code::INVALID_VALUE));
-            // Unmapped destination: the source was mapped first and must be
-            // unmapped again.
+            // Inaccessible destination: the source was mapped first and must
+            // be unmapped again.
             assert_eq!(device_copy(&e, hole.add(5), buf, 100), Err(code::INVALID_VALUE));
         }
         assert!(domain.container().mappings().is_empty(), "{:?}", domain.container().mappings());
@@ -169,6 +172,8 @@ fn child_device_copy_errors_leak_nothing() {
     assert!(domain.container().mappings().is_empty());
     before.assert_unchanged();
     usm::mem_free(&ctx, buf).unwrap();
+    // SAFETY: our reservation; nothing refers to it any more.
+    unsafe { rustix::mm::munmap(hole.cast(), 8192) }.unwrap();
 }
 
 #[test]

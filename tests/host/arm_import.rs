@@ -27,18 +27,23 @@ use dmabridge::runtime::queue::Queue;
 use dmabridge_tests::{cpu_context, cpu_context_and_queue, cpu_device, err_kind};
 use rustix::mm::{MapFlags, ProtFlags};
 
-/// An anonymous private mapping of `pages` pages, unmapped when dropped.
+/// An anonymous private mapping of `pages` pages (at most 64), unmapped
+/// when dropped.
 struct Region {
     ptr: *mut u8,
     len: usize,
+    /// Pages unmapped by [`Region::unmap_page`], one bit each: no longer
+    /// ours, whatever another thread has mapped there since.
+    holes: std::cell::Cell<u64>,
 }
 
 impl Region {
     fn new(pages: usize, prot: ProtFlags) -> Region {
+        assert!(pages <= 64);
         let len = pages * page();
         // SAFETY: a fresh anonymous mapping that only this test uses.
         let ptr = unsafe { rustix::mm::mmap_anonymous(null_mut(), len, prot, MapFlags::PRIVATE) }.unwrap();
-        Region { ptr: ptr.cast(), len }
+        Region { ptr: ptr.cast(), len, holes: Default::default() }
     }
 
     fn addr(&self, offset: usize) -> *mut u8 {
@@ -48,8 +53,21 @@ impl Region {
 
     /// Unmaps page `i` (punching a hole into the region).
     fn unmap_page(&self, i: usize) {
+        assert!(i < self.len / page() && self.holes.get() & 1 << i == 0);
         // SAFETY: a page of our own mapping that nothing refers to.
         unsafe { rustix::mm::munmap(self.addr(i * page()).cast(), page()) }.unwrap();
+        self.holes.set(self.holes.get() | 1 << i);
+    }
+
+    /// Whether every hole is still unmapped. The kernel gives a freshly
+    /// unmapped page to the next mmap of any thread of the process (the
+    /// tests of this binary run in parallel), so a hole may have been
+    /// taken since it was punched.
+    fn holes_intact(&self) -> bool {
+        (0..self.len / page()).filter(|&i| self.holes.get() & 1 << i != 0).all(|i| {
+            let at = dmabridge::sys::addr::HostAddr(self.addr(i * page()) as usize);
+            dmabridge::sys::vm::mapped(at, page()).unwrap().is_none()
+        })
     }
 
     /// A `/proc/self/smaps` field (in kB) of the mapping holding `addr`.
@@ -77,8 +95,13 @@ impl Region {
 
 impl Drop for Region {
     fn drop(&mut self) {
-        // SAFETY: our own mapping; holes punched in it are fine to unmap again.
-        let _ = unsafe { rustix::mm::munmap(self.ptr.cast(), self.len) };
+        // Page by page, skipping the holes: one may hold another thread's
+        // mapping by now (see `holes_intact`).
+        for i in (0..self.len / page()).filter(|&i| self.holes.get() & 1 << i == 0) {
+            // SAFETY: a page of our own mapping, still ours; nothing refers
+            // to it once the region goes.
+            let _ = unsafe { rustix::mm::munmap(self.addr(i * page()).cast(), page()) };
+        }
     }
 }
 
@@ -255,15 +278,29 @@ fn host_memory_is_used_in_place_by_every_buffer_command() {
 fn unmapped_pages_are_refused_and_unpopulated_ones_committed_and_locked() {
     let ctx = cpu_context();
     // Holes of our own at pages 2 and 5 (what lies past a mapping's end is
-    // some other mapping as often as not: the kernel packs them).
-    let region = Region::new(6, ProtFlags::READ | ProtFlags::WRITE);
-    region.unmap_page(2);
-    region.unmap_page(5);
-    // Any byte in the hole, or a range across it: CL_INVALID_OPERATION.
-    assert_eq!(err_kind(host(&ctx, 0, region.addr(2 * page()), 10)), InvalidOperation);
-    assert_eq!(err_kind(host(&ctx, 0, region.addr(page()), 2 * page())), InvalidOperation);
-    assert_eq!(err_kind(host(&ctx, 0, region.addr(2 * page() - 1), 2)), InvalidOperation, "one byte into the hole");
-    assert_eq!(err_kind(host(&ctx, 0, region.addr(4 * page()), 2 * page())), InvalidOperation, "past the end");
+    // some other mapping as often as not: the kernel packs them). A round
+    // whose hole another thread's mmap took before the imports ran proves
+    // nothing and is run again on a fresh region.
+    let mut round = 0;
+    let region = loop {
+        let region = Region::new(6, ProtFlags::READ | ProtFlags::WRITE);
+        region.unmap_page(2);
+        region.unmap_page(5);
+        // Any byte in the hole, or a range across it: CL_INVALID_OPERATION.
+        let kinds = [
+            host(&ctx, 0, region.addr(2 * page()), 10).map(drop),
+            host(&ctx, 0, region.addr(page()), 2 * page()).map(drop),
+            host(&ctx, 0, region.addr(2 * page() - 1), 2).map(drop), // one byte into the hole
+            host(&ctx, 0, region.addr(4 * page()), 2 * page()).map(drop), // past the end
+        ]
+        .map(|r| r.err().map(|e| e.kind));
+        if region.holes_intact() {
+            assert_eq!(kinds, [Some(InvalidOperation); 4], "in the hole, across it, one byte into it, past the end");
+            break region;
+        }
+        round += 1;
+        assert!(round < 20, "another thread's mmap took a hole 20 times in a row");
+    };
     // Page 0 and the top of the address space are never mapped.
     assert_eq!(err_kind(host(&ctx, 0, 16 as *mut u8, 16)), InvalidOperation);
     assert_eq!(err_kind(host(&ctx, 0, usize::MAX as *mut u8, 16)), InvalidOperation, "wraps");
@@ -299,7 +336,7 @@ fn pages_that_cannot_be_committed_are_refused_and_left_unlocked() {
     }
     .unwrap()
     .cast::<u8>();
-    let region = Region { ptr, len: 3 * page() };
+    let region = Region { ptr, len: 3 * page(), holes: Default::default() };
     let e = host(&ctx, 0, region.addr(8), 3 * page() - 8).unwrap_err();
     assert_eq!(e.kind, InvalidOperation, "pages that cannot be committed are no memory to import: {e}");
     assert_eq!(Region::smaps_kb(ptr, "Locked"), 0, "the failed import left no page locked");

@@ -256,28 +256,41 @@ mod tests {
     #[test]
     fn a_hole_between_two_mappings_is_not_mapped() {
         let page = crate::sys::page_size();
-        // Three anonymous pages, the middle one unmapped.
-        // SAFETY: a fresh private anonymous mapping that nothing else uses.
-        let p = unsafe {
-            rustix::mm::mmap_anonymous(
-                std::ptr::null_mut(),
-                3 * page,
-                rustix::mm::ProtFlags::READ | rustix::mm::ProtFlags::WRITE,
-                rustix::mm::MapFlags::PRIVATE,
-            )
+        // The kernel gives a freshly unmapped page to the next mmap of any
+        // thread (this binary's tests run in parallel): a round whose hole
+        // was taken meanwhile, as msync (ENOMEM on unmapped memory) tells,
+        // proves nothing and runs again.
+        for _round in 0..20 {
+            // Three anonymous pages, the middle one unmapped.
+            // SAFETY: a fresh private anonymous mapping that nothing else uses.
+            let p = unsafe {
+                rustix::mm::mmap_anonymous(
+                    std::ptr::null_mut(),
+                    3 * page,
+                    rustix::mm::ProtFlags::READ | rustix::mm::ProtFlags::WRITE,
+                    rustix::mm::MapFlags::PRIVATE,
+                )
+            }
+            .unwrap() as usize;
+            // SAFETY: the middle page of our own mapping.
+            unsafe { rustix::mm::munmap((p + page) as *mut _, page) }.unwrap();
+            let seen = [mapped(HostAddr(p), 3 * page).unwrap(), mapped(HostAddr(p + page - 1), 2).unwrap()];
+            // SAFETY: msync only asks the kernel about the range.
+            let hole = unsafe { rustix::mm::msync((p + page) as *mut _, page, rustix::mm::MsyncFlags::ASYNC) };
+            assert!(mapped(HostAddr(p), page).unwrap().is_some());
+            assert!(mapped(HostAddr(p + 2 * page), page).unwrap().is_some());
+            // SAFETY: the two remaining pages of our own mapping (never the
+            // hole: it may be another thread's by now).
+            unsafe {
+                rustix::mm::munmap(p as *mut _, page).unwrap();
+                rustix::mm::munmap((p + 2 * page) as *mut _, page).unwrap();
+            }
+            if hole == Err(rustix::io::Errno::NOMEM) {
+                assert_eq!(seen, [None, None], "the range across the hole, one byte each side of its start");
+                return;
+            }
         }
-        .unwrap() as usize;
-        // SAFETY: the middle page of our own mapping.
-        unsafe { rustix::mm::munmap((p + page) as *mut _, page) }.unwrap();
-        assert!(mapped(HostAddr(p), page).unwrap().is_some());
-        assert!(mapped(HostAddr(p + 2 * page), page).unwrap().is_some());
-        assert_eq!(mapped(HostAddr(p), 3 * page).unwrap(), None);
-        assert_eq!(mapped(HostAddr(p + page - 1), 2).unwrap(), None);
-        // SAFETY: the two remaining pages of our own mapping.
-        unsafe {
-            rustix::mm::munmap(p as *mut _, page).unwrap();
-            rustix::mm::munmap((p + 2 * page) as *mut _, page).unwrap();
-        }
+        panic!("another thread's mmap took the hole 20 times in a row");
     }
 
     #[test]
