@@ -11,14 +11,18 @@
 //! that touch those pages on the CPU ([`fences`]: the fences other drivers
 //! attached to the exports).
 
+use std::any::Any;
 use std::collections::HashMap;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use linkme::distributed_slice;
+
 use crate::sync;
 use crate::sys::access::Access;
 use crate::sys::dma_buf::{DmaBuf, SyncFile};
+use crate::sys::fork;
 
 /// A dma-buf dmabridge exported from memfd pages: the memfd (a dup, one
 /// for every record of that memfd), the range of it the dma-buf maps, and,
@@ -68,8 +72,14 @@ impl Exports {
 
 /// Holds the registry (see [`Exports`]).
 pub(crate) fn lock() -> Exports {
+    fork::install();
     Exports(sync::lock(&EXPORTS))
 }
+
+/// Taken around a `fork` (see `sys::fork`).
+#[distributed_slice(fork::ACROSS_FORK)]
+static EXPORTS_ACROSS_FORK: fork::ForkLock =
+    fork::ForkLock { rank: fork::Rank::Exports, take: || -> Box<dyn Any> { Box::new(sync::lock(&EXPORTS)) } };
 
 /// Records that `dma_buf` maps the pages `[offset, offset + len)` of
 /// `memfd` (a udmabuf export of the heap's pages), so that an import of it

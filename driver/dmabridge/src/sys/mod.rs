@@ -25,6 +25,7 @@ pub mod dma_heap;
 pub mod doc_support;
 pub mod drm;
 pub mod eventfd;
+pub(crate) mod fork;
 #[cfg(test)]
 pub(crate) mod forked;
 pub mod hints;

@@ -38,7 +38,7 @@
 //! application's error (the read returns the remote memory's bytes).
 
 use std::path::Path;
-use std::sync::{Arc, LazyLock, Mutex, Weak};
+use std::sync::{Arc, LazyLock, Mutex, MutexGuard, Weak};
 
 use super::{Bus, BusAddress};
 use crate::cl_err;
@@ -55,6 +55,7 @@ use crate::runtime::platform::Platform;
 use crate::runtime::transfer::io::IoRange;
 use crate::sync;
 use crate::sys::addr::{BusAddr, HostAddr};
+use crate::sys::fork;
 use crate::sys::page_size;
 use crate::sys::pci::PciAddress;
 
@@ -175,6 +176,26 @@ static OPEN: LazyLock<Mutex<Vec<Weak<OpenBar>>>> = LazyLock::new(Mutex::default)
 /// extension keeps of each buffer is a field of the buffer.
 static SURFACES: Mutex<Vec<BusAddr>> = Mutex::new(Vec::new());
 
+fn open_bars() -> MutexGuard<'static, Vec<Weak<OpenBar>>> {
+    fork::install();
+    sync::lock(&OPEN)
+}
+
+fn surfaces() -> MutexGuard<'static, Vec<BusAddr>> {
+    fork::install();
+    sync::lock(&SURFACES)
+}
+
+/// Both taken around a `fork` (see `sys::fork`).
+#[linkme::distributed_slice(fork::ACROSS_FORK)]
+static OPEN_ACROSS_FORK: fork::ForkLock =
+    fork::ForkLock { rank: fork::Rank::OpenBars, take: || -> Box<dyn std::any::Any> { Box::new(sync::lock(&OPEN)) } };
+#[linkme::distributed_slice(fork::ACROSS_FORK)]
+static SURFACES_ACROSS_FORK: fork::ForkLock = fork::ForkLock {
+    rank: fork::Rank::Surfaces,
+    take: || -> Box<dyn std::any::Any> { Box::new(sync::lock(&SURFACES)) },
+};
+
 fn open_bar(slot: BarSlot, domain: &Arc<DmaDomain>) -> ClResult<Arc<OpenBar>> {
     let fail = |why: String| {
         ClError::new(
@@ -182,7 +203,7 @@ fn open_bar(slot: BarSlot, domain: &Arc<DmaDomain>) -> ClResult<Arc<OpenBar>> {
             format!("the remote memory at BAR {} of {} cannot be mapped: {why}", slot.bar, slot.address),
         )
     };
-    let mut open = sync::lock(&OPEN);
+    let mut open = open_bars();
     open.retain(|w| w.strong_count() > 0);
     if let Some(b) = open
         .iter()
@@ -429,8 +450,8 @@ pub(crate) fn create(ctx: &Arc<Context>, flags: u64, size: usize, at: BusAddress
         )));
     };
     // One buffer per surface address; the lock is held until the buffer has it.
-    let mut surfaces = sync::lock(&SURFACES);
-    if surfaces.contains(&at.surface_bus_address) {
+    let mut taken = surfaces();
+    if taken.contains(&at.surface_bus_address) {
         return cl_err!(
             OutOfResources,
             "the remote memory at bus address {:#x} is already used by another external physical buffer",
@@ -465,13 +486,13 @@ pub(crate) fn create(ctx: &Arc<Context>, flags: u64, size: usize, at: BusAddress
     let flags = flags | mem_flags::WRITE_ONLY | host;
     let bus = Arc::new(Bus::External(External { surface, signal, last: Mutex::new(None) }));
     let buffer = Buffer::around_store(ctx, flags, size, store, Some(bus));
-    surfaces.push(at.surface_bus_address);
-    drop(surfaces);
+    taken.push(at.surface_bus_address);
+    drop(taken);
     // The surface is free for another buffer once this one is released;
     // its remote memory goes with the store, after that.
     let surface_bus_address = at.surface_bus_address;
     buffer.set_destructor_callback(Box::new(move || {
-        sync::lock(&SURFACES).retain(|&a| a != surface_bus_address);
+        surfaces().retain(|&a| a != surface_bus_address);
     }));
     Ok(buffer)
 }

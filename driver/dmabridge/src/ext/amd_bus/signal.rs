@@ -43,7 +43,7 @@
 
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::atomic::{fence, AtomicUsize, Ordering};
-use std::sync::{Arc, LazyLock, Mutex, Weak};
+use std::sync::{Arc, LazyLock, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 
 use super::{lookup, Bus};
@@ -56,6 +56,7 @@ use crate::runtime::fence::{with_thread_ring, RING_FDS};
 use crate::runtime::queue::{check_wait_list, CommandUse, Queue};
 use crate::sync;
 use crate::sys::eventfd::EventFd;
+use crate::sys::fork;
 
 /// Live remote devices whose interrupts ring the doorbells.
 static SOURCES: AtomicUsize = AtomicUsize::new(0);
@@ -65,6 +66,26 @@ static IRQ_FDS: LazyLock<Mutex<Vec<Arc<OwnedFd>>>> = LazyLock::new(Mutex::defaul
 
 /// The doorbells of the waits under way.
 static DOORBELLS: LazyLock<Mutex<Vec<Weak<EventFd>>>> = LazyLock::new(Mutex::default);
+
+fn irq_fds() -> MutexGuard<'static, Vec<Arc<OwnedFd>>> {
+    fork::install();
+    sync::lock(&IRQ_FDS)
+}
+
+fn doorbells() -> MutexGuard<'static, Vec<Weak<EventFd>>> {
+    fork::install();
+    sync::lock(&DOORBELLS)
+}
+
+/// Both taken around a `fork` (see `sys::fork`).
+#[linkme::distributed_slice(fork::ACROSS_FORK)]
+static IRQ_FDS_ACROSS_FORK: fork::ForkLock =
+    fork::ForkLock { rank: fork::Rank::IrqFds, take: || -> Box<dyn std::any::Any> { Box::new(sync::lock(&IRQ_FDS)) } };
+#[linkme::distributed_slice(fork::ACROSS_FORK)]
+static DOORBELLS_ACROSS_FORK: fork::ForkLock = fork::ForkLock {
+    rank: fork::Rank::Doorbells,
+    take: || -> Box<dyn std::any::Any> { Box::new(sync::lock(&DOORBELLS)) },
+};
 
 /// The first and the longest poll interval without an interrupt source.
 const POLL_FIRST: Duration = Duration::from_micros(50);
@@ -83,7 +104,7 @@ impl Source {
     pub(crate) fn new(irq: Option<OwnedFd>) -> Source {
         let irq = irq.map(Arc::new);
         if let Some(fd) = &irq {
-            sync::lock(&IRQ_FDS).push(fd.clone());
+            irq_fds().push(fd.clone());
         }
         SOURCES.fetch_add(1, Ordering::AcqRel);
         Source(irq)
@@ -93,7 +114,7 @@ impl Source {
 impl Drop for Source {
     fn drop(&mut self) {
         if let Some(fd) = &self.0 {
-            sync::lock(&IRQ_FDS).retain(|f| !Arc::ptr_eq(f, fd));
+            irq_fds().retain(|f| !Arc::ptr_eq(f, fd));
         }
         SOURCES.fetch_sub(1, Ordering::AcqRel);
     }
@@ -102,7 +123,7 @@ impl Drop for Source {
 /// Wakes every wait-signal command under way so that it reads its marker
 /// again: what an interrupt source does when its device signalled.
 pub(crate) fn ring_doorbells() {
-    let mut bells = sync::lock(&DOORBELLS);
+    let mut bells = doorbells();
     bells.retain(|w| match w.upgrade() {
         Some(fd) => {
             if let Err(e) = fd.signal(1) {
@@ -121,14 +142,14 @@ struct Doorbell(*const EventFd);
 
 impl Doorbell {
     fn register(bell: &Arc<EventFd>) -> Doorbell {
-        sync::lock(&DOORBELLS).push(Arc::downgrade(bell));
+        doorbells().push(Arc::downgrade(bell));
         Doorbell(Arc::as_ptr(bell))
     }
 }
 
 impl Drop for Doorbell {
     fn drop(&mut self) {
-        let mut bells = sync::lock(&DOORBELLS);
+        let mut bells = doorbells();
         bells.retain(|w| w.strong_count() > 0 && !std::ptr::eq(w.as_ptr(), self.0));
     }
 }
@@ -174,7 +195,7 @@ unsafe fn wait_for(marker: *const u32, value: u32, queue: &Weak<Queue>) -> Resul
     with_thread_ring(|waiter| loop {
         let irqs: Vec<Arc<OwnedFd>> = match bell_only {
             true => Vec::new(),
-            false => sync::lock(&IRQ_FDS).iter().take(RING_FDS as usize - 1).cloned().collect(),
+            false => irq_fds().iter().take(RING_FDS as usize - 1).cloned().collect(),
         };
         let sources = SOURCES.load(Ordering::Acquire) > 0;
         // Arm before reading the marker (see the module). A ring already
@@ -476,7 +497,7 @@ mod tests {
         }
         // Without an interrupt source nothing rings (and so prunes) them.
         assert_eq!(SOURCES.load(Ordering::Acquire), 0);
-        assert!(sync::lock(&DOORBELLS).is_empty(), "{} doorbells left", sync::lock(&DOORBELLS).len());
+        assert!(doorbells().is_empty(), "{} doorbells left", doorbells().len());
     }
 
     /// A fresh signal page (0) has not reached any value above 0: the wait

@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::sys::addr::HostAddr;
+use crate::sys::fork;
 
 /// A live host import's page span and flags.
 #[derive(Debug, Clone, Copy)]
@@ -19,8 +20,16 @@ static HOST_IMPORTS: Mutex<BTreeMap<u64, HostSpan>> = Mutex::new(BTreeMap::new()
 static NEXT_HOST_IMPORT: AtomicU64 = AtomicU64::new(1);
 
 fn host_imports() -> MutexGuard<'static, BTreeMap<u64, HostSpan>> {
+    fork::install();
     sync::lock(&HOST_IMPORTS)
 }
+
+/// Taken around a `fork` (see `sys::fork`).
+#[linkme::distributed_slice(fork::ACROSS_FORK)]
+static HOST_IMPORTS_ACROSS_FORK: fork::ForkLock = fork::ForkLock {
+    rank: fork::Rank::HostImports,
+    take: || -> Box<dyn std::any::Any> { Box::new(sync::lock(&HOST_IMPORTS)) },
+};
 
 /// A host import's locked pages and its entry in [`HOST_IMPORTS`]: dropped
 /// with the buffer, it unlocks the pages no other locked host import spans

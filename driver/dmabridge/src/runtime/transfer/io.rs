@@ -15,17 +15,35 @@
 //! refuses such a transfer with the device's `CL_DEVICE_NOT_AVAILABLE`.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use crate::error::ClResult;
 use crate::runtime::backend::lost::Loss;
 use crate::sync;
 use crate::sys::addr::{HostAddr, Span};
+use crate::sys::fork;
 
 /// How many ranges are registered: zero keeps [`is_io`] to one atomic load.
 static COUNT: AtomicUsize = AtomicUsize::new(0);
 /// The registered ranges.
 static RANGES: RwLock<Vec<Entry>> = RwLock::new(Vec::new());
+
+fn ranges() -> RwLockReadGuard<'static, Vec<Entry>> {
+    fork::install();
+    sync::read(&RANGES)
+}
+
+fn ranges_mut() -> RwLockWriteGuard<'static, Vec<Entry>> {
+    fork::install();
+    sync::write(&RANGES)
+}
+
+/// Taken (for writing) around a `fork` (see `sys::fork`).
+#[linkme::distributed_slice(fork::ACROSS_FORK)]
+static RANGES_ACROSS_FORK: fork::ForkLock = fork::ForkLock {
+    rank: fork::Rank::IoRanges,
+    take: || -> Box<dyn std::any::Any> { Box::new(sync::write(&RANGES)) },
+};
 
 /// A registered range and, if it is a device's memory, that device.
 struct Entry {
@@ -91,7 +109,7 @@ impl IoRange {
 
     fn add(entry: Entry) -> IoRange {
         let span = entry.span;
-        let mut ranges = sync::write(&RANGES);
+        let mut ranges = ranges_mut();
         ranges.push(entry);
         COUNT.store(ranges.len(), Ordering::Release);
         IoRange { span }
@@ -116,7 +134,7 @@ pub fn check_reachable(p: HostAddr, size: usize) -> ClResult<()> {
         return Ok(());
     }
     let end = p.0.saturating_add(size);
-    let ranges = sync::read(&RANGES);
+    let ranges = ranges();
     for e in ranges.iter().filter(|e| p < e.span.end() && e.span.start().0 < end) {
         if let Some((name, loss)) = &e.owner {
             loss.check(name)?;
@@ -127,7 +145,7 @@ pub fn check_reachable(p: HostAddr, size: usize) -> ClResult<()> {
 
 impl Drop for IoRange {
     fn drop(&mut self) {
-        let mut ranges = sync::write(&RANGES);
+        let mut ranges = ranges_mut();
         if let Some(i) = ranges.iter().position(|r| r.span == self.span) {
             ranges.swap_remove(i);
         }
@@ -151,7 +169,7 @@ pub fn is_io(p: HostAddr, size: usize) -> bool {
         return false;
     }
     let end = p.0.saturating_add(size);
-    let ranges = sync::read(&RANGES);
+    let ranges = ranges();
     ranges.iter().any(|e| p < e.span.end() && e.span.start().0 < end)
 }
 
