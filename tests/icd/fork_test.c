@@ -6,7 +6,10 @@
  * waits until no slot holds it. A child of fork() has only the forking
  * thread; a slot that another thread of the parent held at the fork would
  * never be cleared there, and the child's release of the context would wait
- * for it forever. Closing lines (check.h): "N passed, N failed". */
+ * for it forever. The same holds for every lock a thread of the parent may
+ * hold at the fork: the second test forks while threads import host memory
+ * (clImportMemoryARM), whose registry the library keeps for the process.
+ * Closing lines (check.h): "N passed, N failed". */
 #define _POSIX_C_SOURCE 200809L /* fork, waitpid, kill, nanosleep */
 #define CL_TARGET_OPENCL_VERSION 300
 #include <CL/cl.h>
@@ -14,6 +17,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -33,6 +37,10 @@ static cl_platform_id platform;
 static cl_device_id device;
 static clHostMemAllocINTEL_fn host_alloc;
 static clMemFreeINTEL_fn mem_free;
+/* The type of CL/cl_ext.h's prototype (Debian's header has no
+   clImportMemoryARM_fn typedef; see import_test.c). */
+typedef __typeof__(&clImportMemoryARM) import_arm_fn;
+static import_arm_fn import;
 
 static cl_context borrowed_ctx;
 static atomic_int stop, calls;
@@ -148,14 +156,94 @@ static void test_a_child_releases_a_context_another_thread_was_borrowing(void) {
     CHECK_ERR(clReleaseContext(borrowed_ctx), CL_SUCCESS);
 }
 
+/* Imports the page arg points at and releases the buffer, over and over:
+ * each import holds the library's registry of host imports while it checks
+ * the span and locks the pages (mlock), so a fork often lands while this
+ * thread holds it. A child whose own import needed it then waited forever;
+ * the library now takes its registries' locks around a fork
+ * (driver/dmabridge/src/sys/fork.rs). */
+static void *import_in_a_loop(void *page) {
+    while (!atomic_load(&stop)) {
+        cl_int err;
+        cl_mem b = import(borrowed_ctx, CL_MEM_READ_WRITE, NULL, page, 4096, &err);
+        if (!b || err != CL_SUCCESS || clReleaseMemObject(b) != CL_SUCCESS) atomic_store(&stop, 4);
+        atomic_fetch_add(&calls, 1);
+    }
+    return NULL;
+}
+
+/* The child: a context of its own, a host import in it, both released.
+ * 0 when every call answered CL_SUCCESS. */
+static int importing_child(void) {
+    cl_int err;
+    cl_context own = clCreateContext(NULL, 1, &device, NULL, NULL, &err);
+    if (!own || err != CL_SUCCESS) return 1;
+    size_t n = (size_t)sysconf(_SC_PAGESIZE);
+    void *page = aligned_alloc(n, n);
+    if (!page) return 2;
+    cl_mem b = import(own, CL_MEM_READ_WRITE, NULL, page, n, &err);
+    if (!b || err != CL_SUCCESS) return 3;
+    if (clReleaseMemObject(b) != CL_SUCCESS || clReleaseContext(own) != CL_SUCCESS) return 4;
+    free(page);
+    return 0;
+}
+
+/* Threads import host memory in a loop while another forks: each child
+ * imports host memory of its own within CHILD_LIMIT_S. */
+static void test_a_child_imports_host_memory_while_the_parent_imports(void) {
+    cl_int err;
+    borrowed_ctx = clCreateContext(NULL, 1, &device, NULL, NULL, &err);
+    CHECK(borrowed_ctx && err == CL_SUCCESS);
+    if (!borrowed_ctx) return;
+    atomic_store(&stop, 0);
+    atomic_store(&calls, 0);
+    enum { IMPORTERS = 2 };
+    void *pages[IMPORTERS] = {0};
+    pthread_t t[IMPORTERS];
+    int started = 0;
+    for (; started < IMPORTERS; started++) {
+        pages[started] = aligned_alloc((size_t)sysconf(_SC_PAGESIZE), (size_t)sysconf(_SC_PAGESIZE));
+        if (!pages[started] || pthread_create(&t[started], NULL, import_in_a_loop, pages[started]) != 0) break;
+    }
+    CHECK(started == IMPORTERS);
+    struct timespec tick = {0, 1000000};
+    while (atomic_load(&calls) < 200 * started && !atomic_load(&stop)) nanosleep(&tick, NULL);
+    int hung = 0;
+    for (int i = 0; i < FORKS && !hung; i++) {
+        fflush(stdout);
+        pid_t pid = fork();
+        CHECK(pid >= 0);
+        if (pid < 0) break;
+        if (pid == 0) _exit(importing_child());
+        int status = wait_child(pid);
+        if (status == -1) {
+            printf("    fork %d: the child still waits after %.0f s (for a lock a parent's thread held?)\n", i,
+                   CHILD_LIMIT_S);
+            hung = 1;
+        } else if (status != 0) {
+            printf("    fork %d: the child failed with status %d\n", i, status);
+        }
+        CHECK(status == 0);
+    }
+    if (atomic_load(&stop) == 4) printf("    clImportMemoryARM or clReleaseMemObject failed in an importing thread\n");
+    CHECK(atomic_load(&stop) != 4);
+    atomic_store(&stop, 1);
+    for (int i = 0; i < started; i++) pthread_join(t[i], NULL);
+    for (int i = 0; i < IMPORTERS; i++) free(pages[i]);
+    CHECK_ERR(clReleaseContext(borrowed_ctx), CL_SUCCESS);
+}
+
 int main(void) {
     open_cpu_device(&platform, &device, NULL, NULL);
     host_alloc = platform ? EXT_FN(platform, clHostMemAllocINTEL) : NULL;
     mem_free = platform ? EXT_FN(platform, clMemFreeINTEL) : NULL;
+    import = platform ? (import_arm_fn)clGetExtensionFunctionAddressForPlatform(platform, "clImportMemoryARM") : NULL;
     static const struct test_case tests[] = {
         {"fork::a_child_releases_a_context_another_thread_was_borrowing",
          test_a_child_releases_a_context_another_thread_was_borrowing},
+        {"fork::a_child_imports_host_memory_while_the_parent_imports",
+         test_a_child_imports_host_memory_while_the_parent_imports},
     };
-    RUN_TESTS(tests, platform && device && host_alloc && mem_free);
+    RUN_TESTS(tests, platform && device && host_alloc && mem_free && import);
     return finish_tests();
 }
