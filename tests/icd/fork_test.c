@@ -111,6 +111,27 @@ static int wait_child(pid_t pid) {
     }
 }
 
+/* Forks FORKS children one after the other, each running child_main, and
+ * checks that each ended with 0 within CHILD_LIMIT_S (stops at the first
+ * that had to be killed). */
+static void fork_children(int (*child_main)(void)) {
+    for (int i = 0; i < FORKS; i++) {
+        fflush(stdout);
+        pid_t pid = fork();
+        CHECK(pid >= 0);
+        if (pid < 0) return;
+        if (pid == 0) _exit(child_main());
+        int status = wait_child(pid);
+        if (status == -1)
+            printf("    fork %d: the child still waits after %.0f s (for a lock a thread of the parent held?)\n", i,
+                   CHILD_LIMIT_S);
+        else if (status != 0)
+            printf("    fork %d: the child failed with status %d\n", i, status);
+        CHECK(status == 0);
+        if (status == -1) return;
+    }
+}
+
 /* Threads borrow a context in a loop, and one creates and releases buffers,
  * while another forks: each child creates, uses and releases a context and
  * releases the parent's, within CHILD_LIMIT_S. */
@@ -130,22 +151,7 @@ static void test_a_child_releases_a_context_another_thread_was_borrowing(void) {
     CHECK(churning);
     struct timespec tick = {0, 1000000};
     while (atomic_load(&calls) < 1000 * started && !atomic_load(&stop)) nanosleep(&tick, NULL);
-    int hung = 0;
-    for (int i = 0; i < FORKS && !hung; i++) {
-        fflush(stdout);
-        pid_t pid = fork();
-        CHECK(pid >= 0);
-        if (pid < 0) break;
-        if (pid == 0) _exit(child());
-        int status = wait_child(pid);
-        if (status == -1) {
-            printf("    fork %d: the child still waits after %.0f s (for a thread of the parent?)\n", i, CHILD_LIMIT_S);
-            hung = 1;
-        } else if (status != 0) {
-            printf("    fork %d: the child failed with status %d\n", i, status);
-        }
-        CHECK(status == 0);
-    }
+    fork_children(child);
     if (atomic_load(&stop) == 2) printf("    clMemFreeINTEL(ctx, NULL) failed in the borrowing thread\n");
     CHECK(atomic_load(&stop) != 2);
     if (atomic_load(&stop) == 3) printf("    clCreateBuffer or clReleaseMemObject failed in the churning thread\n");
@@ -208,23 +214,7 @@ static void test_a_child_imports_host_memory_while_the_parent_imports(void) {
     CHECK(started == IMPORTERS);
     struct timespec tick = {0, 1000000};
     while (atomic_load(&calls) < 200 * started && !atomic_load(&stop)) nanosleep(&tick, NULL);
-    int hung = 0;
-    for (int i = 0; i < FORKS && !hung; i++) {
-        fflush(stdout);
-        pid_t pid = fork();
-        CHECK(pid >= 0);
-        if (pid < 0) break;
-        if (pid == 0) _exit(importing_child());
-        int status = wait_child(pid);
-        if (status == -1) {
-            printf("    fork %d: the child still waits after %.0f s (for a lock a parent's thread held?)\n", i,
-                   CHILD_LIMIT_S);
-            hung = 1;
-        } else if (status != 0) {
-            printf("    fork %d: the child failed with status %d\n", i, status);
-        }
-        CHECK(status == 0);
-    }
+    fork_children(importing_child);
     if (atomic_load(&stop) == 4) printf("    clImportMemoryARM or clReleaseMemObject failed in an importing thread\n");
     CHECK(atomic_load(&stop) != 4);
     atomic_store(&stop, 1);
