@@ -51,8 +51,12 @@ impl Kind for DeviceObj {
 /// The device objects, in the platform's order (index = `Device::index`).
 pub fn devices() -> &'static [Arc<Obj<DeviceObj>>] {
     static DEVICES: OnceLock<Vec<Arc<Obj<DeviceObj>>>> = OnceLock::new();
-    DEVICES
-        .get_or_init(|| Platform::get().devices().iter().map(|d| new_object(DeviceObj { device: d.clone() })).collect())
+    // The platform first, outside the once-cell: its build can take seconds,
+    // and a child forked meanwhile would find the cell's initialisation
+    // under way forever (a fork waits for the platform's build instead:
+    // see the library's `sys::fork`).
+    let platform = Platform::get();
+    DEVICES.get_or_init(|| platform.devices().iter().map(|d| new_object(DeviceObj { device: d.clone() })).collect())
 }
 
 /// The device behind `handle` (`CL_INVALID_DEVICE` for NULL or anything

@@ -3,8 +3,8 @@
 //!
 //! The child of a multi-threaded process has only the forking thread. A lock
 //! another thread held at the fork stays locked in the child forever, and the
-//! child's first call that needs it hangs. The registries that live for the
-//! process (dma-buf exports, host imports, BAR buffers and their surfaces,
+//! child's first call that needs it hangs. The platform's first build and the
+//! registries that live for the process (dma-buf exports, host imports, BAR buffers and their surfaces,
 //! I/O ranges, wait-signal doorbells and interrupt fds) are reached by calls a
 //! child may make (freeing memory whose pages were exported, importing host
 //! memory, any copy or fill, which checks the I/O ranges). Each declares its
@@ -40,6 +40,11 @@ use linkme::distributed_slice;
 /// per rank.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) enum Rank {
+    /// The platform's first build (`runtime::platform`), which opens the
+    /// devices and registers their interrupt fds and I/O ranges (below).
+    /// First: the registries are used only once the platform exists (each
+    /// of their users builds it before it takes their locks).
+    Platform,
     /// The surfaces of the live external physical buffers (`ext::amd_bus`):
     /// held while the BAR is opened (below).
     Surfaces,
@@ -63,7 +68,8 @@ pub(crate) enum Rank {
 impl Rank {
     /// Every rank, in order.
     #[cfg(test)]
-    const ALL: [Rank; 7] = [
+    const ALL: [Rank; 8] = [
+        Rank::Platform,
         Rank::Surfaces,
         Rank::OpenBars,
         Rank::Exports,
