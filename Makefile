@@ -151,7 +151,8 @@ endif
 # see tests/README.md). Lane 2's output is printed when both are done; each
 # step's time is in $(LOGS)/times.txt and under the summary, with the CPU
 # time its processes used (the guests' QEMU included; from /proc's cutime
-# and cstime of the shell that waited for them): on a machine this size
+# and cstime of a subshell that ran the step alone: the lane's own shell
+# also reaps the other lane when it ends): on a machine this size
 # make test is CPU bound, so a step's CPU time is what it costs the others.
 # test-arm64-gst-guest comes first: it cross-builds the GStreamer plugin's
 # guest tests itself (gstreamer-rs for aarch64, in $(GST_A64_TARGET)), the
@@ -176,8 +177,8 @@ test: guest deps-arm64
 	@rm -rf $(LOGS) && mkdir -p $(LOGS)
 	@status=0; q=$(LOGS)/shared.queue; hz=$$(getconf CLK_TCK); \
 	cpu() { local s; read -ra s </proc/$$BASHPID/stat; cpu_s=$$(( (s[15] + s[16]) / hz )); }; \
-	step() { local t=$$SECONDS c; cpu; c=$$cpu_s; $(MAKE) --no-print-directory "$$@" || status=1; cpu; \
-	    echo "$$1: $$((SECONDS - t)) s (CPU $$((cpu_s - c)) s)" >>$(LOGS)/times.txt; }; \
+	step() { local t=$$SECONDS; ( $(MAKE) --no-print-directory "$$@"; rc=$$?; cpu; \
+	    echo "$$1: $$((SECONDS - t)) s (CPU $$cpu_s s)" >>$(LOGS)/times.txt; exit $$rc ) || status=1; }; \
 	take() { flock $$q.lock sh -c 'if [ "$$1" = x86 ]; then l=$$(grep -n -m 1 -v arm64 "$$0"); else l=$$(grep -n -m 1 . "$$0"); fi || exit 0; \
 	    sed -i "$${l%%:*}d" "$$0"; echo "$${l#*:}"' $$q "$$1"; }; \
 	built() { [ -f $(LOGS)/arm64-build.rc ] || ! kill -0 $$lane2 2>/dev/null; }; \

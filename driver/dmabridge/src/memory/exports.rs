@@ -11,13 +11,10 @@
 //! that touch those pages on the CPU ([`fences`]: the fences other drivers
 //! attached to the exports).
 
-use std::any::Any;
 use std::collections::HashMap;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-
-use linkme::distributed_slice;
 
 use crate::sync;
 use crate::sys::access::Access;
@@ -59,7 +56,7 @@ static EXPORT_COUNT: AtomicUsize = AtomicUsize::new(0);
 
 /// The registry, held: while it is, no record is forgotten, so the heap
 /// cannot hand back the memfd pages of a record found in it.
-pub(crate) struct Exports(MutexGuard<'static, Option<HashMap<u64, ExportRecord>>>);
+pub(crate) struct Exports(fork::Guarded<MutexGuard<'static, Option<HashMap<u64, ExportRecord>>>>);
 
 impl Exports {
     /// The record of `dma_buf` if dmabridge exported it and it maps at least
@@ -71,15 +68,10 @@ impl Exports {
 }
 
 /// Holds the registry (see [`Exports`]).
+/// Held in a process-wide section (see `sys::fork`).
 pub(crate) fn lock() -> Exports {
-    fork::install();
-    Exports(sync::lock(&EXPORTS))
+    Exports(fork::guarded(|| sync::lock(&EXPORTS)))
 }
-
-/// Taken around a `fork` (see `sys::fork`).
-#[distributed_slice(fork::ACROSS_FORK)]
-static EXPORTS_ACROSS_FORK: fork::ForkLock =
-    fork::ForkLock { rank: fork::Rank::Exports, take: || -> Box<dyn Any> { Box::new(sync::lock(&EXPORTS)) } };
 
 /// Records that `dma_buf` maps the pages `[offset, offset + len)` of
 /// `memfd` (a udmabuf export of the heap's pages), so that an import of it
@@ -168,4 +160,19 @@ pub(crate) fn forget(memfd: BorrowedFd<'_>, offset: u64, len: u64) {
 /// The number of recorded exports (records go with their pages).
 pub(crate) fn count() -> usize {
     EXPORT_COUNT.load(Ordering::Acquire)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A child forked while another thread held the registry takes it at
+    /// once (see `sys::fork`): without the fork handler it waited forever.
+    #[test]
+    fn a_forked_child_takes_the_registry_another_thread_held() {
+        crate::sys::forked::a_child_takes_what_another_thread_held(
+            "memory::exports::tests::a_forked_child_takes_the_registry_another_thread_held",
+            &[("exports", || Box::new(lock()))],
+        );
+    }
 }

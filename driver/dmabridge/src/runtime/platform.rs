@@ -10,27 +10,14 @@
 //! says why. The platform lives as long as the process, and so do its VFIO
 //! groups: another container of this process cannot open them.
 
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 
 use super::backend::bar::{self, BarConfig};
 use super::backend::domain::DmaDomain;
 use super::backend::edu_backend;
 use super::device::Device;
-use crate::sync;
 use crate::sys::fork;
 use crate::sys::pci::PciAddress;
-
-/// Held while the platform is built, and taken around a `fork` (see
-/// `sys::fork`): a child copied while another thread built it would find
-/// the build under way forever, and its first use of the platform would
-/// wait for it.
-static BUILDING: Mutex<()> = Mutex::new(());
-
-#[linkme::distributed_slice(fork::ACROSS_FORK)]
-static BUILDING_ACROSS_FORK: fork::ForkLock = fork::ForkLock {
-    rank: fork::Rank::Platform,
-    take: || -> Box<dyn std::any::Any> { Box::new(sync::lock(&BUILDING)) },
-};
 
 /// The dmabridge platform (one per process).
 #[derive(Debug)]
@@ -53,10 +40,11 @@ impl Platform {
         if let Some(p) = PLATFORM.get() {
             return p;
         }
-        // Taken before the once-cell is entered, never inside it: a fork
-        // waits for a build under way (see `BUILDING`).
-        fork::install();
-        let _building = sync::lock(&BUILDING);
+        // The build, and every wait for it, in a process-wide section (see
+        // `sys::fork`): a fork waits for a build under way rather than copy
+        // it half done (the child would find it under way forever, and its
+        // first use of the platform would wait for it).
+        let _section = fork::section();
         PLATFORM.get_or_init(Platform::discover)
     }
 

@@ -1,109 +1,121 @@
-//! The process-wide locks a child of `fork` may need, taken around every
-//! `fork` so that no other thread holds one when the process is copied.
+//! No `fork` copies the process while a thread is inside one of the
+//! library's process-wide sections.
 //!
 //! The child of a multi-threaded process has only the forking thread. A lock
-//! another thread held at the fork stays locked in the child forever, and the
-//! child's first call that needs it hangs. The platform's first build and the
-//! registries that live for the process (dma-buf exports, host imports, BAR buffers and their surfaces,
-//! I/O ranges, wait-signal doorbells and interrupt fds) are reached by calls a
-//! child may make (freeing memory whose pages were exported, importing host
-//! memory, any copy or fill, which checks the I/O ranges). Each declares its
-//! lock here ([`ACROSS_FORK`]); the first use of any of them installs one
-//! `pthread_atfork` set ([`install`]) whose prepare handler takes every lock
-//! in [`Rank`] order, and whose parent and child handlers give them back, on
-//! the forking thread that holds them.
+//! another thread held at the fork stays locked in the child forever, and a
+//! once-cell another thread was filling stays "being filled": the child's
+//! first call that needs either hangs. The platform's first build and the
+//! registries that live for the process (dma-buf exports, host imports, BAR
+//! buffers and their surfaces, wait-signal doorbells and interrupt fds, I/O
+//! ranges) are reached by calls a child may make (building the platform,
+//! freeing memory whose pages were exported, importing host memory, any copy
+//! or fill, which checks the I/O ranges). Each enters a [`section`] before it
+//! takes its lock (or fills its cell) and leaves it after: a section holds
+//! the read side of one process-wide gate. One `pthread_atfork` set,
+//! installed at the first section, takes the gate's write side before every
+//! fork, so a fork waits until no thread is inside any section (and holds
+//! new ones off), and gives it back in parent and child.
 //!
-//! Why a rank: a thread may hold one registry's lock while it takes another's
-//! (a BAR buffer holds the surface list across opening the BAR, which
-//! registers an I/O range). The handler must take them in the order the code
-//! nests them, or it could wait for a lock whose holder waits for one the
-//! handler already has.
-//!
-//! Why the rows are linked in (`linkme`) rather than registered at run time:
-//! a thread registering one lock while it holds another would have to wait
-//! for a fork in progress, whose handler may wait for the lock it holds. The
-//! table is whole before `main`.
+//! Why one gate and not each registry's lock taken around the fork: those
+//! nest (an external buffer holds its surface list while it opens the BAR,
+//! which registers an I/O range), so a handler taking them one by one must
+//! follow an order the code keeps everywhere, and a table of them would link
+//! every registry into every program that links the handler. Sections nest
+//! freely: only a thread's outermost one takes the gate (a thread-local
+//! depth), so a nested one never waits behind a fork that waits for it.
 //!
 //! Not here, for the reasons their modules give: the ICD's handle registry
 //! and hazard slots (their own handlers), the forking thread's io_uring and
 //! the transfer helpers (per process, by `getpid`). Per-device and
-//! per-context locks are not taken: a child works in contexts of its own.
+//! per-context locks are not sections: a child works in contexts of its own.
 
-use std::any::Any;
 use std::cell::RefCell;
-use std::sync::Once;
+use std::marker::PhantomData;
+use std::ops::{Deref, DerefMut};
+use std::sync::{Once, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-use linkme::distributed_slice;
+use crate::sync;
 
-/// The order in which the fork handler takes the locks: a lock may be held
-/// while one of a later rank is taken, never the other way round. One lock
-/// per rank.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub(crate) enum Rank {
-    /// The platform's first build (`runtime::platform`), which opens the
-    /// devices and registers their interrupt fds and I/O ranges (below).
-    /// First: the registries are used only once the platform exists (each
-    /// of their users builds it before it takes their locks).
-    Platform,
-    /// The surfaces of the live external physical buffers (`ext::amd_bus`):
-    /// held while the BAR is opened (below).
-    Surfaces,
-    /// The open BAR mappings of external physical buffers: held while one is
-    /// opened, which registers its I/O range (last).
-    OpenBars,
-    /// The dma-buf exports of heap pages (`memory::exports`): held while an
-    /// import pins the pages.
-    Exports,
-    /// Live host imports (`ext::arm_import`).
-    HostImports,
-    /// The interrupt fds of remote devices (`ext::amd_bus::signal`).
-    IrqFds,
-    /// The doorbells of wait-signal commands under way.
-    Doorbells,
-    /// I/O memory ranges (`runtime::transfer::io`), written by a BAR's
-    /// opening and read by every copy and fill that meets one.
-    IoRanges,
+/// Read: a thread is inside a section. Written by the forking thread.
+static GATE: RwLock<()> = RwLock::new(());
+
+thread_local! {
+    /// The thread's section depth, and its hold of the gate while above 0.
+    static DEPTH: RefCell<(usize, Option<RwLockReadGuard<'static, ()>>)> = const { RefCell::new((0, None)) };
+    /// The gate, held by the forking thread across a `fork`.
+    static FORKING: RefCell<Option<RwLockWriteGuard<'static, ()>>> = const { RefCell::new(None) };
 }
 
-impl Rank {
-    /// Every rank, in order.
-    #[cfg(test)]
-    const ALL: [Rank; 8] = [
-        Rank::Platform,
-        Rank::Surfaces,
-        Rank::OpenBars,
-        Rank::Exports,
-        Rank::HostImports,
-        Rank::IrqFds,
-        Rank::Doorbells,
-        Rank::IoRanges,
-    ];
+/// A process-wide section of the calling thread: no fork copies the process
+/// while it lives. Not `Send`: it ends on the thread that entered it.
+#[derive(Debug)]
+pub(crate) struct Section(PhantomData<*const ()>);
+
+/// Enters a section (see the module): the thread's first waits while a fork
+/// is under way; nested ones cost a thread-local count.
+pub(crate) fn section() -> Section {
+    install();
+    // In a thread-local destructor (DEPTH gone): no gate, as without the
+    // handlers; such a late call is no registry's.
+    let _ = DEPTH.try_with(|d| {
+        let mut d = d.borrow_mut();
+        if d.0 == 0 {
+            d.1 = Some(sync::read(&GATE));
+        }
+        d.0 += 1;
+    });
+    Section(PhantomData)
 }
 
-/// A process-wide lock, as the fork handler takes it.
-pub(crate) struct ForkLock {
-    pub(crate) rank: Rank,
-    /// Takes the lock (for writing, if it is a reader-writer lock) and
-    /// returns its guard, which gives it back when dropped.
-    pub(crate) take: fn() -> Box<dyn Any>,
+impl Drop for Section {
+    fn drop(&mut self) {
+        let _ = DEPTH.try_with(|d| {
+            let mut d = d.borrow_mut();
+            d.0 = d.0.saturating_sub(1);
+            if d.0 == 0 {
+                d.1 = None;
+            }
+        });
+    }
 }
 
-/// Every [`ForkLock`] of the library, one row per process-wide registry.
-#[distributed_slice]
-pub(crate) static ACROSS_FORK: [ForkLock];
+/// A lock's guard inside a section: the section is entered before the lock
+/// is taken and left after it is given back.
+#[derive(Debug)]
+pub(crate) struct Guarded<G> {
+    // Dropped first (fields drop in declaration order).
+    guard: G,
+    _section: Section,
+}
 
-/// Installs the fork handlers, once per process. Every registry calls it
-/// before it takes its lock (an atomic load once installed), so that the
-/// handlers are in place before any of the locks can be held.
-pub(crate) fn install() {
+/// Enters a section, then takes a lock with `take`.
+pub(crate) fn guarded<G>(take: impl FnOnce() -> G) -> Guarded<G> {
+    let section = section();
+    Guarded { guard: take(), _section: section }
+}
+
+impl<G: Deref> Deref for Guarded<G> {
+    type Target = G::Target;
+    fn deref(&self) -> &G::Target {
+        &self.guard
+    }
+}
+
+impl<G: DerefMut> DerefMut for Guarded<G> {
+    fn deref_mut(&mut self) -> &mut G::Target {
+        &mut self.guard
+    }
+}
+
+/// Installs the fork handlers, once per process (an atomic load after).
+fn install() {
     static INSTALL: Once = Once::new();
     INSTALL.call_once(|| {
         // Not rustix: it has no pthread_atfork (a libc function, not a
         // system call).
-        // SAFETY: the handlers take and give back the locks of the table on
-        // the forking thread only; the child's handler only drops guards
-        // (unlock, free), which glibc and musl allow there, having made
-        // malloc usable in the child before user handlers run.
+        // SAFETY: the handlers take and give back one lock on the forking
+        // thread only; the child's handler only unlocks it (an atomic store
+        // and a futex wake), which is allowed there.
         let rc = unsafe { libc::pthread_atfork(Some(before_fork), Some(after_fork), Some(after_fork)) };
         if rc != 0 {
             log::warn!("pthread_atfork: error {rc}; a forked child may wait forever for a registry's lock");
@@ -111,79 +123,86 @@ pub(crate) fn install() {
     });
 }
 
-thread_local! {
-    /// The guards the forking thread holds across a `fork`, in rank order.
-    static HELD: RefCell<Vec<Box<dyn Any>>> = const { RefCell::new(Vec::new()) };
-}
-
-/// Takes every lock of the table, in rank order. The library never calls
-/// `fork` (nor runs the application's code) under one of these locks, so
-/// the forking thread holds none of them here.
+/// Takes the gate: waits until no thread is inside a section. Skipped if
+/// the forking thread is inside one itself (only its own code could fork
+/// there, e.g. a logger: waiting would wait for itself).
 extern "C" fn before_fork() {
-    let mut rows: Vec<&ForkLock> = ACROSS_FORK.iter().collect();
-    rows.sort_by_key(|r| r.rank);
-    let guards: Vec<Box<dyn Any>> = rows.iter().map(|r| (r.take)()).collect();
-    let _ = HELD.try_with(|h| *h.borrow_mut() = guards);
+    let inside = DEPTH.try_with(|d| d.borrow().0 > 0).unwrap_or(true);
+    if !inside {
+        let gate = sync::write(&GATE);
+        let _ = FORKING.try_with(|f| *f.borrow_mut() = Some(gate));
+    }
 }
 
-/// Gives the locks back, last taken first: in the parent, and in the child,
-/// where the forking thread is the same thread and owns them.
+/// Gives the gate back: in the parent, and in the child, where the forking
+/// thread is the same thread and owns it.
 extern "C" fn after_fork() {
-    let _ = HELD.try_with(|h| {
-        let mut held = h.borrow_mut();
-        while let Some(guard) = held.pop() {
-            drop(guard);
-        }
-    });
+    let _ = FORKING.try_with(|f| f.borrow_mut().take());
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::sys::forked;
-    use std::time::Duration;
 
-    /// Each rank has exactly one lock in the table.
+    /// A once-cell another thread is filling inside a section (as the
+    /// platform's first build is) when the process forks: the fork waits
+    /// for it, and the child finds it filled. Without the handlers the child
+    /// found it being filled forever.
     #[test]
-    fn every_rank_has_one_lock() {
-        let mut ranks: Vec<Rank> = ACROSS_FORK.iter().map(|r| r.rank).collect();
-        ranks.sort();
-        assert_eq!(ranks, Rank::ALL);
-    }
-
-    /// For every lock of the table: another thread holds it when the process
-    /// forks (it lets go 300 ms later); the child takes it at once. Without
-    /// the handlers the child copied a held lock and waits forever.
-    #[test]
-    fn a_forked_child_takes_every_registry_lock_another_thread_held() {
-        if !forked::alone_in_a_child("sys::fork::tests::a_forked_child_takes_every_registry_lock_another_thread_held") {
+    fn a_fork_waits_for_a_once_cell_being_filled_in_a_section() {
+        use std::sync::OnceLock;
+        use std::time::Duration;
+        if !forked::alone_in_a_child("sys::fork::tests::a_fork_waits_for_a_once_cell_being_filled_in_a_section") {
             return;
         }
-        install();
-        for row in ACROSS_FORK.iter() {
-            let (held_tx, held_rx) = std::sync::mpsc::channel();
-            let take = row.take;
-            let holder = std::thread::spawn(move || {
-                let guard = take();
-                held_tx.send(()).unwrap();
+        static CELL: OnceLock<u32> = OnceLock::new();
+        let (filling_tx, filling_rx) = std::sync::mpsc::channel();
+        let filler = std::thread::spawn(move || {
+            let _section = section();
+            *CELL.get_or_init(|| {
+                filling_tx.send(()).unwrap();
                 std::thread::sleep(Duration::from_millis(300));
-                drop(guard);
-            });
-            held_rx.recv().unwrap();
-            // SAFETY: the child only takes and drops one lock, then leaves
-            // with `_exit`; the one other thread of this process holds that
-            // lock on purpose and lets go by itself.
-            let pid = unsafe { libc::fork() };
-            assert!(pid >= 0, "fork: {}", std::io::Error::last_os_error());
-            if pid == 0 {
-                drop(take());
-                // SAFETY: ends the child without running the parent's atexit work.
-                unsafe { libc::_exit(0) };
-            }
-            let what = format!("the child, for the lock of rank {:?}", row.rank);
-            let code = forked::exit_code(pid, Duration::from_secs(20), &what);
-            holder.join().unwrap();
-            assert_eq!(code, 0);
+                7
+            })
+        });
+        filling_rx.recv().unwrap();
+        // SAFETY: the child only reads the cell, then leaves with `_exit`;
+        // the one other thread of this process fills it by itself.
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0, "fork: {}", std::io::Error::last_os_error());
+        if pid == 0 {
+            let value = {
+                let _section = section();
+                *CELL.get_or_init(|| 0)
+            };
+            // SAFETY: ends the child without running the parent's atexit work.
+            unsafe { libc::_exit(if value == 7 { 0 } else { 1 }) };
         }
+        let code = forked::exit_code(pid, Duration::from_secs(20), "the child, for the once-cell");
+        assert_eq!(filler.join().unwrap(), 7);
+        assert_eq!(code, 0, "the child found the cell filled");
+    }
+
+    /// Sections nest: the inner one does not wait for the gate (a fork
+    /// waiting for the outer one would otherwise hold it off forever), and
+    /// the gate is free once the outer one ends.
+    #[test]
+    fn sections_nest_and_the_gate_is_free_after_the_outermost() {
+        if !forked::alone_in_a_child("sys::fork::tests::sections_nest_and_the_gate_is_free_after_the_outermost") {
+            return;
+        }
+        let outer = section();
+        let inner = section();
+        drop(inner);
+        assert!(GATE.try_write().is_err(), "the outer section still holds the gate");
+        drop(outer);
+        assert!(GATE.try_write().is_ok(), "no section left");
+        // Guards in any order: the gate goes with the last.
+        let (a, b) = (section(), section());
+        drop(a);
+        assert!(GATE.try_write().is_err());
+        drop(b);
+        assert!(GATE.try_write().is_ok());
     }
 }

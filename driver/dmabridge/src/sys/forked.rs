@@ -42,3 +42,41 @@ pub(crate) fn exit_code(pid: libc::pid_t, limit: Duration, what: &str) -> i32 {
     assert!(libc::WIFEXITED(status), "the child ended by signal: status {status:#x}");
     libc::WEXITSTATUS(status)
 }
+
+/// How a test takes a lock: its guard, boxed.
+pub(crate) type Take = fn() -> Box<dyn std::any::Any>;
+
+/// For each of `registries` (a name, and how the library's own code takes
+/// it): another thread holds it when the process forks and lets go 300 ms
+/// later; the child takes it at once and exits. Panics if a child still
+/// waits after 20 s (a lock or once-cell copied while held: forever).
+/// Test `path` runs alone in a child process of the test binary (see
+/// [`alone_in_a_child`]), so that no other test's thread holds one.
+pub(crate) fn a_child_takes_what_another_thread_held(path: &str, registries: &[(&str, Take)]) {
+    if !alone_in_a_child(path) {
+        return;
+    }
+    for &(name, take) in registries {
+        let (held_tx, held_rx) = std::sync::mpsc::channel();
+        let holder = std::thread::spawn(move || {
+            let guard = take();
+            held_tx.send(()).unwrap();
+            std::thread::sleep(Duration::from_millis(300));
+            drop(guard);
+        });
+        held_rx.recv().unwrap();
+        // SAFETY: the child only takes and drops one lock, then leaves with
+        // `_exit`; the one other thread of this process holds that lock on
+        // purpose and lets go by itself.
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0, "fork: {}", std::io::Error::last_os_error());
+        if pid == 0 {
+            drop(take());
+            // SAFETY: ends the child without running the parent's atexit work.
+            unsafe { libc::_exit(0) };
+        }
+        let code = exit_code(pid, Duration::from_secs(20), &format!("the child, for the {name}"));
+        holder.join().unwrap();
+        assert_eq!(code, 0);
+    }
+}

@@ -176,25 +176,15 @@ static OPEN: LazyLock<Mutex<Vec<Weak<OpenBar>>>> = LazyLock::new(Mutex::default)
 /// extension keeps of each buffer is a field of the buffer.
 static SURFACES: Mutex<Vec<BusAddr>> = Mutex::new(Vec::new());
 
-fn open_bars() -> MutexGuard<'static, Vec<Weak<OpenBar>>> {
-    fork::install();
-    sync::lock(&OPEN)
+/// [`OPEN`], held in a process-wide section (see `sys::fork`).
+fn open_bars() -> fork::Guarded<MutexGuard<'static, Vec<Weak<OpenBar>>>> {
+    fork::guarded(|| sync::lock(&OPEN))
 }
 
-fn surfaces() -> MutexGuard<'static, Vec<BusAddr>> {
-    fork::install();
-    sync::lock(&SURFACES)
+/// [`SURFACES`], held in a process-wide section (see `sys::fork`).
+fn surfaces() -> fork::Guarded<MutexGuard<'static, Vec<BusAddr>>> {
+    fork::guarded(|| sync::lock(&SURFACES))
 }
-
-/// Both taken around a `fork` (see `sys::fork`).
-#[linkme::distributed_slice(fork::ACROSS_FORK)]
-static OPEN_ACROSS_FORK: fork::ForkLock =
-    fork::ForkLock { rank: fork::Rank::OpenBars, take: || -> Box<dyn std::any::Any> { Box::new(sync::lock(&OPEN)) } };
-#[linkme::distributed_slice(fork::ACROSS_FORK)]
-static SURFACES_ACROSS_FORK: fork::ForkLock = fork::ForkLock {
-    rank: fork::Rank::Surfaces,
-    take: || -> Box<dyn std::any::Any> { Box::new(sync::lock(&SURFACES)) },
-};
 
 fn open_bar(slot: BarSlot, domain: &Arc<DmaDomain>) -> ClResult<Arc<OpenBar>> {
     let fail = |why: String| {
@@ -530,6 +520,16 @@ const REMOTE_IS_WRITE_ONLY: &str = "the buffer was created with CL_MEM_EXTERNAL_
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A child forked while another thread held the registry takes it at
+    /// once (see `sys::fork`): without the fork handler it waited forever.
+    #[test]
+    fn a_forked_child_takes_the_registry_another_thread_held() {
+        crate::sys::forked::a_child_takes_what_another_thread_held(
+            "ext::amd_bus::external::tests::a_forked_child_takes_the_registry_another_thread_held",
+            &[("open BARs", || Box::new(open_bars())), ("surfaces", || Box::new(surfaces()))],
+        );
+    }
 
     #[test]
     fn bars_are_found_from_a_sysfs_tree() {

@@ -67,25 +67,15 @@ static IRQ_FDS: LazyLock<Mutex<Vec<Arc<OwnedFd>>>> = LazyLock::new(Mutex::defaul
 /// The doorbells of the waits under way.
 static DOORBELLS: LazyLock<Mutex<Vec<Weak<EventFd>>>> = LazyLock::new(Mutex::default);
 
-fn irq_fds() -> MutexGuard<'static, Vec<Arc<OwnedFd>>> {
-    fork::install();
-    sync::lock(&IRQ_FDS)
+/// [`IRQ_FDS`], held in a process-wide section (see `sys::fork`).
+fn irq_fds() -> fork::Guarded<MutexGuard<'static, Vec<Arc<OwnedFd>>>> {
+    fork::guarded(|| sync::lock(&IRQ_FDS))
 }
 
-fn doorbells() -> MutexGuard<'static, Vec<Weak<EventFd>>> {
-    fork::install();
-    sync::lock(&DOORBELLS)
+/// [`DOORBELLS`], held in a process-wide section (see `sys::fork`).
+fn doorbells() -> fork::Guarded<MutexGuard<'static, Vec<Weak<EventFd>>>> {
+    fork::guarded(|| sync::lock(&DOORBELLS))
 }
-
-/// Both taken around a `fork` (see `sys::fork`).
-#[linkme::distributed_slice(fork::ACROSS_FORK)]
-static IRQ_FDS_ACROSS_FORK: fork::ForkLock =
-    fork::ForkLock { rank: fork::Rank::IrqFds, take: || -> Box<dyn std::any::Any> { Box::new(sync::lock(&IRQ_FDS)) } };
-#[linkme::distributed_slice(fork::ACROSS_FORK)]
-static DOORBELLS_ACROSS_FORK: fork::ForkLock = fork::ForkLock {
-    rank: fork::Rank::Doorbells,
-    take: || -> Box<dyn std::any::Any> { Box::new(sync::lock(&DOORBELLS)) },
-};
 
 /// The first and the longest poll interval without an interrupt source.
 const POLL_FIRST: Duration = Duration::from_micros(50);
@@ -419,6 +409,16 @@ mod tests {
     use crate::runtime::platform::Platform;
     use crate::runtime::queue::QueueProps;
     use std::sync::atomic::AtomicU32;
+
+    /// A child forked while another thread held the registry takes it at
+    /// once (see `sys::fork`): without the fork handler it waited forever.
+    #[test]
+    fn a_forked_child_takes_the_registry_another_thread_held() {
+        crate::sys::forked::a_child_takes_what_another_thread_held(
+            "ext::amd_bus::signal::tests::a_forked_child_takes_the_registry_another_thread_held",
+            &[("interrupt fds", || Box::new(irq_fds())), ("doorbells", || Box::new(doorbells()))],
+        );
+    }
 
     thread_local! {
         /// What ended each sleep of the thread's waits (indexes: 0 the doorbell, then the interrupts).

@@ -19,17 +19,10 @@ struct HostSpan {
 static HOST_IMPORTS: Mutex<BTreeMap<u64, HostSpan>> = Mutex::new(BTreeMap::new());
 static NEXT_HOST_IMPORT: AtomicU64 = AtomicU64::new(1);
 
-fn host_imports() -> MutexGuard<'static, BTreeMap<u64, HostSpan>> {
-    fork::install();
-    sync::lock(&HOST_IMPORTS)
+/// [`HOST_IMPORTS`], held in a process-wide section (see `sys::fork`).
+fn host_imports() -> fork::Guarded<MutexGuard<'static, BTreeMap<u64, HostSpan>>> {
+    fork::guarded(|| sync::lock(&HOST_IMPORTS))
 }
-
-/// Taken around a `fork` (see `sys::fork`).
-#[linkme::distributed_slice(fork::ACROSS_FORK)]
-static HOST_IMPORTS_ACROSS_FORK: fork::ForkLock = fork::ForkLock {
-    rank: fork::Rank::HostImports,
-    take: || -> Box<dyn std::any::Any> { Box::new(sync::lock(&HOST_IMPORTS)) },
-};
 
 /// A host import's locked pages and its entry in [`HOST_IMPORTS`]: dropped
 /// with the buffer, it unlocks the pages no other locked host import spans
@@ -279,4 +272,19 @@ pub unsafe fn import_host(ctx: &Arc<Context>, flags: u64, ptr: *mut u8, size: us
     let store = Store::new_imported(ctx, size, HostAddr(addr), imported, ctx.devices())
         .with_restrictions(Restrictions { no_write: read_only.then_some(READ_ONLY_HOST_MEMORY), ..Default::default() });
     Ok(Buffer::imported(ctx, flags, size, store))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A child forked while another thread held the registry takes it at
+    /// once (see `sys::fork`): without the fork handler it waited forever.
+    #[test]
+    fn a_forked_child_takes_the_registry_another_thread_held() {
+        crate::sys::forked::a_child_takes_what_another_thread_held(
+            "ext::arm_import::host::tests::a_forked_child_takes_the_registry_another_thread_held",
+            &[("host imports", || Box::new(host_imports()))],
+        );
+    }
 }

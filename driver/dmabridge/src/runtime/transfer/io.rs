@@ -28,22 +28,15 @@ static COUNT: AtomicUsize = AtomicUsize::new(0);
 /// The registered ranges.
 static RANGES: RwLock<Vec<Entry>> = RwLock::new(Vec::new());
 
-fn ranges() -> RwLockReadGuard<'static, Vec<Entry>> {
-    fork::install();
-    sync::read(&RANGES)
+/// [`RANGES`] for reading, in a process-wide section (see `sys::fork`).
+fn ranges() -> fork::Guarded<RwLockReadGuard<'static, Vec<Entry>>> {
+    fork::guarded(|| sync::read(&RANGES))
 }
 
-fn ranges_mut() -> RwLockWriteGuard<'static, Vec<Entry>> {
-    fork::install();
-    sync::write(&RANGES)
+/// [`RANGES`] for writing, in a process-wide section (see `sys::fork`).
+fn ranges_mut() -> fork::Guarded<RwLockWriteGuard<'static, Vec<Entry>>> {
+    fork::guarded(|| sync::write(&RANGES))
 }
-
-/// Taken (for writing) around a `fork` (see `sys::fork`).
-#[linkme::distributed_slice(fork::ACROSS_FORK)]
-static RANGES_ACROSS_FORK: fork::ForkLock = fork::ForkLock {
-    rank: fork::Rank::IoRanges,
-    take: || -> Box<dyn std::any::Any> { Box::new(sync::write(&RANGES)) },
-};
 
 /// A registered range and, if it is a device's memory, that device.
 struct Entry {
@@ -265,6 +258,16 @@ pub(super) unsafe fn fill(dst: *mut u8, pattern: &[u8], size: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A child forked while another thread held the registry takes it at
+    /// once (see `sys::fork`): without the fork handler it waited forever.
+    #[test]
+    fn a_forked_child_takes_the_registry_another_thread_held() {
+        crate::sys::forked::a_child_takes_what_another_thread_held(
+            "runtime::transfer::io::tests::a_forked_child_takes_the_registry_another_thread_held",
+            &[("I/O ranges for reading", || Box::new(ranges())), ("I/O ranges for writing", || Box::new(ranges_mut()))],
+        );
+    }
 
     #[test]
     fn io_copies_and_fills_match_plain_ones_at_every_phase() {
