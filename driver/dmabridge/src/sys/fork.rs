@@ -10,77 +10,77 @@
 //! ranges) are reached by calls a child may make (building the platform,
 //! freeing memory whose pages were exported, importing host memory, any copy
 //! or fill, which checks the I/O ranges). Each enters a [`section`] before it
-//! takes its lock (or fills its cell) and leaves it after: a section holds
-//! the read side of one process-wide gate. One `pthread_atfork` set,
-//! installed at the first section, takes the gate's write side before every
-//! fork, so a fork waits until no thread is inside any section (and holds
-//! new ones off), and gives it back in parent and child.
+//! takes its lock (or fills its cell) and leaves it after. One
+//! `pthread_atfork` set, installed at the first section, waits before every
+//! fork until no other thread is inside a section, holds new ones off across
+//! the fork, and lets them in again in parent and child.
 //!
 //! Why one gate and not each registry's lock taken around the fork: those
 //! nest (an external buffer holds its surface list while it opens the BAR,
 //! which registers an I/O range), so a handler taking them one by one must
 //! follow an order the code keeps everywhere, and a table of them would link
-//! every registry into every program that links the handler. Sections nest
-//! freely: only a thread's outermost one takes the gate (a thread-local
-//! depth), so a nested one never waits behind a fork that waits for it.
+//! every registry into every program that links the handler.
+//!
+//! Why a waiting fork does not hold sections off: a thread inside a section
+//! may wait for a lock (a device's, a context's) whose holder is about to
+//! enter a section of its own; were that entry held off until the fork, the
+//! fork would wait for the first thread, which waits for the second, which
+//! waits for the fork. So sections enter freely while a fork waits, and are
+//! held off only while it happens (no thread is then inside one, none
+//! waits for it). The price: a process whose threads are inside sections
+//! without a break makes its forks wait that long; sections are short.
 //!
 //! Not here, for the reasons their modules give: the ICD's handle registry
 //! and hazard slots (their own handlers), the forking thread's io_uring and
 //! the transfer helpers (per process, by `getpid`). Per-device and
 //! per-context locks are not sections: a child works in contexts of its own.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::marker::PhantomData;
 use std::ops::{Deref, DerefMut};
-use std::sync::{Once, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Condvar, Mutex, MutexGuard, Once};
 
 use crate::sync;
 
-/// Read: a thread is inside a section. Written by the forking thread.
-static GATE: RwLock<()> = RwLock::new(());
+/// How many sections are open, all threads together. The forking thread
+/// holds this lock across the fork: no section opens or closes then.
+static OPEN: Mutex<usize> = Mutex::new(0);
+/// Signalled when the last section closes.
+static CLOSED: Condvar = Condvar::new();
 
 thread_local! {
-    /// The thread's section depth, and its hold of the gate while above 0.
-    static DEPTH: RefCell<(usize, Option<RwLockReadGuard<'static, ()>>)> = const { RefCell::new((0, None)) };
-    /// The gate, held by the forking thread across a `fork`.
-    static FORKING: RefCell<Option<RwLockWriteGuard<'static, ()>>> = const { RefCell::new(None) };
+    /// How many of the open sections are the calling thread's.
+    static MINE: Cell<usize> = const { Cell::new(0) };
+    /// [`OPEN`]'s lock, held by the forking thread across a `fork`.
+    static FORKING: RefCell<Option<MutexGuard<'static, usize>>> = const { RefCell::new(None) };
 }
 
 /// A process-wide section of the calling thread: no fork copies the process
-/// while it lives. Not `Send`: it ends on the thread that entered it.
+/// while it lives. Not `Send`: it closes on the thread that opened it.
 #[derive(Debug)]
 pub(crate) struct Section(PhantomData<*const ()>);
 
-/// Enters a section (see the module): the thread's first waits while a fork
-/// is under way; nested ones cost a thread-local count.
+/// Opens a section (see the module): waits only while a fork happens.
 pub(crate) fn section() -> Section {
     install();
-    // In a thread-local destructor (DEPTH gone): no gate, as without the
-    // handlers; such a late call is no registry's.
-    let _ = DEPTH.try_with(|d| {
-        let mut d = d.borrow_mut();
-        if d.0 == 0 {
-            d.1 = Some(sync::read(&GATE));
-        }
-        d.0 += 1;
-    });
+    *sync::lock(&OPEN) += 1;
+    let _ = MINE.try_with(|m| m.set(m.get() + 1));
     Section(PhantomData)
 }
 
 impl Drop for Section {
     fn drop(&mut self) {
-        let _ = DEPTH.try_with(|d| {
-            let mut d = d.borrow_mut();
-            d.0 = d.0.saturating_sub(1);
-            if d.0 == 0 {
-                d.1 = None;
-            }
-        });
+        let _ = MINE.try_with(|m| m.set(m.get().saturating_sub(1)));
+        let mut open = sync::lock(&OPEN);
+        *open = open.saturating_sub(1);
+        if *open == 0 {
+            CLOSED.notify_all();
+        }
     }
 }
 
-/// A lock's guard inside a section: the section is entered before the lock
-/// is taken and left after it is given back.
+/// A lock's guard inside a section: the section is opened before the lock
+/// is taken and closed after it is given back.
 #[derive(Debug)]
 pub(crate) struct Guarded<G> {
     // Dropped first (fields drop in declaration order).
@@ -88,7 +88,7 @@ pub(crate) struct Guarded<G> {
     _section: Section,
 }
 
-/// Enters a section, then takes a lock with `take`.
+/// Opens a section, then takes a lock with `take`.
 pub(crate) fn guarded<G>(take: impl FnOnce() -> G) -> Guarded<G> {
     let section = section();
     Guarded { guard: take(), _section: section }
@@ -123,19 +123,20 @@ fn install() {
     });
 }
 
-/// Takes the gate: waits until no thread is inside a section. Skipped if
-/// the forking thread is inside one itself (only its own code could fork
-/// there, e.g. a logger: waiting would wait for itself).
+/// Waits until the only open sections are the forking thread's own (none,
+/// unless its own code forks inside one: a logger, say), then holds
+/// [`OPEN`]'s lock across the fork.
 extern "C" fn before_fork() {
-    let inside = DEPTH.try_with(|d| d.borrow().0 > 0).unwrap_or(true);
-    if !inside {
-        let gate = sync::write(&GATE);
-        let _ = FORKING.try_with(|f| *f.borrow_mut() = Some(gate));
+    let mine = MINE.try_with(Cell::get).unwrap_or(0);
+    let mut open = sync::lock(&OPEN);
+    while *open > mine {
+        open = sync::wait(&CLOSED, open);
     }
+    let _ = FORKING.try_with(|f| *f.borrow_mut() = Some(open));
 }
 
-/// Gives the gate back: in the parent, and in the child, where the forking
-/// thread is the same thread and owns it.
+/// Lets sections open again: in the parent, and in the child, where the
+/// forking thread is the same thread and owns the lock.
 extern "C" fn after_fork() {
     let _ = FORKING.try_with(|f| f.borrow_mut().take());
 }
@@ -184,25 +185,75 @@ mod tests {
         assert_eq!(code, 0, "the child found the cell filled");
     }
 
-    /// Sections nest: the inner one does not wait for the gate (a fork
-    /// waiting for the outer one would otherwise hold it off forever), and
-    /// the gate is free once the outer one ends.
+    /// Sections nest and count per thread; a fork in a thread with sections
+    /// of its own open waits for the others only (it would wait for itself).
     #[test]
-    fn sections_nest_and_the_gate_is_free_after_the_outermost() {
-        if !forked::alone_in_a_child("sys::fork::tests::sections_nest_and_the_gate_is_free_after_the_outermost") {
+    fn a_fork_inside_a_section_of_its_own_does_not_wait_for_itself() {
+        use std::time::Duration;
+        if !forked::alone_in_a_child("sys::fork::tests::a_fork_inside_a_section_of_its_own_does_not_wait_for_itself") {
             return;
         }
-        let outer = section();
-        let inner = section();
-        drop(inner);
-        assert!(GATE.try_write().is_err(), "the outer section still holds the gate");
+        let (outer, inner) = (section(), section());
+        assert_eq!((*sync::lock(&OPEN), MINE.with(Cell::get)), (2, 2));
+        // SAFETY: the child leaves with `_exit` at once.
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0, "fork: {}", std::io::Error::last_os_error());
+        if pid == 0 {
+            // SAFETY: ends the child without running the parent's atexit work.
+            unsafe { libc::_exit(0) };
+        }
+        assert_eq!(forked::exit_code(pid, Duration::from_secs(20), "the child"), 0);
         drop(outer);
-        assert!(GATE.try_write().is_ok(), "no section left");
-        // Guards in any order: the gate goes with the last.
-        let (a, b) = (section(), section());
-        drop(a);
-        assert!(GATE.try_write().is_err());
-        drop(b);
-        assert!(GATE.try_write().is_ok());
+        drop(inner);
+        assert_eq!((*sync::lock(&OPEN), MINE.with(Cell::get)), (0, 0));
+    }
+
+    /// A thread inside a section waits for a lock whose holder opens a
+    /// section of its own while a fork waits: the holder gets in, lets go,
+    /// and the fork follows. Had a waiting fork held sections off, the three
+    /// would wait for one another forever.
+    #[test]
+    fn a_waiting_fork_lets_a_lock_holder_into_a_section() {
+        use std::sync::mpsc::channel;
+        use std::time::Duration;
+        if !forked::alone_in_a_child("sys::fork::tests::a_waiting_fork_lets_a_lock_holder_into_a_section") {
+            return;
+        }
+        static L: Mutex<()> = Mutex::new(());
+        let (held_tx, held_rx) = channel();
+        let (inside_tx, inside_rx) = channel();
+        let (done_tx, done_rx) = channel();
+        let holder = std::thread::spawn(move || {
+            let l = sync::lock(&L);
+            held_tx.send(()).unwrap();
+            // Long enough for the fork below to be waiting.
+            std::thread::sleep(Duration::from_millis(300));
+            let _section = section();
+            drop(l);
+        });
+        held_rx.recv().unwrap();
+        let waiter = std::thread::spawn(move || {
+            let _section = section();
+            inside_tx.send(()).unwrap();
+            drop(sync::lock(&L));
+        });
+        inside_rx.recv().unwrap();
+        let forker = std::thread::spawn(move || {
+            // SAFETY: the child leaves with `_exit` at once.
+            let pid = unsafe { libc::fork() };
+            assert!(pid >= 0, "fork: {}", std::io::Error::last_os_error());
+            if pid == 0 {
+                // SAFETY: ends the child without running the parent's atexit work.
+                unsafe { libc::_exit(0) };
+            }
+            done_tx.send(forked::exit_code(pid, Duration::from_secs(20), "the child")).unwrap();
+        });
+        let code = done_rx
+            .recv_timeout(Duration::from_secs(20))
+            .expect("the fork, the lock holder and the waiter wait for one another");
+        assert_eq!(code, 0);
+        for t in [holder, waiter, forker] {
+            t.join().unwrap();
+        }
     }
 }
