@@ -42,17 +42,24 @@ use std::sync::{Condvar, Mutex, MutexGuard, Once};
 
 use crate::sync;
 
-/// How many sections are open, all threads together. The forking thread
-/// holds this lock across the fork: no section opens or closes then.
-static OPEN: Mutex<usize> = Mutex::new(0);
-/// Signalled when the last section closes.
+/// The sections open, all threads together, and the forks waiting for them.
+/// The forking thread holds this lock across the fork: no section opens or
+/// closes then.
+static OPEN: Mutex<Open> = Mutex::new(Open { sections: 0, forks_waiting: 0 });
+/// Signalled when a section closes while a fork waits.
 static CLOSED: Condvar = Condvar::new();
+
+#[derive(Debug)]
+struct Open {
+    sections: usize,
+    forks_waiting: usize,
+}
 
 thread_local! {
     /// How many of the open sections are the calling thread's.
     static MINE: Cell<usize> = const { Cell::new(0) };
     /// [`OPEN`]'s lock, held by the forking thread across a `fork`.
-    static FORKING: RefCell<Option<MutexGuard<'static, usize>>> = const { RefCell::new(None) };
+    static FORKING: RefCell<Option<MutexGuard<'static, Open>>> = const { RefCell::new(None) };
 }
 
 /// A process-wide section of the calling thread: no fork copies the process
@@ -63,7 +70,7 @@ pub(crate) struct Section(PhantomData<*const ()>);
 /// Opens a section (see the module): waits only while a fork happens.
 pub(crate) fn section() -> Section {
     install();
-    *sync::lock(&OPEN) += 1;
+    sync::lock(&OPEN).sections += 1;
     let _ = MINE.try_with(|m| m.set(m.get() + 1));
     Section(PhantomData)
 }
@@ -72,8 +79,8 @@ impl Drop for Section {
     fn drop(&mut self) {
         let _ = MINE.try_with(|m| m.set(m.get().saturating_sub(1)));
         let mut open = sync::lock(&OPEN);
-        *open = open.saturating_sub(1);
-        if *open == 0 {
+        open.sections = open.sections.saturating_sub(1);
+        if open.forks_waiting > 0 {
             CLOSED.notify_all();
         }
     }
@@ -129,9 +136,11 @@ fn install() {
 extern "C" fn before_fork() {
     let mine = MINE.try_with(Cell::get).unwrap_or(0);
     let mut open = sync::lock(&OPEN);
-    while *open > mine {
+    open.forks_waiting += 1;
+    while open.sections > mine {
         open = sync::wait(&CLOSED, open);
     }
+    open.forks_waiting -= 1;
     let _ = FORKING.try_with(|f| *f.borrow_mut() = Some(open));
 }
 
@@ -186,26 +195,43 @@ mod tests {
     }
 
     /// Sections nest and count per thread; a fork in a thread with sections
-    /// of its own open waits for the others only (it would wait for itself).
+    /// of its own open waits for the other threads' only (it would wait for
+    /// itself), and is woken when one of those closes.
     #[test]
     fn a_fork_inside_a_section_of_its_own_does_not_wait_for_itself() {
+        use std::sync::mpsc::channel;
         use std::time::Duration;
         if !forked::alone_in_a_child("sys::fork::tests::a_fork_inside_a_section_of_its_own_does_not_wait_for_itself") {
             return;
         }
-        let (outer, inner) = (section(), section());
-        assert_eq!((*sync::lock(&OPEN), MINE.with(Cell::get)), (2, 2));
-        // SAFETY: the child leaves with `_exit` at once.
-        let pid = unsafe { libc::fork() };
-        assert!(pid >= 0, "fork: {}", std::io::Error::last_os_error());
-        if pid == 0 {
-            // SAFETY: ends the child without running the parent's atexit work.
-            unsafe { libc::_exit(0) };
-        }
-        assert_eq!(forked::exit_code(pid, Duration::from_secs(20), "the child"), 0);
-        drop(outer);
-        drop(inner);
-        assert_eq!((*sync::lock(&OPEN), MINE.with(Cell::get)), (0, 0));
+        // Another thread's section, closed 300 ms later: the fork waits for
+        // that one alone.
+        let (inside_tx, inside_rx) = channel();
+        let other = std::thread::spawn(move || {
+            let _section = section();
+            inside_tx.send(()).unwrap();
+            std::thread::sleep(Duration::from_millis(300));
+        });
+        inside_rx.recv().unwrap();
+        let (done_tx, done_rx) = channel();
+        let forker = std::thread::spawn(move || {
+            let (outer, inner) = (section(), section());
+            assert_eq!((sync::lock(&OPEN).sections, MINE.with(Cell::get)), (3, 2));
+            // SAFETY: the child leaves with `_exit` at once.
+            let pid = unsafe { libc::fork() };
+            assert!(pid >= 0, "fork: {}", std::io::Error::last_os_error());
+            if pid == 0 {
+                // SAFETY: ends the child without running the parent's atexit work.
+                unsafe { libc::_exit(0) };
+            }
+            drop((outer, inner));
+            done_tx.send(forked::exit_code(pid, Duration::from_secs(20), "the child")).unwrap();
+        });
+        let code = done_rx.recv_timeout(Duration::from_secs(20)).expect("the fork waited for its own sections");
+        assert_eq!(code, 0);
+        forker.join().unwrap();
+        other.join().unwrap();
+        assert_eq!(sync::lock(&OPEN).sections, 0);
     }
 
     /// A thread inside a section waits for a lock whose holder opens a
