@@ -67,8 +67,8 @@ impl Exports {
     }
 }
 
-/// Holds the registry (see [`Exports`]).
-/// Held in a process-wide section (see `sys::fork`).
+/// Holds the registry (see [`Exports`]), in a process-wide section (see
+/// `sys::fork`).
 pub(crate) fn lock() -> Exports {
     Exports(fork::guarded(|| sync::lock(&EXPORTS)))
 }
