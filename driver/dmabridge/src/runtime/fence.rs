@@ -126,21 +126,21 @@ mod tests {
         ready.signal(1).unwrap();
         // The thread's ring, made before the fork.
         assert_eq!(with_thread_ring(|w| w.wait_readable(&[ready.as_fd()], None).map_err(|_| -1)), Ok(vec![0]));
-        // SAFETY: the child waits on its own copies of the eventfds and
-        // leaves with `_exit`; this process has no other thread.
-        let pid = unsafe { libc::fork() };
-        assert!(pid >= 0, "fork: {}", std::io::Error::last_os_error());
-        if pid == 0 {
-            // Let the parent fall asleep on its ring first, then wait (a
-            // ready fd: at once) over and over while it sleeps.
-            std::thread::sleep(Duration::from_millis(200));
-            let all = (0..50).all(|_| {
-                with_thread_ring(|w| w.wait_readable(&[ready.as_fd()], Some(Duration::from_secs(1))).map_err(|_| -1))
-                    == Ok(vec![0])
-            });
-            // SAFETY: ends the child without running the parent's atexit work.
-            unsafe { libc::_exit(if all { 0 } else { 1 }) };
-        }
+        // SAFETY: the child waits on its own copies of the eventfds; this
+        // process has no other thread.
+        let pid = unsafe {
+            forked::fork_child(|| {
+                // Let the parent fall asleep on its ring first, then wait (a
+                // ready fd: at once) over and over while it sleeps.
+                std::thread::sleep(Duration::from_millis(200));
+                let all = (0..50).all(|_| {
+                    with_thread_ring(|w| {
+                        w.wait_readable(&[ready.as_fd()], Some(Duration::from_secs(1))).map_err(|_| -1)
+                    }) == Ok(vec![0])
+                });
+                i32::from(!all)
+            })
+        };
         let start = Instant::now();
         let parents =
             with_thread_ring(|w| w.wait_readable(&[never.as_fd()], Some(Duration::from_secs(1))).map_err(|_| -1));

@@ -177,18 +177,14 @@ mod tests {
             })
         });
         filling_rx.recv().unwrap();
-        // SAFETY: the child only reads the cell, then leaves with `_exit`;
-        // the one other thread of this process fills it by itself.
-        let pid = unsafe { libc::fork() };
-        assert!(pid >= 0, "fork: {}", std::io::Error::last_os_error());
-        if pid == 0 {
-            let value = {
+        // SAFETY: the child only reads the cell; the one other thread of
+        // this process fills it by itself.
+        let pid = unsafe {
+            forked::fork_child(|| {
                 let _section = section();
-                *CELL.get_or_init(|| 0)
-            };
-            // SAFETY: ends the child without running the parent's atexit work.
-            unsafe { libc::_exit(if value == 7 { 0 } else { 1 }) };
-        }
+                i32::from(*CELL.get_or_init(|| 0) != 7)
+            })
+        };
         let code = forked::exit_code(pid, Duration::from_secs(20), "the child, for the once-cell");
         assert_eq!(filler.join().unwrap(), 7);
         assert_eq!(code, 0, "the child found the cell filled");
@@ -217,13 +213,8 @@ mod tests {
         let forker = std::thread::spawn(move || {
             let (outer, inner) = (section(), section());
             assert_eq!((sync::lock(&OPEN).sections, MINE.with(Cell::get)), (3, 2));
-            // SAFETY: the child leaves with `_exit` at once.
-            let pid = unsafe { libc::fork() };
-            assert!(pid >= 0, "fork: {}", std::io::Error::last_os_error());
-            if pid == 0 {
-                // SAFETY: ends the child without running the parent's atexit work.
-                unsafe { libc::_exit(0) };
-            }
+            // SAFETY: the child does nothing.
+            let pid = unsafe { forked::fork_child(|| 0) };
             drop((outer, inner));
             done_tx.send(forked::exit_code(pid, Duration::from_secs(20), "the child")).unwrap();
         });
@@ -265,13 +256,8 @@ mod tests {
         });
         inside_rx.recv().unwrap();
         let forker = std::thread::spawn(move || {
-            // SAFETY: the child leaves with `_exit` at once.
-            let pid = unsafe { libc::fork() };
-            assert!(pid >= 0, "fork: {}", std::io::Error::last_os_error());
-            if pid == 0 {
-                // SAFETY: ends the child without running the parent's atexit work.
-                unsafe { libc::_exit(0) };
-            }
+            // SAFETY: the child does nothing.
+            let pid = unsafe { forked::fork_child(|| 0) };
             done_tx.send(forked::exit_code(pid, Duration::from_secs(20), "the child")).unwrap();
         });
         let code = done_rx

@@ -22,6 +22,26 @@ pub(crate) fn alone_in_a_child(path: &str) -> bool {
     false
 }
 
+/// Forks: the child runs `child` and leaves with `_exit` and what it
+/// returned (101 if it panicked), never running the parent's atexit work or
+/// returning into the test harness; the parent gets the child's pid.
+///
+/// # Safety
+/// The child is a copy of this process with the calling thread alone:
+/// `child` must need nothing another thread may hold at the fork (but what
+/// the test holds there on purpose).
+pub(crate) unsafe fn fork_child(child: impl FnOnce() -> i32) -> libc::pid_t {
+    // SAFETY: the child only runs `child` (the caller's contract) and ends.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0, "fork: {}", std::io::Error::last_os_error());
+    if pid == 0 {
+        let code = std::panic::catch_unwind(std::panic::AssertUnwindSafe(child)).unwrap_or(101);
+        // SAFETY: ends the child without running the parent's atexit work.
+        unsafe { libc::_exit(code) };
+    }
+    pid
+}
+
 /// The exit code of child `pid` of `fork`; panics saying `what` still waits
 /// if it has not ended within `limit` (the child is killed then).
 pub(crate) fn exit_code(pid: libc::pid_t, limit: Duration, what: &str) -> i32 {
@@ -65,16 +85,15 @@ pub(crate) fn a_child_takes_what_another_thread_held(path: &str, registries: &[(
             drop(guard);
         });
         held_rx.recv().unwrap();
-        // SAFETY: the child only takes and drops one lock, then leaves with
-        // `_exit`; the one other thread of this process holds that lock on
-        // purpose and lets go by itself.
-        let pid = unsafe { libc::fork() };
-        assert!(pid >= 0, "fork: {}", std::io::Error::last_os_error());
-        if pid == 0 {
-            drop(take());
-            // SAFETY: ends the child without running the parent's atexit work.
-            unsafe { libc::_exit(0) };
-        }
+        // SAFETY: the child only takes and drops one lock; the one other
+        // thread of this process holds that lock on purpose and lets go by
+        // itself.
+        let pid = unsafe {
+            fork_child(|| {
+                drop(take());
+                0
+            })
+        };
         let code = exit_code(pid, Duration::from_secs(20), &format!("the child, for the {name}"));
         holder.join().unwrap();
         assert_eq!(code, 0);

@@ -186,21 +186,19 @@ mod tests {
         let size = 4 << 20;
         let mut dst = vec![0u8; size];
         let addr = dst.as_mut_ptr() as usize;
-        // SAFETY: the child fills its own copy of `dst` (valid for `size`
-        // bytes) and leaves with `_exit`; no other thread of this process
-        // holds a lock the child needs but the job list's, held on purpose.
-        let pid = unsafe { libc::fork() };
-        assert!(pid >= 0, "fork: {}", std::io::Error::last_os_error());
-        if pid == 0 {
+        let child = || {
             let mut pattern = [0u8; crate::runtime::transfer::MAX_PATTERN];
             pattern[0] = 0xa5;
             // SAFETY: `[addr, addr + size)` is the child's copy of `dst`.
             unsafe { run(Op::Fill { dst: addr, pattern, len: 1 }, size, size / 8) };
             // SAFETY: reads the bytes just filled, inside `dst`.
             let ok = unsafe { std::slice::from_raw_parts(addr as *const u8, size) }.iter().all(|&b| b == 0xa5);
-            // SAFETY: ends the child without running the parent's atexit work.
-            unsafe { libc::_exit(if ok { 0 } else { 1 }) };
-        }
+            i32::from(!ok)
+        };
+        // SAFETY: the child fills its own copy of `dst` (valid for `size`
+        // bytes); no other thread of this process holds a lock the child
+        // needs but the job list's, held on purpose.
+        let pid = unsafe { forked::fork_child(child) };
         let code = forked::exit_code(pid, Duration::from_secs(30), "the child's fill (for the job list's lock?)");
         end_tx.send(()).unwrap();
         holder.join().unwrap();
